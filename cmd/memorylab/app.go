@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// newApp builds the command tree. Every command is defined in its own
+// cmd_<verb>.go file and returns ordinary errors; exitCode maps them.
+func newApp(env *Env) *cli.App {
+	app := &cli.App{
+		Name:  "memorylab",
+		Usage: "git-native experiment ledger for autoresearch loops",
+		Description: "memorylab records every training run of an autoresearch loop (metrics, crash summary,\n" +
+			"provenance, novelty verdict, decision packet) in a JSONL ledger inside your repository,\n" +
+			"keeps results.tsv in step, and writes the morning report.\n\n" + exitStatusHelp,
+		Reader:    env.In,
+		Writer:    env.Out,
+		ErrWriter: env.Err,
+		Suggest:   true,
+		// Never let urfave/cli call os.Exit: deferred unlocks would be skipped.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "store", Usage: "store directory (default: results/memorylab in the main worktree)", EnvVars: []string{ledger.StoreEnv}},
+		},
+		Commands: []*cli.Command{
+			initCommand(env),
+			logCommand(env),
+			demoCommand(env),
+		},
+		OnUsageError: onUsageError,
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(env.Err, "memorylab: unknown command %q; see `memorylab help`\n", name)
+		},
+	}
+	for _, c := range app.Commands {
+		c.OnUsageError = onUsageError
+		if !strings.Contains(c.Description, "EXIT STATUS") {
+			c.Description = strings.TrimSpace(c.Description + "\n\n" + exitStatusHelp)
+		}
+	}
+	return app
+}
+
+func onUsageError(_ *cli.Context, err error, _ bool) error {
+	return &usageError{msg: err.Error()}
+}
+
+// usagef returns a usage error (exit 2).
+func usagef(format string, a ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, a...)}
+}
+
+// locate finds the store for this invocation; store is the --store value.
+func locate(env *Env, store string) (ledger.Location, error) {
+	return ledger.Locate(env.Dir, store)
+}
+
+// openStore locates and opens an existing store.
+func openStore(env *Env, store string) (*ledger.Store, ledger.Location, error) {
+	loc, err := locate(env, store)
+	if err != nil {
+		return nil, loc, err
+	}
+	s, err := loc.Open()
+	return s, loc, err
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+type demoOptions struct {
+	Dir string // where to build the repository; a temp dir when empty
+}
+
+func demoCommand(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:      "demo",
+		Usage:     "replay an overnight of 30 experiments in a throwaway repository and print where the report is",
+		UsageText: "memorylab demo [--dir DIR]",
+		Description: "Builds a scratch git repository, then for each experiment edits train.py, commits, writes a\n" +
+			"run.log (summary block or traceback), logs it through the same code as `memorylab log`, and\n" +
+			"resets discarded and crashed commits away, exactly as the autoresearch loop does. Works offline.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Usage: "build the demo repository here instead of a temp dir"},
+		},
+		Action: func(c *cli.Context) error {
+			return runDemo(env, demoOptions{Dir: c.String("dir")})
+		},
+	}
+}
+
+// demoStep is one experiment of the replayed night.
+type demoStep struct {
+	desc, family, tags, hypothesis, mode string
+	bpb                                  float64 // 0 means the run crashes
+	crash                                string  // the traceback's last line
+}
+
+// demoNight is modelled on real autoresearch sessions: an early run of
+// learning-rate and shape wins, then a long plateau of small sweeps.
+var demoNight = []demoStep{
+	{desc: "baseline", family: "baseline", tags: "baseline", bpb: 0.9979},
+	{desc: "increase matrix LR to 0.05", family: "lr-sweep", tags: "lr", hypothesis: "muon tolerates a higher LR", bpb: 0.9932},
+	{desc: "increase matrix LR to 0.06", family: "lr-sweep", tags: "lr", bpb: 0.9941},
+	{desc: "switch to GeLU activation", family: "activation", tags: "architecture", mode: "explore", bpb: 1.0050},
+	{desc: "double model width", family: "width", tags: "architecture,width", crash: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."},
+	{desc: "halve batch size to 262K", family: "batching", tags: "batch_size", hypothesis: "more steps beat bigger batches in 5 minutes", bpb: 0.9867},
+	{desc: "depth 9 with aspect ratio 57", family: "depth", tags: "architecture,depth", bpb: 0.9841},
+	{desc: "increase embedding LR to 0.8", family: "lr-sweep", tags: "lr", bpb: 0.9822},
+	{desc: "add weight decay 0.1 on embeddings", family: "optimizer", tags: "optimizer", bpb: 0.9846},
+	{desc: "shorten warmdown to 0.3", family: "schedule", tags: "schedule", bpb: 0.9851},
+	{desc: "switch to SwiGLU activation", family: "activation", tags: "architecture", mode: "explore", bpb: 0.9830},
+	{desc: "increase matrix LR to 0.05", family: "lr-sweep", tags: "lr", bpb: 0.9825},
+	{desc: "double model width", family: "width", tags: "architecture,width", crash: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."},
+	{desc: "RoPE base frequency 200K", family: "rope", tags: "architecture", bpb: 0.9761},
+	{desc: "init scale 0.68x", family: "init", tags: "init", hypothesis: "smaller init stabilises the first steps", bpb: 0.9709},
+	{desc: "remove value embeddings", family: "architecture", tags: "value_embedding", bpb: 0.9790},
+	{desc: "window pattern SSSL", family: "attention", tags: "attention", bpb: 0.9712},
+	{desc: "Muon momentum 0.97", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9710},
+	{desc: "gradient accumulation 2 with batch 131K", family: "batching", tags: "batch_size", crash: "AssertionError"},
+	{desc: "softcap logits at 20", family: "logits", tags: "architecture,softcap", bpb: 0.9703},
+	{desc: "softcap logits at 15", family: "logits", tags: "architecture,softcap", bpb: 0.9706},
+	{desc: "Muon momentum 0.96", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9707},
+	{desc: "increase matrix LR to 0.045", family: "lr-sweep", tags: "lr", bpb: 0.9705},
+	{desc: "warmup 2 percent of steps", family: "schedule", tags: "schedule", bpb: 0.9708},
+	{desc: "Muon momentum 0.98", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9709},
+	{desc: "weight decay 0.05 on matrices", family: "optimizer", tags: "optimizer", bpb: 0.9704},
+	{desc: "softcap logits at 25", family: "logits", tags: "architecture,softcap", bpb: 0.9705},
+	{desc: "reduce scalar LR to 0.3", family: "lr-sweep", tags: "lr", bpb: 0.9706},
+	{desc: "final norm before unembedding", family: "architecture", tags: "architecture", crash: "RuntimeError: shape mismatch: value tensor of shape [8, 768] cannot be broadcast"},
+	{desc: "Muon momentum 0.965", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9704},
+}
+
+func runDemo(env *Env, opts demoOptions) error {
+	dir := opts.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "memorylab-demo-")
+		if err != nil {
+			return err
+		}
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	repo, err := ledger.InitScratchRepo(dir, "autoresearch/demo")
+	if err != nil {
+		return err
+	}
+	train := "# train.py: GPT pretraining for a fixed 5 minute budget\nMATRIX_LR = 0.04\nDEPTH = 8\n"
+	if _, err := repo.Commit("initial train.py", map[string]string{"train.py": train, ".gitignore": "run.log\nresults/\nresults.tsv\n"}); err != nil {
+		return err
+	}
+	denv := *env
+	denv.Dir = dir
+	denv.Out = &strings.Builder{}
+	start := env.Now().UTC().Add(-time.Duration(len(demoNight)*6) * time.Minute).Truncate(time.Second)
+	clock := start
+	denv.Now = func() time.Time { return clock }
+	if err := runInit(&denv, initOptions{Metric: "val_bpb", Goal: "min", TrainFile: "train.py"}); err != nil {
+		return err
+	}
+	best := 0.0
+	logged := map[string]int{}
+	for i, st := range demoNight {
+		clock = start.Add(time.Duration(i*6) * time.Minute)
+		repo.When = clock.Add(-6 * time.Minute)
+		parent := train
+		train = parent + fmt.Sprintf("# experiment %d: %s\n", i+1, st.desc)
+		commit, err := repo.Commit(st.desc, map[string]string{"train.py": train})
+		if err != nil {
+			return err
+		}
+		status := "discard"
+		var runLogText string
+		switch {
+		case st.crash != "":
+			status = "crash"
+			runLogText = "Vocab size: 8,192\nModel config: ...\nTraceback (most recent call last):\n  File \"train.py\", line 512, in <module>\n    loss.backward()\n" + st.crash + "\n"
+		default:
+			if best == 0 || st.bpb < best {
+				status, best = "keep", st.bpb
+			}
+			runLogText = fmt.Sprintf("step 00953 (100.0%%) | loss: 3.2 | dt: 315ms\n---\nval_bpb:          %.6f\ntraining_seconds: 300.1\ntotal_seconds:    325.9\npeak_vram_mb:     %.1f\nmfu_percent:      39.80\ntotal_tokens_M:   499.6\nnum_steps:        953\nnum_params_M:     50.3\ndepth:            8\n",
+				st.bpb, 45060.2+float64(i*37%1700))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "run.log"), []byte(runLogText), 0o644); err != nil {
+			return err
+		}
+		mode := st.mode
+		if mode == "" {
+			mode = "exploit"
+		}
+		if _, err := runLog(&denv, logOptions{Description: st.desc, Status: status, Tags: splitTags([]string{st.tags}),
+			Mode: mode, Family: st.family, Hypothesis: st.hypothesis, LogPath: "run.log", Threshold: 0.62, SinceHours: 16}); err != nil {
+			return fmt.Errorf("demo experiment %d (%s): %w", i+1, st.desc, err)
+		}
+		logged[status]++
+		if status != "keep" {
+			// The autoresearch loop throws the commit away; memorylab keeps its record.
+			if err := repo.ResetHard(parentOf(commit, repo)); err != nil {
+				return err
+			}
+			train = parent
+		}
+	}
+	store := filepath.Join(dir, filepath.FromSlash(ledger.DefaultStoreDir))
+	fmt.Fprintf(env.Out, "demo: replayed %d experiments (%d keep, %d discard, %d crash) in %s\n",
+		len(demoNight), logged["keep"], logged["discard"], logged["crash"], dir)
+	fmt.Fprintf(env.Out, "  ledger:  %s\n", filepath.Join(store, ledger.LedgerFile))
+	fmt.Fprintf(env.Out, "  results: %s\n", filepath.Join(dir, ledger.TSVFile))
+	return nil
+}
+
+func parentOf(commit string, repo *ledger.ScratchRepo) string {
+	p, _ := repo.Parent(commit)
+	return p
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// Exit codes, documented in the README and in every command's help.
+// Unknown codes mean failure.
+const (
+	ExitOK          = 0   // success
+	ExitFailure     = 1   // anything else went wrong
+	ExitBadInput    = 2   // bad usage or input; also `check --fail-on-similar` on a block verdict
+	ExitNoRepo      = 10  // not a git repository, bare, no commits, unsupported repository, or no store
+	ExitLocked      = 11  // the ledger lock could not be taken in time
+	ExitNotWritable = 12  // the store cannot be written (permissions, disk full)
+	ExitInterrupted = 130 // interrupted (Ctrl-C)
+)
+
+const exitStatusHelp = `EXIT STATUS:
+   0 ok; 1 failure; 2 bad usage or input (also check --fail-on-similar on a block);
+   10 not a git repository / no commits / no store; 11 ledger locked; 12 store not writable;
+   130 interrupted. Other codes mean failure.`
+
+// usageError marks errors in flags and arguments.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// blockedError is returned by check --fail-on-similar on a block verdict. Its
+// message has already been printed.
+type blockedError struct{}
+
+func (blockedError) Error() string { return "novelty guard: blocked" }
+
+// exitCode maps an error returned by a command to the process exit code: the
+// one place where that happens.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.As(err, &ue), errors.Is(err, ledger.ErrBadInput), errors.As(err, new(blockedError)):
+		return ExitBadInput
+	case errors.Is(err, ledger.ErrNotRepo), errors.Is(err, ledger.ErrBareRepo), errors.Is(err, ledger.ErrNoCommits),
+		errors.Is(err, ledger.ErrUnsupported), errors.Is(err, ledger.ErrNoStore):
+		return ExitNoRepo
+	case errors.Is(err, ledger.ErrLocked):
+		return ExitLocked
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EDQUOT):
+		return ExitNotWritable
+	}
+	return ExitFailure
+}

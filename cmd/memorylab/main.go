@@ -1,0 +1,33 @@
+// Command memorylab is a git-native experiment ledger for autoresearch loops.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+// run executes the CLI and returns the exit code. Deferred cleanups (locks,
+// index handles) run before the process exits, because nothing below calls
+// os.Exit.
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := osEnv()
+	err := newApp(env).RunContext(ctx, args)
+	if err != nil {
+		if _, printed := err.(blockedError); !printed {
+			fmt.Fprintf(env.Err, "memorylab: %v\n", err)
+		}
+	}
+	if ctx.Err() != nil && err != nil {
+		return ExitInterrupted
+	}
+	return exitCode(err)
+}

@@ -1,0 +1,323 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	udiff "github.com/go-git/go-git/v5/utils/diff"
+	dmp "github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// Git errors, mapped to exit codes by cmd.
+var (
+	ErrNotRepo     = errors.New("not a git repository")
+	ErrBareRepo    = errors.New("bare git repository")
+	ErrNoCommits   = errors.New("git repository has no commits yet")
+	ErrUnsupported = errors.New("git repository uses a feature memorylab cannot read")
+	ErrNotFound    = errors.New("not found")
+)
+
+// Repo is the one owner of go-git in memorylab. Open one per command:
+// go-git handles go stale after a concurrent `git gc` (go-git#2242).
+// go-git is not goroutine-safe (go-git#48, #208), so every method holds mu.
+type Repo struct {
+	mu sync.Mutex
+	r  *git.Repository
+
+	// WorktreeRoot is the top of the worktree the command runs in.
+	WorktreeRoot string
+	// GitDir is that worktree's git dir (.git, or .git/worktrees/<name>).
+	GitDir string
+	// CommonDir is the repository's shared git dir (.git of the main worktree).
+	CommonDir string
+	// MainRoot is the main worktree's top directory, where the default
+	// store lives so linked worktrees share one ledger.
+	MainRoot string
+}
+
+// OpenRepo finds the repository containing dir (any subdirectory, any linked
+// worktree) and opens it. Inside hooks git sets $GIT_DIR, but hooks run in
+// the worktree root, so opening the working directory is right: opening
+// $GIT_DIR of a linked worktree with DetectDotGit would silently give the
+// main worktree's HEAD.
+func OpenRepo(dir string) (*Repo, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, gitDir, err := findDotGit(abs)
+	if err != nil {
+		return nil, err
+	}
+	common := gitDir
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		common = filepath.Clean(c)
+	}
+	if isBare(common) {
+		return nil, fmt.Errorf("%w at %s: run memorylab in a working tree (clone it first)", ErrBareRepo, common)
+	}
+	mainRoot := root
+	if filepath.Base(common) == ".git" {
+		mainRoot = filepath.Dir(common)
+	}
+	r, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, translateOpenError(root, err)
+	}
+	return &Repo{r: r, WorktreeRoot: root, GitDir: gitDir, CommonDir: common, MainRoot: mainRoot}, nil
+}
+
+func translateOpenError(root string, err error) error {
+	switch {
+	case errors.Is(err, git.ErrRepositoryNotExists):
+		return fmt.Errorf("%w at %s: run memorylab inside your experiment repository, or pass --store", ErrNotRepo, root)
+	case errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion),
+		errors.Is(err, git.ErrUnknownExtension),
+		errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion):
+		ext := "an extension"
+		if b, rerr := os.ReadFile(filepath.Join(root, ".git", "config")); rerr == nil {
+			for _, name := range []string{"worktreeConfig", "partialClone", "preciousObjects", "objectFormat", "refStorage"} {
+				if bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(name))) {
+					ext = "extensions." + name
+					break
+				}
+			}
+		}
+		return fmt.Errorf("%w: the repository sets %s (%v), which go-git v5 cannot open; "+
+			"for extensions.worktreeConfig run `git sparse-checkout disable && git config --unset extensions.worktreeConfig`", ErrUnsupported, ext, err)
+	}
+	return fmt.Errorf("unable to open git repository at %s: %w", root, err)
+}
+
+// findDotGit walks up from dir to the first directory holding .git (a
+// directory, or a file "gitdir: <path>" in linked worktrees).
+func findDotGit(dir string) (root, gitDir string, err error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".git")
+		st, err := os.Stat(p)
+		if err == nil {
+			if st.IsDir() {
+				return d, p, nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return "", "", fmt.Errorf("unable to read %s: %w", p, err)
+			}
+			line := strings.TrimSpace(string(b))
+			if !strings.HasPrefix(line, "gitdir:") {
+				return "", "", fmt.Errorf("%w: %s is not a gitdir file", ErrNotRepo, p)
+			}
+			g := strings.TrimSpace(strings.TrimPrefix(line, "gitdir:"))
+			if !filepath.IsAbs(g) {
+				g = filepath.Join(d, g)
+			}
+			return d, filepath.Clean(g), nil
+		}
+		if isBare(d) {
+			return "", "", fmt.Errorf("%w at %s: run memorylab in a working tree (clone it first)", ErrBareRepo, d)
+		}
+		if filepath.Dir(d) == d {
+			return "", "", fmt.Errorf("%w (or any parent up to /): %s; run memorylab inside your experiment repository, or pass --store", ErrNotRepo, dir)
+		}
+	}
+}
+
+// isBare reports whether dir looks like a bare repository (HEAD, objects and
+// refs directly inside, and core.bare set).
+func isBare(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(dir, "objects")); err != nil {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "config"))
+	return err == nil && bytes.Contains(bytes.ReplaceAll(b, []byte(" "), nil), []byte("bare=true"))
+}
+
+// Provenance is where a run's code came from.
+type Provenance struct {
+	Branch     string // branch name, or "HEAD" when detached
+	Commit     string // full 40-hex commit
+	Parent     string // full parent commit; "" for a root commit
+	Dirty      bool   // the working tree differs from HEAD
+	TrainPatch []byte // unified diff of the train file (parent → commit, or working tree when dirty)
+}
+
+// Short returns the 7-character form of a full hash.
+func Short(h string) string {
+	if len(h) > 7 {
+		return h[:7]
+	}
+	return h
+}
+
+// Provenance reads branch, commit, parent and dirtiness of the worktree and
+// the experiment's patch for trainFile.
+func (g *Repo) Provenance(trainFile string) (Provenance, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var p Provenance
+	head, err := g.r.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return p, fmt.Errorf("%w: commit your experiment first (git commit -am 'idea')", ErrNoCommits)
+	}
+	if err != nil {
+		return p, fmt.Errorf("unable to read HEAD: %w", err)
+	}
+	p.Branch = "HEAD"
+	if head.Name().IsBranch() {
+		p.Branch = head.Name().Short()
+	}
+	c, err := g.r.CommitObject(head.Hash())
+	if err != nil {
+		return p, fmt.Errorf("unable to read commit %s: %w", head.Hash(), err)
+	}
+	p.Commit = c.Hash.String()
+	var parent *object.Commit
+	if len(c.ParentHashes) > 0 {
+		p.Parent = c.ParentHashes[0].String()
+		parent, _ = c.Parent(0) // missing in a shallow clone: no patch then
+	}
+	wt, err := g.r.Worktree()
+	if err == nil {
+		if st, err := wt.Status(); err == nil {
+			for _, fs := range st {
+				if fs.Worktree != git.Untracked && (fs.Worktree != git.Unmodified || fs.Staging != git.Unmodified) {
+					p.Dirty = true
+					break
+				}
+			}
+		}
+	}
+	if trainFile != "" {
+		if p.Dirty {
+			p.TrainPatch, _ = worktreePatch(c, g.WorktreeRoot, trainFile)
+		}
+		if len(p.TrainPatch) == 0 {
+			p.TrainPatch, _ = commitPatch(parent, c, trainFile)
+		}
+	}
+	return p, nil
+}
+
+// commitPatch is the unified diff of path between parent and c (parent may be
+// nil for a root commit).
+func commitPatch(parent, c *object.Commit, path string) ([]byte, error) {
+	var from, to string
+	var fromHash, toHash plumbing.Hash
+	if parent != nil {
+		if f, err := parent.File(path); err == nil {
+			from, _ = f.Contents()
+			fromHash = f.Hash
+		}
+	}
+	if f, err := c.File(path); err == nil {
+		to, _ = f.Contents()
+		toHash = f.Hash
+	}
+	return UnifiedDiff(path, from, to, fromHash != plumbing.ZeroHash, toHash != plumbing.ZeroHash)
+}
+
+// worktreePatch is the unified diff of path between c and the working tree.
+func worktreePatch(c *object.Commit, root, path string) ([]byte, error) {
+	var from string
+	hadFrom := false
+	if f, err := c.File(path); err == nil {
+		from, _ = f.Contents()
+		hadFrom = true
+	}
+	b, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	return UnifiedDiff(path, from, string(b), hadFrom, err == nil)
+}
+
+// UnifiedDiff renders a git-style unified diff of one file; empty when the
+// two sides are equal.
+func UnifiedDiff(path, from, to string, fromExists, toExists bool) ([]byte, error) {
+	if from == to && fromExists == toExists {
+		return nil, nil
+	}
+	diffs := udiff.Do(from, to)
+	var chunks []fdiff.Chunk
+	for _, d := range diffs {
+		var op fdiff.Operation
+		switch d.Type {
+		case dmp.DiffEqual:
+			op = fdiff.Equal
+		case dmp.DiffInsert:
+			op = fdiff.Add
+		case dmp.DiffDelete:
+			op = fdiff.Delete
+		}
+		chunks = append(chunks, textChunk{content: d.Text, op: op})
+	}
+	fp := filePatch{chunks: chunks}
+	if fromExists {
+		fp.from = &patchFile{path: path, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(from))}
+	}
+	if toExists {
+		fp.to = &patchFile{path: path, hash: plumbing.ComputeHash(plumbing.BlobObject, []byte(to))}
+	}
+	var buf bytes.Buffer
+	if err := fdiff.NewUnifiedEncoder(&buf, fdiff.DefaultContextLines).Encode(patch{fp}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+type patch []fdiff.FilePatch
+
+func (p patch) FilePatches() []fdiff.FilePatch { return p }
+func (p patch) Message() string                { return "" }
+
+type filePatch struct {
+	from, to *patchFile
+	chunks   []fdiff.Chunk
+}
+
+func (f filePatch) IsBinary() bool { return false }
+func (f filePatch) Files() (fdiff.File, fdiff.File) {
+	var a, b fdiff.File
+	if f.from != nil {
+		a = f.from
+	}
+	if f.to != nil {
+		b = f.to
+	}
+	return a, b
+}
+func (f filePatch) Chunks() []fdiff.Chunk { return f.chunks }
+
+type patchFile struct {
+	path string
+	hash plumbing.Hash
+}
+
+func (p *patchFile) Hash() plumbing.Hash     { return p.hash }
+func (p *patchFile) Mode() filemode.FileMode { return filemode.Regular }
+func (p *patchFile) Path() string            { return p.path }
+
+type textChunk struct {
+	content string
+	op      fdiff.Operation
+}
+
+func (c textChunk) Content() string       { return c.content }
+func (c textChunk) Type() fdiff.Operation { return c.op }

@@ -1,0 +1,77 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// RawJSON holds a sub-document whose structure another package owns.
+type RawJSON = json.RawMessage
+
+// Metrics maps a metric name to its value; nil means "recorded as missing"
+// (JSON null), as for every metric of a crashed run.
+type Metrics map[string]*float64
+
+// Get returns the value of name and whether it is present and finite.
+func (m Metrics) Get(name string) (float64, bool) {
+	v, ok := m[name]
+	if !ok || v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
+		return 0, false
+	}
+	return *v, true
+}
+
+// Set stores v under name.
+func (m Metrics) Set(name string, v float64) { m[name] = &v }
+
+// SetMissing records name as missing (JSON null).
+func (m Metrics) SetMissing(name string) { m[name] = nil }
+
+// Names returns the metric names in sorted order.
+func (m Metrics) Names() []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// UnmarshalJSON accepts numbers, null, and numeric strings. Values of any
+// other type (booleans, objects, free text) are not metrics and are dropped,
+// so ledgers from other writers still load.
+func (m *Metrics) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		*m = nil
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(Metrics, len(raw))
+	for k, v := range raw {
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.Equal(v, []byte("null")):
+			out[k] = nil
+		case len(v) > 0 && v[0] == '"':
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+					out[k] = &f
+				}
+			}
+		default:
+			var f float64
+			if json.Unmarshal(v, &f) == nil {
+				out[k] = &f
+			}
+		}
+	}
+	*m = out
+	return nil
+}

@@ -1,0 +1,148 @@
+package ledger
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// SchemaVersion is the version of the record format written by this build.
+//
+//	0: records written by the Python MemoryLab (no schema_version field).
+//	1: adds schema_version and commit_full; run ids may carry a -<4 hex>
+//	   suffix so two runs of one commit in one second stay distinct.
+const SchemaVersion = 1
+
+// Status values of a run.
+const (
+	StatusKeep    = "keep"
+	StatusDiscard = "discard"
+	StatusCrash   = "crash"
+)
+
+// ValidStatus reports whether s is one of keep, discard or crash.
+func ValidStatus(s string) bool {
+	return s == StatusKeep || s == StatusDiscard || s == StatusCrash
+}
+
+// RunID identifies one logged run: "<YYYYMMDDTHHMMSSZ>-<commit7>" as the
+// Python tool wrote it, optionally followed by "-<4 hex>" to keep runs of one
+// commit in one second unique.
+type RunID string
+
+// Human is the short form shown in tables.
+func (id RunID) Human() string { return string(id) }
+
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-zA-Z_.]{1,40}(-[0-9a-f]{4,8})?$`)
+
+// ValidRunID reports whether s has the shape of a run id. Run ids become
+// directory and ref names, so nothing else is ever accepted from input.
+func ValidRunID(s string) bool { return runIDPattern.MatchString(s) }
+
+// NewRunID returns a fresh run id for a run of commit at t. The random
+// suffix makes ids unique even for reruns of one commit in the same second.
+func NewRunID(t time.Time, commit string) RunID {
+	short := commit
+	if len(short) > 7 {
+		short = short[:7]
+	}
+	if short == "" {
+		short = "nocommit"
+	}
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand failed: %v", err))
+	}
+	return RunID(t.UTC().Format("20060102T150405Z") + "-" + short + "-" + hex.EncodeToString(b[:]))
+}
+
+// ErrorInfo describes why a run crashed.
+type ErrorInfo struct {
+	Summary string   `json:"summary"`
+	Tail    []string `json:"tail"`
+	Source  string   `json:"source"`
+}
+
+// Record is one line of experiments.jsonl. Field names are exactly those the
+// Python MemoryLab writes, so its ledgers are read unchanged; SchemaVersion
+// and CommitFull are memorylab's additions. Metrics values are float64 or
+// nil (JSON null); integral values are written without a fraction.
+//
+// NoveltyGuard and DecisionPacket are kept as raw JSON here so that records
+// from any writer round-trip byte-for-byte in content; the novelty and
+// packets packages own their structure.
+type Record struct {
+	SchemaVersion  int               `json:"schema_version,omitempty"`
+	RunID          RunID             `json:"run_id"`
+	Timestamp      string            `json:"timestamp_utc"`
+	Branch         string            `json:"branch"`
+	Commit         string            `json:"commit"`
+	CommitFull     string            `json:"commit_full,omitempty"`
+	ParentCommit   *string           `json:"parent_commit"`
+	Dirty          *bool             `json:"dirty,omitempty"`
+	Family         string            `json:"family"`
+	Status         string            `json:"status"`
+	Description    string            `json:"description"`
+	Hypothesis     string            `json:"hypothesis"`
+	Tags           []string          `json:"tags"`
+	Notes          string            `json:"notes"`
+	Metrics        Metrics           `json:"metrics"`
+	Error          *ErrorInfo        `json:"error"`
+	Artifacts      map[string]string `json:"artifacts"`
+	LineageRoot    string            `json:"lineage_root,omitempty"`
+	Source         map[string]any    `json:"source,omitempty"`
+	NoveltyGuard   RawJSON           `json:"novelty_guard"`
+	DecisionPacket RawJSON           `json:"decision_packet"`
+}
+
+// Time parses Timestamp; the zero time when it is malformed.
+func (r *Record) Time() time.Time {
+	t, err := time.Parse(time.RFC3339, r.Timestamp)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// Parent returns the parent commit or "".
+func (r *Record) Parent() string {
+	if r.ParentCommit == nil {
+		return ""
+	}
+	return *r.ParentCommit
+}
+
+// Metric returns the named metric and whether it is present and finite.
+func (r *Record) Metric(name string) (float64, bool) {
+	return r.Metrics.Get(name)
+}
+
+// ComparisonText is the text novelty and failure clustering compare:
+// description, hypothesis, family and tags joined by spaces.
+func (r *Record) ComparisonText() string {
+	return ComparisonText(r.Description, r.Hypothesis, r.Family, r.Tags)
+}
+
+// ComparisonText joins the parts of an idea the way the Python tool does,
+// skipping empty parts.
+func ComparisonText(description, hypothesis, family string, tags []string) string {
+	out := ""
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		if out != "" {
+			out += " "
+		}
+		out += s
+	}
+	add(description)
+	add(hypothesis)
+	add(family)
+	for _, t := range tags {
+		add(t)
+	}
+	return out
+}

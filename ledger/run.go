@@ -1,0 +1,153 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// RunInput is what a caller knows about a run before it is recorded.
+type RunInput struct {
+	Description string
+	Status      string
+	Family      string
+	Hypothesis  string
+	Notes       string
+	Tags        []string
+	Metrics     Metrics    // already parsed (summary, log, --metric)
+	Error       *ErrorInfo // crash details; nil for keep/discard
+	Source      map[string]any
+}
+
+// NewRecord builds a schema-version-1 record from a run's input and its git
+// provenance. It refuses a keep/discard run without the store's primary
+// metric, and gives a crash null metrics and an error.
+func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record, error) {
+	if !ValidStatus(in.Status) {
+		return nil, fmt.Errorf("%w: unknown status %q: use keep, discard or crash", ErrBadInput, in.Status)
+	}
+	if strings.TrimSpace(in.Description) == "" {
+		return nil, fmt.Errorf("%w: --description is empty: say what this experiment changed", ErrBadInput)
+	}
+	metric := s.Config.Metric
+	m := in.Metrics
+	if m == nil {
+		m = Metrics{}
+	}
+	if in.Status == StatusCrash {
+		if _, ok := m[metric]; !ok {
+			m.SetMissing(metric)
+		}
+		if _, ok := m["peak_vram_mb"]; !ok && metric == "val_bpb" {
+			m.SetMissing("peak_vram_mb")
+		}
+	} else if _, ok := m.Get(metric); !ok {
+		return nil, fmt.Errorf("%w: %s run has no %s metric: pass --log run.log with its summary block, --summary FILE.json, or --metric %s=VALUE (or log it as --status crash)",
+			ErrBadInput, in.Status, metric, metric)
+	}
+	tags := in.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	r := &Record{
+		SchemaVersion: SchemaVersion,
+		RunID:         NewRunID(now, prov.Commit),
+		Timestamp:     now.UTC().Format("2006-01-02T15:04:05Z"),
+		Branch:        prov.Branch,
+		Commit:        Short(prov.Commit),
+		CommitFull:    prov.Commit,
+		Family:        in.Family,
+		Status:        in.Status,
+		Description:   in.Description,
+		Hypothesis:    in.Hypothesis,
+		Tags:          tags,
+		Notes:         in.Notes,
+		Metrics:       m,
+		Artifacts:     map[string]string{},
+		Source:        in.Source,
+	}
+	if prov.Parent != "" {
+		p := Short(prov.Parent)
+		r.ParentCommit = &p
+	}
+	if prov.Commit != "" {
+		d := prov.Dirty
+		r.Dirty = &d
+	}
+	if in.Status == StatusCrash {
+		r.Error = in.Error
+		if r.Error == nil {
+			r.Error = &ErrorInfo{Summary: "crashed (no log given)", Tail: []string{}, Source: ""}
+		}
+	}
+	return r, nil
+}
+
+// RunDir is the archive directory of a run. It refuses ids that are not run
+// ids, so input can never point outside the store.
+func (s *Store) RunDir(id RunID) (string, error) {
+	if !ValidRunID(string(id)) {
+		return "", fmt.Errorf("%w: %q is not a run id", ErrBadInput, id)
+	}
+	return s.Path(RunsDir, string(id)), nil
+}
+
+// Archive writes files (name → content) into runs/<run_id>/ atomically and
+// records their store-relative paths in r.Artifacts under the given keys.
+// Names are plain file names; anything with a path separator is refused.
+func (s *Store) Archive(r *Record, files []ArchiveFile) error {
+	dir, err := s.RunDir(r.RunID)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("unable to create %s: %w", dir, err)
+	}
+	rel := func(name string) string {
+		return filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID), name))
+	}
+	r.Artifacts["run_dir"] = filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID)))
+	for _, f := range files {
+		if f.Name == "" || strings.ContainsAny(f.Name, `/\`) || f.Name == "." || f.Name == ".." {
+			return fmt.Errorf("%w: archive name %q", ErrBadInput, f.Name)
+		}
+		if err := WriteFileAtomic(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return err
+		}
+		if f.Key != "" {
+			r.Artifacts[f.Key] = rel(f.Name)
+		}
+	}
+	return nil
+}
+
+// ArchiveFile is one file stored with a run.
+type ArchiveFile struct {
+	Key  string // artifacts key, e.g. "archived_log_path"
+	Name string // file name inside runs/<run_id>/
+	Data []byte
+}
+
+// AppendTSVLocked appends one line to results.tsv (caller holds the lock),
+// creating the file with header if it is missing.
+func (s *Store) AppendTSVLocked(header, line string) error {
+	if s.TSVPath == "" {
+		return nil
+	}
+	if _, err := os.Stat(s.TSVPath); errors.Is(err, fs.ErrNotExist) {
+		line = header + line
+	}
+	f, err := os.OpenFile(s.TSVPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("unable to open %s: %w", s.TSVPath, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(line); err != nil {
+		return fmt.Errorf("unable to append to %s: %w", s.TSVPath, err)
+	}
+	return f.Sync()
+}

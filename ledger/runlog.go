@@ -1,0 +1,199 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrBadInput marks input files memorylab cannot use (bad log, bad summary).
+var ErrBadInput = errors.New("bad input")
+
+// SummaryKeys are the keys of the block autoresearch's train.py prints after
+// "---" at the end of run.log.
+var SummaryKeys = []string{"val_bpb", "training_seconds", "total_seconds", "peak_vram_mb",
+	"mfu_percent", "total_tokens_M", "num_steps", "num_params_M", "depth"}
+
+// maxLogTail bounds how much of a run log is parsed: the summary block and the
+// traceback are at the end, and logs can be hundreds of megabytes.
+const maxLogTail = 4 << 20
+
+// ReadLogTail returns the last maxLogTail bytes of a log file (all of it when
+// smaller), starting at a line boundary.
+func ReadLogTail(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, unwrapPath(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%w: run log %s is a directory", ErrBadInput, path)
+	}
+	off := st.Size() - maxLogTail
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && int64(len(buf)) != 0 {
+		if n, _ := f.ReadAt(buf, off); n != len(buf) {
+			return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, err)
+		}
+	}
+	if off > 0 {
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		}
+	}
+	return buf, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ParseSummaryBlock extracts "key: value" metrics from the last block after a
+// "---" line in an autoresearch run log. Only the known SummaryKeys are
+// taken; values that are not finite numbers are recorded as missing.
+func ParseSummaryBlock(log []byte) Metrics {
+	lines := strings.Split(strings.ReplaceAll(string(log), "\r\n", "\n"), "\n")
+	start := -1
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.TrimSpace(lines[i]) == "---" {
+			start = i + 1
+			break
+		}
+	}
+	m := Metrics{}
+	if start < 0 {
+		return m
+	}
+	known := map[string]bool{}
+	for _, k := range SummaryKeys {
+		known[k] = true
+	}
+	for _, line := range lines[start:] {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		k = strings.TrimSpace(k)
+		if !known[k] {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			m.SetMissing(k)
+			continue
+		}
+		m.Set(k, f)
+	}
+	return m
+}
+
+// ParseSummaryJSON reads a JSON summary sidecar: an object whose numeric
+// values are metrics. Nested objects are flattened with dots ("eval.acc").
+// Non-finite or non-numeric leaves are skipped; a file that is not a JSON
+// object is an error.
+func ParseSummaryJSON(b []byte) (Metrics, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: summary is not valid JSON: %v", ErrBadInput, err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: summary must be a JSON object of metrics", ErrBadInput)
+	}
+	m := Metrics{}
+	flatten("", obj, m)
+	return m, nil
+}
+
+func flatten(prefix string, obj map[string]any, m Metrics) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name := k
+		if prefix != "" {
+			name = prefix + "." + k
+		}
+		switch x := obj[k].(type) {
+		case json.Number:
+			f, err := strconv.ParseFloat(string(x), 64)
+			if err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+				m.Set(name, f)
+			}
+		case nil:
+			m.SetMissing(name)
+		case map[string]any:
+			flatten(name, x, m)
+		}
+	}
+}
+
+// CrashError summarises a crashed run's log: the summary is the last line of
+// the Python traceback (else the last non-empty line), the tail the last 8
+// non-empty lines.
+func CrashError(log []byte, source string) *ErrorInfo {
+	var nonEmpty []string
+	for _, l := range strings.Split(strings.ReplaceAll(string(log), "\r\n", "\n"), "\n") {
+		if t := strings.TrimSpace(l); t != "" {
+			nonEmpty = append(nonEmpty, t)
+		}
+	}
+	e := &ErrorInfo{Source: source, Tail: []string{}}
+	if len(nonEmpty) == 0 {
+		e.Summary = "no output in run log"
+		return e
+	}
+	tail := nonEmpty
+	if len(tail) > 8 {
+		tail = tail[len(tail)-8:]
+	}
+	e.Tail = append(e.Tail, tail...)
+	e.Summary = nonEmpty[len(nonEmpty)-1]
+	// The exception line: last line after the last "Traceback" that looks
+	// like "SomeError: message" or a bare exception name.
+	tb := -1
+	for i, l := range nonEmpty {
+		if strings.HasPrefix(l, "Traceback (most recent call last)") {
+			tb = i
+		}
+	}
+	if tb >= 0 {
+		for i := len(nonEmpty) - 1; i > tb; i-- {
+			if isExceptionLine(nonEmpty[i]) {
+				e.Summary = nonEmpty[i]
+				break
+			}
+		}
+	}
+	return e
+}
+
+func isExceptionLine(l string) bool {
+	name, _, _ := strings.Cut(l, ":")
+	if name == "" || strings.ContainsAny(name, " \t\"'()") {
+		return false
+	}
+	return strings.HasSuffix(name, "Error") || strings.HasSuffix(name, "Exception") ||
+		strings.HasSuffix(name, "Interrupt") || strings.HasSuffix(name, "Exit") || strings.Contains(name, ".")
+}

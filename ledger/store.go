@@ -1,0 +1,325 @@
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// File and directory names inside a store.
+const (
+	LedgerFile   = "experiments.jsonl"
+	RegistryFile = "champion_challenger.json"
+	ConfigFile   = "config.json"
+	LockFile     = "ledger.lock"
+	ReportsDir   = "reports"
+	RunsDir      = "runs"
+	IndexDir     = "index"
+	CacheDir     = "cache"
+
+	// DefaultStoreDir is the store's place relative to the main worktree.
+	DefaultStoreDir = "results/memorylab"
+	// TSVFile is the karpathy-compatible results table.
+	TSVFile = "results.tsv"
+	// StoreEnv overrides the store directory, like --store.
+	StoreEnv = "MEMORYLAB_STORE"
+)
+
+// ConfigVersion is the version of config.json written by this build.
+const ConfigVersion = 1
+
+// Goal values: which direction of the primary metric is better.
+const (
+	GoalMin = "min"
+	GoalMax = "max"
+)
+
+// Errors returned by the store.
+var (
+	ErrNoStore       = errors.New("no memorylab store")
+	ErrNewerVersion  = errors.New("written by a newer memorylab")
+	ErrInvalidConfig = errors.New("invalid store config")
+)
+
+// Config is the small per-store config.json.
+type Config struct {
+	Version   int    `json:"version"`
+	Metric    string `json:"metric"`
+	Goal      string `json:"goal"`
+	TrainFile string `json:"train_file"`
+}
+
+// DefaultConfig is what init writes without flags: val_bpb, lower is better.
+func DefaultConfig() Config {
+	return Config{Version: ConfigVersion, Metric: "val_bpb", Goal: GoalMin, TrainFile: "train.py"}
+}
+
+// LowerIsBetter reports the metric direction.
+func (c Config) LowerIsBetter() bool { return c.Goal != GoalMax }
+
+// Better reports whether a is strictly better than b under the goal.
+func (c Config) Better(a, b float64) bool {
+	if c.LowerIsBetter() {
+		return a < b
+	}
+	return a > b
+}
+
+// Store is an opened memorylab store directory.
+type Store struct {
+	Dir     string // the store directory (results/memorylab)
+	TSVPath string // results.tsv
+	Config  Config
+}
+
+// Path joins elem under the store directory.
+func (s *Store) Path(elem ...string) string {
+	return filepath.Join(append([]string{s.Dir}, elem...)...)
+}
+
+// LedgerPath is the path of experiments.jsonl.
+func (s *Store) LedgerPath() string { return s.Path(LedgerFile) }
+
+// InitStore creates the store at dir (and the TSV header at tsvPath) if
+// missing. It is idempotent and never overwrites existing data: an existing
+// config is kept as it is and returned. created reports whether anything new
+// was written.
+func InitStore(dir, tsvPath string, cfg Config, tsvHeader string) (s *Store, created []string, err error) {
+	for _, d := range []string{dir, filepath.Join(dir, ReportsDir), filepath.Join(dir, RunsDir)} {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, nil, fmt.Errorf("unable to create %s: %w", d, err)
+			}
+			created = append(created, d)
+		}
+	}
+	if err := createIfMissing(filepath.Join(dir, LedgerFile), nil, &created); err != nil {
+		return nil, nil, err
+	}
+	if err := createIfMissing(filepath.Join(dir, RegistryFile), []byte("{}\n"), &created); err != nil {
+		return nil, nil, err
+	}
+	if err := createIfMissing(tsvPath, []byte(tsvHeader), &created); err != nil {
+		return nil, nil, err
+	}
+	cfgPath := filepath.Join(dir, ConfigFile)
+	if _, err := os.Stat(cfgPath); errors.Is(err, fs.ErrNotExist) {
+		b, _ := json.MarshalIndent(cfg, "", "  ")
+		if err := WriteFileAtomic(cfgPath, append(b, '\n'), 0o644); err != nil {
+			return nil, nil, err
+		}
+		created = append(created, cfgPath)
+	}
+	s, err = OpenStore(dir, tsvPath)
+	return s, created, err
+}
+
+func createIfMissing(path string, content []byte, created *[]string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unable to create %s: %w", path, err)
+	}
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return fmt.Errorf("unable to write %s: %w", path, err)
+	}
+	*created = append(*created, path)
+	return f.Close()
+}
+
+// OpenStore opens an existing store. A missing ledger gives ErrNoStore; a
+// missing config (as in stores written by the Python tool) means defaults.
+func OpenStore(dir, tsvPath string) (*Store, error) {
+	if _, err := os.Stat(filepath.Join(dir, LedgerFile)); err != nil {
+		return nil, fmt.Errorf("%w at %s: run `memorylab init` first", ErrNoStore, dir)
+	}
+	s := &Store{Dir: dir, TSVPath: tsvPath, Config: DefaultConfig()}
+	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("unable to read store config: %w", err)
+	default:
+		var c Config
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("%w %s: %v", ErrInvalidConfig, filepath.Join(dir, ConfigFile), err)
+		}
+		if c.Version > ConfigVersion {
+			return nil, fmt.Errorf("store config version %d is %w: upgrade memorylab", c.Version, ErrNewerVersion)
+		}
+		if c.Metric == "" {
+			c.Metric = "val_bpb"
+		}
+		if c.Goal != GoalMin && c.Goal != GoalMax {
+			return nil, fmt.Errorf("%w %s: goal %q is not min or max", ErrInvalidConfig, filepath.Join(dir, ConfigFile), c.Goal)
+		}
+		if c.TrainFile == "" {
+			c.TrainFile = "train.py"
+		}
+		s.Config = c
+	}
+	return s, nil
+}
+
+// Lock takes the store's exclusive writer lock (see lockFile).
+func (s *Store) Lock() (*Lock, error) { return lockFile(s.Path(LockFile)) }
+
+// MarshalRecord encodes r as one ledger line (without the newline).
+func MarshalRecord(r *Record) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// AppendLocked appends records to the ledger. The caller must hold the store
+// lock. All lines go out in one write on an O_APPEND descriptor followed by
+// fsync. If the ledger ends in a torn line (no final newline, left by a
+// killed writer), a newline is written first so the torn fragment stays its
+// own (skipped) line and the new records stay intact.
+func (s *Store) AppendLocked(recs ...*Record) error {
+	var buf bytes.Buffer
+	for _, r := range recs {
+		line, err := MarshalRecord(r)
+		if err != nil {
+			return fmt.Errorf("unable to encode record %s: %w", r.RunID, err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	f, err := os.OpenFile(s.LedgerPath(), os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("unable to open ledger: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > 0 {
+		var last [1]byte
+		if _, err := f.ReadAt(last[:], st.Size()-1); err == nil && last[0] != '\n' {
+			buf2 := append([]byte{'\n'}, buf.Bytes()...)
+			buf.Reset()
+			buf.Write(buf2)
+		}
+	}
+	n, err := f.Write(buf.Bytes())
+	if err != nil || n != buf.Len() {
+		// A short append leaves a torn tail that readers skip; report it.
+		return fmt.Errorf("unable to append to ledger: %w", errOr(err, io.ErrShortWrite))
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("unable to sync ledger: %w", err)
+	}
+	return nil
+}
+
+func errOr(err, fallback error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
+}
+
+// Append takes the lock, appends and unlocks.
+func (s *Store) Append(recs ...*Record) error {
+	l, err := s.Lock()
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	return s.AppendLocked(recs...)
+}
+
+// Warning is a problem found while reading the ledger that did not stop it.
+type Warning struct {
+	Line   int    // 1-based line number
+	Offset int64  // byte offset of the line
+	Reason string // what is wrong
+	Torn   bool   // the last line, without a final newline
+}
+
+func (w Warning) String() string {
+	if w.Torn {
+		return fmt.Sprintf("line %d: torn last line skipped (%s); run `memorylab doctor` to repair", w.Line, w.Reason)
+	}
+	return fmt.Sprintf("line %d: skipped (%s)", w.Line, w.Reason)
+}
+
+// Scan reads the ledger in order and calls fn with each well-formed record,
+// its 1-based line number and byte offset. Malformed lines are skipped and
+// returned as warnings; they are never rewritten.
+func (s *Store) Scan(fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	return ScanReader(f, fn)
+}
+
+// ScanReader is Scan over any reader of JSONL records.
+func ScanReader(rd io.Reader, fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
+	br := bufio.NewReaderSize(rd, 1<<20)
+	var warnings []Warning
+	var offset int64
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			if err == io.EOF {
+				return warnings, nil
+			}
+			return warnings, fmt.Errorf("unable to read ledger: %w", err)
+		}
+		start := offset
+		offset += int64(len(line))
+		torn := err == io.EOF // last line without a newline
+		body := bytes.TrimSpace(line)
+		if len(body) == 0 {
+			continue
+		}
+		var r Record
+		if perr := json.Unmarshal(body, &r); perr != nil {
+			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: shortReason(perr), Torn: torn})
+			continue
+		}
+		if r.RunID == "" {
+			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: "record has no run_id", Torn: torn})
+			continue
+		}
+		if r.SchemaVersion > SchemaVersion {
+			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: fmt.Sprintf("schema_version %d is newer than this memorylab (%d): upgrade memorylab", r.SchemaVersion, SchemaVersion)})
+			continue
+		}
+		if err := fn(&r, lineNo, start); err != nil {
+			return warnings, err
+		}
+	}
+}
+
+func shortReason(err error) string {
+	msg := err.Error()
+	if len(msg) > 120 {
+		msg = msg[:120] + "…"
+	}
+	return "not a JSON record: " + msg
+}
+
+// ReadAll returns every well-formed record in ledger order.
+func (s *Store) ReadAll() ([]Record, []Warning, error) {
+	var recs []Record
+	w, err := s.Scan(func(r *Record, _ int, _ int64) error {
+		recs = append(recs, *r)
+		return nil
+	})
+	return recs, w, err
+}

@@ -1,0 +1,40 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Header returns the canonical header line for a table whose metric column
+// is metric (val_bpb for autoresearch).
+func Header(metric string) string {
+	return "commit\t" + metric + "\tmemory_gb\tstatus\tdescription\n"
+}
+
+// Row is one experiment line of results.tsv.
+type Row struct {
+	Commit      string   // short commit (7 characters)
+	Metric      *float64 // nil for crashes: written as 0.000000
+	MemoryGB    *float64 // nil for crashes: written as 0.0
+	Status      string
+	Description string
+}
+
+// Format renders r exactly as karpathy's loop writes it: the metric with six
+// decimals, memory in GB with one, and tabs or newlines in the description
+// folded to spaces so the row stays one row.
+func (r Row) Format() string {
+	metric, mem := 0.0, 0.0
+	if r.Metric != nil {
+		metric = *r.Metric
+	}
+	if r.MemoryGB != nil {
+		mem = *r.MemoryGB
+	}
+	return fmt.Sprintf("%s\t%.6f\t%.1f\t%s\t%s\n", r.Commit, metric, mem, r.Status, CleanField(r.Description))
+}
+
+// CleanField folds tabs, carriage returns and newlines into single spaces.
+func CleanField(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\t' || r == '\n' || r == '\r' }), " ")
+}
