@@ -1,0 +1,139 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Fingerprint identifies a prefix of the ledger: its length in bytes and a
+// hash of up to fingerprintWindow bytes before that length. Caches (the
+// bleve index, the registry state, the catalog) store the fingerprint of the
+// prefix they cover in the same write as their data. If the ledger still
+// holds the same bytes there, the cache is valid for that prefix and only
+// the bytes after Size need reading; otherwise (the ledger was truncated,
+// rewritten or replaced, e.g. by doctor or a pull) the cache is rebuilt.
+// A count of records would miss such edits (git-bug#1589).
+type Fingerprint struct {
+	Size     int64  `json:"size"`
+	TailHash string `json:"tail_sha256"`
+}
+
+const fingerprintWindow = 4096
+
+// FingerprintAt computes the fingerprint of the first size bytes of the ledger.
+func (s *Store) FingerprintAt(size int64) (Fingerprint, error) {
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return Fingerprint{}, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	return fingerprintOf(f, size)
+}
+
+func fingerprintOf(f *os.File, size int64) (Fingerprint, error) {
+	start := size - fingerprintWindow
+	if start < 0 {
+		start = 0
+	}
+	buf := make([]byte, size-start)
+	if _, err := f.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && len(buf) == 0) {
+		return Fingerprint{}, fmt.Errorf("ledger shorter than %d bytes: %w", size, err)
+	}
+	sum := sha256.Sum256(buf)
+	return Fingerprint{Size: size, TailHash: hex.EncodeToString(sum[:])}, nil
+}
+
+// CurrentFingerprint is the fingerprint of the whole ledger as it is now.
+func (s *Store) CurrentFingerprint() (Fingerprint, error) {
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return Fingerprint{}, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	return fingerprintOf(f, st.Size())
+}
+
+// StillCovers reports whether the ledger still starts with the prefix fp
+// describes (same bytes before fp.Size). A false answer means a cache built
+// for fp must be rebuilt from scratch.
+func (s *Store) StillCovers(fp Fingerprint) bool {
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < fp.Size {
+		return false
+	}
+	got, err := fingerprintOf(f, fp.Size)
+	return err == nil && got.TailHash == fp.TailHash
+}
+
+// ScanFrom is Scan starting at byte offset from (a line boundary, normally
+// a Fingerprint's Size). Line numbers in warnings are relative to from;
+// offsets are absolute. It returns the offset up to which the ledger was
+// consumed: records after it (a torn tail still being written) are not
+// covered, so a cache should store the fingerprint of that offset.
+func (s *Store) ScanFrom(from int64, fn func(r *Record, line int, offset int64) error) (end int64, warnings []Warning, err error) {
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return from, nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return from, nil, err
+	}
+	size := st.Size()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return from, nil, err
+	}
+	end = from
+	warnings, err = ScanReader(io.LimitReader(f, size-from), func(r *Record, line int, off int64) error {
+		return fn(r, line, from+off)
+	})
+	for i := range warnings {
+		warnings[i].Offset += from
+	}
+	end = size
+	// Do not claim to cover a torn tail: a writer may still be finishing it.
+	for _, w := range warnings {
+		if w.Torn {
+			end = w.Offset
+		}
+	}
+	return end, warnings, err
+}
+
+// ReadRecordAt decodes the single record starting at byte offset off.
+func (s *Store) ReadRecordAt(off int64) (*Record, error) {
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var rec *Record
+	_, err = ScanReader(io.LimitReader(f, 64<<20), func(r *Record, _ int, _ int64) error {
+		rec = r
+		return io.EOF
+	})
+	if rec == nil {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w: no record at ledger offset %d", ErrNotFound, off)
+		}
+		return nil, err
+	}
+	return rec, nil
+}
