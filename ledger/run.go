@@ -30,10 +30,10 @@ type RunInput struct {
 // metric, and gives a crash null metrics and an error.
 func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record, error) {
 	if !ValidStatus(in.Status) {
-		return nil, fmt.Errorf("%w: unknown status %q: use keep, discard or crash", ErrBadInput, in.Status)
+		return nil, BadInputf("unknown status %q: use keep, discard or crash", in.Status)
 	}
 	if strings.TrimSpace(in.Description) == "" {
-		return nil, fmt.Errorf("%w: --description is empty: say what this experiment changed", ErrBadInput)
+		return nil, BadInputf("--description is empty: say what this experiment changed")
 	}
 	metric := s.Config.Metric
 	m := in.Metrics
@@ -48,8 +48,8 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 			m.SetMissing("peak_vram_mb")
 		}
 	} else if _, ok := m.Get(metric); !ok {
-		return nil, fmt.Errorf("%w: %s run has no %s metric: pass --log run.log with its summary block, --summary FILE.json, or --metric %s=VALUE (or log it as --status crash)",
-			ErrBadInput, in.Status, metric, metric)
+		return nil, BadInputf("%s run has no %s metric: pass --log run.log with its summary block, --summary FILE.json, or --metric %s=VALUE (or log it as --status crash)",
+			in.Status, metric, metric)
 	}
 	tags := in.Tags
 	if tags == nil {
@@ -93,7 +93,7 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 // ids, so input can never point outside the store.
 func (s *Store) RunDir(id RunID) (string, error) {
 	if !ValidRunID(string(id)) {
-		return "", fmt.Errorf("%w: %q is not a run id", ErrBadInput, id)
+		return "", BadInputf("%q is not a run id", id)
 	}
 	return s.Path(RunsDir, string(id)), nil
 }
@@ -115,7 +115,7 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 	r.Artifacts["run_dir"] = filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID)))
 	for _, f := range files {
 		if f.Name == "" || strings.ContainsAny(f.Name, `/\`) || f.Name == "." || f.Name == ".." {
-			return fmt.Errorf("%w: archive name %q", ErrBadInput, f.Name)
+			return BadInputf("archive name %q", f.Name)
 		}
 		dst := filepath.Join(dir, f.Name)
 		if f.SrcPath != "" {

@@ -14,8 +14,22 @@ import (
 	"strings"
 )
 
-// ErrBadInput marks input files memorylab cannot use (bad log, bad summary).
+// ErrBadInput marks input memorylab cannot use (bad flags, log, summary).
+// Test for it with errors.Is; BadInputf makes such errors without putting
+// "bad input:" in front of a message that already says what is wrong.
 var ErrBadInput = errors.New("bad input")
+
+// badInputError is an ErrBadInput whose message is shown as it is.
+type badInputError struct{ msg string }
+
+func (e *badInputError) Error() string        { return e.msg }
+func (e *badInputError) Is(target error) bool { return target == ErrBadInput }
+
+// BadInputf returns an error that errors.Is(err, ErrBadInput) and reads as
+// the formatted message alone.
+func BadInputf(format string, a ...any) error {
+	return &badInputError{msg: fmt.Sprintf(format, a...)}
+}
 
 // SummaryKeys are the keys of the block autoresearch's train.py prints after
 // "---" at the end of run.log.
@@ -31,20 +45,20 @@ const maxLogTail = 4 << 20
 func ReadLogTail(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to read run log %s: %v; pass --log with the path of the training output", ErrBadInput, path, unwrapPath(err))
+		return nil, BadInputf("unable to read run log %s: %v; pass --log with the path of the training output", path, unwrapPath(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, err)
+		return nil, BadInputf("unable to read run log %s: %v", path, err)
 	}
 	if st.IsDir() {
-		return nil, fmt.Errorf("%w: run log %s is a directory", ErrBadInput, path)
+		return nil, BadInputf("run log %s is a directory", path)
 	}
 	off := max(st.Size()-maxLogTail, 0)
 	buf := make([]byte, st.Size()-off)
 	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
-		return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, err)
+		return nil, BadInputf("unable to read run log %s: %v", path, err)
 	}
 	if off > 0 {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
@@ -110,11 +124,11 @@ func ParseSummaryJSON(b []byte) (Metrics, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%w: summary is not valid JSON: %v", ErrBadInput, err)
+		return nil, BadInputf("not valid JSON (%v); write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}", err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: summary must be a JSON object of metrics", ErrBadInput)
+		return nil, BadInputf("not a JSON object; write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}")
 	}
 	m := Metrics{}
 	flatten("", obj, m)
@@ -208,11 +222,11 @@ func ParseMetricPattern(spec string) (MetricPattern, error) {
 	name, expr, ok := strings.Cut(spec, "=")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" || expr == "" {
-		return MetricPattern{}, fmt.Errorf("%w: --metric-pattern wants NAME=REGEX, got %q", ErrBadInput, spec)
+		return MetricPattern{}, BadInputf("--metric-pattern wants NAME=REGEX, got %q", spec)
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return MetricPattern{}, fmt.Errorf("%w: --metric-pattern %s: invalid regular expression: %v", ErrBadInput, name, err)
+		return MetricPattern{}, BadInputf("--metric-pattern %s: invalid regular expression: %v", name, err)
 	}
 	return MetricPattern{Name: name, Re: re}, nil
 }
@@ -241,8 +255,8 @@ func (p MetricPattern) Extract(log []byte) (float64, error) {
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%w: --metric-pattern %s matched %q, which is not a finite number; put the number in the first capture group, e.g. %s=accuracy: ([0-9.]+)",
-			ErrBadInput, p.Name, text, p.Name)
+		return 0, BadInputf("--metric-pattern %s matched %q, which is not a finite number; put the number in the first capture group, e.g. %s=accuracy: ([0-9.]+)",
+			p.Name, text, p.Name)
 	}
 	return f, nil
 }

@@ -94,8 +94,8 @@ func TestParseSummaryJSON(t *testing.T) {
 			map[string]any{"eval.locomo.judge": 0.71, "eval.locomo.f1": 0.5, "loss": 2.0}, ""},
 		{"null is missing, text and lists dropped", `{"acc": null, "name": "run", "xs": [1], "ok": true}`, map[string]any{"acc": nil}, ""},
 		{"huge exponent dropped", `{"a": 1e999, "b": 1}`, map[string]any{"b": 1.0}, ""},
-		{"not json", `{"val_bpb": `, nil, "summary is not valid JSON"},
-		{"not an object", `[1, 2]`, nil, "summary must be a JSON object"},
+		{"not json", `{"val_bpb": `, nil, "not valid JSON"},
+		{"not an object", `[1, 2]`, nil, "not a JSON object"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

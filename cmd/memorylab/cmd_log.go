@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -145,6 +146,15 @@ func parseMetricFlags(pairs []string, into ledger.Metrics) error {
 	return nil
 }
 
+// unwrapPathErr drops the path an *fs.PathError repeats.
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 func (env *Env) abs(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
@@ -186,11 +196,11 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if opts.SummaryPath != "" {
 		b, err := os.ReadFile(env.abs(opts.SummaryPath))
 		if err != nil {
-			return nil, fmt.Errorf("%w: unable to read summary %s: %v", ledger.ErrBadInput, opts.SummaryPath, err)
+			return nil, ledger.BadInputf("unable to read summary %s: %v; pass --summary FILE.json or unset $%s", opts.SummaryPath, unwrapPathErr(err), summaryEnv)
 		}
 		m, err := ledger.ParseSummaryJSON(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.SummaryPath, err)
+			return nil, ledger.BadInputf("summary %s: %v", opts.SummaryPath, err)
 		}
 		in.Metrics = m
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_summary_path", Name: "summary.json", Data: b})
@@ -297,8 +307,8 @@ func applyMetricPatterns(env *Env, opts logOptions, logData []byte, into ledger.
 		switch {
 		case errors.Is(err, ledger.ErrNoMatch):
 			if p.Name == primary && opts.Status != ledger.StatusCrash {
-				return fmt.Errorf("%w: %s: %v; the %s run has no %s: fix the pattern, or log it as --status crash",
-					ledger.ErrBadInput, opts.LogPath, err, opts.Status, primary)
+				return ledger.BadInputf("%s: %v; the %s run has no %s: fix the pattern, or log it as --status crash",
+					opts.LogPath, err, opts.Status, primary)
 			}
 			fmt.Fprintf(env.Err, "memorylab: note: %s: %v; %s not recorded\n", opts.LogPath, err, p.Name)
 		case err != nil:
