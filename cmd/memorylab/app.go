@@ -61,6 +61,10 @@ func usagef(format string, a ...any) error {
 
 // locate finds the store for this invocation; store is the --store value.
 func locate(env *Env, store string) (ledger.Location, error) {
+	if store == "" && env.Getenv != nil {
+		// urfave/cli reads EnvVars from the process; the Env may differ (tests).
+		store = env.Getenv(ledger.StoreEnv)
+	}
 	return ledger.Locate(env.Dir, store)
 }
 
