@@ -226,7 +226,10 @@ type Text struct {
 
 // Prepare normalises s and computes its token, concept and number sets.
 func Prepare(s string) *Text {
-	toks := normTokens(s)
+	return prepareTokens(normTokens(s))
+}
+
+func prepareTokens(toks []string) *Text {
 	t := &Text{Norm: strings.Join(toks, " ")}
 	t.b2j = newB2J(t.Norm)
 	var tokens, concepts, numbers []string

@@ -262,6 +262,9 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("Similarity(%q, itself) = %v", a, Similarity(a, a))
 		}
 		pa, pb := Prepare(a), Prepare(b)
+		if fa := FromNormalized(pa.Norm); !reflect.DeepEqual(fa, pa) {
+			t.Fatalf("FromNormalized(%q) = %+v, Prepare(%q) = %+v", pa.Norm, fa, a, pa)
+		}
 		if got := pa.Similarity(pb); got != s {
 			t.Fatalf("prepared %v != %v", got, s)
 		}
