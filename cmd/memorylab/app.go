@@ -31,6 +31,9 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			demoCommand(env),
+			showCommand(env),
+			branchCommand(env),
+			listCommand(env),
 		},
 		OnUsageError: onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {

@@ -224,6 +224,11 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	// Pin the run's commit before the ledger line (the commit point), so a
+	// logged run can always be shown and branched after `git reset --hard`.
+	if err := loc.Repo.PinRun(rec.RunID, prov.Commit); err != nil {
+		return nil, err
+	}
 	if !opts.SkipArchive {
 		if err := s.Archive(rec, archive); err != nil {
 			return nil, err
