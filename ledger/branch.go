@@ -11,7 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 )
 
-// ErrBranchExists is wrapped when a branch would be overwritten without --force.
+// ErrBranchExists is wrapped (with ErrBadInput: exit 2) when a branch would be
+// overwritten without --force.
 var ErrBranchExists = errors.New("branch already exists")
 
 // ValidBranchName applies git's check-ref-format rules to a branch name
@@ -82,7 +83,7 @@ func (g *Repo) CreateBranch(name, commit string, force bool) (string, error) {
 	case err != nil:
 		return "", fmt.Errorf("unable to read branch %s: %w", name, err)
 	case !force:
-		return old.Hash().String(), fmt.Errorf("%w: %s is at %s; pick another name or pass --force to move it", ErrBranchExists, name, Short(old.Hash().String()))
+		return old.Hash().String(), fmt.Errorf("%w: %w: %s is at %s; pick another name or pass --force to move it", ErrBadInput, ErrBranchExists, name, Short(old.Hash().String()))
 	}
 	if err := g.r.Storer.CheckAndSetReference(plumbing.NewHashReference(rn, h), old); err != nil {
 		if errors.Is(err, storage.ErrReferenceHasChanged) {
