@@ -31,6 +31,7 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			demoCommand(env),
+			compareCommand(env),
 			showCommand(env),
 			branchCommand(env),
 			listCommand(env),
