@@ -31,6 +31,10 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			demoCommand(env),
+			compareCommand(env),
+			showCommand(env),
+			branchCommand(env),
+			listCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.

@@ -251,6 +251,18 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if err := s.ClaimRunIDLocked(rec); err != nil {
 		return nil, err
 	}
+	// Pin the run's commit before the ledger line (the commit point), so a
+	// logged run can always be shown and branched after `git reset --hard`.
+	if err := loc.Repo.PinRun(rec.RunID, prov.Commit); err != nil {
+		return nil, err
+	}
+	// The lineage root from real ancestry (short form, as the Python tool wrote it);
+	// left empty when unknown (shallow clone). Never a reason to refuse the run.
+	if root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: lineage not recorded: %v\n", err)
+	} else if state == ledger.LineageKnown {
+		rec.LineageRoot = ledger.Short(root)
+	}
 	if !opts.SkipArchive {
 		if err := s.Archive(rec, archive); err != nil {
 			return nil, err
