@@ -32,6 +32,7 @@ type logOptions struct {
 	LogPath     string
 	LogSet      bool
 	SummaryPath string
+	SummaryEnv  bool // SummaryPath came from $AUTORESEARCH_SUMMARY_PATH: a missing file is skipped
 	Threshold   float64
 	ErrorText   string
 	SkipArchive bool
@@ -78,7 +79,7 @@ func logCommand(env *Env) *cli.Command {
 				Patterns: *c.Generic("metric-pattern").(*stringList),
 			}
 			if opts.SummaryPath == "" {
-				opts.SummaryPath = env.Getenv(summaryEnv)
+				opts.SummaryPath, opts.SummaryEnv = env.Getenv(summaryEnv), true
 			}
 			_, err := runLog(env, opts)
 			return err
@@ -192,6 +193,13 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 			return nil, err
 		}
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", SrcPath: logPath})
+	}
+	if opts.SummaryEnv && opts.SummaryPath != "" {
+		// The sidecar is written at the end of training, so a crashed run
+		// (or a script that does not write one) leaves none behind.
+		if _, err := os.Stat(env.abs(opts.SummaryPath)); errors.Is(err, fs.ErrNotExist) {
+			opts.SummaryPath = ""
+		}
 	}
 	if opts.SummaryPath != "" {
 		b, err := os.ReadFile(env.abs(opts.SummaryPath))

@@ -77,6 +77,8 @@ func TestLogMetricSources(t *testing.T) {
 			[]string{"--summary", "s.json"}, map[string]any{"val_bpb": 0.98, "eval.locomo.judge": 0.7, "eval.f1": nil}},
 		{"sidecar from $AUTORESEARCH_SUMMARY_PATH wins over the block", map[string]string{"run.log": summaryLog, "side.json": `{"val_bpb": 0.95}`},
 			map[string]string{"AUTORESEARCH_SUMMARY_PATH": "side.json"}, nil, map[string]any{"val_bpb": 0.95}},
+		{"missing sidecar from $AUTORESEARCH_SUMMARY_PATH is skipped", map[string]string{"run.log": summaryLog},
+			map[string]string{"AUTORESEARCH_SUMMARY_PATH": "gone.json"}, nil, map[string]any{"val_bpb": 0.9979}},
 		{"--metric-pattern, last match wins", map[string]string{"eval.log": "eval accuracy: 0.52\neval accuracy: 0.713\nval_bpb 0.97\n"}, nil,
 			[]string{"--log", "eval.log", "--metric-pattern", "acc=eval accuracy: ([0-9.]+)", "--metric-pattern", "val_bpb=(?m)val_bpb [0-9.]+$"},
 			nil}, // val_bpb pattern's whole match is not a number: checked below as an error
