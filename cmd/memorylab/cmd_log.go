@@ -48,11 +48,16 @@ func logCommand(env *Env) *cli.Command {
 		Name:      "log",
 		Usage:     "record a finished run: metrics, crash summary, provenance, novelty verdict, decision packet",
 		UsageText: "memorylab log --description TEXT --status keep|discard|crash [flags]",
-		Description: "Reads metrics from the JSON summary sidecar ($AUTORESEARCH_SUMMARY_PATH or --summary), else from\n" +
-			"the `key: value` block train.py prints after `---` in run.log, plus any --metric NAME=VALUE.\n" +
-			"A crash records null metrics and the traceback's last line. Appends one ledger line and one\n" +
-			"results.tsv row, and archives run.log, summary.json and the train.py patch under runs/<run_id>/.\n\n" +
-			"Example:\n   memorylab log --description 'increase matrix LR to 0.05' --status keep --tags lr --family lr-sweep",
+		Description: "Reads metrics from the JSON summary sidecar ($AUTORESEARCH_SUMMARY_PATH or --summary; nested\n" +
+			"objects flattened with dots), else from the `key: value` block train.py prints after `---` in\n" +
+			"run.log; then --metric-pattern 'NAME=REGEX' over the log (last match; first group or whole match),\n" +
+			"then --metric NAME=VALUE. A keep/discard run without the store's primary metric is refused and\n" +
+			"nothing is written. A crash records null metrics and the traceback's last line.\n" +
+			"Order on disk: the run ref pin and the runs/<run_id>/ archive first, then the ledger line (the\n" +
+			"commit point), then the results.tsv row.\n\n" +
+			"Examples:\n" +
+			"   memorylab log --description 'increase matrix LR to 0.05' --status keep --tags lr --family lr-sweep\n" +
+			"   memorylab log -d 'prompt v2' --status keep --log eval.out --metric-pattern 'judge=judge score: ([0-9.]+)'",
 		Flags: append(ideaFlags(),
 			&cli.StringFlag{Name: "status", Usage: "keep, discard or crash", Required: true},
 			&cli.StringFlag{Name: "notes", Usage: "free-form notes"},
