@@ -127,6 +127,12 @@ func less(a, b *ref, higherIsBetter bool) bool {
 // EvaluateGroups classifies probe against groups; lookup reads the records
 // shown in the result.
 func EvaluateGroups(probe Probe, groups []Group, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+	return evaluateGroups(probe, groups, nil, lookup, opts)
+}
+
+// evaluateGroups is EvaluateGroups; texts, when not nil, holds the
+// prepared text of each group.
+func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	text := probe.Text()
 	pt := Prepare(text)
@@ -137,8 +143,13 @@ func EvaluateGroups(probe Probe, groups []Group, lookup func(offset int64) (*led
 	var nearKept, nearFail *ref
 	counts := map[string]int{DuplicateRun: 0, RepeatFailure: 0, IncrementalFollowup: 0, KnownSuccess: 0}
 	scored := 0
-	for _, g := range groups {
-		gt := FromNormalized(g.Norm)
+	for gi, g := range groups {
+		var gt *Text
+		if texts != nil {
+			gt = texts[gi]
+		} else {
+			gt = FromNormalized(g.Norm)
+		}
 		score := pt.Similarity(gt)
 		scored += len(g.Runs)
 		sameFamily := probe.Family != "" && g.Family == probe.Family
@@ -233,4 +244,25 @@ func expand(r *ref, lookup func(int64) (*ledger.Record, error), metric string) (
 	m := Match{Category: r.cat, Score: r.score, RunID: rec.RunID, Commit: rec.Commit, Family: rec.Family,
 		Status: rec.Status, Description: rec.Description, Tags: rec.Tags, Metric: metric, Value: r.value}
 	return m, nil
+}
+
+// Corpus is a set of groups prepared once for many probes (the exhaustive
+// scorer of benchmarks and agreement tests, failure clustering).
+type Corpus struct {
+	Groups []Group
+	texts  []*Text
+}
+
+// NewCorpus prepares groups for repeated evaluation.
+func NewCorpus(groups []Group) *Corpus {
+	c := &Corpus{Groups: groups, texts: make([]*Text, len(groups))}
+	for i, g := range groups {
+		c.texts[i] = FromNormalized(g.Norm)
+	}
+	return c
+}
+
+// Evaluate is EvaluateGroups over the prepared corpus.
+func (c *Corpus) Evaluate(probe Probe, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+	return evaluateGroups(probe, c.Groups, c.texts, lookup, opts)
 }
