@@ -190,7 +190,7 @@ type State struct {
 	Lineages map[string]*LineageAgg
 	// LinCommits are the commits counted in some lineage's unique commits.
 	LinCommits map[string]bool
-	Clusters []*Cluster
+	Clusters   []*Cluster
 
 	opts         Options
 	index        map[string][]int32
