@@ -118,14 +118,14 @@ func (s *Store) WriteCache(name string, version int, fp Fingerprint, payload []b
 // unreadable; the caller rebuilds it.
 var ErrCacheInvalid = errors.New("cache invalid")
 
-// errCacheMissing is a cache that was never written: built without notice.
-var errCacheMissing = fmt.Errorf("%w: missing", ErrCacheInvalid)
+// ErrCacheMissing is a cache that was never written (built without notice).
+var ErrCacheMissing = fmt.Errorf("%w: missing", ErrCacheInvalid)
 
 // ReadCache reads a cache file written by WriteCache with the given version.
 func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error) {
 	b, err := os.ReadFile(s.CachePath(name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Fingerprint{}, nil, fmt.Errorf("%w: %s", errCacheMissing, name)
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, name)
 	}
 	if err != nil {
 		return Fingerprint{}, nil, fmt.Errorf("unable to read cache: %w", err)
@@ -180,7 +180,7 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 	return c, warnings, nil
 }
 
-func isMissing(err error) bool { return errors.Is(err, errCacheMissing) }
+func isMissing(err error) bool { return errors.Is(err, ErrCacheMissing) }
 
 func (s *Store) readCatalog(metric string) (*Catalog, error) {
 	fp, payload, err := s.ReadCache(CatalogFile, CatalogVersion)

@@ -93,7 +93,7 @@ func Inline(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch r {
-		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '#', '!', '~', '&':
+		case '\\', '`', '*', '[', ']', '<', '>', '|', '#', '!', '~', '&':
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)

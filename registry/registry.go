@@ -151,6 +151,9 @@ type Options struct {
 	Goal    Goal
 	Lineage LineageFunc // nil: ParentChain
 	Text    *TextModel  // nil: DefaultText
+	// ChampionOnly skips lineages and failure clusters: a cheap fold for
+	// "who was champion at this point".
+	ChampionOnly bool
 }
 
 // LineageAgg is one lineage's running totals.
@@ -287,6 +290,9 @@ func (s *State) Add(r *ledger.Record) {
 		if r.Status == ledger.StatusKeep {
 			s.TopKept = s.insertTop(s.TopKept, run)
 		}
+	}
+	if s.opts.ChampionOnly {
+		return
 	}
 	// Lineages count the runs with a usable metric (the Python tool's
 	// best_lineages leave crashes out).
