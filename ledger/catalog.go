@@ -44,10 +44,8 @@ type Catalog struct {
 // slimGuard and slimPacket are the parts of novelty_guard and
 // decision_packet the catalog keeps.
 type slimGuard struct {
-	Classification string          `json:"classification"`
-	Mode           string          `json:"mode,omitempty"`
-	Policy         json.RawMessage `json:"policy,omitempty"`
-	TopMatches     []RawJSON       `json:"top_matches,omitempty"`
+	Classification string `json:"classification"`
+	Mode           string `json:"mode,omitempty"`
 }
 
 type slimPacket struct {
@@ -59,8 +57,8 @@ type slimPacket struct {
 
 // SlimRecord keeps the catalog's fields of r: the primary metric,
 // peak_vram_mb and memory_gb of Metrics, the error summary, the novelty
-// classification, mode, policy and top match, and the packet's action,
-// priority, summary and hypothesis status.
+// classification and mode, and the packet's action, priority, summary and
+// hypothesis status. (The full record is one ReadRecordAt away.)
 func SlimRecord(r *Record, metric string) Record {
 	s := Record{SchemaVersion: r.SchemaVersion, RunID: r.RunID, Timestamp: r.Timestamp, Branch: r.Branch,
 		Commit: r.Commit, CommitFull: r.CommitFull, ParentCommit: r.ParentCommit, Family: r.Family,
@@ -79,9 +77,6 @@ func SlimRecord(r *Record, metric string) Record {
 	if len(r.NoveltyGuard) > 0 && string(r.NoveltyGuard) != "null" {
 		var g slimGuard
 		if json.Unmarshal(r.NoveltyGuard, &g) == nil {
-			if len(g.TopMatches) > 1 {
-				g.TopMatches = g.TopMatches[:1]
-			}
 			s.NoveltyGuard, _ = json.Marshal(g)
 		}
 	}
@@ -315,9 +310,14 @@ func (d *decoder) byte1() byte {
 }
 
 func decodeCatalog(payload []byte) (*Catalog, error) {
-	// One copy of the payload as a string; every field points into it.
-	all := string(payload)
-	d := &decoder{buf: unsafe.Slice(unsafe.StringData(all), len(all)), all: all}
+	// Every string field points into the payload, viewed as one string
+	// without a copy: the payload is never modified after this (callers
+	// hand over the buffer they read from the file).
+	if len(payload) == 0 {
+		return nil, fmt.Errorf("%w: empty catalog", ErrCacheInvalid)
+	}
+	all := unsafe.String(&payload[0], len(payload))
+	d := &decoder{buf: payload, all: all}
 	c := &Catalog{Metric: d.str()}
 	n := d.uvarint()
 	if n > uint64(len(payload)) {

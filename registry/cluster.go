@@ -59,7 +59,7 @@ func (s *State) addFailure(r *ledger.Record, run Run) {
 	if best >= 0 && roundedAtLeast(bestScore, ClusterThreshold) && bestScore >= ClusterThreshold {
 		s.join(s.Clusters[best], r, run, &f)
 	} else {
-		c := &Cluster{Proto: f, Counts: map[string]int{}}
+		c := &Cluster{Proto: f}
 		s.Clusters = append(s.Clusters, c)
 		k := len(s.Clusters) - 1
 		s.indexCluster(k, c)
@@ -116,20 +116,37 @@ func (s *State) join(c *Cluster, r *ledger.Record, run Run, f *Features) {
 	if run.HasValue && (!c.HasBest || s.better(&run, &c.Best)) {
 		c.Best, c.HasBest = run, true
 	}
-	for _, t := range f.List {
-		if c.Counts[t] == 0 {
-			c.Order = append(c.Order, t)
+	if c.idx == nil {
+		c.idx = make(map[string]int, len(c.Order))
+		for i, t := range c.Order {
+			c.idx[t] = i
 		}
-		c.Counts[t]++
+	}
+	for _, t := range f.List {
+		i, ok := c.idx[t]
+		if !ok {
+			i = len(c.Order)
+			c.idx[t] = i
+			c.Order = append(c.Order, t)
+			c.Freq = append(c.Freq, 0)
+		}
+		c.Freq[i]++
 	}
 }
 
 // Label is the cluster's 3 most common tokens (first seen first on ties).
 func (c *Cluster) Label() string {
-	toks := append([]string(nil), c.Order...)
-	sort.SliceStable(toks, func(i, j int) bool { return c.Counts[toks[i]] > c.Counts[toks[j]] })
-	if len(toks) > labelTokens {
-		toks = toks[:labelTokens]
+	idx := make([]int, len(c.Order))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return c.Freq[idx[i]] > c.Freq[idx[j]] })
+	if len(idx) > labelTokens {
+		idx = idx[:labelTokens]
+	}
+	toks := make([]string, len(idx))
+	for i, k := range idx {
+		toks[i] = c.Order[k]
 	}
 	return strings.Join(toks, ", ")
 }

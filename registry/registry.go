@@ -175,8 +175,9 @@ type Cluster struct {
 	Best     Run
 	HasBest  bool
 	Examples []string
-	Counts   map[string]int // token counts for the label
-	Order    []string       // tokens in first-seen order (label ties)
+	Order    []string // tokens in first-seen order (label ties)
+	Freq     []int    // Freq[i] counts Order[i] over the members
+	idx      map[string]int
 }
 
 // State is the registry as an incremental fold. Exported fields are
@@ -189,10 +190,9 @@ type State struct {
 	Counts   map[string]int
 	TopKept  []Run // best kept runs, best first (champion + challengers)
 	TopAll   []Run // best usable runs of any status
-	Roots    map[string]string
+	// Commits maps every folded commit to its root (see commitTable).
+	Commits  commitTable
 	Lineages map[string]*LineageAgg
-	// LinCommits are the commits counted in some lineage's unique commits.
-	LinCommits map[string]bool
 	Clusters   []*Cluster
 
 	opts         Options
@@ -212,7 +212,7 @@ type memoHit struct {
 // New returns an empty State.
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
-		Counts: map[string]int{}, Roots: map[string]string{}, LinCommits: map[string]bool{}, Lineages: map[string]*LineageAgg{}}
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}}
 	s.setOptions(opts)
 	return s
 }
@@ -281,7 +281,7 @@ func (s *State) insertTop(top []Run, r Run) []Run {
 
 // Add folds one record.
 func (s *State) Add(r *ledger.Record) {
-	root := s.opts.Lineage(r, func(c string) (string, bool) { v, ok := s.Roots[c]; return v, ok })
+	root := s.opts.Lineage(r, func(c string) (string, bool) { v, ok := s.Commits.Get(c); return v.Root, ok })
 	run := s.RunOf(r, root)
 	s.N++
 	s.Counts[r.Status]++
@@ -296,9 +296,10 @@ func (s *State) Add(r *ledger.Record) {
 	}
 	// Lineages count the runs with a usable metric (the Python tool's
 	// best_lineages leave crashes out).
-	_, seen := s.Roots[r.Commit]
+	info, seen := s.Commits.Get(r.Commit)
 	if !seen {
-		s.Roots[r.Commit] = root
+		info = commitInfo{Root: root}
+		s.Commits.Set(r.Commit, info)
 	}
 	if run.HasValue {
 		lin := s.Lineages[root]
@@ -307,8 +308,9 @@ func (s *State) Add(r *ledger.Record) {
 			s.Lineages[root] = lin
 		}
 		lin.Runs++
-		if !s.LinCommits[r.Commit] {
-			s.LinCommits[r.Commit] = true
+		if !info.Counted {
+			info.Counted = true
+			s.Commits.Set(r.Commit, info)
 			lin.Commits++
 		}
 		if r.Status == ledger.StatusKeep {
@@ -351,6 +353,7 @@ func (s *State) Challengers() []Run {
 
 // Marshal encodes the state for the registry cache.
 func (s *State) Marshal() ([]byte, error) {
+	s.Commits.compact()
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
 		return nil, fmt.Errorf("unable to encode registry state: %w", err)
@@ -373,12 +376,6 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 	}
 	if s.Counts == nil {
 		s.Counts = map[string]int{}
-	}
-	if s.Roots == nil {
-		s.Roots = map[string]string{}
-	}
-	if s.LinCommits == nil {
-		s.LinCommits = map[string]bool{}
 	}
 	if s.Lineages == nil {
 		s.Lineages = map[string]*LineageAgg{}
