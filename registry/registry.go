@@ -183,17 +183,17 @@ type Cluster struct {
 // State is the registry as an incremental fold. Exported fields are
 // persisted (gob); the cluster index is rebuilt on load.
 type State struct {
-	Version  int
-	Metric   string
-	Max      bool
-	N        int
-	Counts   map[string]int
-	TopKept  []Run // best kept runs, best first (champion + challengers)
-	TopAll   []Run // best usable runs of any status
+	Version int
+	Metric  string
+	Max     bool
+	N       int
+	Counts  map[string]int
+	TopKept []Run // best kept runs, best first (champion + challengers)
+	TopAll  []Run // best usable runs of any status
 	// Commits maps every folded commit to its root (see commitTable).
 	Commits  commitTable
 	Lineages map[string]*LineageAgg
-	Clusters   []*Cluster
+	Clusters []*Cluster
 
 	opts         Options
 	index        map[string][]int32
