@@ -67,8 +67,9 @@ p, ul { margin: 6px 0; }
 ul { padding-left: 22px; }
 code { font: 12px/1.4 "DejaVu Sans Mono", Menlo, Consolas, monospace; background: #f0f2f5; padding: 1px 4px; border-radius: 4px; }
 table { border-collapse: collapse; width: 100%; margin: 8px 0; font-size: 13px; }
-th, td { border: 1px solid #e1e4e8; padding: 4px 8px; vertical-align: top; overflow-wrap: anywhere; }
-th { background: #f0f2f5; text-align: left; }
+th, td { border: 1px solid #e1e4e8; padding: 4px 8px; vertical-align: top; overflow-wrap: break-word; }
+th { background: #f0f2f5; text-align: left; white-space: nowrap; }
+td code { white-space: nowrap; }
 tr:nth-child(even) td { background: #fafbfc; }
 figure.chart { margin: 8px 0 0; }
 figure.chart svg { width: 100%; height: auto; display: block; border: 1px solid #e4e7eb; border-radius: 6px; background: #fff; }
@@ -175,12 +176,12 @@ func (m *Morning) SVG() string {
 			continue
 		}
 		y, in := yOf(p.Value)
-		cls := "discard"
-		if !in {
-			cls = "discard clipped"
+		cls, style := "discard", `fill="#8c959f" fill-opacity="0.35"`
+		if !in { // outside the frame: a hollow dot on its edge
+			cls, style = "discard clipped", `fill="none" stroke="#8c959f" stroke-opacity="0.6"`
 		}
-		fmt.Fprintf(&b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3.2" fill="#8c959f" fill-opacity="0.35"><title>#%d %s %.6f %s</title></circle>`+"\n",
-			cls, xOf(p.X), y, p.X, html.EscapeString(p.RunID), p.Value, html.EscapeString(p.Description))
+		fmt.Fprintf(&b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3.2" %s><title>#%d %s %.6f %s</title></circle>`+"\n",
+			cls, xOf(p.X), y, style, p.X, html.EscapeString(p.RunID), p.Value, html.EscapeString(p.Description))
 	}
 	b.WriteString("</g>\n")
 	// Running best step line.
@@ -233,16 +234,64 @@ func (m *Morning) SVG() string {
 		}
 		labelled[k] = true
 	}
+	// Labels run up and to the right at -28°; near the right edge they end
+	// at the dot instead. A label whose line would overlap an already
+	// placed one (larger gains are placed first) is left out: the dot keeps
+	// its tooltip.
+	type placed struct{ x, y, w float64 }
+	var done []placed
+	sin, cos := math.Sin(28*math.Pi/180), math.Cos(28*math.Pi/180)
+	labelText := map[int]string{}
+	labelEnd := map[int]bool{}
+	for _, i := range order {
+		if !labelled[i] {
+			continue
+		}
+		x := xOf(ks[i].p.X)
+		y, _ := yOf(ks[i].p.Value)
+		text := truncateRunes(ks[i].p.Description, labelRunes)
+		w := float64(utf8.RuneCountInString(text)) * 5.6
+		end := x+w*cos > chartW-8
+		ax, ay := x+7, y-5
+		if end {
+			ax, ay = x-7, y+5
+		}
+		clash := false
+		for _, d := range done {
+			dx, dy := ax-d.x, ay-d.y
+			across := math.Abs(dx*sin + dy*cos)
+			along := dx*cos - dy*sin
+			if across < 11 && along > -w && along < d.w {
+				clash = true
+				break
+			}
+		}
+		if clash {
+			labelled[i] = false
+			continue
+		}
+		sx, sy := ax, ay
+		if end {
+			sx, sy = ax-w*cos, ay+w*sin
+		}
+		done = append(done, placed{sx, sy, w})
+		labelText[i], labelEnd[i] = text, end
+	}
 	b.WriteString(`<g class="kept">` + "\n")
 	for i, k := range ks {
 		x := xOf(k.p.X)
 		y, _ := yOf(k.p.Value)
 		fmt.Fprintf(&b, `<circle class="keep" cx="%.1f" cy="%.1f" r="5" fill="#2da44e" stroke="#fff" stroke-width="1.5"><title>#%d %s %.6f %s</title></circle>`+"\n",
 			x, y, k.p.X, html.EscapeString(k.p.RunID), k.p.Value, html.EscapeString(k.p.Description))
-		if labelled[i] {
-			fmt.Fprintf(&b, `<text class="kept-label" x="%.1f" y="%.1f" transform="rotate(-28 %.1f %.1f)" font-size="10" fill="#1a7f37">%s</text>`+"\n",
-				x+7, y-5, x+7, y-5, html.EscapeString(truncateRunes(k.p.Description, labelRunes)))
+		if !labelled[i] {
+			continue
 		}
+		ax, ay, anchor := x+7, y-5, "start"
+		if labelEnd[i] {
+			ax, ay, anchor = x-7, y+5, "end"
+		}
+		fmt.Fprintf(&b, `<text class="kept-label" x="%.1f" y="%.1f" text-anchor="%s" transform="rotate(-28 %.1f %.1f)" font-size="10" fill="#1a7f37">%s</text>`+"\n",
+			ax, ay, anchor, ax, ay, html.EscapeString(labelText[i]))
 	}
 	b.WriteString("</g>\n")
 	// Crashes along the x axis.
