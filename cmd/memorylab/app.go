@@ -30,6 +30,7 @@ func newApp(env *Env) *cli.App {
 		Commands: []*cli.Command{
 			initCommand(env),
 			logCommand(env),
+			checkCommand(env),
 			demoCommand(env),
 			compareCommand(env),
 			showCommand(env),

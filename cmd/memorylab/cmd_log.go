@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/results"
 )
 
@@ -276,6 +277,20 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	} else if state == ledger.LineageKnown {
 		rec.LineageRoot = ledger.Short(root)
 	}
+	// Novelty verdict against every run before this one, under the lock.
+	nix, err := openNoveltyIndex(env, s, true)
+	if err != nil {
+		return nil, err
+	}
+	defer nix.Close()
+	verdict, err := novelty.Check(nix, novelty.Probe{Description: rec.Description, Hypothesis: rec.Hypothesis,
+		Family: rec.Family, Tags: rec.Tags}, noveltyOptions(s, opts.Mode, opts.Threshold))
+	if err != nil {
+		return nil, err
+	}
+	if rec.NoveltyGuard, err = json.Marshal(verdict.Verdict); err != nil {
+		return nil, err
+	}
 	if !opts.SkipArchive {
 		if err := s.Archive(rec, archive); err != nil {
 			return nil, err
@@ -283,6 +298,10 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	}
 	if err := s.AppendLocked(rec); err != nil {
 		return nil, err
+	}
+	// The ledger line is the commit point; the index is a cache after it.
+	if err := nix.CatchUp(); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: note: novelty index not updated (%v); the next check catches up\n", err)
 	}
 	mem := memoryGB(rec)
 	row := results.Row{Commit: rec.Commit, Status: rec.Status, Description: rec.Description, MemoryGB: mem}
