@@ -139,32 +139,25 @@ func (g *Repo) Lineages(s *Store, recs []Record) (*LineageSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	pins, err := g.Pins()
+	snap, err := g.refSnapshot()
 	if err != nil {
 		return nil, err
 	}
 	// Resolve every run's commit: pin, commit_full, then the short hash.
+	// HEAD, branches and pins are walked too: that is where the short-only
+	// commits of Python-written records are found.
 	full := make([]plumbing.Hash, len(recs))
-	tips, err := g.tips() // HEAD, branches and pins: where short-only (Python) commits are found
-	if err != nil {
-		return nil, err
-	}
+	tips := snap.tips()
 	for i := range recs {
 		r := &recs[i]
-		switch {
-		case pins[r.RunID] != "":
-			full[i] = plumbing.NewHash(pins[r.RunID])
-		case isFullHash(r.CommitFull):
+		if h, ok := snap.pins[r.RunID]; ok {
+			full[i] = h
+		} else if isFullHash(r.CommitFull) {
 			full[i] = plumbing.NewHash(r.CommitFull)
-		}
-		if !full[i].IsZero() {
 			tips = append(tips, full[i])
 		}
 	}
-	head := g.headHash()
-	if !head.IsZero() {
-		tips = append(tips, head)
-	}
+	head := snap.head
 	if err := g.extend(an, tips); err != nil {
 		return nil, err
 	}
