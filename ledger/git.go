@@ -76,12 +76,14 @@ func OpenRepo(dir string) (*Repo, error) {
 	}
 	r, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
 	if err != nil {
-		return nil, translateOpenError(root, err)
+		return nil, translateOpenError(root, common, err)
 	}
 	return &Repo{r: r, WorktreeRoot: root, GitDir: gitDir, CommonDir: common, MainRoot: mainRoot}, nil
 }
 
-func translateOpenError(root string, err error) error {
+// translateOpenError names the problem; common is the shared git dir, whose
+// config holds the extensions (a linked worktree's .git is only a file).
+func translateOpenError(root, common string, err error) error {
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotExists):
 		return fmt.Errorf("%w at %s: run memorylab inside your experiment repository, or pass --store", ErrNotRepo, root)
@@ -89,7 +91,7 @@ func translateOpenError(root string, err error) error {
 		errors.Is(err, git.ErrUnknownExtension),
 		errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion):
 		ext := "an extension"
-		if b, rerr := os.ReadFile(filepath.Join(root, ".git", "config")); rerr == nil {
+		if b, rerr := os.ReadFile(filepath.Join(common, "config")); rerr == nil {
 			for _, name := range []string{"worktreeConfig", "partialClone", "preciousObjects", "objectFormat", "refStorage"} {
 				if bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(name))) {
 					ext = "extensions." + name
