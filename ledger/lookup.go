@@ -58,7 +58,7 @@ func FindRun(recs []Record, query string) (int, error) {
 	}
 	switch len(idx) {
 	case 0:
-		return -1, fmt.Errorf("%w: no run id starts with %q; see `memorylab list`", ErrNotFound, query)
+		return -1, fmt.Errorf("%w: %w: no run id starts with %q; see `memorylab list`", ErrBadInput, ErrNotFound, query)
 	case 1:
 		return idx[0], nil
 	}

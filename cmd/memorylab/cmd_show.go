@@ -132,7 +132,7 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	}
 	line("run", string(rec.RunID))
 	line("time", rec.Timestamp)
-	line("status", rec.Status+"  "+formatMetric(rec, s.Config.Metric))
+	line("status", rec.Status+"  "+s.Config.Metric+"="+ledger.FormatMetricValue(rec.Metrics[s.Config.Metric], -1))
 	commit := rec.Commit
 	if o.Commit != "" {
 		commit = o.Commit
@@ -157,7 +157,7 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 		if n == s.Config.Metric {
 			continue
 		}
-		names = append(names, formatMetric(rec, n))
+		names = append(names, n+"="+ledger.FormatMetricValue(rec.Metrics[n], -1))
 	}
 	line("metrics", strings.Join(names, "  "))
 	fmt.Fprintln(w)

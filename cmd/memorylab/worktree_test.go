@@ -184,7 +184,7 @@ func TestWorktreeConfigExtensionIsNamed(t *testing.T) {
 			if !errors.Is(err, ledger.ErrUnsupported) || exitCode(err) != ExitNoRepo {
 				t.Fatalf("err = %v (exit %d)", err, exitCode(err))
 			}
-			mustContain(t, err.Error(), "repository sets extensions.worktreeConfig", "sparse-checkout")
+			mustContain(t, err.Error(), " sets extensions.worktreeConfig, which go-git v5 cannot open", "git sparse-checkout disable")
 		})
 	}
 	after, _ := os.ReadFile(filepath.Join(f.storeDir(), ledger.LedgerFile))
