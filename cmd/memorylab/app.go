@@ -35,6 +35,7 @@ func newApp(env *Env) *cli.App {
 			showCommand(env),
 			branchCommand(env),
 			listCommand(env),
+			hooksCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
