@@ -72,26 +72,33 @@ func HookScript(name, program string, block bool) string {
 	if block {
 		mode = "block"
 	}
-	ours := `"$ml" hooks run ` + name + ` "$@" || true` // post-commit never fails the commit
+	// The chained hook runs first. commit-msg stops when it refuses the
+	// commit; post-commit cannot refuse anything, so memorylab's check runs
+	// regardless and the chained hook's status is passed on.
+	stop := ""
+	ours := `"$ml" hooks run ` + name + ` "$@" || true`
 	if name == HookCommitMsg {
-		ours = `"$ml" hooks run ` + name + ` "$@" || exit $?`
+		stop = "[ \"$status\" -eq 0 ] || exit \"$status\"\n"
+		ours = `"$ml" hooks run ` + name + ` "$@" || status=$?`
 	}
 	return "#!/bin/sh\n" +
 		hookMarker + " " + name + " mode=" + mode + "\n" +
 		"# Installed by `memorylab hooks install`; `memorylab hooks uninstall` removes it and puts back\n" +
 		"# the hook it chains (" + name + ChainedSuffix + "). It only runs fixed commands.\n" +
 		"hookdir=$(dirname \"$0\")\n" +
+		"status=0\n" +
 		"if [ -x \"$hookdir/" + name + ChainedSuffix + "\" ]; then\n" +
-		"\t\"$hookdir/" + name + ChainedSuffix + "\" \"$@\" || exit $?\n" +
+		"\t\"$hookdir/" + name + ChainedSuffix + "\" \"$@\" || status=$?\n" +
 		"fi\n" +
+		stop +
 		"ml=" + shellQuote(program) + "\n" +
 		"command -v \"$ml\" >/dev/null 2>&1 || ml=memorylab\n" +
 		"if ! command -v \"$ml\" >/dev/null 2>&1; then\n" +
 		"\techo \"memorylab: " + name + " hook skipped: memorylab is not on PATH\" >&2\n" +
-		"\texit 0\n" +
+		"\texit \"$status\"\n" +
 		"fi\n" +
 		ours + "\n" +
-		"exit 0\n"
+		"exit \"$status\"\n"
 }
 
 func shellQuote(s string) string {

@@ -154,6 +154,29 @@ func TestHooksInstallCases(t *testing.T) {
 			t.Fatal("commit-msg still installed after install without --block")
 		}
 	})
+	t.Run("a refusing chained hook: commit-msg stops, post-commit still checks", func(t *testing.T) {
+		f := newGitFixture(t)
+		hooks := filepath.Join(f.dir, ".git", "hooks")
+		os.MkdirAll(hooks, 0o755)
+		calls := filepath.Join(t.TempDir(), "calls.log")
+		for _, n := range []string{"post-commit", "commit-msg"} {
+			os.WriteFile(filepath.Join(hooks, n), []byte("#!/bin/sh\necho \"user "+n+"\" >> '"+calls+"'\nexit 3\n"), 0o755)
+		}
+		if err := runHooks(f.env(f.dir), hooksOptions{Action: "install", Program: fakeProgram(t, calls), Block: true}); err != nil {
+			t.Fatal(err)
+		}
+		var ee *exec.ExitError
+		if err := runHookScript(t, filepath.Join(hooks, "commit-msg"), f.dir, "MSG"); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("commit-msg: %v, want exit 3", err)
+		}
+		if err := runHookScript(t, filepath.Join(hooks, "post-commit"), f.dir); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("post-commit: %v, want exit 3 passed on", err)
+		}
+		b, _ := os.ReadFile(calls)
+		if string(b) != "user commit-msg\nuser post-commit\nmemorylab hooks run post-commit\n" {
+			t.Fatalf("calls %q", b)
+		}
+	})
 	t.Run("core.hooksPath", func(t *testing.T) {
 		f := newGitFixture(t)
 		cfg := filepath.Join(f.dir, ".git", "config")
