@@ -5,7 +5,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,35 +13,20 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// benchHistory is a repository of 10,000 commits with 2,000 logged and
-// pinned runs (one run every 5 commits, 20% kept, discarded runs on side
-// commits that were reset away), built once per test binary.
-var benchHistory struct {
-	once  sync.Once
-	dir   string
-	store *Store
-	recs  []Record
-	head  string
-	err   error
-}
-
 const benchCommits = 10000
 
+// loadBenchHistory builds a repository of 10,000 commits with 2,000 logged
+// and pinned runs (one run every 5 commits, 20% kept, discarded runs on side
+// commits that were reset away) in b.TempDir(), once per benchmark function
+// (about 3 s), outside the timed loop.
 func loadBenchHistory(b *testing.B) (string, *Store, []Record, string) {
 	b.Helper()
-	benchHistory.once.Do(func() {
-		dir, err := os.MkdirTemp("", "memorylab-ancestry-bench-")
-		if err != nil {
-			benchHistory.err = err
-			return
-		}
-		benchHistory.dir = dir
-		benchHistory.store, benchHistory.recs, benchHistory.head, benchHistory.err = buildBenchHistory(dir)
-	})
-	if benchHistory.err != nil {
-		b.Fatal(benchHistory.err)
+	dir := b.TempDir()
+	st, recs, head, err := buildBenchHistory(dir)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return benchHistory.dir, benchHistory.store, benchHistory.recs, benchHistory.head
+	return dir, st, recs, head
 }
 
 // buildBenchHistory writes commit objects directly (one shared tree), which

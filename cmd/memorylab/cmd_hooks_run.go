@@ -112,7 +112,7 @@ func hookCheck(env *Env, store, subject string) (novelty.Result, error) {
 // hookWarning is the one line a hook prints. Ledger text is folded to one
 // line and stripped of control characters: it is only ever printed.
 func hookWarning(subject string, res novelty.Result) string {
-	line := fmt.Sprintf("memorylab: %s (%s): %q", res.Classification, res.Policy.Decision, oneLine(subject))
+	line := fmt.Sprintf("memorylab: novelty %s (policy: %s): %q", res.Classification, res.Policy.Decision, oneLine(subject))
 	if len(res.TopMatches) > 0 {
 		m := res.TopMatches[0]
 		line += fmt.Sprintf(" resembles run %s (%s, score %.2f): %s", m.RunID, m.Status, m.Score, oneLine(m.Description))
