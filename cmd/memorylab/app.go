@@ -37,6 +37,7 @@ func newApp(env *Env) *cli.App {
 			branchCommand(env),
 			listCommand(env),
 			reportCommand(env),
+			hooksCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
