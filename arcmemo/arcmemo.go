@@ -100,7 +100,7 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	if r.ProblemCount == 0 {
 		r.ProblemCount = puzzles
 	}
-	checkMem2(r, &mem2Summary{}) // compares with the log lines only
+	checkMem2(r, nil) // compares with the log lines only
 	if len(iters) > 0 && r.Passes[0].Reported == nil {
 		r.Warnings = append(r.Warnings, "no <job>.log with Score Report lines: scores are recomputed only")
 	}

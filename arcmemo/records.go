@@ -205,6 +205,7 @@ func BuildRecords(run *Run, ex *Existing, prov Provenance, opts BuildOptions) (*
 			rec.Dirty = &d
 		}
 		rec.Source["import_id"] = id
+		rec.Source["producer_time"] = it.t.UTC().Format(time.RFC3339Nano)
 		if !opts.Now.IsZero() {
 			rec.Source["imported_at"] = opts.Now.UTC().Format(time.RFC3339)
 		}
