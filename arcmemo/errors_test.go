@@ -292,3 +292,28 @@ func TestParseMemoryQuirks(t *testing.T) {
 		t.Errorf("diff %+v", d)
 	}
 }
+
+func TestContinualDriverRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "iter_1", "batch_0"), 0o755)
+	_, err := ReadRun(dir)
+	if !errors.Is(err, ledger.ErrBadInput) || !strings.Contains(err.Error(), "continual-driver") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// §3.8: math/code evaluators score solved problems, not pairs.
+func TestNonARCEvaluator(t *testing.T) {
+	dir := copyDir(t, filepath.Join(corpusDir(t), "mem2-mock-run-synthetic-replay"))
+	p := filepath.Join(dir, "frozen_config.json")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(b), `"evaluator": "arc_exec"`, `"evaluator": "math_ps_exec"`, 1)), 0o644)
+	r, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Passes[1]
+	if last.Cum.Official != 2 || last.Cum.Strict != 2 {
+		t.Errorf("official %v strict %v, want 2 (problems with a correct attempt)", last.Cum.Official, last.Cum.Strict)
+	}
+}

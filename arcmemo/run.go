@@ -115,6 +115,8 @@ func ReadRun(dir string) (*Run, error) {
 		return readMem2(abs, iters)
 	case len(iters) > 0 && has(filepath.Join(iters[len(iters)-1].name, "solution_trees.json")):
 		return readArcMemo(abs, iters)
+	case has(filepath.Join("iter_1", "solution_trees.json")) || has(filepath.Join("iter_1", "batch_0")):
+		return nil, badInput("%s is arc_memo continual-driver output (iter_N/batch_K/), which arcmemo import does not read yet; import an evaluation-driver output directory (iteration_N/)", dir)
 	}
 	return nil, badInput("unknown producer in %s: looked for summary.json, eval_records.jsonl, run_context.json or frozen_config.json (mem2 run directory) and iteration_N/solution_trees.json (arc_memo output directory), found none; pass the run folder itself", dir)
 }
