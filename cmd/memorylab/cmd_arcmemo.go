@@ -199,10 +199,12 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 		defer lock.Unlock()
 	}
 	ex := arcmemo.NewExisting(s.Config)
-	if _, statErr := os.Stat(s.LedgerPath()); statErr == nil {
+	if f, err := os.Open(s.LedgerPath()); err == nil {
 		// Only import ids and the champion matter; torn lines are the
 		// business of `doctor`, not of an import.
-		if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error { ex.Observe(r); return nil }); err != nil {
+		ex, err = arcmemo.ReadExisting(f, s.Config)
+		f.Close()
+		if err != nil {
 			return err
 		}
 	}
