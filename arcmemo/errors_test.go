@@ -317,3 +317,34 @@ func TestNonARCEvaluator(t *testing.T) {
 		t.Errorf("official %v strict %v, want 2 (problems with a correct attempt)", last.Cum.Official, last.Cum.Strict)
 	}
 }
+
+// Importing an unfinished run and later the finished one imports only what
+// is new (the config hash appears only with summary.json).
+func TestUnfinishedThenFinishedImport(t *testing.T) {
+	full := filepath.Join(corpusDir(t), "mem2-mock-run-synthetic-replay")
+	part := copyDir(t, full)
+	for _, f := range []string{"summary.json", "eval_records.jsonl", "attempts.jsonl", "feedback_records.jsonl", "memory/final.json"} {
+		os.Remove(filepath.Join(part, f))
+	}
+	cfg := ledger.Config{Metric: "official_score", Goal: ledger.GoalMax}
+	ex := NewExisting(cfg)
+	r1, err := ReadRun(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := BuildRecords(r1, ex, Provenance{}, BuildOptions{})
+	if err != nil || len(p1.Records) != 5 {
+		t.Fatalf("first import: %v %d", err, len(p1.Records))
+	}
+	r2, err := ReadRun(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := BuildRecords(r2, ex, Provenance{}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p2.Records) != 1 || p2.Records[0].Source["snapshot"] != "final" {
+		t.Errorf("second import: %d records, want only the final snapshot", len(p2.Records))
+	}
+}

@@ -109,13 +109,13 @@ func CheckMetric(cfg ledger.Config) error {
 	return badInput("the store's primary metric is %s (goal %s), which ArcMemo passes do not report: import into a store made for them, e.g. `memorylab --store results/arcmemo arcmemo import DIR --init` (metric official_score, goal max)", cfg.Metric, cfg.Goal)
 }
 
-// ImportKey identifies a run across imports: producer, run id and config hash.
+// ImportKey identifies a run across imports: producer and run id. The
+// config hash is left out on purpose: an unfinished mem2 run has no
+// summary.json and so no config hash, and importing it again once it has
+// finished must skip the passes already imported. Each item's import id
+// adds a content hash, so a rerun that changed results imports again.
 func (r *Run) ImportKey() string {
-	h := r.ConfigHash
-	if len(h) > 12 {
-		h = h[:12]
-	}
-	return r.Producer + "/" + r.RunID + "/" + h
+	return r.Producer + "/" + r.RunID
 }
 
 // BuildRecords turns run into ledger records: the initial memory snapshot,
