@@ -57,6 +57,7 @@ func arcmemoCommand(env *Env) *cli.Command {
 					"   memorylab --store results/arcmemo arcmemo import outputs/_runs/adhoc/382bca7ddb70 --init\n" +
 					"   memorylab --store results/arcmemo arcmemo import outputs/2025-06-01/10-00-00 --dry-run --json",
 				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "store", Usage: "store directory (also accepted before the command)"},
 					&cli.BoolFlag{Name: "init", Usage: "create the store (metric official_score, goal max) if it is missing"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "show the records that would be appended; write nothing"},
 					&cli.BoolFlag{Name: "skip-memory", Usage: "import solve passes only"},
@@ -64,14 +65,15 @@ func arcmemoCommand(env *Env) *cli.Command {
 				},
 				Action: func(c *cli.Context) error {
 					bools := map[string]bool{"init": c.Bool("init"), "dry-run": c.Bool("dry-run"), "json": c.Bool("json"), "skip-memory": c.Bool("skip-memory")}
-					args, err := trailingBoolFlags(c.Args().Slice(), bools)
+					store := storeFromLineage(c)
+					args, err := trailingBoolFlags(c.Args().Slice(), bools, &store)
 					if err != nil {
 						return err
 					}
 					if len(args) != 1 {
 						return usagef("arcmemo import takes exactly one RUN_DIR, got %d arguments", len(args))
 					}
-					return runArcmemoImport(env, arcmemoImportOptions{Store: c.String("store"), Dir: args[0],
+					return runArcmemoImport(env, arcmemoImportOptions{Store: store, Dir: args[0],
 						Init: bools["init"], DryRun: bools["dry-run"], JSON: bools["json"], SkipMemory: bools["skip-memory"]})
 				},
 			},
@@ -90,7 +92,7 @@ func arcmemoCommand(env *Env) *cli.Command {
 				},
 				Action: func(c *cli.Context) error {
 					bools := map[string]bool{"json": c.Bool("json")}
-					args, err := trailingBoolFlags(c.Args().Slice(), bools)
+					args, err := trailingBoolFlags(c.Args().Slice(), bools, nil)
 					if err != nil {
 						return err
 					}
@@ -109,18 +111,42 @@ func arcmemoCommand(env *Env) *cli.Command {
 	return cmd
 }
 
+// storeFromLineage is --store given to the subcommand, else the global one
+// (the local flag shadows the global in c.String).
+func storeFromLineage(c *cli.Context) string {
+	for _, cc := range c.Lineage() {
+		if v := cc.String("store"); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // trailingBoolFlags picks the command's boolean flags out of the positional
 // arguments: urfave/cli v2 stops parsing flags at the first argument, and
 // `import DIR --init` is how people type it. "--" ends flag picking.
-func trailingBoolFlags(args []string, bools map[string]bool) ([]string, error) {
+// A store given there (--store DIR or --store=DIR) is returned in store.
+func trailingBoolFlags(args []string, bools map[string]bool, store *string) ([]string, error) {
 	var rest []string
-	for i, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
 			return append(rest, args[i+1:]...), nil
 		}
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			name := strings.TrimLeft(a, "-")
-			if _, ok := bools[name]; !ok {
+			name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if name == "store" && store != nil {
+				if !hasVal {
+					if i+1 >= len(args) {
+						return nil, usagef("--store needs a directory")
+					}
+					i++
+					val = args[i]
+				}
+				*store = val
+				continue
+			}
+			if _, ok := bools[name]; !ok || hasVal {
 				return nil, usagef("unknown flag %s; see --help", a)
 			}
 			bools[name] = true

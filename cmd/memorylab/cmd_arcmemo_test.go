@@ -332,3 +332,28 @@ func TestArcmemoMemoryCommand(t *testing.T) {
 		}
 	}
 }
+
+func TestArcmemoImportStoreFlagPlacement(t *testing.T) {
+	run := filepath.Join(arcmemoCorpus(t), "mem2-mock-run-synthetic-replay")
+	for _, tc := range []struct {
+		name string
+		args func(store string) []string
+	}{
+		{"global", func(s string) []string { return []string{"--store", s, "arcmemo", "import", "--init", run} }},
+		{"subcommand flag", func(s string) []string { return []string{"arcmemo", "import", "--store", s, "--init", run} }},
+		{"after the argument", func(s string) []string { return []string{"arcmemo", "import", run, "--store", s, "--init"} }},
+		{"after the argument with =", func(s string) []string { return []string{"arcmemo", "import", run, "--init", "--store=" + s} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := filepath.Join(dir, "s")
+			res := runCLI(t, dir, tc.args(store)...)
+			if res.code != 0 {
+				t.Fatalf("exit %d: %s", res.code, res.err)
+			}
+			if recs, _ := readLedger(t, store); len(recs) != 6 {
+				t.Errorf("%d records", len(recs))
+			}
+		})
+	}
+}
