@@ -5,11 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memorylab/memorylab/ledger"
 )
 
+// seedFiles adds whole corpus files and, so that mutation works on small
+// inputs too, a small excerpt of each (first line, first object member).
 func seedFiles(f *testing.F, rels ...string) {
 	root := corpusDir(f)
 	for _, rel := range rels {
@@ -18,8 +21,28 @@ func seedFiles(f *testing.F, rels ...string) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		if i := bytes.IndexByte(b, '\n'); i > 0 && strings.HasSuffix(rel, ".jsonl") {
+			f.Add(b[:i+1])
+		}
+		if kv, err := orderedObject(b); err == nil && len(kv) > 0 {
+			small := []byte(`{"` + kv[0].Key + `":`)
+			if kv[0].Key == "concepts" {
+				if cs, err := orderedObject(kv[0].Value); err == nil && len(cs) > 1 {
+					small = append(small, `{"`+cs[0].Key+`":`...)
+					small = append(small, cs[0].Value...)
+					small = append(small, `,"`+cs[1].Key+`":`...)
+					small = append(small, cs[1].Value...)
+					small = append(small, '}', '}')
+					f.Add(small)
+					continue
+				}
+			}
+			small = append(small, kv[0].Value...)
+			f.Add(append(small, '}'))
+		}
 	}
 }
+
 
 // cleanErr: every reader error is a one-line ErrBadInput.
 func cleanErr(t *testing.T, err error) {
