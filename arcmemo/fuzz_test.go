@@ -43,7 +43,6 @@ func seedFiles(f *testing.F, rels ...string) {
 	}
 }
 
-
 // cleanErr: every reader error is a one-line ErrBadInput.
 func cleanErr(t *testing.T, err error) {
 	t.Helper()
