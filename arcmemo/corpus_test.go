@@ -345,3 +345,57 @@ func TestCompressedV1Facts(t *testing.T) {
 		t.Errorf("warnings %v", m.Warnings)
 	}
 }
+
+// FACTS.md §1 "Rendered size", computed there with mem2's own ConceptMemory.
+func TestRenderedSize(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(corpusDir(t), "compressed_v1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseMemory(b, "compressed_v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		threshold int
+		chars     int
+		lines     int
+	}{
+		{"default (usage threshold 2)", 2, 65469, 1057},
+		{"usage threshold 0 (selector prompt)", 0, 138293, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := m.Render(RenderOptions{UsageThreshold: tc.threshold})
+			if n := len([]rune(out)); n != tc.chars {
+				t.Errorf("%d characters, want %d", n, tc.chars)
+			}
+			if tc.lines > 0 {
+				if n := strings.Count(out, "\n") + 1; n != tc.lines {
+					t.Errorf("%d lines, want %d", n, tc.lines)
+				}
+			}
+		})
+	}
+	if !strings.Contains(m.Render(RenderOptions{UsageThreshold: 0}), "    - {'use Python slicing': 'sequence[offset::n]'}") {
+		t.Error("object item not rendered in Python's form")
+	}
+}
+
+func TestPyRepr(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"a": "b"}`, `{'a': 'b'}`},
+		{`{"it's": "x"}`, `{"it's": 'x'}`},
+		{`{"q": "both ' and \""}`, `{'q': 'both \' and "'}`},
+		{`[1, 2.5, 3.0, true, null]`, `[1, 2.5, 3.0, True, None]`},
+		{`"tab\tnew\nline\\"`, `'tab\tnew\nline\\'`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := pyRepr([]byte(tc.in)); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -29,6 +29,7 @@ type Concept struct {
 	Parameters     int
 	UsedIn         []string
 	Raw            []byte // compact JSON, to diff snapshots
+	r              renderConcept
 }
 
 // NeedsCompression is the §4.6 rule: used in more than one puzzle and more
@@ -50,12 +51,16 @@ type Memory struct {
 	Concepts    []Concept // file order
 	Solutions   int
 	CustomTypes int
-	Lessons     []Lesson
-	Warnings    []string
+	// CustomTypeDefs maps custom type names to annotations, for rendering.
+	CustomTypeDefs map[string]string
+	Lessons        []Lesson
+	Warnings       []string
 }
 
 type conceptJSON struct {
 	Name           *string         `json:"name"`
+	Description    json.RawMessage `json:"description"`
+	OutputTyping   json.RawMessage `json:"output_typing"`
 	Kind           string          `json:"kind"`
 	RoutineSubtype *string         `json:"routine_subtype"`
 	Parameters     json.RawMessage `json:"parameters"`
@@ -239,6 +244,10 @@ func parseConceptMemory(b []byte, name string) (*Memory, error) {
 				m.Solutions = len(obj)
 			} else {
 				m.CustomTypes = len(obj)
+				m.CustomTypeDefs = map[string]string{}
+				for k, v := range obj {
+					m.CustomTypeDefs[k] = pyStr(v)
+				}
 			}
 		}
 	}
@@ -277,6 +286,22 @@ func parseConceptMemory(b []byte, name string) (*Memory, error) {
 			}
 		}
 		c.UsedIn = stringList(cj.UsedIn)
+		c.r = renderConcept{description: truthyStr(cj.Description), outputTyping: truthyStr(cj.OutputTyping),
+			cues: itemStrings(cj.Cues), impl: itemStrings(cj.Implementation)}
+		var params []json.RawMessage
+		if json.Unmarshal(cj.Parameters, &params) == nil {
+			for _, p := range params {
+				var pj struct {
+					Name   json.RawMessage `json:"name"`
+					Typing json.RawMessage `json:"typing"`
+				}
+				if json.Unmarshal(p, &pj) != nil {
+					c.r.params = append(c.r.params, renderParam{name: pyStr(p)})
+					continue
+				}
+				c.r.params = append(c.r.params, renderParam{name: pyStr(pj.Name), typing: truthyStr(pj.Typing)})
+			}
+		}
 		m.Concepts = append(m.Concepts, c)
 	}
 	return m, nil
@@ -311,6 +336,7 @@ type MemoryStats struct {
 	NeedsCompressionMem2 int            `json:"needs_compression_mem2_script"`
 	Solutions            int            `json:"solutions"`
 	CustomTypes          int            `json:"custom_types"`
+	RenderedChars        int            `json:"rendered_chars"`
 	Lessons              int            `json:"lessons"`
 	LessonPuzzles        int            `json:"lesson_puzzles"`
 	FirstConcepts        []string       `json:"first_concepts"`
@@ -362,6 +388,9 @@ func (m *Memory) Stats() MemoryStats {
 		}
 	}
 	s.UsedInDistinct = len(used)
+	if len(m.Concepts) > 0 {
+		s.RenderedChars = m.RenderedChars()
+	}
 	if n := len(m.Concepts); n > 0 {
 		s.CuesMean = float64(s.CuesTotal) / float64(n)
 		s.ImplementationMean = float64(s.ImplementationTotal) / float64(n)

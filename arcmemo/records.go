@@ -382,6 +382,7 @@ func snapshotRecord(run *Run, s *Snapshot, passCount int) *ledger.Record {
 		m.Set("needs_compression", float64(st.NeedsCompression))
 		m.Set("solution_count", float64(st.Solutions))
 		m.Set("custom_type_count", float64(st.CustomTypes))
+		m.Set("rendered_chars", float64(st.RenderedChars))
 		src["kinds"] = st.Kinds
 		what = fmt.Sprintf("%d concepts (%d added, %d updated), %d solutions, %d need compression",
 			st.Concepts, s.Diff.Added, s.Diff.Updated, st.Solutions, st.NeedsCompression)

@@ -373,6 +373,7 @@ func runArcmemoMemory(env *Env, opts arcmemoMemoryOptions) error {
 		fmt.Fprintf(w, "  custom types          %d\n", st.CustomTypes)
 		fmt.Fprintf(w, "  used_in               %d entries, %d distinct ids, max %d, %d concepts used more than once\n", st.UsedInTotal, st.UsedInDistinct, st.UsedInMax, st.UsedInMulti)
 		fmt.Fprintf(w, "  parameters            %d; object-valued list items %d\n", st.Parameters, st.ObjectItems)
+		fmt.Fprintf(w, "  rendered size         %d characters (prompt render, usage threshold 2)\n", st.RenderedChars)
 		fmt.Fprintf(w, "  first concepts        %s\n", strings.Join(st.FirstConcepts, "; "))
 		fmt.Fprintf(w, "  by kind / routine_subtype:\n")
 		for _, sc := range st.Subtypes {
