@@ -81,7 +81,8 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 			return nil, err
 		}
 		puzzles = len(uids)
-		ps := Pass{Index: i, Folder: it.name, Jobs: countJobs(filepath.Join(dir, it.name, "metadata.json")), Hash: hashBytes(tb)}
+		ps := Pass{Index: i, Folder: it.name, Jobs: countJobs(filepath.Join(dir, it.name, "metadata.json")), Hash: hashBytes(tb),
+			Usage: readUsage(filepath.Join(dir, it.name, "token_usage.json"))}
 		ps.Cum = Score(tree, RuleArcMemo)
 		passLocal(&ps, newSteps(prev, tree))
 		prev = tree

@@ -181,7 +181,17 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 		if err != nil {
 			return nil, badInput("%s is missing: the pass was not written completely; copy the whole run directory", treePath)
 		}
-		ps := Pass{Index: i, Folder: folder, Jobs: countJobs(p(folder, "metadata.json")), Hash: hashBytes(tb)}
+		ps := Pass{Index: i, Folder: folder, Jobs: countJobs(p(folder, "metadata.json")), Hash: hashBytes(tb),
+			Usage: readUsage(p(folder, "token_usage.json"))}
+		if start := passStart[i]; !start.IsZero() {
+			end := passStart[i+1]
+			if end.IsZero() {
+				end = r.Finished
+			}
+			if end.After(start) {
+				ps.Seconds = end.Sub(start).Seconds()
+			}
+		}
 		var cum, local []Attempt
 		if fromTrees {
 			tree, _, err := ParseSolutionTrees(tb, treePath, requireAll)

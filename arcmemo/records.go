@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 
 	"path/filepath"
 	"sort"
@@ -312,6 +313,19 @@ func passRecord(run *Run, p *Pass, passCount int, ex *Existing) *ledger.Record {
 	m.Set("pass_parse_errors", float64(p.ParseErrors))
 	if p.Jobs >= 0 {
 		m.Set("jobs", float64(p.Jobs))
+	}
+	if u := p.Usage; u.Known {
+		if u.Calls > 0 {
+			m.Set("pass_provider_calls", u.Calls)
+		} else {
+			m.Set("pass_input_tokens", u.InputTokens)
+			m.Set("pass_output_tokens", u.OutputTokens)
+			m.Set("pass_reasoning_tokens", u.ReasoningTokens)
+			m.Set("pass_requests", u.Requests)
+		}
+	}
+	if p.Seconds > 0 {
+		m.Set("pass_seconds", math.Round(p.Seconds*1000)/1000)
 	}
 	src := run.baseSource()
 	src["kind"] = KindSolvePass

@@ -73,9 +73,11 @@ type Pass struct {
 	Reported    *Reported
 	Check       string // "ok", "mismatch: …" or "unchecked: …"
 	Time        time.Time
-	Hash        string // content hash of the pass (import key)
-	Folder      string // iteration_N
-	FirstError  string // first parsing error of the pass, for crash records
+	Hash        string  // content hash of the pass (import key)
+	Folder      string  // iteration_N
+	FirstError  string  // first parsing error of the pass, for crash records
+	Usage       Usage   // tokens / calls of the pass
+	Seconds     float64 // pass duration from events.jsonl (0 unknown)
 }
 
 // Snapshot is one memory snapshot of a run.
