@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -189,5 +190,84 @@ func TestWriteFileAtomic(t *testing.T) {
 	equals(t, 1, len(entries)) // no temp files left behind
 	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil, 0o644); err == nil {
 		t.Fatal("write into a missing directory succeeded")
+	}
+}
+
+func TestAppendTSVLocked(t *testing.T) {
+	s := testStore(t)
+	header := "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n"
+	ok(t, os.WriteFile(s.TSVPath, []byte(header+"abc1234\t0.9\t1.0\tkeep\thand edited"), 0o644))
+	ok(t, s.AppendTSVLocked(header, "def5678\t0.8\t1.0\tkeep\tnext\n"))
+	equals(t, header+"abc1234\t0.9\t1.0\tkeep\thand edited\ndef5678\t0.8\t1.0\tkeep\tnext\n", string(must(os.ReadFile(s.TSVPath))))
+	ok(t, os.Remove(s.TSVPath))
+	ok(t, s.AppendTSVLocked(header, "def5678\t0.8\t1.0\tkeep\tnext\n"))
+	equals(t, header+"def5678\t0.8\t1.0\tkeep\tnext\n", string(must(os.ReadFile(s.TSVPath))))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// benchLedger writes n copies of a Python corpus record into a store.
+func benchLedger(b *testing.B, n int) *Store {
+	dir := b.TempDir()
+	s, _, err := InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "h\n")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line := bytes.SplitAfter(corpusFile(b, "experiments.jsonl"), []byte("\n"))[0]
+	f, err := os.Create(s.LedgerPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range n {
+		f.Write(line)
+	}
+	f.Close()
+	return s
+}
+
+// BenchmarkLogAppend is the ledger side of one `log`: lock, claim a unique
+// run id, append one record. It must stay flat in ledger size.
+func BenchmarkLogAppend(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s := benchLedger(b, n)
+			m := Metrics{}
+			m.Set("val_bpb", 0.99)
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := s.NewRecord(RunInput{Description: "bench", Status: StatusKeep, Metrics: m}, fixedProvenance(), fixedNow)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l, err := s.Lock()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.ClaimRunIDLocked(r); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.AppendLocked(r); err != nil {
+					b.Fatal(err)
+				}
+				l.Unlock()
+			}
+		})
+	}
+}
+
+// BenchmarkScan decodes a ledger of corpus records (report-sized reads).
+func BenchmarkScan(b *testing.B) {
+	s := benchLedger(b, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		if _, err := s.Scan(func(*Record, int, int64) error { n++; return nil }); err != nil || n != 10000 {
+			b.Fatal(err, n)
+		}
 	}
 }
