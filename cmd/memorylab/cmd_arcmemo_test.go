@@ -357,3 +357,52 @@ func TestArcmemoImportStoreFlagPlacement(t *testing.T) {
 		})
 	}
 }
+
+// An official_score/max store filled by arcmemo import serves the registry
+// and the report unchanged: the champion is the best pass in the max
+// direction and the chart plots the solve passes only.
+func TestArcmemoStoreReport(t *testing.T) {
+	corpus := arcmemoCorpus(t)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s")
+	for i, r := range []string{"mem2-mock-run", "mem2-mock-run-synthetic-replay", "mem2-mock-run-synthetic-concepts"} {
+		args := []string{"--store", store, "arcmemo", "import", filepath.Join(corpus, r)}
+		if i == 0 {
+			args = append(args, "--init")
+		}
+		if res := runCLI(t, dir, args...); res.code != 0 {
+			t.Fatalf("%s: %s", r, res.err)
+		}
+	}
+	res := runCLI(t, dir, "--store", store, "report", "--since-hours", "100000", "--json")
+	if res.code != 0 {
+		t.Fatalf("report: %d %s", res.code, res.err)
+	}
+	var doc struct {
+		Metric   string `json:"metric"`
+		Goal     string `json:"goal"`
+		Headline struct {
+			Runs     int `json:"runs"`
+			Champion struct {
+				Value       float64 `json:"value"`
+				Description string  `json:"description"`
+			} `json:"champion"`
+		} `json:"headline"`
+		ChampionBoard []struct {
+			Role  string  `json:"role"`
+			Value float64 `json:"value"`
+		} `json:"champion_board"`
+	}
+	if err := json.Unmarshal([]byte(res.out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, res.out)
+	}
+	if doc.Metric != "official_score" || doc.Goal != "max" || doc.Headline.Runs != 20 {
+		t.Errorf("report header %+v", doc)
+	}
+	if doc.Headline.Champion.Value != 2.833333333333333 || !strings.Contains(doc.Headline.Champion.Description, "pass 2 of 2") {
+		t.Errorf("champion %+v", doc.Headline.Champion)
+	}
+	if len(doc.ChampionBoard) < 2 || doc.ChampionBoard[1].Value >= doc.ChampionBoard[0].Value {
+		t.Errorf("challengers must follow the max direction: %+v", doc.ChampionBoard)
+	}
+}
