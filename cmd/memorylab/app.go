@@ -38,6 +38,7 @@ func newApp(env *Env) *cli.App {
 			listCommand(env),
 			reportCommand(env),
 			hooksCommand(env),
+			arcmemoCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
