@@ -31,6 +31,8 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			demoCommand(env),
+			importCommand(env),
+			exportTSVCommand(env),
 		},
 		OnUsageError: onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {
