@@ -232,3 +232,8 @@ func isSeparator(f []string) bool {
 
 // oneLine folds whitespace runs that are tabs or line breaks and trims.
 func oneLine(s string) string { return strings.TrimSpace(CleanField(s)) }
+
+// Row is the canonical results.tsv row of e.
+func (e Entry) Row() Row {
+	return Row{Commit: e.Commit, Metric: e.Metric, MemoryGB: e.MemoryGB, Status: e.Status, Description: e.Description}
+}
