@@ -128,17 +128,17 @@ func TestRead(t *testing.T) {
 			},
 		},
 		{
-			name:    "unknown status skipped, separators skipped, marker skipped",
-			data:    "commit\tval_bpb\tmemory_gb\tstatus\tdescription\na\t1.0\t1\tkeep\tx\n---\t-\t-\t-\tsection\n=====\nb\t1.1\t1\tmaybe\ty\nc\t0\t0\tmarker\t===== substrate =====\n",
-			metric:  "val_bpb", goal: "min",
+			name:   "unknown status skipped, separators skipped, marker skipped",
+			data:   "commit\tval_bpb\tmemory_gb\tstatus\tdescription\na\t1.0\t1\tkeep\tx\n---\t-\t-\t-\tsection\n=====\nb\t1.1\t1\tmaybe\ty\nc\t0\t0\tmarker\t===== substrate =====\n",
+			metric: "val_bpb", goal: "min",
 			entries: []Entry{{Line: 2, Commit: "a", Metric: fptr(1), MemoryGB: fptr(1), Status: "keep", Description: "x"}},
 			skipped: []int{3, 4, 5, 6},
 		},
 		{
-			name:    "status map overrides and maps empty cells",
-			data:    "commit\tval_bpb\tstatus\tdescription\na\t1.0\tlb\tx\nb\t1.1\t\ty\n",
-			opts:    Options{StatusMap: map[string]string{"lb": "keep", "(empty)": "discard"}},
-			metric:  "val_bpb", goal: "min",
+			name:   "status map overrides and maps empty cells",
+			data:   "commit\tval_bpb\tstatus\tdescription\na\t1.0\tlb\tx\nb\t1.1\t\ty\n",
+			opts:   Options{StatusMap: map[string]string{"lb": "keep", "(empty)": "discard"}},
+			metric: "val_bpb", goal: "min",
 			entries: []Entry{{Line: 2, Commit: "a", Metric: fptr(1), Status: "keep", Description: "x"}, {Line: 3, Commit: "b", Metric: fptr(1.1), Status: "discard", Description: "y"}},
 		},
 		{
@@ -169,10 +169,10 @@ func TestRead(t *testing.T) {
 			},
 		},
 		{
-			name:    "--goal wins and the disagreement is reported",
-			data:    "commit\tval_loss\tstatus\tdescription\na\t1\tkeep\tx\nb\t2\tkeep\ty\nc\t3\tkeep\tz\nd\t4\tkeep\tw\n",
-			opts:    Options{Goal: "max", GoalFrom: "--goal"},
-			metric:  "val_loss", goal: "max",
+			name:   "--goal wins and the disagreement is reported",
+			data:   "commit\tval_loss\tstatus\tdescription\na\t1\tkeep\tx\nb\t2\tkeep\ty\nc\t3\tkeep\tz\nd\t4\tkeep\tw\n",
+			opts:   Options{Goal: "max", GoalFrom: "--goal"},
+			metric: "val_loss", goal: "max",
 			entries: []Entry{{Line: 2, Commit: "a", Metric: fptr(1), Status: "keep", Description: "x"}, {Line: 3, Commit: "b", Metric: fptr(2), Status: "keep", Description: "y"}, {Line: 4, Commit: "c", Metric: fptr(3), Status: "keep", Description: "z"}, {Line: 5, Commit: "d", Metric: fptr(4), Status: "keep", Description: "w"}},
 			noteHas: "detection says min",
 		},
@@ -201,22 +201,22 @@ func TestRead(t *testing.T) {
 			errorHas: `no column "acc"`,
 		},
 		{
-			name:    "rows wider than the header are skipped, narrower ones padded",
-			data:    "commit\tval_bpb\tmemory_gb\tstatus\tdescription\na\t1\t2\tkeep\tx\textra\nb\t1\t2\tdiscard\n",
-			metric:  "val_bpb", goal: "min",
+			name:   "rows wider than the header are skipped, narrower ones padded",
+			data:   "commit\tval_bpb\tmemory_gb\tstatus\tdescription\na\t1\t2\tkeep\tx\textra\nb\t1\t2\tdiscard\n",
+			metric: "val_bpb", goal: "min",
 			entries: []Entry{{Line: 3, Commit: "b", Metric: fptr(1), MemoryGB: fptr(2), Status: "discard"}},
 			skipped: []int{2},
 		},
 		{
-			name:    "long description and CSV quotes with CRLF",
-			data:    "commit\tval_bpb\tmemory_gb\tstatus\tdescription\r\na\t1\t2\tkeep\t\"" + long + "said \"\"hi\"\"\"\r\n",
-			metric:  "val_bpb", goal: "min",
+			name:   "long description and CSV quotes with CRLF",
+			data:   "commit\tval_bpb\tmemory_gb\tstatus\tdescription\r\na\t1\t2\tkeep\t\"" + long + "said \"\"hi\"\"\"\r\n",
+			metric: "val_bpb", goal: "min",
 			entries: []Entry{{Line: 2, Commit: "a", Metric: fptr(1), MemoryGB: fptr(2), Status: "keep", Description: strings.TrimSpace(long + `said "hi"`)}},
 		},
 		{
-			name:    "peak_vram_mb is converted to GB",
-			data:    "commit\tval_bpb\tpeak_vram_mb\tstatus\tdescription\na\t1\t2048\tkeep\tx\n",
-			metric:  "val_bpb", goal: "min",
+			name:   "peak_vram_mb is converted to GB",
+			data:   "commit\tval_bpb\tpeak_vram_mb\tstatus\tdescription\na\t1\t2048\tkeep\tx\n",
+			metric: "val_bpb", goal: "min",
 			entries: []Entry{{Line: 2, Commit: "a", Metric: fptr(1), MemoryGB: fptr(2), Status: "keep", Description: "x"}},
 		},
 	}
@@ -266,7 +266,6 @@ func fmtEntries(es []Entry) []string {
 	}
 	return out
 }
-
 
 // FuzzRead checks that Read never panics and that its canonical output is a
 // fixed point: parse → format → parse → format gives the same bytes.
