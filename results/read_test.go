@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strconv"
@@ -447,5 +448,31 @@ func TestPlanTimestampsAndIDs(t *testing.T) {
 	}
 	if last := a[len(a)-1].Record.Timestamp; last != "2026-03-01T12:00:00Z" {
 		t.Errorf("last row at %s, want the anchor", last)
+	}
+}
+
+// BenchmarkRead reads a 5,000-row canonical results.tsv (about a month of
+// autoresearch nights) and plans its records.
+func BenchmarkRead(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(Header("val_bpb"))
+	for i := range 5000 {
+		v, m := 0.99+float64(i%97)/10000, 44.0
+		st := []string{"keep", "discard", "discard", "crash"}[i%4]
+		sb.WriteString(Row{Commit: fmt.Sprintf("%07x", i*7919), Metric: &v, MemoryGB: &m, Status: st,
+			Description: fmt.Sprintf("experiment %d: increase matrix LR to 0.0%d", i, i%9)}.Format())
+	}
+	data := []byte(sb.String())
+	anchor := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		res, err := Read(data, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p := res.Plan("results.tsv", anchor, "val_bpb", KeyCounts{}); len(p) != 5000 {
+			b.Fatalf("%d planned", len(p))
+		}
 	}
 }
