@@ -52,14 +52,48 @@ func normName(s string) string {
 	}, s)
 }
 
-var numberRE = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+// isDecimal reports whether s is [+-]digits[.digits][e[+-]digits] with at
+// least one mantissa digit: what ParseFloat accepts minus hex, inf, nan and
+// underscores.
+func isDecimal(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	digits := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			digits++
+		}
+	}
+	if digits == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		exp := 0
+		for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+			exp++
+		}
+		if exp == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
 
 // ParseNumber reads a metric cell. It accepts plain decimal numbers with an
 // optional trailing '%' (the number is kept as written, 12.5% → 12.5).
 // Everything else — FAIL, NaN, N/A, -, empty, Inf — is missing (ok false).
 func ParseNumber(s string) (float64, bool) {
 	s = strings.TrimRight(strings.TrimSpace(s), "%")
-	if !numberRE.MatchString(s) {
+	if !isDecimal(s) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(s, 64)
