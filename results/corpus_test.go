@@ -1,7 +1,6 @@
 package results
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // corpusDir holds the real results.tsv files collected from public forks.
 const corpusDir = "/work/shared/corpus/results-tsv"

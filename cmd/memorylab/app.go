@@ -31,12 +31,20 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			demoCommand(env),
+			compareCommand(env),
+			showCommand(env),
+			branchCommand(env),
+			listCommand(env),
 			importCommand(env),
 			exportTSVCommand(env),
 		},
 		OnUsageError: onUsageError,
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(env.Err, "memorylab: unknown command %q; see `memorylab help`\n", name)
+		// An unknown command is a usage error (exit 2), not help with exit 0.
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unknown command %q; see `memorylab help`", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
 		},
 	}
 	for _, c := range app.Commands {
