@@ -9,7 +9,6 @@ import (
 	"testing"
 )
 
-
 // corpusDir holds the real results.tsv files collected from public forks.
 const corpusDir = "/work/shared/corpus/results-tsv"
 
