@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -37,11 +36,8 @@ func tsvRun(t *testing.T, dir string, args ...string) (string, string, int) {
 	env := &Env{In: strings.NewReader(""), Out: &out, Err: &errb, Dir: dir,
 		Now:    func() time.Time { return time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC) },
 		Getenv: func(string) string { return "" }}
-	err := newApp(env).RunContext(context.Background(), append([]string{"memorylab"}, args...))
-	if err != nil {
-		errb.WriteString("memorylab: " + err.Error() + "\n")
-	}
-	return out.String(), errb.String(), exitCode(err)
+	code := runEnv(env, append([]string{"memorylab"}, args...))
+	return out.String(), errb.String(), code
 }
 
 // tsvWrite writes a results.tsv with a fixed modification time.
