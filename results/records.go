@@ -45,9 +45,13 @@ func RowFromRecord(r *ledger.Record, metric string) Row {
 }
 
 // RowKey is the content hash of a row's canonical fields: what Format
-// writes, so two rows that print the same have the same key. Import counts
+// writes, with text trimmed as Read trims it, so two rows that read the
+// same have the same key. Import counts
 // keys to recognise rows the ledger already holds.
 func RowKey(row Row) string {
+	row.Commit = strings.TrimSpace(CleanField(row.Commit))
+	row.Status = strings.TrimSpace(CleanField(row.Status))
+	row.Description = strings.TrimSpace(CleanField(row.Description))
 	sum := sha256.Sum256([]byte(row.Format()))
 	return hex.EncodeToString(sum[:8])
 }

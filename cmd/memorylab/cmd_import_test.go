@@ -341,3 +341,41 @@ func TestImportCorpus(t *testing.T) {
 		t.Errorf("imported %d rows from the corpus, want 1477 (see results/testdata/corpus_summary.golden)", total)
 	}
 }
+
+// TestImportOwnResultsTSV: the results.tsv that `memorylab log` keeps, imported
+// into the same store, adds nothing; into a fresh store it gives the same table.
+func TestImportOwnResultsTSV(t *testing.T) {
+	repo := experimentRepo(t)
+	writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
+	runs := [][]string{
+		{"-d", "baseline", "--status", "keep"},
+		{"-d", "  increase matrix LR to 0.05 ", "--status", "discard", "--metric", "val_bpb=0.9981"},
+		{"-d", `"GeLU"	activation`, "--status", "discard", "--metric", "val_bpb=1.0012"},
+		{"-d", "double model width", "--status", "crash", "--error", "CUDA out of memory"},
+		{"-d", "baseline", "--status", "keep"},
+	}
+	for _, args := range runs {
+		if r := memorylab(t, repo.Dir, nil, append([]string{"log", "--skip-archive"}, args...)...); r.code != 0 {
+			t.Fatalf("log %v: %d %s", args, r.code, r.errOut)
+		}
+	}
+	before := readFile(t, ledgerPath(repo.Dir))
+	r := memorylab(t, repo.Dir, nil, "import", "results.tsv")
+	if r.code != 0 || !strings.Contains(r.out, "imported 0 records") || !strings.Contains(r.out, "5 already present") {
+		t.Fatalf("import of the store's own results.tsv: %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	if readFile(t, ledgerPath(repo.Dir)) != before {
+		t.Fatal("ledger changed")
+	}
+	tsv := readFile(t, filepath.Join(repo.Dir, "results.tsv"))
+	if exp := memorylab(t, repo.Dir, nil, "export-tsv"); exp.out != tsv {
+		t.Errorf("export-tsv differs from the logged results.tsv:\n%s\nwant\n%s", exp.out, tsv)
+	}
+	other := filepath.Join(t.TempDir(), "store")
+	if r := memorylab(t, repo.Dir, nil, "--store", other, "import", "--init", "results.tsv"); r.code != 0 {
+		t.Fatal(r.errOut)
+	}
+	if exp := memorylab(t, repo.Dir, nil, "--store", other, "export-tsv"); exp.out != strings.Replace(tsv, "  increase matrix LR to 0.05 ", "increase matrix LR to 0.05", 1) {
+		t.Errorf("fresh store export:\n%s\nwant\n%s", exp.out, tsv)
+	}
+}
