@@ -267,6 +267,14 @@ func TestImportErrors(t *testing.T) {
 			t.Errorf("code %d stderr %q, want %d", code, errOut, ExitNoRepo)
 		}
 	})
+	t.Run("dry run outside a repository", func(t *testing.T) {
+		plain := t.TempDir()
+		tsvWrite(t, filepath.Join(plain, "r.tsv"), tsvSample)
+		out, errOut, code := tsvRun(t, plain, "import", "--dry-run", "r.tsv")
+		if code != 0 || !strings.Contains(out, "would import 4 records") {
+			t.Errorf("code %d\n%s\n%s", code, out, errOut)
+		}
+	})
 	t.Run("locked", func(t *testing.T) {
 		defer ledger.TestSetLockTimeout(50 * time.Millisecond)()
 		s, err := ledger.OpenStore(filepath.Join(dir, "results", "memorylab"), filepath.Join(dir, "results.tsv"))
