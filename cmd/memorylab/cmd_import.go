@@ -282,17 +282,11 @@ func runImport(env *Env, opts importOptions) error {
 	}
 
 	seen := results.KeyCounts{}
-	scan := func() error {
+	scan := func() (err error) {
 		if store == nil {
 			return nil
 		}
-		warns, err := store.Scan(func(r *ledger.Record, _ int, _ int64) error {
-			seen.Add(r, metric)
-			return nil
-		})
-		for _, w := range warns {
-			fmt.Fprintf(env.Err, "memorylab: warning: %s: %s\n", store.LedgerPath(), w)
-		}
+		seen, err = loadImportKeys(env, store, metric)
 		return err
 	}
 	plan := func() []*ledger.Record {
@@ -329,6 +323,7 @@ func runImport(env *Env, opts importOptions) error {
 				return err
 			}
 		}
+		saveImportKeys(env, store, metric, seen)
 	}
 	return printImport(env, opts, store, metric, goal, files, len(recs))
 }
@@ -506,4 +501,67 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// importKeysFile caches the row keys of the ledger (results.RowKey of every
+// record's canonical row, with counts) so that repeated imports into a large
+// ledger read only the records appended since. Rebuildable from the ledger.
+const importKeysFile = "import_keys.json"
+
+// importKeysVersion: 1 = {version, metric, ledger fingerprint, keys}.
+const importKeysVersion = 1
+
+type importKeysCache struct {
+	Version int                `json:"version"`
+	Metric  string             `json:"metric"`
+	Ledger  ledger.Fingerprint `json:"ledger"`
+	Keys    results.KeyCounts  `json:"keys"`
+}
+
+// loadImportKeys returns the key counts of every record in the ledger: from
+// the cache plus the records after the prefix it covers, or from a full scan
+// when the cache is missing, of another version or metric, or no longer
+// matches the ledger (rewritten, truncated).
+func loadImportKeys(env *Env, store *ledger.Store, metric string) (results.KeyCounts, error) {
+	path := store.Path(ledger.CacheDir, importKeysFile)
+	var c importKeysCache
+	from := int64(0)
+	keys := results.KeyCounts{}
+	if b, err := os.ReadFile(path); err == nil {
+		switch {
+		case json.Unmarshal(b, &c) != nil || c.Version != importKeysVersion || c.Metric != metric || c.Keys == nil:
+			fmt.Fprintf(env.Err, "memorylab: rebuilding %s (unreadable, other version or metric)\n", path)
+		case !store.StillCovers(c.Ledger):
+			fmt.Fprintf(env.Err, "memorylab: rebuilding %s (the ledger was rewritten)\n", path)
+		default:
+			keys, from = c.Keys, c.Ledger.Size
+		}
+	}
+	_, warns, err := store.ScanFrom(from, func(r *ledger.Record, _ int, _ int64) error {
+		keys.Add(r, metric)
+		return nil
+	})
+	for _, w := range warns {
+		fmt.Fprintf(env.Err, "memorylab: warning: %s: %s\n", store.LedgerPath(), w)
+	}
+	return keys, err
+}
+
+// saveImportKeys writes the cache for the whole ledger as it is now; the
+// caller holds the store lock, so keys describe exactly these bytes. A cache
+// that cannot be written is only a warning.
+func saveImportKeys(env *Env, store *ledger.Store, metric string, keys results.KeyCounts) {
+	fp, err := store.CurrentFingerprint()
+	if err == nil {
+		var b []byte
+		b, err = json.Marshal(importKeysCache{Version: importKeysVersion, Metric: metric, Ledger: fp, Keys: keys})
+		if err == nil {
+			if err = os.MkdirAll(store.Path(ledger.CacheDir), 0o755); err == nil {
+				err = ledger.WriteFileAtomic(store.Path(ledger.CacheDir, importKeysFile), append(b, '\n'), 0o644)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: import key cache not written: %v\n", err)
+	}
 }

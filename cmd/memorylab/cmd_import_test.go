@@ -387,3 +387,41 @@ func TestImportOwnResultsTSV(t *testing.T) {
 		t.Errorf("fresh store export:\n%s\nwant\n%s", exp.out, tsv)
 	}
 }
+
+// TestImportKeyCache: the key cache catches up with records appended after
+// it (by log) and is rebuilt when the ledger is rewritten.
+func TestImportKeyCache(t *testing.T) {
+	repo := experimentRepo(t)
+	dir := repo.Dir
+	tsvWrite(t, filepath.Join(dir, "old.tsv"), tsvSample)
+	if r := memorylab(t, dir, nil, "import", "old.tsv"); r.code != 0 || !strings.Contains(r.out, "imported 4 records") {
+		t.Fatalf("%d %s %s", r.code, r.out, r.errOut)
+	}
+	cache := filepath.Join(dir, "results", "memorylab", ledger.CacheDir, importKeysFile)
+	if _, err := os.Stat(cache); err != nil {
+		t.Fatalf("no key cache: %v", err)
+	}
+	// A run logged after the cache was written is found by catching up.
+	if r := memorylab(t, dir, nil, "log", "--skip-archive", "-d", "RoPE base 200K", "--status", "keep", "--metric", "val_bpb=0.99"); r.code != 0 {
+		t.Fatal(r.errOut)
+	}
+	tsv := readFile(t, filepath.Join(dir, "results.tsv"))
+	r := memorylab(t, dir, nil, "import", "results.tsv")
+	if r.code != 0 || !strings.Contains(r.out, "imported 0 records") || strings.Contains(r.errOut, "rebuilding") {
+		t.Fatalf("catch-up: %d\n%s\n%s\n%s", r.code, r.out, r.errOut, tsv)
+	}
+	// A rewritten ledger invalidates the cache: the rows come back.
+	if err := os.WriteFile(ledgerPath(dir), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = memorylab(t, dir, nil, "import", "old.tsv")
+	if r.code != 0 || !strings.Contains(r.out, "imported 4 records") || !strings.Contains(r.errOut, "rebuilding") {
+		t.Fatalf("after rewrite: %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	// A corrupt cache is rebuilt too.
+	writeFile(t, cache, "{not json")
+	r = memorylab(t, dir, nil, "import", "old.tsv")
+	if r.code != 0 || !strings.Contains(r.out, "imported 0 records") || !strings.Contains(r.errOut, "rebuilding") {
+		t.Fatalf("corrupt cache: %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+}
