@@ -22,7 +22,7 @@ type Schema struct {
 	HeaderLine int      // line number of the header; 0 when the file has none
 	HeaderNote string   // how the header was chosen, when it was not simply line 1
 
-	Commit, ID, Metric, Memory, Status, Description, Hypothesis int
+	Commit, ID, Metric, Memory, Status, Description, Hypothesis, Time int
 	MemoryMB                                                    bool  // the memory column is in MB, not GB
 	Numeric                                                     []int // other numeric columns, recorded as extra metrics
 
@@ -241,7 +241,7 @@ type Options struct {
 // detect works out the schema of t. It fails only when opts name a metric
 // column the table does not have.
 func detect(t *Table, opts Options) (Schema, []Line, error) {
-	sc := Schema{Commit: -1, ID: -1, Metric: -1, Memory: -1, Status: -1, Description: -1, Hypothesis: -1}
+	sc := Schema{Commit: -1, ID: -1, Metric: -1, Memory: -1, Status: -1, Description: -1, Hypothesis: -1, Time: -1}
 	rows := t.Lines
 	if len(rows) > 0 && looksLikeHeader(rows[0].Fields) {
 		sc.Columns = trimAll(rows[0].Fields)
@@ -310,6 +310,7 @@ func detect(t *Table, opts Options) (Schema, []Line, error) {
 		}
 	}
 	sc.Hypothesis = take(firstNamed(cols, []string{"hypothesis"}, taken))
+	sc.Time = take(firstNamed(cols, []string{"timestamp", "timestamp_utc", "datetime", "date", "time", "created_at"}, taken))
 	sc.Memory = take(firstNamed(cols, memoryGBNames, taken))
 	if sc.Memory < 0 {
 		if sc.Memory = take(firstNamed(cols, memoryMBNames, taken)); sc.Memory >= 0 {

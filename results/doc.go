@@ -61,10 +61,12 @@
 // is new only when the ledger holds fewer than n records with that key, so
 // exact duplicate rows survive and re-imports add nothing.
 //
-// Timestamps are synthesised and deterministic: the file's last line gets
-// the anchor (import passes the file's modification time) and each earlier
-// line one minute less, so rows keep their order and a re-import plans
-// identical records. Run ids are <timestamp>-<commit7 or "tsv">-<8 hex of
+// Timestamps come from a timestamp/date column when every row has a
+// parseable time and they never go backwards (equal times are spread one
+// second apart). Otherwise they are synthesised and deterministic: the
+// file's last line gets the anchor (import passes the file's modification
+// time) and each earlier line 5 minutes less (one autoresearch run), so rows
+// keep their order and a re-import plans identical records. Run ids are <timestamp>-<commit7 or "tsv">-<8 hex of
 // key and occurrence>. Source records kind "results_tsv", file, line,
 // row_key, occurrence, the original status word, a non-hash id ("exp12",
 // "HEAD") and any note.

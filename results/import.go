@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Entry is one experiment row understood: what becomes one ledger record.
@@ -18,6 +19,8 @@ type Entry struct {
 	Hypothesis  string              // from a hypothesis column
 	Extra       map[string]*float64 // other numeric columns by name
 	Note        string              // what import changed, e.g. a keep without its metric
+	Time        time.Time           // from the timestamp column when Result.RealTimes
+	timeText    string
 }
 
 // Skip is a line that holds no importable experiment, and why.
@@ -41,6 +44,7 @@ type Result struct {
 	Skipped  []Skip
 	Statuses []StatusUse // sorted by word
 	Comments int         // '#' lines ignored
+	RealTimes bool       // every entry has a Time from the file's timestamp column
 	Notes    []string    // things the user should know (goal disagreement, derived statuses ...)
 }
 
@@ -90,6 +94,7 @@ func Read(data []byte, opts Options) (*Result, error) {
 			e.Commit = oneLine(col(f, sc.ID))
 		}
 		e.Description = oneLine(col(f, sc.Description))
+		e.timeText = col(f, sc.Time)
 		e.Hypothesis = oneLine(col(f, sc.Hypothesis))
 		if sc.Metric >= 0 {
 			if v, ok := ParseNumber(col(f, sc.Metric)); ok {
@@ -196,6 +201,7 @@ func Read(data []byte, opts Options) (*Result, error) {
 		}
 	}
 	res.Entries = entries
+	res.readTimes()
 	for _, u := range uses {
 		res.Statuses = append(res.Statuses, *u)
 	}
@@ -236,4 +242,49 @@ func oneLine(s string) string { return strings.TrimSpace(CleanField(s)) }
 // Row is the canonical results.tsv row of e.
 func (e Entry) Row() Row {
 	return Row{Commit: e.Commit, Metric: e.Metric, MemoryGB: e.MemoryGB, Status: e.Status, Description: e.Description}
+}
+
+// timeLayouts are the timestamp spellings accepted from a timestamp column;
+// values without a zone are taken as UTC.
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+func parseTime(s string) (time.Time, bool) {
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// readTimes uses the timestamp column when every entry has a parseable time
+// and the times never go backwards; equal times are spread one second apart
+// so the order stays strict. Otherwise Plan synthesises times.
+func (res *Result) readTimes() {
+	if res.Time < 0 || len(res.Entries) == 0 {
+		return
+	}
+	times := make([]time.Time, len(res.Entries))
+	var prevRaw time.Time
+	for i, e := range res.Entries {
+		t, ok := parseTime(e.timeText)
+		if !ok {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s at line %d is not a time (%q): timestamps synthesised", res.Columns[res.Time], e.Line, e.timeText))
+			return
+		}
+		if i > 0 && t.Before(prevRaw) {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s goes backwards at line %d: timestamps synthesised", res.Columns[res.Time], e.Line))
+			return
+		}
+		prevRaw = t
+		if i > 0 && !t.After(times[i-1]) {
+			t = times[i-1].Add(time.Second)
+		}
+		times[i] = t
+	}
+	for i := range res.Entries {
+		res.Entries[i].Time = times[i]
+	}
+	res.RealTimes = true
+	res.Notes = append(res.Notes, "timestamps from the "+res.Columns[res.Time]+" column")
 }

@@ -506,3 +506,39 @@ func TestLongDescriptions(t *testing.T) {
 		}
 	}
 }
+
+func TestTimestampColumn(t *testing.T) {
+	head := "timestamp\tcommit\tval_bpb\tstatus\tdescription\n"
+	anchor := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		rows string
+		want []string
+		note string
+	}{
+		{"offsets, ties spread by a second", "2026-05-21T17:38:57-07:00\ta\t1\tkeep\tx\n2026-05-21T17:38:57-07:00\tb\t1\tdiscard\ty\n2026-05-22T01:00\tc\t1\tdiscard\tz\n",
+			[]string{"2026-05-22T00:38:57Z", "2026-05-22T00:38:58Z", "2026-05-22T01:00:00Z"}, "timestamps from the timestamp column"},
+		{"backwards: synthesised", "2026-05-21T18:00:00Z\ta\t1\tkeep\tx\n2026-05-21T17:00:00Z\tb\t1\tdiscard\ty\n",
+			[]string{"2026-03-01T11:55:00Z", "2026-03-01T12:00:00Z"}, "goes backwards at line 3"},
+		{"not a time: synthesised", "2026-05-21\ta\t1\tkeep\tx\nsoon\tb\t1\tdiscard\ty\n",
+			[]string{"2026-03-01T11:55:00Z", "2026-03-01T12:00:00Z"}, `is not a time ("soon")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Read([]byte(head+tt.rows), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range res.Plan("f.tsv", anchor, "val_bpb", KeyCounts{}) {
+				got = append(got, p.Record.Timestamp)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("timestamps %v, want %v", got, tt.want)
+			}
+			if !strings.Contains(strings.Join(res.Notes, "\n"), tt.note) {
+				t.Errorf("notes %q lack %q", res.Notes, tt.note)
+			}
+		})
+	}
+}

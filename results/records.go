@@ -15,9 +15,10 @@ import (
 // SourceKind marks records made by import in Record.Source["kind"].
 const SourceKind = "results_tsv"
 
-// Minute spacing of synthesised timestamps: row at line L of a file whose
-// last line is N gets anchor − (N − L) minutes.
-const rowSpacing = time.Minute
+// Spacing of synthesised timestamps: the row at line L of a file whose last
+// line is N gets anchor − (N − L) × 5 minutes, the autoresearch time budget
+// of one run, so a night of ~100 rows spans about a night.
+const rowSpacing = 5 * time.Minute
 
 // RowFromRecord is the canonical results.tsv row of a ledger record: the
 // store's metric (nil for crashes), memory_gb (or peak_vram_mb / 1024),
@@ -113,6 +114,9 @@ func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCo
 			seen[key]++
 		}
 		ts := anchor.Add(-time.Duration(last-e.Line) * rowSpacing)
+		if res.RealTimes {
+			ts = e.Time
+		}
 		rec.Timestamp = ts.Format("2006-01-02T15:04:05Z")
 		short := "tsv"
 		if IsHash(rec.Commit) {

@@ -39,8 +39,9 @@ func importCommand(env *Env) *cli.Command {
 			"them with --metric, --goal and --status-map. Rows that cannot be understood are skipped with\n" +
 			"FILE:LINE and the reason. Importing the same file again adds nothing; a longer version of it\n" +
 			"adds only the new rows. results.tsv itself is not modified (see export-tsv).\n\n" +
-			"Timestamps are synthesised: the file's last line gets the file's modification time and each\n" +
-			"earlier line one minute less, so order is kept and re-imports are stable.\n\n" +
+			"Timestamps come from a timestamp column when every row has one in order; otherwise the file's\n" +
+			"last line gets the file's modification time and each earlier line 5 minutes less (one run),\n" +
+			"so order is kept and re-imports are stable.\n\n" +
 			"Examples:\n" +
 			"   memorylab import results.tsv --dry-run\n" +
 			"   memorylab import results.tsv --init\n" +
