@@ -23,8 +23,8 @@ type Schema struct {
 	HeaderNote string   // how the header was chosen, when it was not simply line 1
 
 	Commit, ID, Metric, Memory, Status, Description, Hypothesis, Time int
-	MemoryMB                                                    bool  // the memory column is in MB, not GB
-	Numeric                                                     []int // other numeric columns, recorded as extra metrics
+	MemoryMB                                                          bool  // the memory column is in MB, not GB
+	Numeric                                                           []int // other numeric columns, recorded as extra metrics
 
 	MetricName   string // name of the primary metric column
 	MetricReason string // why that column was chosen

@@ -40,12 +40,12 @@ type StatusUse struct {
 // Result is a parsed and understood results.tsv.
 type Result struct {
 	Schema
-	Entries  []Entry
-	Skipped  []Skip
-	Statuses []StatusUse // sorted by word
-	Comments int         // '#' lines ignored
-	RealTimes bool       // every entry has a Time from the file's timestamp column
-	Notes    []string    // things the user should know (goal disagreement, derived statuses ...)
+	Entries   []Entry
+	Skipped   []Skip
+	Statuses  []StatusUse // sorted by word
+	Comments  int         // '#' lines ignored
+	RealTimes bool        // every entry has a Time from the file's timestamp column
+	Notes     []string    // things the user should know (goal disagreement, derived statuses ...)
 }
 
 // Read parses data and maps every row to an Entry or a Skip. Rows that
