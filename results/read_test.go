@@ -268,8 +268,10 @@ func fmtEntries(es []Entry) []string {
 	return out
 }
 
-// FuzzRead checks that Read never panics and that its canonical output is a
-// fixed point: parse → format → parse → format gives the same bytes.
+// FuzzRead checks that Read and Plan never panic, that planned records have
+// valid run ids, statuses and strictly increasing timestamps, and that the
+// canonical output is a fixed point: parse → format → parse → format gives
+// the same bytes.
 func FuzzRead(f *testing.F) {
 	for _, p := range corpusFiles(f) {
 		b, err := os.ReadFile(p)
@@ -283,6 +285,16 @@ func FuzzRead(f *testing.F) {
 		res, err := Read(data, Options{})
 		if err != nil {
 			t.Fatalf("Read without options failed: %v", err)
+		}
+		prev := ""
+		for _, p := range res.Plan("f.tsv", time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), "m", KeyCounts{}) {
+			if !ledger.ValidRunID(string(p.Record.RunID)) || !ledger.ValidStatus(p.Record.Status) {
+				t.Fatalf("line %d: run id %q status %q", p.Entry.Line, p.Record.RunID, p.Record.Status)
+			}
+			if p.Record.Timestamp <= prev {
+				t.Fatalf("line %d: timestamp %s not after %s", p.Entry.Line, p.Record.Timestamp, prev)
+			}
+			prev = p.Record.Timestamp
 		}
 		if res.MetricName == "" {
 			return
