@@ -39,6 +39,8 @@ func newApp(env *Env) *cli.App {
 			reportCommand(env),
 			hooksCommand(env),
 			arcmemoCommand(env),
+			importCommand(env),
+			exportTSVCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
