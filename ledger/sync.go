@@ -137,8 +137,10 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := os.Stat(abs); err != nil {
-			return nil, fmt.Errorf("%w %q: add one with `git remote add %s URL`, or pass a path or URL", ErrNoRemote, name, name)
+		if _, err := os.Stat(abs); err != nil && strings.ContainsRune(name, filepath.Separator) {
+			return nil, fmt.Errorf("%w: %w: %s does not exist: pass the path of a git repository or a URL", ErrBadInput, ErrNoRemote, abs)
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: %w %q: add one with `git remote add %s URL`, or pass a path or URL", ErrBadInput, ErrNoRemote, name, name)
 		}
 		url = abs
 	}

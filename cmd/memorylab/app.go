@@ -31,6 +31,9 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			demoCommand(env),
+			runCommand(env),
+			pushCommand(env),
+			pullCommand(env),
 		},
 		OnUsageError: onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {
