@@ -371,6 +371,10 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if err := g.createRef(plumbing.ReferenceName(ref), h); err != nil {
 			return nil, err
 		}
+		// The tracking ref has done its job; dropping it keeps one ref per
+		// run, which matters because go-git reads every loose ref on each
+		// fetch and push.
+		_ = g.r.Storer.RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
 	}
 	var tip plumbing.Hash
@@ -621,6 +625,15 @@ func (g *Repo) readRecordBlob(id RunID, h plumbing.Hash) (*Record, error) {
 	defer rd.Close()
 	data, err := io.ReadAll(io.LimitReader(rd, 16<<20))
 	if err != nil {
+		return nil, err
+	}
+	return decodeRemoteRecord(id, data)
+}
+
+// decodeRemoteRecord parses the content of a ledger blob named id: one JSON
+// record whose run_id is id, in a schema this build can read.
+func decodeRemoteRecord(id RunID, data []byte) (*Record, error) {
+	if _, err := RunRef(id); err != nil {
 		return nil, err
 	}
 	var r Record
