@@ -519,11 +519,25 @@ func (g *Repo) foldAndMerge(s *Store, remoteTip plumbing.Hash, now time.Time, re
 			return err
 		}
 		res.Merges = append(res.Merges, kind)
-		if len(arrivals) > 0 {
-			if err := s.AppendLocked(arrivals...); err != nil {
+		// Append in batches, reading each blob again, so memory stays
+		// bounded by the batch, not by the number of arriving records. A
+		// failure part-way leaves the ref unmoved; the appended records are
+		// folded on the next run and never appended twice.
+		for len(arrivals) > 0 {
+			n := min(len(arrivals), appendBatch)
+			batch := make([]*Record, 0, n)
+			for _, a := range arrivals[:n] {
+				r, err := g.readRecordBlob(a.id, a.blob)
+				if err != nil {
+					return err
+				}
+				batch = append(batch, r)
+			}
+			if err := s.AppendLocked(batch...); err != nil {
 				return err
 			}
-			res.Arrived += len(arrivals)
+			res.Arrived += n
+			arrivals = arrivals[n:]
 		}
 		newTip = merged
 	}
@@ -543,10 +557,22 @@ func (g *Repo) foldAndMerge(s *Store, remoteTip plumbing.Hash, now time.Time, re
 	return nil
 }
 
+// appendBatch is how many arriving records are decoded and appended at once.
+const appendBatch = 512
+
+// arrival is a remote record missing locally: its sort key and its blob.
+// Every one has been decoded and validated once before anything is written.
+type arrival struct {
+	at   time.Time
+	id   RunID
+	blob plumbing.Hash
+}
+
 // mergeLedger merges the remote tip into ours (which may be zero) and
 // returns the new tip, the merge case and the records that exist only on
-// the remote side, in (timestamp, run id) order.
-func (g *Repo) mergeLedger(ours, theirs plumbing.Hash, ourSet *ledgerSet, now time.Time) (plumbing.Hash, string, []*Record, error) {
+// the remote side (decoded and validated, kept as blob references), in
+// (timestamp, run id) order.
+func (g *Repo) mergeLedger(ours, theirs plumbing.Hash, ourSet *ledgerSet, now time.Time) (plumbing.Hash, string, []arrival, error) {
 	if ours == theirs {
 		return ours, MergeSame, nil, nil
 	}
@@ -576,7 +602,7 @@ func (g *Repo) mergeLedger(ours, theirs plumbing.Hash, ourSet *ledgerSet, now ti
 		}
 	}
 	// Records that are new to us, validated before anything is written.
-	var arrivals []*Record
+	var arrivals []arrival
 	for shard, entries := range theirSet.shards {
 		for id, h := range entries {
 			if cur, ok := ourSet.get(id); ok {
@@ -592,16 +618,15 @@ func (g *Repo) mergeLedger(ours, theirs plumbing.Hash, ourSet *ledgerSet, now ti
 			if err != nil {
 				return plumbing.ZeroHash, "", nil, err
 			}
-			arrivals = append(arrivals, r)
+			arrivals = append(arrivals, arrival{at: r.Time(), id: id, blob: h})
 			ourSet.put(id, h)
 		}
 	}
 	sort.Slice(arrivals, func(i, j int) bool {
-		ti, tj := arrivals[i].Time(), arrivals[j].Time()
-		if !ti.Equal(tj) {
-			return ti.Before(tj)
+		if !arrivals[i].at.Equal(arrivals[j].at) {
+			return arrivals[i].at.Before(arrivals[j].at)
 		}
-		return arrivals[i].RunID < arrivals[j].RunID
+		return arrivals[i].id < arrivals[j].id
 	})
 	if kind == MergeDiverged {
 		result, err = g.commitLedger(ourSet, []plumbing.Hash{ours, theirs}, fmt.Sprintf("memorylab: merge %d remote runs", len(arrivals)), now)
