@@ -43,45 +43,6 @@ func firstLine(s string) string {
 	return s
 }
 
-// RunPin returns the commit pinned by refs/memorylab/runs/<id>, or an error
-// wrapping ErrNotFound when the run is not pinned.
-func (g *Repo) RunPin(id RunID) (string, error) {
-	name, err := RunRef(id)
-	if err != nil {
-		return "", err
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ref, err := g.r.Storer.Reference(plumbing.ReferenceName(name))
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return "", fmt.Errorf("run %s is not pinned: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return "", fmt.Errorf("unable to read %s: %w", name, err)
-	}
-	return ref.Hash().String(), nil
-}
-
-// ensurePinnedLocked makes refs/memorylab/runs/<id> point at commit when it
-// does not exist yet (create-only), and refuses when it pins another commit.
-// The caller holds g.mu.
-func (g *Repo) ensurePinnedLocked(id RunID, commit plumbing.Hash) error {
-	name, err := RunRef(id)
-	if err != nil {
-		return err
-	}
-	ref, err := g.r.Storer.Reference(plumbing.ReferenceName(name))
-	switch {
-	case err == nil && ref.Hash() == commit:
-		return nil
-	case err == nil:
-		return fmt.Errorf("%s pins %s, not %s: refusing to reset", name, Short(ref.Hash().String()), Short(commit.String()))
-	case !errors.Is(err, plumbing.ErrReferenceNotFound):
-		return fmt.Errorf("unable to read %s: %w", name, err)
-	}
-	return g.r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), commit))
-}
-
 // ResetRunToParent undoes a discarded run's commit the way the autoresearch
 // loop's `git reset --hard HEAD~1` does, but safely: HEAD must still be the
 // run's commit, the commit is pinned under refs/memorylab/runs/<id> first
@@ -93,6 +54,11 @@ func (g *Repo) ensurePinnedLocked(id RunID, commit plumbing.Hash) error {
 // written. Tracked files with uncommitted changes make it refuse (ErrDirty).
 // It returns the parent commit.
 func (g *Repo) ResetRunToParent(id RunID, commit string) (string, error) {
+	// Idempotent: `log` pinned the run already; this makes the reset safe
+	// on its own too.
+	if err := g.PinRun(id, commit); err != nil {
+		return "", fmt.Errorf("not resetting: %w", err)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	head, err := g.r.Head()
@@ -128,9 +94,6 @@ func (g *Repo) ResetRunToParent(id RunID, commit string) (string, error) {
 		if fs.Worktree != git.Unmodified || fs.Staging != git.Unmodified {
 			return "", fmt.Errorf("%w (%s): commit or stash them, then `git reset --hard %s` yourself", ErrDirty, path, Short(parent.Hash.String()))
 		}
-	}
-	if err := g.ensurePinnedLocked(id, head.Hash()); err != nil {
-		return "", err
 	}
 	// Mixed reset moves the branch (or detached HEAD) and the index only.
 	if err := wt.Reset(&git.ResetOptions{Commit: parent.Hash, Mode: git.MixedReset}); err != nil {

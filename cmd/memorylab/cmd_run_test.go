@@ -223,7 +223,7 @@ func TestRunResetOnDiscardKeepsRunAndUntracked(t *testing.T) {
 	if prov.Commit != parent || prov.Branch != "autoresearch/test" || prov.Dirty {
 		t.Fatalf("after reset: HEAD %s on %s dirty=%v, want %s on autoresearch/test, clean", prov.Commit, prov.Branch, prov.Dirty, parent)
 	}
-	if pinned, err := g.RunPin(recs[1].RunID); err != nil || pinned != commit {
+	if pinned, err := g.ResolvePin(recs[1].RunID); err != nil || pinned != commit {
 		t.Fatalf("run ref: %s %v, want %s", pinned, err, commit)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.dir, "train.py")); string(b) != "LR = 0.04\n# baseline\n" {
