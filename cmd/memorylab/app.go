@@ -41,6 +41,9 @@ func newApp(env *Env) *cli.App {
 			arcmemoCommand(env),
 			importCommand(env),
 			exportTSVCommand(env),
+			runCommand(env),
+			pushCommand(env),
+			pullCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
