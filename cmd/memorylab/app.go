@@ -31,6 +31,7 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			demoCommand(env),
+			doctorCommand(env),
 		},
 		OnUsageError: onUsageError,
 		CommandNotFound: func(c *cli.Context, name string) {

@@ -19,7 +19,11 @@ func main() {
 func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := osEnv()
+	return runEnv(ctx, osEnv(), args)
+}
+
+// runEnv is run with an explicit environment, for in-process tests.
+func runEnv(ctx context.Context, env *Env, args []string) int {
 	err := newApp(env).RunContext(ctx, args)
 	if err != nil {
 		if _, printed := err.(blockedError); !printed {
