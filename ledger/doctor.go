@@ -442,12 +442,12 @@ func (s *Store) checkTSV(rep *DoctorReport) {
 
 // RepairResult says what Repair did.
 type RepairResult struct {
-	Moved          int      `json:"moved"`             // lines moved out of the ledger
-	Dropped        int      `json:"dropped_blank"`     // blank lines dropped
-	Backup         string   `json:"backup,omitempty"`  // the backup file with the moved lines
-	RemovedCaches  []string `json:"removed_caches"`    // cache directories removed so they rebuild
-	LedgerRewritten bool     `json:"ledger_rewritten"`  // whether experiments.jsonl was replaced
-	Lines          []int    `json:"lines,omitempty"`   // line numbers moved
+	Moved           int      `json:"moved"`            // lines moved out of the ledger
+	Dropped         int      `json:"dropped_blank"`    // blank lines dropped
+	Backup          string   `json:"backup,omitempty"` // the backup file with the moved lines
+	RemovedCaches   []string `json:"removed_caches"`   // cache directories removed so they rebuild
+	LedgerRewritten bool     `json:"ledger_rewritten"` // whether experiments.jsonl was replaced
+	Lines           []int    `json:"lines,omitempty"`  // line numbers moved
 }
 
 // Repair takes the store lock, moves torn, garbage and byte-identical
