@@ -585,3 +585,23 @@ func OpenStoreForDoctor(dir, tsvPath string) (s *Store, configErr error, err err
 	}
 	return nil, nil, err
 }
+
+// CheckTSVWritable fails when results.tsv exists but is not a regular file,
+// so `log` refuses before its commit point (the ledger line) instead of
+// leaving a record without a row.
+func (s *Store) CheckTSVWritable() error {
+	if s.TSVPath == "" {
+		return nil
+	}
+	st, err := os.Stat(s.TSVPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unable to use %s: %w", s.TSVPath, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file: move it away so memorylab can recreate it", ErrBadInput, s.TSVPath)
+	}
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // RunInput is what a caller knows about a run before it is recorded.
@@ -32,6 +33,14 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 	}
 	if strings.TrimSpace(in.Description) == "" {
 		return nil, fmt.Errorf("%w: --description is empty: say what this experiment changed", ErrBadInput)
+	}
+	for _, f := range []struct{ flag, v string }{{"description", in.Description}, {"hypothesis", in.Hypothesis},
+		{"family", in.Family}, {"notes", in.Notes}, {"tags", strings.Join(in.Tags, ",")}} {
+		// JSON would silently turn invalid bytes into U+FFFD while
+		// results.tsv got the raw bytes: refuse instead.
+		if !utf8.ValidString(f.v) {
+			return nil, fmt.Errorf("%w: --%s is not valid UTF-8: re-encode it (e.g. iconv -t UTF-8)", ErrBadInput, f.flag)
+		}
 	}
 	metric := s.Config.Metric
 	m := in.Metrics

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"sort"
@@ -114,6 +115,9 @@ func ParseSummaryJSON(b []byte) (Metrics, error) {
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("%w: summary is not valid JSON: %v", ErrBadInput, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: summary has data after its JSON object: write exactly one object", ErrBadInput)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
