@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"math/rand"
@@ -151,27 +152,22 @@ func TestLockTimeoutNamesHolder(t *testing.T) {
 }
 
 // TestCrashConsistency starts `log` child processes and SIGKILLs them at
-// random points (seeded), 200 times. Appends go out in two halves with a
-// pause between (ledger.TestSetSplitAppend) so kills also land mid-line.
+// random points (seeded), until 200 of them died that way. Appends go out in
+// two halves with a pause between (ledger.TestSetSplitAppend) so kills also
+// land mid-line. Each child says "ready" on stderr right before running the
+// command; the kill comes a random time after that, spread over the measured
+// length of an uninterrupted log (so the machine's load does not matter).
 // Afterwards every log that reported completion is in the ledger, no record
 // is duplicated, torn fragments are skipped by readers and reported by
 // doctor, and doctor --repair leaves a store that verifies clean.
 func TestCrashConsistency(t *testing.T) {
-	const kills = 200
+	const kills, maxAttempts = 200, 2000
 	workers := 2
 	r := newTestRepo(t)
 	runLog := filepath.Join(r.Dir, "run.log")
 	if err := os.WriteFile(runLog, []byte("step 953\n---\nval_bpb:          0.9932\npeak_vram_mb:     45060.2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Measure one uninterrupted log to spread the kill points over it.
-	t0 := time.Now()
-	if code, _, stderr := runChild(t, r.Dir, []string{childSplitEnv + "=5ms"}, "log", "-d", "calibration", "--status", "keep"); code != 0 {
-		t.Fatalf("calibration log: %d %s", code, stderr)
-	}
-	span := time.Since(t0)
-	t.Logf("one log process takes %s; kills land uniformly in [0, %s)", span.Round(time.Millisecond), (span * 5 / 2).Round(time.Millisecond))
-
 	type outcome struct {
 		desc      string
 		completed bool // printed "logged <id>"
@@ -180,6 +176,8 @@ func TestCrashConsistency(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var outcomes []outcome
+	killed, attempts := 0, 0
+	estimate := 20 * time.Millisecond // ready → exit of an uninterrupted log, refined as runs complete
 	var wg sync.WaitGroup
 	loggedRE := regexp.MustCompile(`(?m)^logged (\S+) `)
 	for w := 0; w < workers; w++ {
@@ -187,24 +185,48 @@ func TestCrashConsistency(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(int64(1000 + w)))
-			for n := 0; n < kills/workers; n++ {
+			for n := 0; ; n++ {
+				mu.Lock()
+				done := killed >= kills || attempts >= maxAttempts
+				attempts++
+				window := estimate * 2
+				mu.Unlock()
+				if done {
+					return
+				}
 				desc := fmt.Sprintf("crash test worker %d attempt %d", w, n)
-				cmd := child(t, r.Dir, []string{childSplitEnv + "=5ms"}, "log", "-d", desc, "--status", "keep")
+				cmd := child(t, r.Dir, []string{childSplitEnv + "=5ms", childReadyFlush + "=1"}, "log", "-d", desc, "--status", "keep")
 				var out bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &out, &out
+				cmd.Stdout = &out
+				stderr, err := cmd.StderrPipe()
+				if err != nil {
+					t.Error(err)
+					return
+				}
 				if err := cmd.Start(); err != nil {
 					t.Error(err)
 					return
 				}
-				time.Sleep(time.Duration(rng.Int63n(int64(span * 5 / 2))))
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				err := cmd.Wait()
+				var errText strings.Builder
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() && sc.Text() != childReadyLine {
+					errText.WriteString(sc.Text() + "\n")
+				}
+				ready := time.Now()
+				delay := time.Duration(rng.Int63n(int64(window)))
+				timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+				for sc.Scan() {
+					errText.WriteString(sc.Text() + "\n")
+				}
+				err = cmd.Wait()
+				took := time.Since(ready)
+				timer.Stop()
 				o := outcome{desc: desc}
 				if ee, ok := err.(*exec.ExitError); ok {
 					if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 						o.killed = true
 					} else {
-						t.Errorf("%s: exit %d: %s", desc, ee.ExitCode(), out.String())
+						t.Errorf("%s: exit %d: %s", desc, ee.ExitCode(), errText.String())
 					}
 				}
 				if m := loggedRE.FindStringSubmatch(out.String()); m != nil {
@@ -212,6 +234,11 @@ func TestCrashConsistency(t *testing.T) {
 				}
 				mu.Lock()
 				outcomes = append(outcomes, o)
+				if o.killed {
+					killed++
+				} else {
+					estimate = (estimate*4 + took) / 5
+				}
 				mu.Unlock()
 			}
 		}(w)
@@ -219,6 +246,9 @@ func TestCrashConsistency(t *testing.T) {
 	wg.Wait()
 	if t.Failed() {
 		return
+	}
+	if killed < kills {
+		t.Fatalf("only %d kills in %d attempts", killed, attempts)
 	}
 
 	recs, warns := readLedger(t, r.Store)
@@ -228,11 +258,8 @@ func TestCrashConsistency(t *testing.T) {
 		byID[rec.RunID]++
 		byDesc[rec.Description]++
 	}
-	killed, completed, inLedger := 0, 0, 0
+	completed, inLedger := 0, 0
 	for _, o := range outcomes {
-		if o.killed {
-			killed++
-		}
 		if o.completed {
 			completed++
 			if byID[ledger.RunID(o.id)] != 1 {
@@ -254,11 +281,9 @@ func TestCrashConsistency(t *testing.T) {
 			t.Errorf("unexpected ledger warning: %s", w)
 		}
 	}
+	t.Logf("estimated log time after ready: %s", estimate.Round(time.Millisecond))
 	t.Logf("%d attempts: %d killed, %d completed, %d records in the ledger (killed after the commit point: %d), %d torn fragments skipped by readers",
 		len(outcomes), killed, completed, inLedger, inLedger-completed, len(warns))
-	if killed < kills/2 {
-		t.Errorf("only %d of %d attempts were killed: the kill window is off", killed, len(outcomes))
-	}
 
 	// doctor reports the fragments with their line numbers and repairs them.
 	code, out, _ := runCLI(t, r.Dir, "doctor")
