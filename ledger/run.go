@@ -99,8 +99,10 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 // RunDir is the archive directory of a run. It refuses ids that are not run
 // ids, so input can never point outside the store.
 func (s *Store) RunDir(id RunID) (string, error) {
-	if !ValidRunID(string(id)) {
-		return "", fmt.Errorf("%w: %q is not a run id", ErrBadInput, id)
+	// Same rule as the run's ref, so a run never has a directory without a
+	// possible ref (ids like "…-a..b" or "…-x.lock" pass the id pattern).
+	if _, err := RunRef(id); err != nil {
+		return "", err
 	}
 	return s.Path(RunsDir, string(id)), nil
 }
