@@ -32,6 +32,10 @@ func newApp(env *Env) *cli.App {
 			logCommand(env),
 			demoCommand(env),
 			doctorCommand(env),
+			compareCommand(env),
+			showCommand(env),
+			branchCommand(env),
+			listCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// The root action sees unknown commands: an error (exit 2), where

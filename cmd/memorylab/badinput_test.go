@@ -47,8 +47,8 @@ func static(args ...string) func(*testing.T, testRepo) []string {
 	return func(*testing.T, testRepo) []string { return args }
 }
 
-// writeFile writes content under the repository and returns its path.
-func writeFile(t *testing.T, r testRepo, name string, content []byte) string {
+// writeRepoFile writes content under the repository and returns its path.
+func writeRepoFile(t *testing.T, r testRepo, name string, content []byte) string {
 	t.Helper()
 	p := filepath.Join(r.Dir, name)
 	if err := os.WriteFile(p, content, 0o644); err != nil {
@@ -106,19 +106,19 @@ func badInputs() []badInput {
 		{name: "log/binary garbage", code: ExitBadInput, msg: noMetric, prep: func(t *testing.T, r testRepo) []string {
 			b := make([]byte, 256<<10)
 			rand.New(rand.NewSource(7)).Read(b)
-			return keep("--log", writeFile(t, r, "garbage.log", b))
+			return keep("--log", writeRepoFile(t, r, "garbage.log", b))
 		}},
 		{name: "log/binary garbage as a crash", ok: true, prep: func(t *testing.T, r testRepo) []string {
 			b := make([]byte, 64<<10)
 			rand.New(rand.NewSource(8)).Read(b)
-			return []string{"log", "-d", "crashed with garbage output", "--status", "crash", "--log", writeFile(t, r, "garbage.log", b)}
+			return []string{"log", "-d", "crashed with garbage output", "--status", "crash", "--log", writeRepoFile(t, r, "garbage.log", b)}
 		}},
 		{name: "log/non-UTF-8 metric value", code: ExitBadInput, msg: noMetric, prep: static(keep("--log", fixture("log-latin1-value.log"))...)},
 		{name: "log/val_bpb nan", code: ExitBadInput, msg: noMetric, prep: static(keep("--log", fixture("log-nan.log"))...)},
 		{name: "log/val_bpb inf", code: ExitBadInput, msg: noMetric, prep: static(keep("--log", fixture("log-inf.log"))...)},
 		{name: "log/no summary block", code: ExitBadInput, msg: noMetric, prep: static(keep("--log", fixture("log-no-summary.log"))...)},
 		{name: "log/empty file", code: ExitBadInput, msg: noMetric, prep: func(t *testing.T, r testRepo) []string {
-			return keep("--log", writeFile(t, r, "empty.log", nil))
+			return keep("--log", writeRepoFile(t, r, "empty.log", nil))
 		}},
 		{name: "log/missing file", code: ExitBadInput, msg: `bad input: unable to read run log .*nope\.log: no such file or directory`, prep: static(keep("--log", "nope.log")...)},
 		{name: "log/a directory", code: ExitBadInput, msg: `run log .* is a directory`, prep: static(keep("--log", os.TempDir())...)},
@@ -148,7 +148,7 @@ func badInputs() []badInput {
 		{name: "summary/nested metric", code: ExitBadInput, msg: noMetric, prep: static(keep("--summary", fixture("summary-nested.json"))...)},
 		{name: "summary/20000 levels deep", code: ExitBadInput, msg: `summary is not valid JSON: .*exceeded max depth`, prep: func(t *testing.T, r testRepo) []string {
 			deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
-			return keep("--summary", writeFile(t, r, "deep.json", []byte(deep)))
+			return keep("--summary", writeRepoFile(t, r, "deep.json", []byte(deep)))
 		}},
 		{name: "summary/two objects", code: ExitBadInput, msg: `summary has data after its JSON object`, prep: static(keep("--summary", fixture("summary-trailing.json"))...)},
 		{name: "summary/metric as a string", code: ExitBadInput, msg: noMetric, prep: static(keep("--summary", fixture("summary-string-value.json"))...)},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -118,7 +117,7 @@ func runCLI(t testing.TB, dir string, args ...string) (code int, stdout, stderr 
 	env := &Env{In: strings.NewReader(""), Out: &out, Err: &errb, Dir: dir,
 		Now:    func() time.Time { return time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC) },
 		Getenv: func(string) string { return "" }}
-	code = runEnv(context.Background(), env, append([]string{"memorylab"}, args...))
+	code = runEnv(env, append([]string{"memorylab"}, args...))
 	return code, out.String(), errb.String()
 }
 
