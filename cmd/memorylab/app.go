@@ -38,15 +38,10 @@ func newApp(env *Env) *cli.App {
 			listCommand(env),
 		},
 		OnUsageError: onUsageError,
-		// The root action sees unknown commands: an error (exit 2), where
-		// urfave/cli's CommandNotFound hook would exit 0.
+		// An unknown command is a usage error (exit 2), not help with exit 0.
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				msg := fmt.Sprintf("unknown command %q; see `memorylab help`", c.Args().First())
-				if s := cli.SuggestCommand(c.App.Commands, c.Args().First()); s != "" {
-					msg += " (" + s + ")"
-				}
-				return usagef("%s", msg)
+			if c.NArg() > 0 {
+				return usagef("unknown command %q; see `memorylab help`", c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},

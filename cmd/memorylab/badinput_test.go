@@ -120,7 +120,7 @@ func badInputs() []badInput {
 		{name: "log/empty file", code: ExitBadInput, msg: noMetric, prep: func(t *testing.T, r testRepo) []string {
 			return keep("--log", writeRepoFile(t, r, "empty.log", nil))
 		}},
-		{name: "log/missing file", code: ExitBadInput, msg: `bad input: unable to read run log .*nope\.log: no such file or directory`, prep: static(keep("--log", "nope.log")...)},
+		{name: "log/missing file", code: ExitBadInput, msg: `unable to read run log .*nope\.log: no such file or directory; pass --log with the path of the training output`, prep: static(keep("--log", "nope.log")...)},
 		{name: "log/a directory", code: ExitBadInput, msg: `run log .* is a directory`, prep: static(keep("--log", os.TempDir())...)},
 		{name: "log/CRLF line endings", ok: true, prep: static(keep("--log", fixture("log-crlf.log"))...)},
 		{name: "log/100 MB with summary at the end", ok: true, prep: func(t *testing.T, r testRepo) []string {
@@ -139,20 +139,20 @@ func badInputs() []badInput {
 		}},
 
 		// Summary JSON.
-		{name: "summary/not JSON", code: ExitBadInput, msg: `summary is not valid JSON`, prep: static(keep("--summary", fixture("summary-not-json.json"))...)},
-		{name: "summary/array", code: ExitBadInput, msg: `summary must be a JSON object of metrics`, prep: static(keep("--summary", fixture("summary-array.json"))...)},
-		{name: "summary/string", code: ExitBadInput, msg: `summary must be a JSON object of metrics`, prep: static(keep("--summary", fixture("summary-string.json"))...)},
-		{name: "summary/null", code: ExitBadInput, msg: `summary must be a JSON object of metrics`, prep: static(keep("--summary", fixture("summary-null.json"))...)},
-		{name: "summary/NaN literal", code: ExitBadInput, msg: `summary is not valid JSON: invalid character 'N'`, prep: static(keep("--summary", fixture("summary-nan.json"))...)},
+		{name: "summary/not JSON", code: ExitBadInput, msg: `summary-not-json\.json: not valid JSON \(invalid character .v. .*\); write one JSON object of metrics`, prep: static(keep("--summary", fixture("summary-not-json.json"))...)},
+		{name: "summary/array", code: ExitBadInput, msg: `: not a JSON object; write one JSON object of metrics, e\.g\. \{"val_bpb": 0\.99\}`, prep: static(keep("--summary", fixture("summary-array.json"))...)},
+		{name: "summary/string", code: ExitBadInput, msg: `: not a JSON object; write one JSON object of metrics, e\.g\. \{"val_bpb": 0\.99\}`, prep: static(keep("--summary", fixture("summary-string.json"))...)},
+		{name: "summary/null", code: ExitBadInput, msg: `: not a JSON object; write one JSON object of metrics, e\.g\. \{"val_bpb": 0\.99\}`, prep: static(keep("--summary", fixture("summary-null.json"))...)},
+		{name: "summary/NaN literal", code: ExitBadInput, msg: `not valid JSON \(invalid character 'N'`, prep: static(keep("--summary", fixture("summary-nan.json"))...)},
 		{name: "summary/huge numbers", code: ExitBadInput, msg: noMetric, prep: static(keep("--summary", fixture("summary-huge.json"))...)},
 		{name: "summary/nested metric", code: ExitBadInput, msg: noMetric, prep: static(keep("--summary", fixture("summary-nested.json"))...)},
-		{name: "summary/20000 levels deep", code: ExitBadInput, msg: `summary is not valid JSON: .*exceeded max depth`, prep: func(t *testing.T, r testRepo) []string {
+		{name: "summary/20000 levels deep", code: ExitBadInput, msg: `deep\.json: not valid JSON \(.*exceeded max depth\)`, prep: func(t *testing.T, r testRepo) []string {
 			deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
 			return keep("--summary", writeRepoFile(t, r, "deep.json", []byte(deep)))
 		}},
 		{name: "summary/two objects", code: ExitBadInput, msg: `summary has data after its JSON object`, prep: static(keep("--summary", fixture("summary-trailing.json"))...)},
 		{name: "summary/metric as a string", code: ExitBadInput, msg: noMetric, prep: static(keep("--summary", fixture("summary-string-value.json"))...)},
-		{name: "summary/empty file", code: ExitBadInput, msg: `summary is not valid JSON: EOF`, prep: static(keep("--summary", fixture("summary-empty.json"))...)},
+		{name: "summary/empty file", code: ExitBadInput, msg: `summary-empty\.json: not valid JSON \(EOF\)`, prep: static(keep("--summary", fixture("summary-empty.json"))...)},
 		{name: "summary/missing file", code: ExitBadInput, msg: `unable to read summary nope\.json`, prep: static(keep("--summary", "nope.json")...)},
 
 		// Flags and arguments.
@@ -172,7 +172,7 @@ func badInputs() []badInput {
 		{name: "flags/non-UTF-8 description", code: ExitBadInput, msg: `--description is not valid UTF-8`, prep: static("log", "-d", "caf\xe9 \xff\xfe", "--status", "keep", "--metric", "val_bpb=1")},
 		{name: "flags/non-UTF-8 tags", code: ExitBadInput, msg: `--tags is not valid UTF-8`, prep: static(keep("--metric", "val_bpb=1", "--tags", "lr,\xc3\x28")...)},
 		{name: "flags/stray argument", code: ExitBadInput, msg: `log takes no arguments, got "extra"`, prep: static(keep("--metric", "val_bpb=1", "extra")...)},
-		{name: "flags/unknown command", code: ExitBadInput, msg: `unknown command "lgo"; see .memorylab help. \(Did you mean "log"\?\)`, prep: static("lgo")},
+		{name: "flags/unknown command", code: ExitBadInput, msg: `unknown command "lgo"; see .memorylab help.`, prep: static("lgo")},
 		{name: "flags/init --goal sideways", code: ExitBadInput, msg: `--goal must be min or max, got "sideways"`, prep: static("init", "--goal", "sideways")},
 		{name: "flags/init --metric empty", code: ExitBadInput, msg: `--metric must not be empty`, prep: static("init", "--metric", "")},
 		{name: "flags/doctor argument", code: ExitBadInput, msg: `doctor takes no arguments, got "now"`, prep: static("doctor", "now")},
@@ -226,7 +226,7 @@ func badInputs() []badInput {
 			appendFile(t, r.ledgerPath(), `{"run_id": "20261122T`)
 			return []string{"doctor"}
 		}},
-		{name: "ledger/a directory", code: ExitFailure, msg: `unable to append to ledger: .*is a directory|unable to open ledger`, prep: func(t *testing.T, r testRepo) []string {
+		{name: "ledger/a directory", code: ExitFailure, msg: `unable to read ledger: .*experiments\.jsonl: is a directory`, prep: func(t *testing.T, r testRepo) []string {
 			// The "ledger" is a directory: nothing to hash, so check the
 			// directory stays empty.
 			mustRemove(t, r.ledgerPath())
