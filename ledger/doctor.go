@@ -601,7 +601,7 @@ func (s *Store) CheckTSVWritable() error {
 		return fmt.Errorf("unable to use %s: %w", s.TSVPath, err)
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file: move it away so memorylab can recreate it", ErrBadInput, s.TSVPath)
+		return BadInputf("%s is not a regular file: move it away so memorylab can recreate it", s.TSVPath)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"math"
 	"os"
 	"strings"
@@ -134,7 +135,7 @@ func FuzzRunLogInputs(f *testing.F) {
 		finite(ParseSummaryBlock(b))
 		if m, err := ParseSummaryJSON(b); err == nil {
 			finite(m)
-		} else if !strings.Contains(err.Error(), ErrBadInput.Error()) {
+		} else if !errors.Is(err, ErrBadInput) {
 			t.Fatalf("summary error is not bad input: %v", err)
 		}
 		e := CrashError(b, "run.log")

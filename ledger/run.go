@@ -41,7 +41,7 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 		// JSON would silently turn invalid bytes into U+FFFD while
 		// results.tsv got the raw bytes: refuse instead.
 		if !utf8.ValidString(f.v) {
-			return nil, fmt.Errorf("%w: --%s is not valid UTF-8: re-encode it (e.g. iconv -t UTF-8)", ErrBadInput, f.flag)
+			return nil, BadInputf("--%s is not valid UTF-8: re-encode it (e.g. iconv -t UTF-8)", f.flag)
 		}
 	}
 	metric := s.Config.Metric

@@ -127,7 +127,7 @@ func ParseSummaryJSON(b []byte) (Metrics, error) {
 		return nil, BadInputf("not valid JSON (%v); write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: summary has data after its JSON object: write exactly one object", ErrBadInput)
+		return nil, BadInputf("data after the JSON object; write exactly one JSON object of metrics")
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {

@@ -150,7 +150,7 @@ func badInputs() []badInput {
 			deep := strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000)
 			return keep("--summary", writeRepoFile(t, r, "deep.json", []byte(deep)))
 		}},
-		{name: "summary/two objects", code: ExitBadInput, msg: `summary has data after its JSON object`, prep: static(keep("--summary", fixture("summary-trailing.json"))...)},
+		{name: "summary/two objects", code: ExitBadInput, msg: `summary-trailing\.json: data after the JSON object; write exactly one JSON object of metrics`, prep: static(keep("--summary", fixture("summary-trailing.json"))...)},
 		{name: "summary/metric as a string", code: ExitBadInput, msg: noMetric, prep: static(keep("--summary", fixture("summary-string-value.json"))...)},
 		{name: "summary/empty file", code: ExitBadInput, msg: `summary-empty\.json: not valid JSON \(EOF\)`, prep: static(keep("--summary", fixture("summary-empty.json"))...)},
 		{name: "summary/missing file", code: ExitBadInput, msg: `unable to read summary nope\.json`, prep: static(keep("--summary", "nope.json")...)},
