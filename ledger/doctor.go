@@ -15,8 +15,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // Severities of doctor findings. Only errors make `memorylab doctor` fail.
@@ -314,27 +312,6 @@ func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
 	}
 }
 
-// doctorRunRefs lists refs/memorylab/runs/* as run id → commit hash.
-func (g *Repo) doctorRunRefs() (map[RunID]string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	iter, err := g.r.References()
-	if err != nil {
-		return nil, err
-	}
-	defer iter.Close()
-	prefix := RefNamespace + "runs/"
-	out := map[RunID]string{}
-	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		name := ref.Name().String()
-		if strings.HasPrefix(name, prefix) {
-			out[RunID(strings.TrimPrefix(name, prefix))] = ref.Hash().String()
-		}
-		return nil
-	})
-	return out, err
-}
-
 // checkRefs verifies that every run's commit is pinned by
 // refs/memorylab/runs/<id>. Records that predate pinning (older than the
 // first pinned record in ledger order, or any record when the store has no
@@ -344,7 +321,7 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 		rep.add(Finding{Severity: SevInfo, Check: CheckRefs, Message: "no git repository here: run refs not checked"})
 		return
 	}
-	refs, err := repo.doctorRunRefs()
+	refs, err := repo.Pins()
 	if err != nil {
 		rep.add(Finding{Severity: SevWarning, Check: CheckRefs, Message: fmt.Sprintf("unable to list run refs: %v", err)})
 		return

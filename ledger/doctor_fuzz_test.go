@@ -37,7 +37,7 @@ func FuzzDoctorRepair(f *testing.F) {
 	for i, l := range lines {
 		f.Add([]byte(l + "\n"))
 		if i+1 < len(lines) {
-			f.Add([]byte(l + "\n" + lines[i+1][:len(lines[i+1])/2]))        // torn tail
+			f.Add([]byte(l + "\n" + lines[i+1][:len(lines[i+1])/2]))            // torn tail
 			f.Add([]byte(l + "\n\x00garbage\n" + lines[i+1] + "\n" + l + "\n")) // garbage and an exact duplicate
 		}
 	}
