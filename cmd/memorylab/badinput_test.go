@@ -178,6 +178,22 @@ func badInputs() []badInput {
 		{name: "flags/doctor argument", code: ExitBadInput, msg: `doctor takes no arguments, got "now"`, prep: static("doctor", "now")},
 		{name: "flags/doctor unknown flag", code: ExitBadInput, msg: `flag provided but not defined: -fix`, prep: static("doctor", "--fix")},
 
+		// Run ids and names from input (show, compare, branch, list).
+		{name: "show/path traversal", code: ExitBadInput, msg: `no run id starts with "\.\./\.\./etc"; see .memorylab list.`, prep: static("show", "../../etc")},
+		{name: "show/absolute path", code: ExitBadInput, msg: `no run id starts with "/etc/passwd"`, prep: static("show", "/etc/passwd")},
+		{name: "show/ambiguous prefix", code: ExitBadInput, msg: `"20261122T03" matches 2 runs: 20261122T030000Z-`, prep: static("show", "20261122T03")},
+		{name: "show/no argument", code: ExitBadInput, msg: `show takes exactly one run id or prefix, got 0 arguments`, prep: static("show")},
+		{name: "show/non-UTF-8 id", code: ExitBadInput, msg: `no run id starts with`, prep: static("show", "2026\xff\xfe")},
+		{name: "compare/one run", code: ExitBadInput, msg: `compare takes exactly two runs`, prep: static("compare", "champion")},
+		{name: "compare/path traversal", code: ExitBadInput, msg: `no run id starts with "\.\./x"`, prep: static("compare", "../x", "latest")},
+		{name: "branch/name with ..", code: ExitBadInput, msg: `"\.\./\.\./x" is not a valid branch name`, prep: static("branch", "20261122T03", "../../x")},
+		{name: "branch/full ref name", code: ExitBadInput, msg: `"refs/heads/x\.lock" is not a valid branch name`, prep: static("branch", "2026", "refs/heads/x.lock")},
+		{name: "branch/run id traversal", code: ExitBadInput, msg: `no run id starts with "\.\./\.\./etc"`, prep: static("branch", "../../etc", "x")},
+		{name: "list/bad --status", code: ExitBadInput, msg: `--status must be keep, discard or crash, got "maybe"`, prep: static("list", "--status", "maybe")},
+		{name: "list/bad --since", code: ExitBadInput, msg: `--since must be a duration like 90m or 16h`, prep: static("list", "--since", "forever")},
+		{name: "list/negative --best", code: ExitBadInput, msg: `--best and --limit must not be negative`, prep: static("list", "--best", "-1")},
+		{name: "list/--limit abc", code: ExitBadInput, msg: `invalid value "abc" for flag -limit`, prep: static("list", "--limit", "abc")},
+
 		// Store and repository.
 		{name: "store/--store missing", code: ExitNoRepo, msg: `no memorylab store at .*/nowhere: run .memorylab init. first`, prep: func(t *testing.T, r testRepo) []string {
 			return append([]string{"--store", filepath.Join(r.Dir, "nowhere")}, keep("--metric", "val_bpb=1")...)
@@ -316,6 +332,7 @@ func TestBadInput(t *testing.T) {
 			}
 			before, _ := os.ReadFile(ledgerPath)
 			tsvBefore := fileHash(t, r.tsvPath())
+			refsBefore := refFiles(t, r.Dir)
 
 			var code int
 			var stdout, stderr string
@@ -355,6 +372,9 @@ func TestBadInput(t *testing.T) {
 			}
 			if !bytes.Equal(before, after) {
 				t.Fatalf("ledger changed: %d bytes before, %d after", len(before), len(after))
+			}
+			if got := refFiles(t, r.Dir); got != refsBefore {
+				t.Fatalf("git refs changed:\n%s\nwas:\n%s", got, refsBefore)
 			}
 			if tc.name != "store/results.tsv is a directory" && fileHash(t, r.tsvPath()) != tsvBefore {
 				t.Fatal("results.tsv changed")
@@ -449,4 +469,27 @@ func copyTreeTest(src, dst string) error {
 		}
 		return os.WriteFile(target, b, info.Mode().Perm())
 	})
+}
+
+// refFiles lists the repository's ref files and packed-refs, so a failed
+// command can be shown to have created no ref (under refs/ or anywhere else
+// in .git).
+func refFiles(t *testing.T, dir string) string {
+	t.Helper()
+	var out []string
+	gitDir := filepath.Join(dir, ".git")
+	_ = filepath.Walk(gitDir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(gitDir, p)
+		if info.IsDir() && (rel == "objects" || rel == "logs") {
+			return filepath.SkipDir
+		}
+		if !info.IsDir() && rel != "index" {
+			out = append(out, rel+" "+fileHash(t, p)[:12])
+		}
+		return nil
+	})
+	return strings.Join(out, "\n")
 }
