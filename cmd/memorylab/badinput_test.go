@@ -373,7 +373,14 @@ func TestBadInput(t *testing.T) {
 			if !bytes.Equal(before, after) {
 				t.Fatalf("ledger changed: %d bytes before, %d after", len(before), len(after))
 			}
-			if got := refFiles(t, r.Dir); got != refsBefore {
+			got := refFiles(t, r.Dir)
+			if tc.code == ExitNotWritable {
+				// The run's pin is written before the ledger line (the
+				// commit point); a log that then fails leaves an orphan pin,
+				// which doctor lists as info. Nothing else may change.
+				got = dropNewPins(got, refsBefore)
+			}
+			if got != refsBefore {
 				t.Fatalf("git refs changed:\n%s\nwas:\n%s", got, refsBefore)
 			}
 			if tc.name != "store/results.tsv is a directory" && fileHash(t, r.tsvPath()) != tsvBefore {
@@ -492,4 +499,15 @@ func refFiles(t *testing.T, dir string) string {
 		return nil
 	})
 	return strings.Join(out, "\n")
+}
+
+func dropNewPins(after, before string) string {
+	var keep []string
+	for _, l := range strings.Split(after, "\n") {
+		if strings.HasPrefix(l, "refs/memorylab/runs/") && !strings.Contains(before, l) {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }
