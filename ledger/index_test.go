@@ -33,8 +33,11 @@ func newIndexStore(t testing.TB, recs []*ledger.Record) *ledger.Store {
 
 func openIx(t testing.TB, s *ledger.Store, notice *bytes.Buffer, writer bool) *ledger.NoveltyIndex {
 	t.Helper()
-	ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
-		NormalizerVersion: novelty.NormalizerVersion, Notice: notice, Writer: writer})
+	opts := ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Writer: writer}
+	if notice != nil {
+		opts.Notice = notice
+	}
+	ix, err := ledger.OpenNoveltyIndex(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,9 +150,21 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		} else {
 			gt = FromNormalized(g.Norm)
 		}
-		score := pt.Similarity(gt)
 		scored += len(g.Runs)
 		sameFamily := probe.Family != "" && g.Family == probe.Family
+		// Skip groups that can neither match nor be the nearest kept run
+		// or failure: their exact score could not change the result.
+		if pt.Norm != gt.Norm && !opts.noPrune {
+			ub := Round3(pt.upperBound(gt))
+			need := effective
+			if sameFamily {
+				need = min(need, familyFloor)
+			}
+			if ub < need && ub < DuplicateScore && !couldBeNearer(g.Runs, ub, nearKept, nearFail) {
+				continue
+			}
+		}
+		score := pt.Similarity(gt)
 		duplicate := pt.Norm == gt.Norm || (score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
 		groupMatches := score >= effective || duplicate || (sameFamily && score >= familyFloor)
 		for _, run := range g.Runs {
@@ -226,6 +238,24 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		*nr.dst = &m
 	}
 	return res, nil
+}
+
+// couldBeNearer reports whether a group whose score is at most ub could
+// replace the current nearest kept run or failure.
+func couldBeNearer(runs []Run, ub float64, kept, fail *ref) bool {
+	for _, r := range runs {
+		switch r.Status {
+		case ledger.StatusKeep:
+			if kept == nil || ub >= kept.score {
+				return true
+			}
+		case ledger.StatusDiscard, ledger.StatusCrash:
+			if fail == nil || ub >= fail.score {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nearer orders candidates for nearest kept run / failure: score, then

@@ -130,6 +130,8 @@ type Options struct {
 	HigherIsBetter bool
 	// Limit caps TopMatches; 0 means StoredMatches.
 	Limit int
+	// noPrune scores every group exactly (tests of the pruning).
+	noPrune bool
 }
 
 func (o Options) withDefaults() Options {
