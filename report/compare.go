@@ -1,0 +1,318 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// Comparison is `memorylab compare A B`: two runs side by side. Its JSON
+// form is a documented contract (see README, "compare --json").
+type Comparison struct {
+	Metric       string             `json:"metric"`
+	Goal         string             `json:"goal"`
+	A            CompareRun         `json:"a"`
+	B            CompareRun         `json:"b"`
+	Metrics      []MetricDelta      `json:"metrics"`
+	SourceDiff   []SourceDifference `json:"config_differences,omitempty"`
+	PassScores   []PassScore        `json:"pass_scores,omitempty"`
+	CodeDiff     string             `json:"code_diff"`
+	CodeDiffNote string             `json:"code_diff_note,omitempty"`
+}
+
+// CompareRun is one side of a comparison.
+type CompareRun struct {
+	RunID       string `json:"run_id"`
+	Commit      string `json:"commit"`
+	Status      string `json:"status"`
+	Family      string `json:"family"`
+	Description string `json:"description"`
+	Timestamp   string `json:"timestamp_utc"`
+	Novelty     string `json:"novelty_classification"`
+	Decision    string `json:"novelty_decision"`
+}
+
+// MetricDelta is one metric of both runs. Delta is B − A; Better names the
+// side that is better under the metric's direction ("a", "b", "tie" or "").
+// Direction is known for the primary metric (the store's goal) and guessed
+// from the name for others ("" when unknown: no side is called better).
+type MetricDelta struct {
+	Name      string   `json:"name"`
+	A         *float64 `json:"a"`
+	B         *float64 `json:"b"`
+	Delta     *float64 `json:"delta"`
+	DeltaPct  *float64 `json:"delta_percent"`
+	Goal      string   `json:"goal,omitempty"`
+	Better    string   `json:"better,omitempty"`
+	Primary   bool     `json:"primary,omitempty"`
+	Precision int      `json:"-"`
+}
+
+// SourceDifference is a provenance/config key whose values differ.
+type SourceDifference struct {
+	Key string `json:"key"`
+	A   string `json:"a"`
+	B   string `json:"b"`
+}
+
+// PassScore is one solve pass of an ArcMemo run, for either side.
+type PassScore struct {
+	Side          string   `json:"side"`
+	RunID         string   `json:"run_id"`
+	Pass          string   `json:"pass"`
+	OfficialScore *float64 `json:"official_score"`
+	StrictScore   *float64 `json:"strict_score"`
+}
+
+// GoalForName guesses a metric's direction from its name: "min" for losses,
+// errors, bits per byte, perplexity, time and memory; "max" for accuracy,
+// scores, AUC, Sharpe, win rates and throughput; "" when unsure.
+func GoalForName(name string) string {
+	n := strings.ToLower(name)
+	for _, k := range []string{"loss", "bpb", "error", "err_", "perplexity", "ppl", "seconds", "_time", "latency", "vram", "memory", "mse", "mae", "rmse", "drawdown"} {
+		if strings.Contains(n, k) {
+			return ledger.GoalMin
+		}
+	}
+	for _, k := range []string{"acc", "score", "auc", "sharpe", "win", "f1", "precision", "recall", "reward", "tokens_per", "tok/s", "tokens/sec", "throughput", "mfu", "solved", "correct", "bleu", "rouge", "judge"} {
+		if strings.Contains(n, k) {
+			return ledger.GoalMax
+		}
+	}
+	return ""
+}
+
+// Compare builds the comparison of a and b. related returns the other
+// records of an ArcMemo run (same source run id), used for the per-pass
+// score table; it may be nil. diff is the code diff between the commits.
+func Compare(a, b *ledger.Record, cfg ledger.Config, related func(*ledger.Record) []ledger.Record, diff []byte, diffNote string) Comparison {
+	c := Comparison{Metric: cfg.Metric, Goal: cfg.Goal, A: compareRun(a), B: compareRun(b), CodeDiff: string(diff), CodeDiffNote: diffNote}
+	names := map[string]bool{}
+	for k := range a.Metrics {
+		names[k] = true
+	}
+	for k := range b.Metrics {
+		names[k] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for k := range names {
+		sorted = append(sorted, k)
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		pi, pj := sorted[i] == cfg.Metric, sorted[j] == cfg.Metric
+		if pi != pj {
+			return pi
+		}
+		return sorted[i] < sorted[j]
+	})
+	for _, name := range sorted {
+		md := MetricDelta{Name: name, Primary: name == cfg.Metric}
+		if v, ok := a.Metrics.Get(name); ok {
+			md.A = &v
+		}
+		if v, ok := b.Metrics.Get(name); ok {
+			md.B = &v
+		}
+		md.Goal = GoalForName(name)
+		if md.Primary {
+			md.Goal = cfg.Goal
+		}
+		if md.A != nil && md.B != nil {
+			d := *md.B - *md.A
+			md.Delta = &d
+			if *md.A != 0 {
+				p := d / math.Abs(*md.A) * 100
+				md.DeltaPct = &p
+			}
+			switch {
+			case md.Goal == "":
+			case d == 0:
+				md.Better = "tie"
+			case (d < 0) == (md.Goal == ledger.GoalMin):
+				md.Better = "b"
+			default:
+				md.Better = "a"
+			}
+		}
+		md.Precision = max(decimalsOf(md.A), decimalsOf(md.B))
+		c.Metrics = append(c.Metrics, md)
+	}
+	c.SourceDiff = sourceDiff(a.Source, b.Source)
+	if related != nil {
+		for side, r := range map[string]*ledger.Record{"a": a, "b": b} {
+			for _, p := range related(r) {
+				if _, ok := p.Metrics["official_score"]; !ok {
+					continue
+				}
+				ps := PassScore{Side: side, RunID: string(p.RunID), Pass: fmt.Sprint(p.Source["pass_index"])}
+				if v, ok := p.Metrics.Get("official_score"); ok {
+					ps.OfficialScore = &v
+				}
+				if v, ok := p.Metrics.Get("strict_score"); ok {
+					ps.StrictScore = &v
+				}
+				c.PassScores = append(c.PassScores, ps)
+			}
+		}
+		sort.SliceStable(c.PassScores, func(i, j int) bool {
+			if c.PassScores[i].Side != c.PassScores[j].Side {
+				return c.PassScores[i].Side < c.PassScores[j].Side
+			}
+			return c.PassScores[i].Pass < c.PassScores[j].Pass
+		})
+	}
+	return c
+}
+
+func compareRun(r *ledger.Record) CompareRun {
+	cr := CompareRun{RunID: string(r.RunID), Commit: r.Commit, Status: r.Status, Family: r.Family,
+		Description: r.Description, Timestamp: r.Timestamp}
+	var ng struct {
+		Classification string `json:"classification"`
+		Policy         struct {
+			Decision string `json:"decision"`
+		} `json:"policy"`
+	}
+	if len(r.NoveltyGuard) > 0 && json.Unmarshal(r.NoveltyGuard, &ng) == nil {
+		cr.Novelty, cr.Decision = ng.Classification, ng.Policy.Decision
+	}
+	return cr
+}
+
+func sourceDiff(a, b map[string]any) []SourceDifference {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var out []SourceDifference
+	for k := range keys {
+		if perRecordSourceKeys[k] {
+			continue
+		}
+		va, vb := sourceValue(a[k]), sourceValue(b[k])
+		if va != vb {
+			out = append(out, SourceDifference{Key: k, A: va, B: vb})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// perRecordSourceKeys differ between any two records of one configuration
+// (which pass, which file row), so they are not configuration differences.
+var perRecordSourceKeys = map[string]bool{"pass_index": true, "iteration_dir": true, "score_check": true,
+	"reported": true, "kind": true, "import_id": true, "import_key": true, "row": true, "line": true, "snapshot": true}
+
+func sourceValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// decimalsOf is the number of decimals needed to show v exactly (at most 8).
+func decimalsOf(v *float64) int {
+	if v == nil {
+		return 0
+	}
+	for d := 0; d <= 8; d++ {
+		p := math.Pow10(d)
+		if math.Abs(math.Round(*v*p)/p-*v) < 1e-12*math.Max(1, math.Abs(*v)) {
+			return d
+		}
+	}
+	return 8
+}
+
+func fmtNum(v *float64, prec int, signed bool) string {
+	if v == nil {
+		return "—"
+	}
+	if signed {
+		return fmt.Sprintf("%+.*f", prec, *v)
+	}
+	return fmt.Sprintf("%.*f", prec, *v)
+}
+
+// WriteComparisonText renders c for a terminal.
+func WriteComparisonText(w io.Writer, c Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "A  %s  %s  %-7s  %s\n", c.A.RunID, c.A.Commit, c.A.Status, oneLine(c.A.Description))
+	fmt.Fprintf(&b, "B  %s  %s  %-7s  %s\n", c.B.RunID, c.B.Commit, c.B.Status, oneLine(c.B.Description))
+	if c.A.Novelty != "" || c.B.Novelty != "" {
+		fmt.Fprintf(&b, "novelty: A %s/%s, B %s/%s\n", orDash(c.A.Novelty), orDash(c.A.Decision), orDash(c.B.Novelty), orDash(c.B.Decision))
+	}
+	b.WriteString("\n")
+	width := len("metric")
+	for _, m := range c.Metrics {
+		width = max(width, len(m.Name)+2)
+	}
+	fmt.Fprintf(&b, "%-*s  %14s  %14s  %14s  %9s  %s\n", width, "metric", "A", "B", "B − A", "%", "better")
+	for _, m := range c.Metrics {
+		name := m.Name
+		if m.Primary {
+			name = "* " + name
+		}
+		better := m.Better
+		switch better {
+		case "a":
+			better = "A"
+		case "b":
+			better = "B"
+		case "":
+			better = "—"
+		}
+		pct := "—"
+		if m.DeltaPct != nil {
+			pct = fmt.Sprintf("%+.2f%%", *m.DeltaPct)
+		}
+		fmt.Fprintf(&b, "%-*s  %14s  %14s  %14s  %9s  %s\n", width, name, fmtNum(m.A, m.Precision, false), fmtNum(m.B, m.Precision, false), fmtNum(m.Delta, m.Precision, true), pct, better)
+	}
+	if len(c.SourceDiff) > 0 {
+		b.WriteString("\nconfig differences:\n")
+		for _, d := range c.SourceDiff {
+			fmt.Fprintf(&b, "  %s: %s → %s\n", d.Key, orDash(d.A), orDash(d.B))
+		}
+	}
+	if len(c.PassScores) > 0 {
+		b.WriteString("\nper-pass scores:\n")
+		for _, p := range c.PassScores {
+			fmt.Fprintf(&b, "  %s pass %s  official %s  strict %s  (%s)\n", strings.ToUpper(p.Side), p.Pass, fmtNum(p.OfficialScore, 4, false), fmtNum(p.StrictScore, 4, false), p.RunID)
+		}
+	}
+	b.WriteString("\ncode diff (A → B):\n")
+	switch {
+	case c.CodeDiffNote != "":
+		b.WriteString("  " + c.CodeDiffNote + "\n")
+	case c.CodeDiff == "":
+		b.WriteString("  (no differences)\n")
+	default:
+		b.WriteString(c.CodeDiff)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
