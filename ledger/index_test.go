@@ -308,3 +308,35 @@ func TestIndexReadOnlyNeverWrites(t *testing.T) {
 	}
 	assertSameVerdicts(t, s, ix)
 }
+
+// TestIndexTornTail: a half-written last line is not covered (a writer may
+// still be finishing it); once the next append completes the ledger, the
+// index catches up past it without a rebuild.
+func TestIndexTornTail(t *testing.T) {
+	recs := novelty.SyntheticRecords(40, 9)
+	s := newIndexStore(t, recs[:39])
+	st, _ := os.Stat(s.LedgerPath())
+	f, err := os.OpenFile(s.LedgerPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"run_id": "20260101T000000Z-abcdef0", "description": "half a rec`)
+	f.Close()
+	var notice bytes.Buffer
+	ix := openIx(t, s, &notice, false)
+	if ix.Covered() != st.Size() {
+		t.Fatalf("covers %d, want %d (before the torn line)", ix.Covered(), st.Size())
+	}
+	assertSameVerdicts(t, s, ix)
+	ix.Close()
+	if err := s.Append(recs[39]); err != nil {
+		t.Fatal(err)
+	}
+	notice.Reset()
+	ix = openIx(t, s, &notice, false)
+	end, _ := os.Stat(s.LedgerPath())
+	if notice.Len() != 0 || ix.Covered() != end.Size() {
+		t.Fatalf("notice %q covered %d/%d", notice.String(), ix.Covered(), end.Size())
+	}
+	assertSameVerdicts(t, s, ix)
+}
