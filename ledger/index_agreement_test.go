@@ -81,3 +81,32 @@ func topRun(r novelty.Result) ledger.RunID {
 	}
 	return r.TopMatches[0].RunID
 }
+
+// BenchmarkCheck compares one check through the index (open excluded)
+// with scoring every group, on a 10,000-run synthetic ledger.
+func BenchmarkCheck(b *testing.B) {
+	s := newIndexStore(b, novelty.SyntheticRecords(10000, 42))
+	ix := openIx(b, s, nil, false)
+	corpus, lookup := exhaustiveCorpus(b, s)
+	probes := novelty.SyntheticProbes(100, 43)
+	b.Run("indexed", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := novelty.Check(ix, probes[i%len(probes)], novelty.Options{}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("exhaustive", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := corpus.Evaluate(probes[i%len(probes)], lookup, novelty.Options{}); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
