@@ -245,7 +245,8 @@ func OpenNoveltyIndex(s *Store, opts IndexOptions) (*NoveltyIndex, error) {
 	// Readers share a read-only open; writers (log) open for writing.
 	writer := opts.Writer && !opts.ReadOnly
 	idx, err := openIndex(path, !writer)
-	if writer && errors.Is(err, errIndexBusy) {
+	if writer && err != nil && !errors.Is(err, errIndexMissing) {
+		// Busy, or not writable (full disk, permissions): read it instead.
 		writer = false
 		idx, err = openIndex(path, true)
 	}
@@ -295,8 +296,18 @@ func OpenNoveltyIndex(s *Store, opts IndexOptions) (*NoveltyIndex, error) {
 		}
 	}
 	if err := x.CatchUp(); err != nil {
-		x.Close()
-		return nil, err
+		if !x.writable {
+			x.Close()
+			return nil, err
+		}
+		// The index cannot be written (full disk…): the command must not
+		// fail for a cache. Score the new runs from the ledger instead.
+		x.notice("unable to update the novelty index (%v); scoring the newest runs from the ledger", oneLine(err))
+		x.writable = false
+		if err := x.CatchUp(); err != nil {
+			x.Close()
+			return nil, err
+		}
 	}
 	return x, nil
 }
