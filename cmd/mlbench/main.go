@@ -109,6 +109,10 @@ func run(sizesFlag string, reps int, keep, only string) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "mlbench: %d runs from %s\n", n, source)
+		// Start every size without an index, so the first-use row is real.
+		if err := dropIndex(store); err != nil {
+			return err
+		}
 		for _, c := range benchCommands {
 			if only != "" && !strings.Contains(c.name, only) {
 				continue
