@@ -45,8 +45,9 @@ import (
 
 // IndexFormat is the version of the novelty index layout.
 //
-//	1: groups by (norm, family), fields norm/normkey/family/data.
-const IndexFormat = 1
+//	1: groups by (norm, family), fields norm/normkey/family/data (JSON runs).
+//	2: data holds runs as "offset:code:metric;…" (10x faster to decode).
+const IndexFormat = 2
 
 const (
 	indexName      = "novelty"
@@ -716,6 +717,22 @@ func (x *NoveltyIndex) lookupGroup(id string) (*TextGroup, error) {
 // norm's tokens, the best limit groups of family, and every group whose
 // normalised text is norm. In scan mode it returns every group.
 func (x *NoveltyIndex) Candidates(norm, family string, limit int) ([]TextGroup, error) {
+	groups, err := x.candidates(norm, family, limit)
+	if err == nil || x.idx == nil {
+		return groups, err
+	}
+	// A document bleve can no longer read: the index is corrupt in a way
+	// the open did not detect. Rebuild it (or scan) and answer from that.
+	x.notice("novelty index is unreadable (%v); rebuilding it", oneLine(err))
+	x.Close()
+	x.idx, x.writable, x.pending = nil, false, nil
+	if _, err := x.rebuildOrFallback(); err != nil {
+		return nil, err
+	}
+	return x.candidates(norm, family, limit)
+}
+
+func (x *NoveltyIndex) candidates(norm, family string, limit int) ([]TextGroup, error) {
 	out := map[string]*TextGroup{}
 	if x.idx != nil {
 		tokens := uniqueFields(norm)
