@@ -35,12 +35,24 @@ type Index interface {
 	Record(offset int64) (*ledger.Record, error)
 }
 
-// CandidateLimit is how many groups Check asks the index for per query.
-const CandidateLimit = 100
+// CandidateLimit is how many groups check asks the index for per query.
+// On 10,000 gen_ledger.py runs and 300 probes, classification and top
+// match equal the exhaustive scorer's at 50, 100, 200 and 400 candidates;
+// match_count is exact for 61%, 88%, 96% and 99.7% of probes, at about
+// 24, 29, 39 and 43 ms per check (2 busy cores). log, whose verdict is
+// stored, asks for LogCandidateLimit.
+const (
+	CandidateLimit    = 100
+	LogCandidateLimit = 400
+)
 
 // Check classifies probe against the groups idx retrieves.
 func Check(idx Index, probe Probe, opts Options) (Result, error) {
-	groups, err := idx.Candidates(Normalize(probe.Text()), probe.Family, CandidateLimit)
+	limit := opts.Candidates
+	if limit <= 0 {
+		limit = CandidateLimit
+	}
+	groups, err := idx.Candidates(Normalize(probe.Text()), probe.Family, limit)
 	if err != nil {
 		return Result{}, err
 	}

@@ -130,6 +130,10 @@ type Options struct {
 	HigherIsBetter bool
 	// Limit caps TopMatches; 0 means StoredMatches.
 	Limit int
+	// Candidates is how many groups Check asks the index for per query;
+	// 0 means CandidateLimit. More makes counts exact more often (the
+	// classification and top match already agree at 50).
+	Candidates int
 	// noPrune scores every group exactly (tests of the pruning).
 	noPrune bool
 }
