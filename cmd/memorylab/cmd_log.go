@@ -257,6 +257,9 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		archive = append(archive, ledger.ArchiveFile{Key: "train_diff_path", Name: "train.patch", Data: prov.TrainPatch})
 	}
 
+	if err := s.CheckTSVWritable(); err != nil {
+		return nil, err
+	}
 	lock, err := s.Lock()
 	if err != nil {
 		return nil, err
@@ -291,7 +294,18 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if rec.NoveltyGuard, err = json.Marshal(verdict.Verdict); err != nil {
 		return nil, err
 	}
+	// Registry and decision packet: fold this run into the cached registry
+	// state (caught up with the ledger, never re-read) before the append.
+	st, _, err := loadRegistry(s, env.Err, nil)
+	if err != nil {
+		return nil, err
+	}
+	packet := decisionPacket(st, rec)
+	if rec.DecisionPacket, err = json.Marshal(packet); err != nil {
+		return nil, err
+	}
 	if !opts.SkipArchive {
+		archive = append(archive, packetFiles(&packet)...)
 		if err := s.Archive(rec, archive); err != nil {
 			return nil, err
 		}
@@ -310,6 +324,18 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	}
 	if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
 		return nil, err
+	}
+	// Derived files: the run is committed, so a failure here is a warning.
+	if fp, err := s.CurrentFingerprint(); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+	} else if err := saveRegistry(env, s, st, fp); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+	}
+	if opts.Report {
+		if _, err := writeReport(env, s, reportOptions{SinceHours: opts.SinceHours, Format: "md",
+			PlateauWindow: defaultPlateauWindow, MinDelta: defaultMinDelta}); err != nil {
+			fmt.Fprintf(env.Err, "memorylab: warning: report not written: %v\n", err)
+		}
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(env.Out)
