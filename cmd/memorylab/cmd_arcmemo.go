@@ -13,6 +13,7 @@ import (
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
 )
 
@@ -234,11 +235,44 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 			return err
 		}
 	}
-	plan, err := arcmemo.BuildRecords(run, ex, prov, arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()})
+	build := arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()}
+	// The registry decides keep/discard exactly as it picks the champion,
+	// and each solve pass gets its decision packet, as `log` does; memory
+	// snapshots are folded in too, so the cached state matches the ledger.
+	var st *registry.State
+	var packetFilesOf = map[ledger.RunID][]ledger.ArchiveFile{}
+	if _, err := os.Stat(s.LedgerPath()); err == nil {
+		if st, _, err = loadRegistry(s, env.Err, nil); err != nil {
+			return err
+		}
+		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
+		build.Fold = func(rec *ledger.Record) error {
+			if rec.Source["kind"] != arcmemo.KindSolvePass {
+				st.Add(rec)
+				return nil
+			}
+			packet := decisionPacket(st, rec)
+			b, err := json.Marshal(packet)
+			if err != nil {
+				return err
+			}
+			rec.DecisionPacket = b
+			packetFilesOf[rec.RunID] = packetFiles(&packet)
+			return nil
+		}
+	}
+	plan, err := arcmemo.BuildRecords(run, ex, prov, build)
 	if err != nil {
 		return err
 	}
 	if !opts.DryRun && len(plan.Records) > 0 {
+		for _, r := range plan.Records {
+			if files := packetFilesOf[r.RunID]; len(files) > 0 {
+				if err := s.Archive(r, files); err != nil {
+					return err
+				}
+			}
+		}
 		// The commit point: every record of this import in one write.
 		if err := s.AppendLocked(plan.Records...); err != nil {
 			return err
@@ -253,6 +287,14 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 			}
 			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
 				return err
+			}
+		}
+		// Derived files: the records are committed, so failures are warnings.
+		if st != nil {
+			if fp, err := s.CurrentFingerprint(); err != nil {
+				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+			} else if err := saveRegistry(env, s, st, fp); err != nil {
+				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
 			}
 		}
 	}
