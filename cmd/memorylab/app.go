@@ -37,7 +37,13 @@ func newApp(env *Env) *cli.App {
 			branchCommand(env),
 			listCommand(env),
 			reportCommand(env),
+			hooksCommand(env),
 			arcmemoCommand(env),
+			importCommand(env),
+			exportTSVCommand(env),
+			runCommand(env),
+			pushCommand(env),
+			pullCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.

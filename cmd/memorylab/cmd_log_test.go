@@ -175,11 +175,13 @@ func TestLogArchive(t *testing.T) {
 		t.Fatalf("patch %q", p)
 	}
 	want := map[string]string{
-		"run_dir":               "results/memorylab/runs/" + string(rec.RunID),
-		"archived_log_path":     "results/memorylab/runs/" + string(rec.RunID) + "/run.log",
-		"archived_summary_path": "results/memorylab/runs/" + string(rec.RunID) + "/summary.json",
-		"train_diff_path":       "results/memorylab/runs/" + string(rec.RunID) + "/train.patch",
-		"source_log_path":       "run.log",
+		"run_dir":                   "results/memorylab/runs/" + string(rec.RunID),
+		"archived_log_path":         "results/memorylab/runs/" + string(rec.RunID) + "/run.log",
+		"archived_summary_path":     "results/memorylab/runs/" + string(rec.RunID) + "/summary.json",
+		"train_diff_path":           "results/memorylab/runs/" + string(rec.RunID) + "/train.patch",
+		"source_log_path":           "run.log",
+		"decision_packet_json_path": "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.json",
+		"decision_packet_md_path":   "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.md",
 	}
 	if len(rec.Artifacts) != len(want) {
 		t.Fatalf("artifacts %v", rec.Artifacts)

@@ -45,7 +45,10 @@ func childLogs(n string) int {
 // TestConcurrentLoggers has 8 processes log 50 runs each into one store at
 // once; every record must arrive whole, once, and results.tsv must agree.
 func TestConcurrentLoggers(t *testing.T) {
-	const agents, runs = 8, 50
+	agents, runs := 8, 50
+	if testing.Short() { // fewer runs, same contention
+		runs = 10
+	}
 	repo := experimentRepo(t)
 	exe, err := os.Executable()
 	if err != nil {
