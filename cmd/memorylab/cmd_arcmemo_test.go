@@ -374,9 +374,44 @@ func TestArcmemoStoreReport(t *testing.T) {
 			t.Fatalf("%s: %s", r, res.err)
 		}
 	}
+	// The import refreshed the registry like log does, and wrote a decision
+	// packet for every solve pass.
+	var reg struct {
+		Champion struct {
+			RunID string  `json:"run_id"`
+			Value float64 `json:"value"`
+		} `json:"champion"`
+		NumExperiments int `json:"num_experiments"`
+	}
+	b, err := os.ReadFile(filepath.Join(store, ledger.RegistryFile))
+	if err != nil || json.Unmarshal(b, &reg) != nil {
+		t.Fatalf("registry: %v %s", err, b)
+	}
+	if reg.Champion.Value != 2.833333333333333 || reg.NumExperiments != 20 {
+		t.Errorf("registry %+v", reg)
+	}
+	recs, _ := readLedger(t, store)
+	packets := 0
+	for _, r := range recs {
+		if r.Source["kind"] == "solve_pass" {
+			if len(r.DecisionPacket) == 0 || string(r.DecisionPacket) == "null" {
+				t.Errorf("%s has no decision packet", r.RunID)
+			}
+			if _, err := os.Stat(filepath.Join(store, ledger.RunsDir, string(r.RunID), "decision_packet.json")); err == nil {
+				packets++
+			}
+		}
+	}
+	if packets != 7 {
+		t.Errorf("%d packet files, want 7", packets)
+	}
+
 	res := runCLI(t, dir, "--store", store, "report", "--since-hours", "100000", "--json")
 	if res.code != 0 {
 		t.Fatalf("report: %d %s", res.code, res.err)
+	}
+	if strings.Contains(res.err, "rebuilding") {
+		t.Errorf("the registry cache written by the import did not match the ledger: %s", res.err)
 	}
 	var doc struct {
 		Metric   string `json:"metric"`
