@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -225,15 +226,9 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 		}
 		defer lock.Unlock()
 	}
-	ex := arcmemo.NewExisting(s.Config)
-	if f, err := os.Open(s.LedgerPath()); err == nil {
-		// Only import ids and the champion matter; torn lines are the
-		// business of `doctor`, not of an import.
-		ex, err = arcmemo.ReadExisting(f, s.Config)
-		f.Close()
-		if err != nil {
-			return err
-		}
+	ex, err := loadImportIDs(s, env.Err)
+	if err != nil {
+		return err
 	}
 	build := arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()}
 	// The registry decides keep/discard exactly as it picks the champion,
@@ -290,6 +285,12 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 			}
 		}
 		// Derived files: the records are committed, so failures are warnings.
+		if fp, err := s.CurrentFingerprint(); err == nil {
+			err = s.WriteCache(importIDsCache, importIDsCacheVersion, fp, ex.ImportIDPayload())
+			if err != nil {
+				fmt.Fprintf(env.Err, "memorylab: warning: import-id cache not written: %v\n", err)
+			}
+		}
 		if st != nil {
 			if fp, err := s.CurrentFingerprint(); err != nil {
 				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
@@ -299,6 +300,44 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 		}
 	}
 	return printImport(env.Out, env.Err, run, s, plan, opts)
+}
+
+// The import-id cache under <store>/cache/ holds every source.import_id of
+// the ledger prefix it covers, so a second import of a big ledger reads
+// only the new tail instead of decoding every line.
+const (
+	importIDsCache        = "arcmemo_imports"
+	importIDsCacheVersion = 1
+)
+
+// loadImportIDs returns the import ids (and a champion view) of the ledger:
+// from the cache caught up with ScanFrom, or by reading the whole ledger
+// when the cache is missing or no longer covers it (one-line notice).
+func loadImportIDs(s *ledger.Store, errw io.Writer) (*arcmemo.Existing, error) {
+	fp, payload, err := s.ReadCache(importIDsCache, importIDsCacheVersion)
+	if err == nil && s.StillCovers(fp) {
+		ex := arcmemo.NewExisting(s.Config)
+		ex.AddImportIDs(payload)
+		if _, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error { ex.Observe(r); return nil }); err != nil {
+			return nil, err
+		}
+		return ex, nil
+	}
+	if err == nil {
+		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (the ledger changed under it)\n")
+	} else if !errors.Is(err, ledger.ErrCacheMissing) {
+		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (%v)\n", err)
+	}
+	f, err := os.Open(s.LedgerPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return arcmemo.NewExisting(s.Config), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	// Torn or malformed lines are skipped here; they are `doctor`'s business.
+	return arcmemo.ReadExisting(f, s.Config)
 }
 
 // importProvenance attributes records to the repository's HEAD, or to no

@@ -441,3 +441,44 @@ func TestArcmemoStoreReport(t *testing.T) {
 		t.Errorf("challengers must follow the max direction: %+v", doc.ChampionBoard)
 	}
 }
+
+func TestArcmemoImportIDCache(t *testing.T) {
+	corpus := arcmemoCorpus(t)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s")
+	run := filepath.Join(corpus, "mem2-mock-run-synthetic-replay")
+	if res := runCLI(t, dir, "--store", store, "arcmemo", "import", "--init", run); res.code != 0 {
+		t.Fatal(res.err)
+	}
+	s, err := ledger.OpenStore(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, payload, err := s.ReadCache(importIDsCache, importIDsCacheVersion)
+	if err != nil || !s.StillCovers(fp) || strings.Count(string(payload), "\n") != 6 {
+		t.Fatalf("cache: %v covers=%v ids=%q", err, s.StillCovers(fp), payload)
+	}
+	// A second run is answered from the cache plus the (empty) tail.
+	res := runCLI(t, dir, "--store", store, "arcmemo", "import", run)
+	if !strings.Contains(res.out, "nothing to import") || strings.Contains(res.err, "rebuilding") {
+		t.Errorf("cached re-import: %q %q", res.out, res.err)
+	}
+	// A broken cache is rebuilt from the ledger, with a notice, and the
+	// answer is the same.
+	if err := os.WriteFile(s.CachePath(importIDsCache), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = runCLI(t, dir, "--store", store, "arcmemo", "import", run)
+	if !strings.Contains(res.out, "nothing to import") || !strings.Contains(res.err, "rebuilding the arcmemo import-id cache") {
+		t.Errorf("rebuilt re-import: %q %q", res.out, res.err)
+	}
+	// Records appended after the cache was written are caught up from the tail.
+	if res := runCLI(t, dir, "--store", store, "arcmemo", "import", filepath.Join(corpus, "mem2-mock-run")); res.code != 0 {
+		t.Fatal(res.err)
+	}
+	os.Remove(s.CachePath(importIDsCache))
+	res = runCLI(t, dir, "--store", store, "arcmemo", "import", filepath.Join(corpus, "mem2-mock-run"))
+	if !strings.Contains(res.out, "nothing to import: all 6 records") || res.err != "" {
+		t.Errorf("missing cache: %q %q", res.out, res.err)
+	}
+}
