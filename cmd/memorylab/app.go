@@ -30,11 +30,15 @@ func newApp(env *Env) *cli.App {
 		Commands: []*cli.Command{
 			initCommand(env),
 			logCommand(env),
+			checkCommand(env),
 			demoCommand(env),
 			compareCommand(env),
 			showCommand(env),
 			branchCommand(env),
 			listCommand(env),
+			reportCommand(env),
+			hooksCommand(env),
+			arcmemoCommand(env),
 			importCommand(env),
 			exportTSVCommand(env),
 		},
@@ -67,6 +71,10 @@ func usagef(format string, a ...any) error {
 
 // locate finds the store for this invocation; store is the --store value.
 func locate(env *Env, store string) (ledger.Location, error) {
+	if store == "" && env.Getenv != nil {
+		// urfave/cli reads EnvVars from the process; the Env may differ (tests).
+		store = env.Getenv(ledger.StoreEnv)
+	}
 	return ledger.Locate(env.Dir, store)
 }
 

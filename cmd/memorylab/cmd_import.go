@@ -326,7 +326,7 @@ func runImport(env *Env, opts importOptions) error {
 		}
 		saveImportKeys(env, store, metric, seen)
 	}
-	return printImport(env, opts, store, metric, goal, files, len(recs))
+	return printTSVImport(env, opts, store, metric, goal, files, len(recs))
 }
 
 // readImportFile reads and understands one file. Unreadable files are bad
@@ -369,7 +369,7 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func printImport(env *Env, opts importOptions, store *ledger.Store, metric, goal string, files []*importedFile, added int) error {
+func printTSVImport(env *Env, opts importOptions, store *ledger.Store, metric, goal string, files []*importedFile, added int) error {
 	out := importJSON{MessageType: "import", DryRun: opts.DryRun, Metric: metric, Goal: goal, Imported: added, Files: []importFileJSON{}}
 	if store != nil {
 		out.Store = store.Dir
