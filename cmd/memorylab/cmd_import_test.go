@@ -443,3 +443,16 @@ func TestImportMetricRecordedAsStoreMetric(t *testing.T) {
 		t.Errorf("val_bpb %v %v in %v", v, ok, recs[0].Metrics)
 	}
 }
+
+func TestImportMixedMetricsWithoutStore(t *testing.T) {
+	dir := tsvRepo(t)
+	tsvWrite(t, filepath.Join(dir, "a.tsv"), tsvSample)
+	tsvWrite(t, filepath.Join(dir, "b.tsv"), "commit\tscore\tstatus\tdescription\nexp1\t1.5\tKEEP\tx\n")
+	_, errOut, code := tsvRun(t, dir, "import", "--init", "a.tsv", "b.tsv")
+	if code != ExitBadInput || !strings.Contains(errOut, "b.tsv has metric score (max) but a.tsv has val_bpb (min)") {
+		t.Fatalf("code %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results", "memorylab")); err == nil {
+		t.Error("store created although the import was refused")
+	}
+}
