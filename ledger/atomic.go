@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -10,7 +11,19 @@ import (
 // directory, fsyncs it, renames it over path and fsyncs the directory, so a
 // reader sees either the old or the new content, never a mix. Modelled on
 // restic's local backend Save.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return WriteAtomic(path, perm, func(w io.Writer) error {
+		n, err := w.Write(data)
+		if err == nil && n != len(data) {
+			err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
+		}
+		return err
+	})
+}
+
+// WriteAtomic is WriteFileAtomic for content produced by write, so large
+// files (run logs) are streamed rather than held in memory.
+func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -23,11 +36,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	n, err := f.Write(data)
-	if err == nil && n != len(data) {
-		err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
-	}
-	if err != nil {
+	if err = write(f); err != nil {
 		return fmt.Errorf("unable to write %s: %w", path, err)
 	}
 	if err = f.Chmod(perm); err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	udiff "github.com/go-git/go-git/v5/utils/diff"
 	dmp "github.com/sergi/go-diff/diffmatchpatch"
@@ -81,24 +84,47 @@ func OpenRepo(dir string) (*Repo, error) {
 	return &Repo{r: r, WorktreeRoot: root, GitDir: gitDir, CommonDir: common, MainRoot: mainRoot}, nil
 }
 
+// extensionNames maps go-git's lower-cased extension names back to git's spelling.
+var extensionNames = map[string]string{
+	"worktreeconfig":  "worktreeConfig",
+	"partialclone":    "partialClone",
+	"preciousobjects": "preciousObjects",
+	"objectformat":    "objectFormat",
+	"refstorage":      "refStorage",
+}
+
+// translateOpenError turns go-git's open errors into our sentinels. go-git
+// v5.17 to v5.19.3 refuse repositories that set extensions.worktreeConfig,
+// partialClone or preciousObjects (go-git#1943, #2190); its error names the
+// extension in lower case after the sentinel's text.
 func translateOpenError(root string, err error) error {
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotExists):
 		return fmt.Errorf("%w at %s: run memorylab inside your experiment repository, or pass --store", ErrNotRepo, root)
 	case errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion),
-		errors.Is(err, git.ErrUnknownExtension),
-		errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion):
-		ext := "an extension"
-		if b, rerr := os.ReadFile(filepath.Join(root, ".git", "config")); rerr == nil {
-			for _, name := range []string{"worktreeConfig", "partialClone", "preciousObjects", "objectFormat", "refStorage"} {
-				if bytes.Contains(bytes.ToLower(b), []byte(strings.ToLower(name))) {
-					ext = "extensions." + name
-					break
-				}
-			}
+		errors.Is(err, git.ErrUnknownExtension):
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
 		}
-		return fmt.Errorf("%w: the repository sets %s (%v), which go-git v5 cannot open; "+
-			"for extensions.worktreeConfig run `git sparse-checkout disable && git config --unset extensions.worktreeConfig`", ErrUnsupported, ext, err)
+		var names []string
+		worktreeConfig := false
+		for _, n := range strings.Split(msg, ", ") {
+			n = strings.TrimSpace(n)
+			if pretty, ok := extensionNames[n]; ok {
+				n = pretty
+			}
+			worktreeConfig = worktreeConfig || n == "worktreeConfig"
+			names = append(names, "extensions."+n)
+		}
+		fix := "use a clone without it"
+		if worktreeConfig {
+			fix = "run `git sparse-checkout disable && git config --unset extensions.worktreeConfig` (git sparse-checkout sets it)"
+		}
+		return fmt.Errorf("%w: the repository at %s sets %s, which go-git v5 cannot open; %s",
+			ErrUnsupported, root, strings.Join(names, ", "), fix)
+	case errors.Is(err, git.ErrUnsupportedRepositoryFormatVersion):
+		return fmt.Errorf("%w: the repository at %s has %v; memorylab reads format 0 and 1 only", ErrUnsupported, root, err)
 	}
 	return fmt.Errorf("unable to open git repository at %s: %w", root, err)
 }
@@ -193,16 +219,9 @@ func (g *Repo) Provenance(trainFile string) (Provenance, error) {
 		p.Parent = c.ParentHashes[0].String()
 		parent, _ = c.Parent(0) // missing in a shallow clone: no patch then
 	}
-	wt, err := g.r.Worktree()
-	if err == nil {
-		if st, err := wt.Status(); err == nil {
-			for _, fs := range st {
-				if fs.Worktree != git.Untracked && (fs.Worktree != git.Unmodified || fs.Staging != git.Unmodified) {
-					p.Dirty = true
-					break
-				}
-			}
-		}
+	p.Dirty, err = g.dirty(c)
+	if err != nil {
+		return p, err
 	}
 	if trainFile != "" {
 		if p.Dirty {
@@ -213,6 +232,97 @@ func (g *Repo) Provenance(trainFile string) (Provenance, error) {
 		}
 	}
 	return p, nil
+}
+
+// dirty reports whether the index or the working tree differs from commit c
+// in any tracked file, as `git status --untracked-files=no` would. Untracked
+// and ignored files never count, and only tracked paths are visited, so the
+// cost follows the size of the tree, not of the store or of build outputs
+// next to it (go-git's Worktree.Status walks every untracked directory).
+// Like git, a file whose size and mtime match its index entry is taken as
+// unchanged without hashing; otherwise its content is hashed and compared.
+// Not modelled: core.autocrlf, core.fileMode (executable bits are ignored)
+// and submodule contents.
+func (g *Repo) dirty(c *object.Commit) (bool, error) {
+	idx, err := g.r.Storer.Index()
+	if err != nil {
+		return false, fmt.Errorf("unable to read the git index: %w", err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return false, fmt.Errorf("unable to read the tree of %s: %w", c.Hash, err)
+	}
+	type blob struct {
+		hash plumbing.Hash
+		mode filemode.FileMode
+	}
+	head := map[string]blob{}
+	w := object.NewTreeWalker(tree, true, nil)
+	defer w.Close()
+	for {
+		name, e, err := w.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, fmt.Errorf("unable to read the tree of %s: %w", c.Hash, err)
+		}
+		if e.Mode != filemode.Dir {
+			head[name] = blob{e.Hash, e.Mode}
+		}
+	}
+	if len(idx.Entries) != len(head) {
+		return true, nil // staged additions or deletions
+	}
+	for _, e := range idx.Entries {
+		h, ok := head[e.Name]
+		if !ok || e.Stage != 0 || e.IntentToAdd || h.hash != e.Hash || h.mode != e.Mode {
+			return true, nil // staged change or unresolved merge
+		}
+		if e.SkipWorktree || e.Mode == filemode.Submodule {
+			continue
+		}
+		changed, err := worktreeDiffers(filepath.Join(g.WorktreeRoot, filepath.FromSlash(e.Name)), e)
+		if err != nil || changed {
+			return changed, err
+		}
+	}
+	return false, nil
+}
+
+// worktreeDiffers compares one working-tree file with its index entry.
+func worktreeDiffers(path string, e *index.Entry) (bool, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("unable to check %s: %w", path, err)
+	}
+	var content []byte
+	switch {
+	case e.Mode == filemode.Symlink:
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return true, nil
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return false, fmt.Errorf("unable to check %s: %w", path, err)
+		}
+		content = []byte(filepath.ToSlash(target))
+	case !fi.Mode().IsRegular():
+		return true, nil // a directory or special file replaced the tracked file
+	case e.Size != uint32(fi.Size()):
+		return true, nil
+	case e.ModifiedAt.Equal(fi.ModTime()):
+		return false, nil // git's stat shortcut: same size and mtime as when staged
+	default:
+		content, err = os.ReadFile(path)
+		if err != nil {
+			return false, fmt.Errorf("unable to check %s: %w", path, err)
+		}
+	}
+	return plumbing.ComputeHash(plumbing.BlobObject, content) != e.Hash, nil
 }
 
 // commitPatch is the unified diff of path between parent and c (parent may be

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // RawJSON holds a sub-document whose structure another package owns.
@@ -74,4 +75,56 @@ func (m *Metrics) UnmarshalJSON(b []byte) error {
 	}
 	*m = out
 	return nil
+}
+
+// maxDisplayDecimals caps the decimals FormatMetric shows.
+const maxDisplayDecimals = 12
+
+// Decimals is how many decimals v needs to be shown without loss: its
+// shortest decimal form after rounding to 10 significant digits (so float
+// noise such as 0.30000000000000004 counts as 0.3), at most 12. Integers
+// need 0.
+func Decimals(v float64) int {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 10, 64), 64)
+	s := strconv.FormatFloat(r, 'f', -1, 64)
+	_, frac, ok := strings.Cut(s, ".")
+	if !ok {
+		return 0
+	}
+	return min(len(frac), maxDisplayDecimals)
+}
+
+// MetricPrecision is the number of decimals a column of values of one
+// metric needs: the largest Decimals of any value, so 0.9979 and 0.99 are
+// shown as 0.9979 and 0.9900, and step counts as integers.
+func MetricPrecision(values ...float64) int {
+	p := 0
+	for _, v := range values {
+		p = max(p, Decimals(v))
+	}
+	return p
+}
+
+// FormatMetric renders v with prec decimals; prec < 0 means as many as v
+// itself needs (Decimals). Display precision thus follows the values
+// instead of a fixed six decimals (results.tsv keeps karpathy's %.6f).
+func FormatMetric(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	if prec < 0 {
+		prec = Decimals(v)
+	}
+	return strconv.FormatFloat(v, 'f', min(prec, maxDisplayDecimals), 64)
+}
+
+// FormatMetricValue renders a possibly missing value; missing is "n/a".
+func FormatMetricValue(v *float64, prec int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return FormatMetric(*v, prec)
 }

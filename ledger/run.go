@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,10 +30,10 @@ type RunInput struct {
 // metric, and gives a crash null metrics and an error.
 func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record, error) {
 	if !ValidStatus(in.Status) {
-		return nil, fmt.Errorf("%w: unknown status %q: use keep, discard or crash", ErrBadInput, in.Status)
+		return nil, BadInputf("unknown status %q: use keep, discard or crash", in.Status)
 	}
 	if strings.TrimSpace(in.Description) == "" {
-		return nil, fmt.Errorf("%w: --description is empty: say what this experiment changed", ErrBadInput)
+		return nil, BadInputf("--description is empty: say what this experiment changed")
 	}
 	metric := s.Config.Metric
 	m := in.Metrics
@@ -46,8 +48,8 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 			m.SetMissing("peak_vram_mb")
 		}
 	} else if _, ok := m.Get(metric); !ok {
-		return nil, fmt.Errorf("%w: %s run has no %s metric: pass --log run.log with its summary block, --summary FILE.json, or --metric %s=VALUE (or log it as --status crash)",
-			ErrBadInput, in.Status, metric, metric)
+		return nil, BadInputf("%s run has no %s metric: pass --log run.log with its summary block, --summary FILE.json, or --metric %s=VALUE (or log it as --status crash)",
+			in.Status, metric, metric)
 	}
 	tags := in.Tags
 	if tags == nil {
@@ -91,7 +93,7 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 // ids, so input can never point outside the store.
 func (s *Store) RunDir(id RunID) (string, error) {
 	if !ValidRunID(string(id)) {
-		return "", fmt.Errorf("%w: %q is not a run id", ErrBadInput, id)
+		return "", BadInputf("%q is not a run id", id)
 	}
 	return s.Path(RunsDir, string(id)), nil
 }
@@ -113,9 +115,23 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 	r.Artifacts["run_dir"] = filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID)))
 	for _, f := range files {
 		if f.Name == "" || strings.ContainsAny(f.Name, `/\`) || f.Name == "." || f.Name == ".." {
-			return fmt.Errorf("%w: archive name %q", ErrBadInput, f.Name)
+			return BadInputf("archive name %q", f.Name)
 		}
-		if err := WriteFileAtomic(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+		dst := filepath.Join(dir, f.Name)
+		if f.SrcPath != "" {
+			err = WriteAtomic(dst, 0o644, func(w io.Writer) error {
+				src, err := os.Open(f.SrcPath)
+				if err != nil {
+					return err
+				}
+				defer src.Close()
+				_, err = io.Copy(w, src)
+				return err
+			})
+		} else {
+			err = WriteFileAtomic(dst, f.Data, 0o644)
+		}
+		if err != nil {
 			return err
 		}
 		if f.Key != "" {
@@ -130,6 +146,59 @@ type ArchiveFile struct {
 	Key  string // artifacts key, e.g. "archived_log_path"
 	Name string // file name inside runs/<run_id>/
 	Data []byte
+	// SrcPath, when set, is copied (streamed) instead of Data, so a large
+	// run log is archived whole without being held in memory.
+	SrcPath string
+}
+
+// runIDTailWindow is how much of the ledger's end ClaimRunIDLocked searches
+// for an id. Records are appended in time order, so any record of the same
+// second (the only possible collision) sits in the last few lines; 1 MiB
+// holds about 250 records of 4 KB and keeps the check flat in ledger size.
+const runIDTailWindow = 1 << 20
+
+// ClaimRunIDLocked makes r.RunID unique in the store before anything is
+// written under it. The caller holds the store lock, so no other writer can
+// claim the same id meanwhile. An id is taken when runs/<id>/ exists or the
+// id appears in the ledger's last runIDTailWindow bytes; then a fresh random
+// suffix is drawn. Steps that embed the run id (archive, packets) must run
+// after this call.
+func (s *Store) ClaimRunIDLocked(r *Record) error {
+	tail, err := readTail(s.LedgerPath(), runIDTailWindow)
+	if err != nil {
+		return fmt.Errorf("unable to read ledger: %w", err)
+	}
+	commit := r.CommitFull
+	if commit == "" {
+		commit = r.Commit
+	}
+	for range 64 {
+		_, statErr := os.Stat(s.Path(RunsDir, string(r.RunID)))
+		if errors.Is(statErr, fs.ErrNotExist) && !bytes.Contains(tail, []byte(`"`+string(r.RunID)+`"`)) {
+			return nil
+		}
+		r.RunID = NewRunID(r.Time(), commit)
+	}
+	return fmt.Errorf("unable to find a free run id for commit %s at %s", r.Commit, r.Timestamp)
+}
+
+// readTail returns up to the last n bytes of path.
+func readTail(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(st.Size()-n, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // AppendTSVLocked appends one line to results.tsv (caller holds the lock),
@@ -138,8 +207,10 @@ func (s *Store) AppendTSVLocked(header, line string) error {
 	if s.TSVPath == "" {
 		return nil
 	}
-	if _, err := os.Stat(s.TSVPath); errors.Is(err, fs.ErrNotExist) {
+	if tail, err := readTail(s.TSVPath, 1); errors.Is(err, fs.ErrNotExist) {
 		line = header + line
+	} else if len(tail) == 1 && tail[0] != '\n' {
+		line = "\n" + line // a hand-edited file without a final newline
 	}
 	f, err := os.OpenFile(s.TSVPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

@@ -5,15 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// ErrBadInput marks input files memorylab cannot use (bad log, bad summary).
+// ErrBadInput marks input memorylab cannot use (bad flags, log, summary).
+// Test for it with errors.Is; BadInputf makes such errors without putting
+// "bad input:" in front of a message that already says what is wrong.
 var ErrBadInput = errors.New("bad input")
+
+// badInputError is an ErrBadInput whose message is shown as it is.
+type badInputError struct{ msg string }
+
+func (e *badInputError) Error() string        { return e.msg }
+func (e *badInputError) Is(target error) bool { return target == ErrBadInput }
+
+// BadInputf returns an error that errors.Is(err, ErrBadInput) and reads as
+// the formatted message alone.
+func BadInputf(format string, a ...any) error {
+	return &badInputError{msg: fmt.Sprintf(format, a...)}
+}
 
 // SummaryKeys are the keys of the block autoresearch's train.py prints after
 // "---" at the end of run.log.
@@ -29,25 +45,20 @@ const maxLogTail = 4 << 20
 func ReadLogTail(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, unwrapPath(err))
+		return nil, BadInputf("unable to read run log %s: %v; pass --log with the path of the training output", path, unwrapPath(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, err)
+		return nil, BadInputf("unable to read run log %s: %v", path, err)
 	}
 	if st.IsDir() {
-		return nil, fmt.Errorf("%w: run log %s is a directory", ErrBadInput, path)
+		return nil, BadInputf("run log %s is a directory", path)
 	}
-	off := st.Size() - maxLogTail
-	if off < 0 {
-		off = 0
-	}
+	off := max(st.Size()-maxLogTail, 0)
 	buf := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil && int64(len(buf)) != 0 {
-		if n, _ := f.ReadAt(buf, off); n != len(buf) {
-			return nil, fmt.Errorf("%w: unable to read run log %s: %v", ErrBadInput, path, err)
-		}
+	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
+		return nil, BadInputf("unable to read run log %s: %v", path, err)
 	}
 	if off > 0 {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
@@ -113,11 +124,11 @@ func ParseSummaryJSON(b []byte) (Metrics, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%w: summary is not valid JSON: %v", ErrBadInput, err)
+		return nil, BadInputf("not valid JSON (%v); write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}", err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: summary must be a JSON object of metrics", ErrBadInput)
+		return nil, BadInputf("not a JSON object; write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}")
 	}
 	m := Metrics{}
 	flatten("", obj, m)
@@ -196,4 +207,56 @@ func isExceptionLine(l string) bool {
 	}
 	return strings.HasSuffix(name, "Error") || strings.HasSuffix(name, "Exception") ||
 		strings.HasSuffix(name, "Interrupt") || strings.HasSuffix(name, "Exit") || strings.Contains(name, ".")
+}
+
+// MetricPattern extracts one metric from free-form console output, for
+// training scripts that print e.g. "eval accuracy: 0.713" and write no
+// summary. Built from --metric-pattern 'NAME=REGEX'.
+type MetricPattern struct {
+	Name string
+	Re   *regexp.Regexp
+}
+
+// ParseMetricPattern parses "NAME=REGEX". The name ends at the first '='.
+func ParseMetricPattern(spec string) (MetricPattern, error) {
+	name, expr, ok := strings.Cut(spec, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || expr == "" {
+		return MetricPattern{}, BadInputf("--metric-pattern wants NAME=REGEX, got %q", spec)
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return MetricPattern{}, BadInputf("--metric-pattern %s: invalid regular expression: %v", name, err)
+	}
+	return MetricPattern{Name: name, Re: re}, nil
+}
+
+// ErrNoMatch is wrapped when a metric pattern matches nothing in the log.
+var ErrNoMatch = errors.New("no match")
+
+// Extract returns the metric from the last match in log: the first capture
+// group if the pattern has one, else the whole match. No match wraps
+// ErrNoMatch; a match that is not a finite number wraps ErrBadInput.
+func (p MetricPattern) Extract(log []byte) (float64, error) {
+	var last []int
+	for _, m := range p.Re.FindAllSubmatchIndex(log, -1) {
+		last = m
+	}
+	if last == nil {
+		return 0, fmt.Errorf("%w for --metric-pattern %s=%s", ErrNoMatch, p.Name, p.Re)
+	}
+	lo, hi := last[0], last[1]
+	if len(last) >= 4 {
+		lo, hi = last[2], last[3]
+	}
+	text := ""
+	if lo >= 0 {
+		text = strings.TrimSpace(string(log[lo:hi]))
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, BadInputf("--metric-pattern %s matched %q, which is not a finite number; put the number in the first capture group, e.g. %s=accuracy: ([0-9.]+)",
+			p.Name, text, p.Name)
+	}
+	return f, nil
 }

@@ -513,3 +513,13 @@ func (s *State) BestLineages(n int) []Lineage {
 	}
 	return out
 }
+
+// StoredOrParentChain uses the lineage root stored in the record (`log`
+// writes it from git ancestry; the Python tool wrote its parent-chain root)
+// and falls back to ParentChain for records without one.
+func StoredOrParentChain(r *ledger.Record, rootOf func(string) (string, bool)) string {
+	if r.LineageRoot != "" {
+		return r.LineageRoot
+	}
+	return ParentChain(r, rootOf)
+}

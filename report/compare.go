@@ -194,6 +194,9 @@ func sourceDiff(a, b map[string]any) []SourceDifference {
 	}
 	var out []SourceDifference
 	for k := range keys {
+		if perRecordSourceKeys[k] {
+			continue
+		}
 		va, vb := sourceValue(a[k]), sourceValue(b[k])
 		if va != vb {
 			out = append(out, SourceDifference{Key: k, A: va, B: vb})
@@ -202,6 +205,11 @@ func sourceDiff(a, b map[string]any) []SourceDifference {
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
+
+// perRecordSourceKeys differ between any two records of one configuration
+// (which pass, which file row), so they are not configuration differences.
+var perRecordSourceKeys = map[string]bool{"pass_index": true, "iteration_dir": true, "score_check": true,
+	"reported": true, "kind": true, "import_id": true, "import_key": true, "row": true, "line": true, "snapshot": true}
 
 func sourceValue(v any) string {
 	switch x := v.(type) {

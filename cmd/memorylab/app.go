@@ -30,12 +30,21 @@ func newApp(env *Env) *cli.App {
 		Commands: []*cli.Command{
 			initCommand(env),
 			logCommand(env),
+			checkCommand(env),
 			demoCommand(env),
+			compareCommand(env),
+			showCommand(env),
+			branchCommand(env),
+			listCommand(env),
 			reportCommand(env),
 		},
 		OnUsageError: onUsageError,
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(env.Err, "memorylab: unknown command %q; see `memorylab help`\n", name)
+		// An unknown command is a usage error (exit 2), not help with exit 0.
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unknown command %q; see `memorylab help`", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
 		},
 	}
 	for _, c := range app.Commands {
@@ -58,6 +67,10 @@ func usagef(format string, a ...any) error {
 
 // locate finds the store for this invocation; store is the --store value.
 func locate(env *Env, store string) (ledger.Location, error) {
+	if store == "" && env.Getenv != nil {
+		// urfave/cli reads EnvVars from the process; the Env may differ (tests).
+		store = env.Getenv(ledger.StoreEnv)
+	}
 	return ledger.Locate(env.Dir, store)
 }
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/results"
 )
 
@@ -30,12 +33,14 @@ type logOptions struct {
 	LogPath     string
 	LogSet      bool
 	SummaryPath string
+	SummaryEnv  bool // SummaryPath came from $AUTORESEARCH_SUMMARY_PATH: a missing file is skipped
 	Threshold   float64
 	ErrorText   string
 	SkipArchive bool
 	Report      bool
 	SinceHours  float64
 	Metrics     []string // NAME=VALUE
+	Patterns    []string // NAME=REGEX, applied to the log
 	JSON        bool
 }
 
@@ -44,17 +49,23 @@ func logCommand(env *Env) *cli.Command {
 		Name:      "log",
 		Usage:     "record a finished run: metrics, crash summary, provenance, novelty verdict, decision packet",
 		UsageText: "memorylab log --description TEXT --status keep|discard|crash [flags]",
-		Description: "Reads metrics from the JSON summary sidecar ($AUTORESEARCH_SUMMARY_PATH or --summary), else from\n" +
-			"the `key: value` block train.py prints after `---` in run.log, plus any --metric NAME=VALUE.\n" +
-			"A crash records null metrics and the traceback's last line. Appends one ledger line and one\n" +
-			"results.tsv row, and archives run.log, summary.json and the train.py patch under runs/<run_id>/.\n\n" +
-			"Example:\n   memorylab log --description 'increase matrix LR to 0.05' --status keep --tags lr --family lr-sweep",
+		Description: "Reads metrics from the JSON summary sidecar ($AUTORESEARCH_SUMMARY_PATH or --summary; nested\n" +
+			"objects flattened with dots), else from the `key: value` block train.py prints after `---` in\n" +
+			"run.log; then --metric-pattern 'NAME=REGEX' over the log (last match; first group or whole match),\n" +
+			"then --metric NAME=VALUE. A keep/discard run without the store's primary metric is refused and\n" +
+			"nothing is written. A crash records null metrics and the traceback's last line.\n" +
+			"Order on disk: the run ref pin and the runs/<run_id>/ archive first, then the ledger line (the\n" +
+			"commit point), then the results.tsv row.\n\n" +
+			"Examples:\n" +
+			"   memorylab log --description 'increase matrix LR to 0.05' --status keep --tags lr --family lr-sweep\n" +
+			"   memorylab log -d 'prompt v2' --status keep --log eval.out --metric-pattern 'judge=judge score: ([0-9.]+)'",
 		Flags: append(ideaFlags(),
 			&cli.StringFlag{Name: "status", Usage: "keep, discard or crash", Required: true},
 			&cli.StringFlag{Name: "notes", Usage: "free-form notes"},
 			&cli.StringFlag{Name: "log", Value: "run.log", Usage: "training output to read metrics / the crash from"},
 			&cli.StringFlag{Name: "summary", Usage: "JSON summary sidecar (default $" + summaryEnv + ")"},
-			&cli.StringSliceFlag{Name: "metric", Usage: "extra metric NAME=VALUE (repeatable)"},
+			&cli.StringSliceFlag{Name: "metric", Usage: "extra metric NAME=VALUE (repeatable; wins over the log and summary)"},
+			&cli.GenericFlag{Name: "metric-pattern", Value: &stringList{}, Usage: "extract metric NAME from the log with REGEX: 'NAME=REGEX' (repeatable; last match wins; first capture group or whole match)"},
 			&cli.StringFlag{Name: "error", Usage: "crash summary to record instead of the log's last traceback line"},
 			&cli.BoolFlag{Name: "skip-archive", Usage: "do not copy run.log, summary and patch into runs/<run_id>/"},
 			&cli.BoolFlag{Name: "report", Usage: "write the morning report after logging"},
@@ -71,15 +82,23 @@ func logCommand(env *Env) *cli.Command {
 				Notes: c.String("notes"), LogPath: c.String("log"), LogSet: c.IsSet("log"), SummaryPath: c.String("summary"),
 				Threshold: c.Float64("threshold"), ErrorText: c.String("error"), SkipArchive: c.Bool("skip-archive"),
 				Report: c.Bool("report"), SinceHours: c.Float64("since-hours"), Metrics: c.StringSlice("metric"), JSON: c.Bool("json"),
+				Patterns: *c.Generic("metric-pattern").(*stringList),
 			}
 			if opts.SummaryPath == "" {
-				opts.SummaryPath = env.Getenv(summaryEnv)
+				opts.SummaryPath, opts.SummaryEnv = env.Getenv(summaryEnv), true
 			}
 			_, err := runLog(env, opts)
 			return err
 		},
 	}
 }
+
+// stringList is a repeatable string flag that, unlike cli.StringSliceFlag,
+// never splits values at commas: regular expressions contain them.
+type stringList []string
+
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+func (l *stringList) String() string     { return strings.Join(*l, " ") }
 
 // ideaFlags are the flags that describe an idea, shared by log and check.
 func ideaFlags() []cli.Flag {
@@ -134,6 +153,15 @@ func parseMetricFlags(pairs []string, into ledger.Metrics) error {
 	return nil
 }
 
+// unwrapPathErr drops the path an *fs.PathError repeats.
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 func (env *Env) abs(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
@@ -170,21 +198,31 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", Data: logData})
+		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", SrcPath: logPath})
+	}
+	if opts.SummaryEnv && opts.SummaryPath != "" {
+		// The sidecar is written at the end of training, so a crashed run
+		// (or a script that does not write one) leaves none behind.
+		if _, err := os.Stat(env.abs(opts.SummaryPath)); errors.Is(err, fs.ErrNotExist) {
+			opts.SummaryPath = ""
+		}
 	}
 	if opts.SummaryPath != "" {
 		b, err := os.ReadFile(env.abs(opts.SummaryPath))
 		if err != nil {
-			return nil, fmt.Errorf("%w: unable to read summary %s: %v", ledger.ErrBadInput, opts.SummaryPath, err)
+			return nil, ledger.BadInputf("unable to read summary %s: %v; pass --summary FILE.json or unset $%s", opts.SummaryPath, unwrapPathErr(err), summaryEnv)
 		}
 		m, err := ledger.ParseSummaryJSON(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", opts.SummaryPath, err)
+			return nil, ledger.BadInputf("summary %s: %v", opts.SummaryPath, err)
 		}
 		in.Metrics = m
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_summary_path", Name: "summary.json", Data: b})
 	} else if logData != nil && opts.Status != ledger.StatusCrash {
 		in.Metrics = ledger.ParseSummaryBlock(logData)
+	}
+	if err := applyMetricPatterns(env, opts, logData, in.Metrics, s.Config.Metric); err != nil {
+		return nil, err
 	}
 	if err := parseMetricFlags(opts.Metrics, in.Metrics); err != nil {
 		return nil, err
@@ -224,6 +262,35 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	if err := s.ClaimRunIDLocked(rec); err != nil {
+		return nil, err
+	}
+	// Pin the run's commit before the ledger line (the commit point), so a
+	// logged run can always be shown and branched after `git reset --hard`.
+	if err := loc.Repo.PinRun(rec.RunID, prov.Commit); err != nil {
+		return nil, err
+	}
+	// The lineage root from real ancestry (short form, as the Python tool wrote it);
+	// left empty when unknown (shallow clone). Never a reason to refuse the run.
+	if root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: lineage not recorded: %v\n", err)
+	} else if state == ledger.LineageKnown {
+		rec.LineageRoot = ledger.Short(root)
+	}
+	// Novelty verdict against every run before this one, under the lock.
+	nix, err := openNoveltyIndex(env, s, true)
+	if err != nil {
+		return nil, err
+	}
+	defer nix.Close()
+	verdict, err := novelty.Check(nix, novelty.Probe{Description: rec.Description, Hypothesis: rec.Hypothesis,
+		Family: rec.Family, Tags: rec.Tags}, noveltyOptions(s, opts.Mode, opts.Threshold))
+	if err != nil {
+		return nil, err
+	}
+	if rec.NoveltyGuard, err = json.Marshal(verdict.Verdict); err != nil {
+		return nil, err
+	}
 	// Registry and decision packet: fold this run into the cached registry
 	// state (caught up with the ledger, never re-read) before the append.
 	st, _, err := loadRegistry(s, env.Err, nil)
@@ -242,6 +309,10 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	}
 	if err := s.AppendLocked(rec); err != nil {
 		return nil, err
+	}
+	// The ledger line is the commit point; the index is a cache after it.
+	if err := nix.CatchUp(); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: note: novelty index not updated (%v); the next check catches up\n", err)
 	}
 	mem := memoryGB(rec)
 	row := results.Row{Commit: rec.Commit, Status: rec.Status, Description: rec.Description, MemoryGB: mem}
@@ -269,7 +340,8 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		enc.SetEscapeHTML(false)
 		return rec, enc.Encode(rec)
 	}
-	fmt.Fprintf(env.Out, "logged %s %s %s %s\n", rec.RunID, rec.Status, formatMetric(rec, s.Config.Metric), rec.Description)
+	fmt.Fprintf(env.Out, "logged %s %s %s=%s %s\n", rec.RunID, rec.Status, s.Config.Metric,
+		ledger.FormatMetricValue(rec.Metrics[s.Config.Metric], -1), rec.Description)
 	return rec, nil
 }
 
@@ -283,10 +355,37 @@ func memoryGB(r *ledger.Record) *float64 {
 	return &gb
 }
 
-func formatMetric(r *ledger.Record, name string) string {
-	v, ok := r.Metric(name)
-	if !ok {
-		return name + "=n/a"
+// applyMetricPatterns runs each --metric-pattern over the log. A pattern
+// for the primary metric that matches nothing refuses a keep/discard run;
+// other patterns that match nothing leave their metric out, with a note.
+func applyMetricPatterns(env *Env, opts logOptions, logData []byte, into ledger.Metrics, primary string) error {
+	if len(opts.Patterns) == 0 {
+		return nil
 	}
-	return name + "=" + strconv.FormatFloat(v, 'f', -1, 64)
+	if logData == nil {
+		return usagef("--metric-pattern needs a run log: pass --log FILE (%s was not found)", opts.LogPath)
+	}
+	for _, spec := range opts.Patterns {
+		p, err := ledger.ParseMetricPattern(spec)
+		if err != nil {
+			return err
+		}
+		v, err := p.Extract(logData)
+		switch {
+		case errors.Is(err, ledger.ErrNoMatch):
+			if p.Name == primary && opts.Status != ledger.StatusCrash {
+				return ledger.BadInputf("%s: %v; the %s run has no %s: fix the pattern, or log it as --status crash",
+					opts.LogPath, err, opts.Status, primary)
+			}
+			fmt.Fprintf(env.Err, "memorylab: note: %s: %v; %s not recorded\n", opts.LogPath, err, p.Name)
+		case err != nil:
+			if opts.Status == ledger.StatusCrash {
+				continue
+			}
+			return err
+		default:
+			into.Set(p.Name, v)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/memorylab/memorylab/ledger"
@@ -37,6 +38,14 @@ type blockedError struct{}
 
 func (blockedError) Error() string { return "novelty guard: blocked" }
 
+// isMissingFlag recognises urfave/cli's "Required flag(s) ... not set"
+// error. Its type (errRequiredFlags, errors.go at v2.27.7) and its marker
+// method are unexported, so the message is the only handle; it is a usage
+// error like any other flag problem.
+func isMissingFlag(err error) bool {
+	return strings.HasPrefix(err.Error(), "Required flag ") || strings.HasPrefix(err.Error(), "Required flags ")
+}
+
 // exitCode maps an error returned by a command to the process exit code: the
 // one place where that happens.
 func exitCode(err error) int {
@@ -46,7 +55,7 @@ func exitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.Is(err, ledger.ErrBadInput), errors.As(err, new(blockedError)):
+	case errors.As(err, &ue), errors.Is(err, ledger.ErrBadInput), errors.As(err, new(blockedError)), isMissingFlag(err):
 		return ExitBadInput
 	case errors.Is(err, ledger.ErrNotRepo), errors.Is(err, ledger.ErrBareRepo), errors.Is(err, ledger.ErrNoCommits),
 		errors.Is(err, ledger.ErrUnsupported), errors.Is(err, ledger.ErrNoStore):

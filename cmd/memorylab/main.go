@@ -16,10 +16,12 @@ func main() {
 // run executes the CLI and returns the exit code. Deferred cleanups (locks,
 // index handles) run before the process exits, because nothing below calls
 // os.Exit.
-func run(args []string) int {
+func run(args []string) int { return runEnv(osEnv(), args) }
+
+// runEnv is run with an explicit environment; tests call it in-process.
+func runEnv(env *Env, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := osEnv()
 	err := newApp(env).RunContext(ctx, args)
 	if err != nil {
 		if _, printed := err.(blockedError); !printed {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestList(t *testing.T) {
+	f := newGitFixture(t)
+	f.experiment("baseline", "keep", 0.99)
+	f.experiment("lr up", "discard", 1.0)
+	f.experiment("width x2", "crash", 0)
+	f.experiment("lr down", "keep", 0.98)
+	f.clock = f.clock.Add(10 * time.Hour)
+	f.experiment("rope 200k", "keep", 0.97)
+	f.stdout()
+	cases := []struct {
+		name string
+		opts listOptions
+		want []string // descriptions, in order
+	}{
+		{"all in ledger order", listOptions{}, []string{"baseline", "lr up", "width x2", "lr down", "rope 200k"}},
+		{"status", listOptions{Status: []string{"keep"}}, []string{"baseline", "lr down", "rope 200k"}},
+		{"two statuses", listOptions{Status: []string{"crash", "discard"}}, []string{"lr up", "width x2"}},
+		{"since", listOptions{Since: time.Hour}, []string{"rope 200k"}},
+		{"best", listOptions{Best: 2}, []string{"rope 200k", "lr down"}},
+		{"best skips crashes", listOptions{Best: 10}, []string{"rope 200k", "lr down", "baseline", "lr up"}},
+		{"limit keeps the latest", listOptions{Limit: 2}, []string{"lr down", "rope 200k"}},
+		{"nothing", listOptions{Family: "nope"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.JSON = true
+			if err := runList(f.env(f.dir), tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			var items []listItem
+			if err := json.Unmarshal([]byte(f.stdout()), &items); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range items {
+				got = append(got, it.Description)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	t.Run("table", func(t *testing.T) {
+		if err := runList(f.env(f.dir), listOptions{Status: []string{"crash"}}); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, f.stdout(), "RUN", "VAL_BPB", "crash", "width x2", "autoresearch/test")
+	})
+	t.Run("bad input", func(t *testing.T) {
+		for _, o := range []listOptions{{Status: []string{"kept"}}, {Best: -1}} {
+			if err := runList(f.env(f.dir), o); exitCode(err) != ExitBadInput {
+				t.Fatalf("%+v: err %v", o, err)
+			}
+		}
+		for _, s := range []string{"yesterday", "-3h", "0"} {
+			if _, err := parseSince(s); exitCode(err) != ExitBadInput {
+				t.Fatalf("since %q: err %v", s, err)
+			}
+		}
+		if d, err := parseSince("1.5"); err != nil || d != 90*time.Minute {
+			t.Fatalf("1.5 → %v %v", d, err)
+		}
+	})
+}

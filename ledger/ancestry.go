@@ -1,0 +1,749 @@
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// Lineages come from real ancestry, walked with go-git.
+//
+// A run's lineage is the chain of kept runs whose commits are ancestors of
+// (or equal to) its commit. The chain follows real parents, so it is right
+// when an experiment spans several commits (the commits between two kept
+// runs need not be logged), after resets (discarded runs are found through
+// their pins), across branches, and through merges (every parent counts).
+// The lineage root is the commit the chain grew from: the first parent of the
+// chain's oldest kept commit (that commit itself when it is a root commit);
+// a run without a kept ancestor grew from its own first parent. This is the
+// Python tool's rule ("follow parent_commit through logged commits") with git
+// ancestry in place of the parent_commit links that resets and multi-commit
+// experiments break.
+//
+// In a shallow clone, or when a commit is not in the repository, the answer
+// is "unknown": never a guess. go-git's walkers ignore .git/shallow (walking
+// past the boundary gives ErrObjectNotFound), so shallow boundaries are read
+// from Storer.Shallow() first.
+//
+// Cost: commits are immutable, so the commit → parents graph is cached in
+// <store>/cache/ancestry.bin and only commits not yet in it are read from
+// git; lineages are then computed in memory in one pass over the graph
+// (hash → index, generation numbers, and a dynamic programme in topological
+// order), never with one IsAncestor walk per pair.
+
+// LineageState says whether a lineage is known.
+type LineageState string
+
+// Lineage states. Unknown states are answers, not errors.
+const (
+	LineageKnown   LineageState = "known"
+	LineageShallow LineageState = "unknown (shallow clone)"
+	LineageMissing LineageState = "unknown (commit not in repository)"
+)
+
+// Lineage is one run's place in the ancestry of kept runs.
+type Lineage struct {
+	Run     RunID        `json:"run_id"`
+	Commit  string       `json:"commit"`   // full commit; "" when it could not be resolved
+	State   LineageState `json:"state"`    // known, or why not
+	Root    string       `json:"root"`     // full hash of the commit the chain grew from; "" unless known
+	RootRun RunID        `json:"root_run"` // oldest kept run of the chain; "" without kept ancestors
+	Prev    RunID        `json:"prev"`     // the kept run just before this one in the chain (newest kept ancestor)
+	Depth   int          `json:"depth"`    // kept runs in the chain, this run included when it is kept
+}
+
+// Known reports whether the lineage could be computed.
+func (l Lineage) Known() bool { return l.State == LineageKnown }
+
+// Reach answers "is this commit reachable from HEAD".
+type Reach string
+
+// Reach values.
+const (
+	ReachYes     Reach = "yes"
+	ReachNo      Reach = "no"
+	ReachShallow Reach = Reach(LineageShallow)
+	ReachMissing Reach = Reach(LineageMissing)
+)
+
+// LineageSet holds the lineages of a set of runs, computed together.
+type LineageSet struct {
+	ByRun map[RunID]Lineage
+	head  int32 // graph index of HEAD, -1 when unknown
+	an    *ancestry
+}
+
+// Chain returns the kept runs of id's lineage, oldest first (the newest
+// kept ancestor at every step; across a merge, the newer side).
+func (ls *LineageSet) Chain(id RunID) []RunID {
+	l, ok := ls.ByRun[id]
+	if !ok || !l.Known() {
+		return nil
+	}
+	var out []RunID
+	seen := map[RunID]bool{}
+	for cur := l.Prev; cur != "" && !seen[cur]; cur = ls.ByRun[cur].Prev {
+		seen[cur] = true
+		out = append(out, cur)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	if l.Depth > len(out) { // the run itself is kept
+		out = append(out, id)
+	}
+	return out
+}
+
+// ReachableFromHEAD says whether commit (full hash) is HEAD or an ancestor
+// of it: yes, no, or unknown in a shallow clone / when a commit is missing.
+func (ls *LineageSet) ReachableFromHEAD(commit string) Reach {
+	if ls.head < 0 {
+		return ReachMissing
+	}
+	target, ok := ls.an.idx[plumbing.NewHash(commit)]
+	if !isFullHash(commit) || !ok {
+		return ReachMissing
+	}
+	return ls.an.reaches(ls.head, target)
+}
+
+// ChampionReachableFromHEAD answers the report's "is the champion still
+// reachable from HEAD" for the champion's record.
+func (ls *LineageSet) ChampionReachableFromHEAD(champion *Record) Reach {
+	if champion == nil {
+		return ReachMissing
+	}
+	l, ok := ls.ByRun[champion.RunID]
+	if !ok || l.Commit == "" {
+		return ReachMissing
+	}
+	return ls.ReachableFromHEAD(l.Commit)
+}
+
+// Lineages computes the lineage of every record, and HEAD's reachability,
+// from the repository's real ancestry. Records are taken in ledger order (it
+// breaks ties between kept runs of one commit). The commit graph cache under
+// <store>/cache/ is read and extended; failing to write it only costs speed.
+func (g *Repo) Lineages(s *Store, recs []Record) (*LineageSet, error) {
+	an, err := g.loadAncestry(s)
+	if err != nil {
+		return nil, err
+	}
+	pins, err := g.Pins()
+	if err != nil {
+		return nil, err
+	}
+	// Resolve every run's commit: pin, commit_full, then the short hash.
+	full := make([]plumbing.Hash, len(recs))
+	tips, err := g.tips() // HEAD, branches and pins: where short-only (Python) commits are found
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case pins[r.RunID] != "":
+			full[i] = plumbing.NewHash(pins[r.RunID])
+		case isFullHash(r.CommitFull):
+			full[i] = plumbing.NewHash(r.CommitFull)
+		}
+		if !full[i].IsZero() {
+			tips = append(tips, full[i])
+		}
+	}
+	head := g.headHash()
+	if !head.IsZero() {
+		tips = append(tips, head)
+	}
+	if err := g.extend(an, tips); err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		if full[i].IsZero() {
+			full[i] = an.expandShort(recs[i].Commit)
+		}
+	}
+	an.save(s)
+	var keptRuns []keptRun
+	for i := range recs {
+		if recs[i].Status == StatusKeep && !full[i].IsZero() {
+			keptRuns = append(keptRuns, keptRun{id: recs[i].RunID, commit: full[i]})
+		}
+	}
+	dp := an.compute(keptRuns)
+	ls := &LineageSet{ByRun: make(map[RunID]Lineage, len(recs)), head: -1, an: an}
+	if hi, ok := an.idx[head]; ok && !head.IsZero() {
+		ls.head = hi
+	}
+	for i := range recs {
+		r := &recs[i]
+		ls.ByRun[r.RunID] = dp.lineage(r.RunID, full[i], r.Status == StatusKeep)
+	}
+	return ls, nil
+}
+
+// LineageRootForNewRun computes the lineage root of a run about to be
+// logged on commit (full hash), without reading the ledger: the kept runs
+// are kept in the ancestry cache and caught up from the ledger tail
+// (Fingerprint / ScanFrom). It returns "" and an unknown state in a shallow
+// clone. Call it under the store lock, before appending the run.
+func (g *Repo) LineageRootForNewRun(s *Store, id RunID, commit string, kept bool) (string, LineageState, error) {
+	h, err := g.parseFullHash(commit)
+	if err != nil {
+		return "", LineageMissing, err
+	}
+	an, err := g.loadAncestry(s)
+	if err != nil {
+		return "", LineageMissing, err
+	}
+	tips := []plumbing.Hash{h}
+	for _, k := range an.kept {
+		if !k.commit.IsZero() {
+			tips = append(tips, k.commit)
+		}
+	}
+	if err := g.extend(an, tips); err != nil {
+		return "", LineageMissing, err
+	}
+	an.resolveKept()
+	an.save(s)
+	runs := append([]keptRun(nil), an.kept...)
+	if kept {
+		runs = append(runs, keptRun{id: id, commit: h})
+	}
+	l := an.compute(runs).lineage(id, h, kept)
+	return l.Root, l.State, nil
+}
+
+// headHash is the commit HEAD points at, or zero.
+func (g *Repo) headHash() plumbing.Hash {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h, err := g.r.Head()
+	if err != nil {
+		return plumbing.ZeroHash
+	}
+	return h.Hash()
+}
+
+// keptRun is a kept run and its commit (zero while unresolved).
+type keptRun struct {
+	id     RunID
+	commit plumbing.Hash
+	short  string // the record's short commit, when commit_full was absent
+}
+
+// ancestry is the cached commit graph plus the kept-run table log needs.
+type ancestry struct {
+	idx     map[plumbing.Hash]int32
+	hashes  []plumbing.Hash
+	parents [][]plumbing.Hash
+	shallow map[plumbing.Hash]bool
+	kept    []keptRun   // kept runs of the ledger prefix fp covers
+	fp      Fingerprint // ledger prefix covered by kept
+	dirty   bool        // graph or kept changed since loading
+	short   map[int]map[string][]int32
+}
+
+func (an *ancestry) add(h plumbing.Hash, parents []plumbing.Hash) int32 {
+	if i, ok := an.idx[h]; ok {
+		return i
+	}
+	i := int32(len(an.hashes))
+	an.idx[h] = i
+	an.hashes = append(an.hashes, h)
+	an.parents = append(an.parents, parents)
+	an.dirty = true
+	an.short = nil
+	return i
+}
+
+// expandShort resolves an abbreviated commit (4 to 40 hex digits) among the
+// graph's commits; zero when unknown or ambiguous.
+func (an *ancestry) expandShort(short string) plumbing.Hash {
+	short = strings.ToLower(short)
+	if len(short) < 4 || len(short) > 40 || !isHex(short) {
+		return plumbing.ZeroHash
+	}
+	if an.short == nil {
+		an.short = map[int]map[string][]int32{}
+	}
+	m := an.short[len(short)]
+	if m == nil {
+		m = make(map[string][]int32, len(an.hashes))
+		for i, h := range an.hashes {
+			k := h.String()[:len(short)]
+			m[k] = append(m[k], int32(i))
+		}
+		an.short[len(short)] = m
+	}
+	if c := m[short]; len(c) == 1 {
+		return an.hashes[c[0]]
+	}
+	return plumbing.ZeroHash
+}
+
+// resolveKept fills in commits of kept runs that only had a short hash.
+func (an *ancestry) resolveKept() {
+	for i := range an.kept {
+		k := &an.kept[i]
+		if k.commit.IsZero() {
+			if k.commit = an.expandShort(k.short); !k.commit.IsZero() {
+				an.dirty = true
+			}
+		}
+	}
+}
+
+// extend reads from git every commit reachable from tips that the graph
+// does not hold yet, stopping at known commits, shallow boundaries and
+// missing objects. Parents referenced but absent (a shallow boundary that was
+// deepened since, a pin fetched later) are retried on every call.
+func (g *Repo) extend(an *ancestry, tips []plumbing.Hash) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sh, err := g.r.Storer.Shallow()
+	if err != nil {
+		return fmt.Errorf("unable to read shallow boundaries: %w", err)
+	}
+	an.shallow = make(map[plumbing.Hash]bool, len(sh))
+	for _, h := range sh {
+		an.shallow[h] = true
+	}
+	stack := make([]plumbing.Hash, 0, len(tips))
+	for _, t := range tips {
+		if _, ok := an.idx[t]; !ok {
+			stack = append(stack, t)
+		}
+	}
+	for i, ps := range an.parents { // frontier: known commits with absent parents
+		if an.shallow[an.hashes[i]] {
+			continue
+		}
+		for _, p := range ps {
+			if _, ok := an.idx[p]; !ok {
+				stack = append(stack, p)
+			}
+		}
+	}
+	missing := map[plumbing.Hash]bool{}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, ok := an.idx[h]; ok || missing[h] {
+			continue
+		}
+		c, err := g.r.CommitObject(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			missing[h] = true
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("unable to read commit %s: %w", Short(h.String()), err)
+		}
+		an.add(h, append([]plumbing.Hash(nil), c.ParentHashes...))
+		if an.shallow[h] {
+			continue
+		}
+		for _, p := range c.ParentHashes {
+			if _, ok := an.idx[p]; !ok {
+				stack = append(stack, p)
+			}
+		}
+	}
+	return nil
+}
+
+// dpResult holds, per graph index, what lineages need.
+type dpResult struct {
+	an      *ancestry
+	gen     []int32 // generation: 1 for root commits; 0 = not computed
+	unknown []LineageState
+	oldest  []int32 // oldest kept commit among ancestors-or-self (-1 none)
+	nearest []int32 // newest kept commit among strict ancestors (-1 none)
+	keptAt  map[int32]RunID
+	order   map[int32]int // ledger order of keptAt's run, for ties
+	chain   []int32       // kept commits in the chain ending at a kept commit (memoised)
+}
+
+// compute runs the dynamic programme over every commit in the graph, in
+// topological order (parents first).
+func (an *ancestry) compute(kept []keptRun) *dpResult {
+	n := len(an.hashes)
+	d := &dpResult{an: an, gen: make([]int32, n), unknown: make([]LineageState, n), oldest: make([]int32, n),
+		nearest: make([]int32, n), keptAt: map[int32]RunID{}, order: map[int32]int{}, chain: make([]int32, n)}
+	for i, k := range kept {
+		if ci, ok := an.idx[k.commit]; ok {
+			if _, dup := d.keptAt[ci]; !dup {
+				d.keptAt[ci] = k.id
+				d.order[ci] = i
+			}
+		}
+	}
+	// Topological order by iterative post-order DFS; generation numbers on the way.
+	order := make([]int32, 0, n)
+	state := make([]uint8, n) // 0 new, 1 on stack, 2 done
+	type frame struct {
+		i    int32
+		next int
+	}
+	for root := 0; root < n; root++ {
+		if state[root] != 0 {
+			continue
+		}
+		stack := []frame{{i: int32(root)}}
+		state[root] = 1
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			ps := an.parents[top.i]
+			if an.shallow[an.hashes[top.i]] {
+				ps = nil
+			}
+			pushed := false
+			for top.next < len(ps) {
+				p, ok := an.idx[ps[top.next]]
+				top.next++
+				if ok && state[p] == 0 {
+					state[p] = 1
+					stack = append(stack, frame{i: p})
+					pushed = true
+					break
+				}
+			}
+			if pushed {
+				continue
+			}
+			state[top.i] = 2
+			order = append(order, top.i)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	better := func(a, b int32) bool { // a older than b (for oldest): lower generation, then earlier log
+		if d.gen[a] != d.gen[b] {
+			return d.gen[a] < d.gen[b]
+		}
+		return d.order[a] < d.order[b]
+	}
+	for _, i := range order {
+		h := an.hashes[i]
+		d.oldest[i], d.nearest[i] = -1, -1
+		d.unknown[i] = LineageKnown
+		var gen int32 = 1
+		if an.shallow[h] {
+			d.unknown[i] = LineageShallow
+		}
+		if d.unknown[i] == LineageKnown {
+			for _, ph := range an.parents[i] {
+				p, ok := an.idx[ph]
+				if !ok {
+					d.unknown[i] = LineageMissing
+					continue
+				}
+				if d.unknown[p] != LineageKnown && d.unknown[i] == LineageKnown {
+					d.unknown[i] = d.unknown[p]
+				}
+				if d.gen[p]+1 > gen {
+					gen = d.gen[p] + 1
+				}
+				cand := d.nearest[p]
+				if _, k := d.keptAt[p]; k {
+					cand = p
+				}
+				if cand >= 0 && (d.nearest[i] < 0 || d.gen[cand] > d.gen[d.nearest[i]] ||
+					d.gen[cand] == d.gen[d.nearest[i]] && d.order[cand] > d.order[d.nearest[i]]) {
+					d.nearest[i] = cand
+				}
+				if o := d.oldest[p]; o >= 0 && (d.oldest[i] < 0 || better(o, d.oldest[i])) {
+					d.oldest[i] = o
+				}
+			}
+		}
+		d.gen[i] = gen
+		if _, k := d.keptAt[i]; k {
+			if d.oldest[i] < 0 || better(i, d.oldest[i]) {
+				d.oldest[i] = i
+			}
+			d.chain[i] = 1
+			if d.nearest[i] >= 0 {
+				d.chain[i] = d.chain[d.nearest[i]] + 1
+			}
+		}
+	}
+	return d
+}
+
+// lineage assembles one run's lineage from the programme's results.
+func (d *dpResult) lineage(id RunID, commit plumbing.Hash, kept bool) Lineage {
+	l := Lineage{Run: id, State: LineageMissing}
+	if commit.IsZero() {
+		return l
+	}
+	i, ok := d.an.idx[commit]
+	if !ok {
+		return l
+	}
+	l.Commit = commit.String()
+	if l.State = d.unknown[i]; l.State != LineageKnown {
+		return l
+	}
+	prev := d.nearest[i]
+	if at, k := d.keptAt[i]; k && at != id {
+		prev = i // an earlier kept run of the same commit
+	}
+	if prev >= 0 {
+		l.Prev = d.keptAt[prev]
+		l.Depth = int(d.chain[prev])
+	}
+	if kept {
+		l.Depth++
+	}
+	from := i // the chain grew from the oldest kept commit's parent, or from this commit's parent
+	if o := d.oldest[i]; o >= 0 {
+		from = o
+		l.RootRun = d.keptAt[o]
+	}
+	if o := d.oldest[i]; o < 0 && kept {
+		l.RootRun = id
+	}
+	l.Root = d.an.hashes[from].String()
+	if ps := d.an.parents[from]; len(ps) > 0 {
+		l.Root = ps[0].String()
+	}
+	return l
+}
+
+// reaches reports whether target is from or one of its ancestors.
+func (an *ancestry) reaches(from, target int32) Reach {
+	seen := make([]bool, len(an.hashes))
+	stack := []int32{from}
+	unknown := Reach("")
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[i] {
+			continue
+		}
+		seen[i] = true
+		if i == target {
+			return ReachYes
+		}
+		if an.shallow[an.hashes[i]] {
+			unknown = ReachShallow
+			continue
+		}
+		for _, ph := range an.parents[i] {
+			p, ok := an.idx[ph]
+			if !ok {
+				if unknown == "" {
+					unknown = ReachMissing
+				}
+				continue
+			}
+			stack = append(stack, p)
+		}
+	}
+	if unknown != "" {
+		return unknown
+	}
+	return ReachNo
+}
+
+// The ancestry cache file, <store>/cache/ancestry.bin:
+//
+//	magic "MLANC" + version byte + '\n'
+//	ledger fingerprint: size int64, tail sha256 (32 bytes)
+//	kept runs: count uint32, then per run: id (uint16 length + bytes),
+//	  commit (20 bytes, zero when unresolved), short (uint8 length + bytes)
+//	commits: count uint32, then per commit: hash (20 bytes), parent count
+//	  (uint8), parents (20 bytes each)
+//
+// All integers little-endian. Commits are immutable, so graph entries never
+// go stale; the kept-run table covers the ledger prefix of the fingerprint
+// and is caught up with ScanFrom, or rebuilt when the ledger was rewritten.
+const (
+	ancestryFile = "ancestry.bin"
+	// ancestryVersion: 1 = first format.
+	ancestryVersion = 1
+)
+
+var ancestryMagic = []byte("MLANC")
+
+// loadAncestry reads the cache (an empty graph when it is missing, of
+// another version or damaged: it is only a cache) and catches the kept-run
+// table up with the ledger.
+func (g *Repo) loadAncestry(s *Store) (*ancestry, error) {
+	an := &ancestry{idx: map[plumbing.Hash]int32{}}
+	path := s.Path(CacheDir, ancestryFile)
+	if b, err := os.ReadFile(path); err == nil {
+		if derr := an.decode(b); derr != nil {
+			an = &ancestry{idx: map[plumbing.Hash]int32{}, dirty: true}
+		}
+	}
+	if an.fp.Size > 0 && !s.StillCovers(an.fp) {
+		an.kept, an.fp, an.dirty = nil, Fingerprint{}, true
+	}
+	end, _, err := s.ScanFrom(an.fp.Size, func(r *Record, _ int, _ int64) error {
+		if r.Status == StatusKeep {
+			k := keptRun{id: r.RunID, short: r.Commit}
+			if isFullHash(r.CommitFull) {
+				k.commit = plumbing.NewHash(r.CommitFull)
+			}
+			an.kept = append(an.kept, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if end != an.fp.Size {
+		fp, err := s.FingerprintAt(end)
+		if err != nil {
+			return nil, err
+		}
+		an.fp, an.dirty = fp, true
+	}
+	return an, nil
+}
+
+// save writes the cache atomically when it changed. Errors are ignored on
+// purpose: the cache only saves time, and the next command rebuilds it.
+func (an *ancestry) save(s *Store) {
+	if !an.dirty {
+		return
+	}
+	dir := s.Path(CacheDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	if WriteFileAtomic(filepath.Join(dir, ancestryFile), an.encode(), 0o644) == nil {
+		an.dirty = false
+	}
+}
+
+func (an *ancestry) encode() []byte {
+	var b bytes.Buffer
+	b.Grow(64 + len(an.hashes)*41 + len(an.kept)*64)
+	b.Write(ancestryMagic)
+	b.WriteByte(ancestryVersion)
+	b.WriteByte('\n')
+	le := binary.LittleEndian
+	b.Write(le.AppendUint64(nil, uint64(an.fp.Size)))
+	tail, _ := hex.DecodeString(an.fp.TailHash)
+	var t32 [32]byte
+	copy(t32[:], tail)
+	b.Write(t32[:])
+	b.Write(le.AppendUint32(nil, uint32(len(an.kept))))
+	for _, k := range an.kept {
+		b.Write(le.AppendUint16(nil, uint16(len(k.id))))
+		b.WriteString(string(k.id))
+		b.Write(k.commit[:])
+		b.WriteByte(byte(len(k.short)))
+		b.WriteString(k.short)
+	}
+	b.Write(le.AppendUint32(nil, uint32(len(an.hashes))))
+	for i, h := range an.hashes {
+		b.Write(h[:])
+		b.WriteByte(byte(len(an.parents[i])))
+		for _, p := range an.parents[i] {
+			b.Write(p[:])
+		}
+	}
+	return b.Bytes()
+}
+
+var errBadCache = errors.New("damaged ancestry cache")
+
+func (an *ancestry) decode(data []byte) error {
+	r := bufio.NewReader(bytes.NewReader(data))
+	head := make([]byte, len(ancestryMagic)+2)
+	if _, err := io.ReadFull(r, head); err != nil || !bytes.Equal(head[:len(ancestryMagic)], ancestryMagic) || head[len(ancestryMagic)] != ancestryVersion {
+		return errBadCache
+	}
+	le := binary.LittleEndian
+	var u64 [8]byte
+	var u32 [4]byte
+	var u16 [2]byte
+	var t32 [32]byte
+	read := func(b []byte) error {
+		_, err := io.ReadFull(r, b)
+		return err
+	}
+	if read(u64[:]) != nil || read(t32[:]) != nil {
+		return errBadCache
+	}
+	an.fp = Fingerprint{Size: int64(le.Uint64(u64[:])), TailHash: hex.EncodeToString(t32[:])}
+	if read(u32[:]) != nil {
+		return errBadCache
+	}
+	nk := le.Uint32(u32[:])
+	if int(nk) > len(data) {
+		return errBadCache
+	}
+	an.kept = make([]keptRun, 0, nk)
+	for i := uint32(0); i < nk; i++ {
+		if read(u16[:]) != nil {
+			return errBadCache
+		}
+		id := make([]byte, le.Uint16(u16[:]))
+		var k keptRun
+		if read(id) != nil || read(k.commit[:]) != nil {
+			return errBadCache
+		}
+		n, err := r.ReadByte()
+		if err != nil {
+			return errBadCache
+		}
+		short := make([]byte, n)
+		if read(short) != nil {
+			return errBadCache
+		}
+		k.id, k.short = RunID(id), string(short)
+		an.kept = append(an.kept, k)
+	}
+	if read(u32[:]) != nil {
+		return errBadCache
+	}
+	nc := le.Uint32(u32[:])
+	if int(nc) > len(data)/21 {
+		return errBadCache
+	}
+	an.hashes = make([]plumbing.Hash, 0, nc)
+	an.parents = make([][]plumbing.Hash, 0, nc)
+	an.idx = make(map[plumbing.Hash]int32, nc)
+	for i := uint32(0); i < nc; i++ {
+		var h plumbing.Hash
+		if read(h[:]) != nil {
+			return errBadCache
+		}
+		np, err := r.ReadByte()
+		if err != nil {
+			return errBadCache
+		}
+		ps := make([]plumbing.Hash, np)
+		for j := range ps {
+			if read(ps[j][:]) != nil {
+				return errBadCache
+			}
+		}
+		if _, dup := an.idx[h]; dup {
+			return errBadCache
+		}
+		an.idx[h] = int32(len(an.hashes))
+		an.hashes = append(an.hashes, h)
+		an.parents = append(an.parents, ps)
+	}
+	if _, err := r.ReadByte(); err != io.EOF {
+		return errBadCache
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package ledger
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// DiffCommits returns the unified diff (git's format, all files) that turns
+// commit a into commit b. a may be "" for "the empty tree", which is what a
+// root commit is diffed against. Both must be full hashes of commits present
+// in the repository (a pinned run's commit stays present after a reset);
+// a missing one gives an error wrapping ErrNotFound. Identical trees give an
+// empty diff.
+func (g *Repo) DiffCommits(a, b string) ([]byte, error) {
+	hb, err := g.parseFullHash(b)
+	if err != nil {
+		return nil, err
+	}
+	var ha plumbing.Hash
+	if a != "" {
+		if ha, err = g.parseFullHash(a); err != nil {
+			return nil, err
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	treeOf := func(h plumbing.Hash) (*object.Tree, error) {
+		c, err := g.r.CommitObject(h)
+		if err != nil {
+			return nil, fmt.Errorf("%w: commit %s: %v (shallow clone, or never fetched?)", ErrNotFound, Short(h.String()), err)
+		}
+		t, err := c.Tree()
+		if err != nil {
+			return nil, fmt.Errorf("unable to read tree of %s: %w", Short(h.String()), err)
+		}
+		return t, nil
+	}
+	to, err := treeOf(hb)
+	if err != nil {
+		return nil, err
+	}
+	from := &object.Tree{}
+	if a != "" {
+		if from, err = treeOf(ha); err != nil {
+			return nil, err
+		}
+	}
+	p, err := from.Patch(to)
+	if err != nil {
+		return nil, fmt.Errorf("unable to diff %s..%s: %w", Short(a), Short(b), err)
+	}
+	var buf bytes.Buffer
+	if err := p.Encode(&buf); err != nil {
+		return nil, fmt.Errorf("unable to render diff %s..%s: %w", Short(a), Short(b), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// CommitInfo is what show prints about a commit.
+type CommitInfo struct {
+	Hash    string
+	Parents []string
+	Subject string
+	Message string
+	Author  string
+	When    string
+}
+
+// Commit reads a commit's metadata. ErrNotFound when it is not present.
+func (g *Repo) Commit(hash string) (CommitInfo, error) {
+	h, err := g.parseFullHash(hash)
+	if err != nil {
+		return CommitInfo{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c, err := g.r.CommitObject(h)
+	if err != nil {
+		return CommitInfo{}, fmt.Errorf("%w: commit %s: %v", ErrNotFound, Short(hash), err)
+	}
+	info := CommitInfo{Hash: c.Hash.String(), Message: c.Message, Author: c.Author.Name + " <" + c.Author.Email + ">",
+		When: c.Author.When.UTC().Format("2006-01-02T15:04:05Z")}
+	info.Subject, _, _ = strings.Cut(strings.TrimSpace(c.Message), "\n")
+	for _, p := range c.ParentHashes {
+		info.Parents = append(info.Parents, p.String())
+	}
+	return info, nil
+}

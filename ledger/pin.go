@@ -1,0 +1,228 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage"
+)
+
+// ErrPinConflict is wrapped when a run's pin already points at another commit.
+var ErrPinConflict = errors.New("run ref already points at another commit")
+
+// PinRun writes refs/memorylab/runs/<id> → commit, so `git reset --hard`
+// followed by `git gc` never loses the run's code: the commit stays
+// reachable from a ref. Call it under the store lock, before the ledger line
+// is appended (the ledger line is the commit point; a pin without a ledger
+// line is harmless and is overwritten by nobody, since run ids are unique).
+//
+// The update is a compare-and-swap (CheckAndSetReference): a pin that
+// already exists is only accepted when it names the same commit (PinRun is
+// idempotent), otherwise ErrPinConflict. go-git has no "create only if
+// absent" and neither honours git's <ref>.lock files nor writes reflogs
+// (go-git/go-git COMPATIBILITY.md), so a concurrent `git update-ref` on the
+// same name is not excluded by git's lock protocol; memorylab writers
+// serialise on the store lock and run ids carry a random suffix, and the
+// ref is read back after writing to catch a lost race.
+func (g *Repo) PinRun(id RunID, commit string) error {
+	name, err := RunRef(id)
+	if err != nil {
+		return err
+	}
+	h, err := g.parseFullHash(commit)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, err := g.r.CommitObject(h); err != nil {
+		return fmt.Errorf("unable to pin run %s: commit %s: %w", id, Short(commit), err)
+	}
+	rn := plumbing.ReferenceName(name)
+	want := plumbing.NewHashReference(rn, h)
+	for attempt := 0; attempt < 3; attempt++ {
+		old, err := g.r.Storer.Reference(rn)
+		switch {
+		case errors.Is(err, plumbing.ErrReferenceNotFound):
+			old = nil
+		case err != nil:
+			return fmt.Errorf("unable to read %s: %w", name, err)
+		case old.Hash() == h:
+			return nil
+		default:
+			return fmt.Errorf("%w: %s is %s, not %s", ErrPinConflict, name, Short(old.Hash().String()), Short(commit))
+		}
+		err = g.r.Storer.CheckAndSetReference(want, old)
+		if errors.Is(err, storage.ErrReferenceHasChanged) {
+			continue // someone else wrote it: re-read and decide again
+		}
+		if err != nil {
+			return fmt.Errorf("unable to write %s: %w", name, err)
+		}
+		got, err := g.r.Storer.Reference(rn)
+		if err != nil {
+			return fmt.Errorf("unable to read back %s: %w", name, err)
+		}
+		if got.Hash() != h {
+			return fmt.Errorf("%w: %s was changed concurrently to %s", ErrPinConflict, name, Short(got.Hash().String()))
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: %s keeps changing under us", ErrPinConflict, name)
+}
+
+// ResolvePin returns the full commit a run's pin points at, or an error
+// wrapping ErrNotFound when the run has no pin (runs logged by the Python
+// tool, or before pinning existed).
+func (g *Repo) ResolvePin(id RunID) (string, error) {
+	name, err := RunRef(id)
+	if err != nil {
+		return "", err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ref, err := g.r.Storer.Reference(plumbing.ReferenceName(name))
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return "", fmt.Errorf("%w: no pin %s", ErrNotFound, name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("unable to read %s: %w", name, err)
+	}
+	return ref.Hash().String(), nil
+}
+
+// Pins lists every pinned run: run id → full commit.
+func (g *Repo) Pins() (map[RunID]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	iter, err := g.r.Storer.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("unable to list refs: %w", err)
+	}
+	defer iter.Close()
+	prefix := RefNamespace + "runs/"
+	out := map[RunID]string{}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		n := ref.Name().String()
+		if ref.Type() == plumbing.HashReference && strings.HasPrefix(n, prefix) {
+			out[RunID(strings.TrimPrefix(n, prefix))] = ref.Hash().String()
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, storer.ErrStop) {
+		return nil, fmt.Errorf("unable to list refs: %w", err)
+	}
+	return out, nil
+}
+
+// RunCommit resolves the full commit of a run: its pin first (it survives
+// resets), then commit_full, then the short commit when it names exactly one
+// commit among known ones (see ExpandShort). ErrNotFound when none works.
+func (g *Repo) RunCommit(r *Record) (string, error) {
+	if c, err := g.ResolvePin(r.RunID); err == nil {
+		return c, nil
+	} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBadInput) {
+		return "", err
+	}
+	if isFullHash(r.CommitFull) {
+		return r.CommitFull, nil
+	}
+	if r.Commit != "" {
+		if c, err := g.ExpandShort(r.Commit); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%w: commit of run %s (%s) is not in this repository and the run has no pin", ErrNotFound, r.RunID, r.Commit)
+}
+
+// ExpandShort resolves an abbreviated commit hash (at least 4 hex digits)
+// that is reachable from HEAD, a branch or a pin. It walks history, so use it
+// for single lookups (show), not in loops.
+func (g *Repo) ExpandShort(short string) (string, error) {
+	short = strings.ToLower(short)
+	if len(short) < 4 || !isHex(short) {
+		return "", fmt.Errorf("%w: %q is not an abbreviated commit", ErrBadInput, short)
+	}
+	if isFullHash(short) {
+		return short, nil
+	}
+	tips, err := g.tips()
+	if err != nil {
+		return "", err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var found []string
+	seen := map[plumbing.Hash]bool{}
+	stack := append([]plumbing.Hash(nil), tips...)
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if strings.HasPrefix(h.String(), short) {
+			found = append(found, h.String())
+		}
+		c, err := g.r.CommitObject(h)
+		if err != nil {
+			continue // shallow boundary or missing object
+		}
+		stack = append(stack, c.ParentHashes...)
+	}
+	sort.Strings(found)
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("%w: no commit %s reachable from HEAD, branches or pins", ErrNotFound, short)
+	case 1:
+		return found[0], nil
+	}
+	return "", &MultipleMatchError{Prefix: short, What: "commits", Matches: found}
+}
+
+// tips are the commits of HEAD, every branch and every pin.
+func (g *Repo) tips() ([]plumbing.Hash, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []plumbing.Hash
+	if h, err := g.r.Head(); err == nil {
+		out = append(out, h.Hash())
+	}
+	iter, err := g.r.Storer.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("unable to list refs: %w", err)
+	}
+	defer iter.Close()
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		n := ref.Name()
+		if ref.Type() == plumbing.HashReference && (n.IsBranch() || strings.HasPrefix(n.String(), RefNamespace+"runs/")) {
+			out = append(out, ref.Hash())
+		}
+		return nil
+	})
+	return out, nil
+}
+
+func (g *Repo) parseFullHash(s string) (plumbing.Hash, error) {
+	if !isFullHash(s) {
+		return plumbing.ZeroHash, fmt.Errorf("%w: %q is not a full commit hash", ErrBadInput, s)
+	}
+	return plumbing.NewHash(s), nil
+}
+
+func isFullHash(s string) bool { return len(s) == 40 && isHex(s) }
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return s != ""
+}

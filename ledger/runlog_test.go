@@ -1,0 +1,329 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestCorpusRunLogsMatchPythonRecords parses every archived run.log of the
+// Python corpus and compares with what the Python tool recorded.
+func TestCorpusRunLogsMatchPythonRecords(t *testing.T) {
+	logs := corpusRunLogs(t)
+	_, err := ScanReader(bytes.NewReader(corpusFile(t, "experiments.jsonl")), func(r *Record, _ int, _ int64) error {
+		t.Run(string(r.RunID), func(t *testing.T) {
+			log, found := logs[string(r.RunID)]
+			if !found {
+				t.Fatal("no run.log in the corpus")
+			}
+			if r.Status == StatusCrash {
+				got := CrashError(log, "run.log")
+				if !reflect.DeepEqual(r.Error, got) {
+					t.Fatalf("crash error differs:\nwant %+v\n got %+v", r.Error, got)
+				}
+				return
+			}
+			m := ParseSummaryBlock(log)
+			for _, k := range r.Metrics.Names() { // Python keeps a subset of the keys
+				want, _ := r.Metrics.Get(k)
+				got, present := m.Get(k)
+				if !present || got != want {
+					t.Fatalf("%s: want %v, got %v (present %v)", k, want, got, present)
+				}
+			}
+			equals(t, 9, len(m))
+		})
+		return nil
+	})
+	ok(t, err)
+}
+
+func TestParseSummaryBlock(t *testing.T) {
+	tests := []struct {
+		name string
+		log  string
+		want map[string]any // float64, or nil for a missing value
+	}{
+		{"no block", "step 1 | loss 3.2\n", map[string]any{}},
+		{"last block wins", "---\nval_bpb: 1.5\n---\nval_bpb: 0.99\nnum_steps: 953\n", map[string]any{"val_bpb": 0.99, "num_steps": 953.0}},
+		{"crlf and padding", "---\r\nval_bpb:     0.997900  \r\ndepth: 8\r\n", map[string]any{"val_bpb": 0.9979, "depth": 8.0}},
+		{"nan and junk are missing", "---\nval_bpb: nan\npeak_vram_mb: lots\n", map[string]any{"val_bpb": nil, "peak_vram_mb": nil}},
+		{"unknown keys ignored", "---\nval_bpb: 0.9\nlearning_rate: 0.04\nnot a pair\n", map[string]any{"val_bpb": 0.9}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assertMetrics(t, tc.want, ParseSummaryBlock([]byte(tc.log)))
+		})
+	}
+}
+
+func assertMetrics(t *testing.T, want map[string]any, got Metrics) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("want %d metrics %v, got %d: %v", len(want), want, len(got), got)
+	}
+	for k, w := range want {
+		v, present := got[k]
+		if !present {
+			t.Fatalf("metric %s missing", k)
+		}
+		switch {
+		case w == nil && v != nil:
+			t.Fatalf("%s: want null, got %v", k, *v)
+		case w != nil && (v == nil || *v != w.(float64)):
+			t.Fatalf("%s: want %v, got %v", k, w, v)
+		}
+	}
+}
+
+func TestParseSummaryJSON(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    map[string]any
+		wantErr string
+	}{
+		{"flat", `{"val_bpb": 0.9979, "num_steps": 953}`, map[string]any{"val_bpb": 0.9979, "num_steps": 953.0}, ""},
+		{"nested objects flattened with dots", `{"eval": {"locomo": {"judge": 0.71, "f1": 0.5}}, "loss": 2}`,
+			map[string]any{"eval.locomo.judge": 0.71, "eval.locomo.f1": 0.5, "loss": 2.0}, ""},
+		{"null is missing, text and lists dropped", `{"acc": null, "name": "run", "xs": [1], "ok": true}`, map[string]any{"acc": nil}, ""},
+		{"huge exponent dropped", `{"a": 1e999, "b": 1}`, map[string]any{"b": 1.0}, ""},
+		{"not json", `{"val_bpb": `, nil, "not valid JSON"},
+		{"not an object", `[1, 2]`, nil, "not a JSON object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := ParseSummaryJSON([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrBadInput) {
+					t.Fatalf("want ErrBadInput %q, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			ok(t, err)
+			assertMetrics(t, tc.want, m)
+		})
+	}
+}
+
+func TestCrashError(t *testing.T) {
+	tests := []struct {
+		name, log, summary string
+		tail               int
+	}{
+		{"traceback", "Traceback (most recent call last):\n  File \"train.py\", line 3\n    x()\nRuntimeError: shape mismatch\n", "RuntimeError: shape mismatch", 4},
+		{"bare exception name", "Traceback (most recent call last):\n  File \"t.py\"\nAssertionError\n", "AssertionError", 3},
+		{"output after the traceback", "Traceback (most recent call last):\nKeyError: 'x'\nwandb: syncing run\n", "KeyError: 'x'", 3},
+		{"no traceback: last non-empty line", "step 1\nKilled\n\n\n", "Killed", 2},
+		{"tail is the last 8 non-empty lines", strings.Repeat("line\n\n", 20) + "oom\n", "oom", 8},
+		{"empty", "\n \n", "no output in run log", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := CrashError([]byte(tc.log), "run.log")
+			equals(t, tc.summary, e.Summary)
+			equals(t, tc.tail, len(e.Tail))
+			equals(t, "run.log", e.Source)
+		})
+	}
+}
+
+func TestMetricPattern(t *testing.T) {
+	log := []byte("epoch 1 eval accuracy: 0.52\nepoch 2 eval accuracy: 0.713\nsharpe=1.9 tokens/s 12,000\n")
+	tests := []struct {
+		name, spec string
+		want       float64
+		wantErr    error
+	}{
+		{"capture group, last match wins", `acc=eval accuracy: ([0-9.]+)`, 0.713, nil},
+		{"whole match", `sharpe=[0-9]+\.[0-9]+`, 1.9, nil},
+		{"regex with commas and equals", `x=sharpe=([0-9]{1,3}\.[0-9])`, 1.9, nil},
+		{"no match", `loss=loss: ([0-9.]+)`, 0, ErrNoMatch},
+		{"match is not a number", `tps=tokens/s ([0-9,]+)`, 0, ErrBadInput},
+		{"optional group did not take part", `acc=eval accuracy: 0.713()?`, 0, ErrBadInput},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParseMetricPattern(tc.spec)
+			ok(t, err)
+			v, err := p.Extract(log)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("want %v, got %v", tc.wantErr, err)
+				}
+				return
+			}
+			ok(t, err)
+			equals(t, tc.want, v)
+		})
+	}
+	for _, bad := range []string{"noequals", "=x", "acc=", "acc=([0-9]"} {
+		t.Run("invalid "+bad, func(t *testing.T) {
+			if _, err := ParseMetricPattern(bad); !errors.Is(err, ErrBadInput) {
+				t.Fatalf("want ErrBadInput, got %v", err)
+			}
+		})
+	}
+}
+
+func TestFormatMetric(t *testing.T) {
+	tests := []struct {
+		v    float64
+		prec int
+		want string
+	}{
+		{0.9979, -1, "0.9979"},
+		{953, -1, "953"},
+		{0.1 + 0.2, -1, "0.3"},
+		{1e-9, -1, "0.000000001"},
+		{0.99, 4, "0.9900"},
+		{45060.25, 1, "45060.2"},
+		{math.NaN(), -1, "n/a"},
+		{-1.25, -1, "-1.25"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			equals(t, tc.want, FormatMetric(tc.v, tc.prec))
+		})
+	}
+	equals(t, 4, MetricPrecision(0.9979, 0.99, 1))
+	equals(t, 0, MetricPrecision(953, 1200))
+	equals(t, 0, MetricPrecision())
+	equals(t, "n/a", FormatMetricValue(nil, 3))
+}
+
+func TestReadLogTail(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.log")
+	body := bytes.Repeat([]byte("step 00001 | loss: 3.2 | dt: 315ms\n"), maxLogTail/30)
+	ok(t, os.WriteFile(big, append(body, "---\nval_bpb: 0.97\n"...), 0o644))
+	b, err := ReadLogTail(big)
+	ok(t, err)
+	if len(b) > maxLogTail || !bytes.HasPrefix(b, []byte("step")) {
+		t.Fatalf("tail of %d bytes does not start at a line", len(b))
+	}
+	v, _ := ParseSummaryBlock(b).Get("val_bpb")
+	equals(t, 0.97, v)
+	for _, p := range []string{filepath.Join(dir, "missing.log"), dir} {
+		if _, err := ReadLogTail(p); !errors.Is(err, ErrBadInput) {
+			t.Fatalf("%s: want ErrBadInput, got %v", p, err)
+		}
+	}
+}
+
+// Fuzz targets, seeded from the Python corpus (its ledger and run logs).
+
+func FuzzParseSummaryBlock(f *testing.F) {
+	for _, log := range corpusRunLogs(f) {
+		f.Add(log)
+	}
+	f.Add([]byte("---\nval_bpb: 1e400\ndepth: -0\n"))
+	f.Fuzz(func(t *testing.T, log []byte) {
+		m := ParseSummaryBlock(log)
+		for k, v := range m {
+			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+				t.Fatalf("%s: non-finite value %v", k, *v)
+			}
+		}
+		// Metrics always encode as JSON and decode to the same values.
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Metrics
+		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(m, back) {
+			t.Fatalf("round trip: %v %v vs %v", err, m, back)
+		}
+	})
+}
+
+func FuzzParseSummaryJSON(f *testing.F) {
+	f.Add([]byte(`{"val_bpb": 0.9979, "eval": {"acc": 0.7, "f1": null}, "n": 953}`))
+	_, _ = ScanReader(bytes.NewReader(corpusFile(f, "experiments.jsonl")), func(r *Record, _ int, _ int64) error {
+		b, _ := json.Marshal(r.Metrics)
+		f.Add(b)
+		b, _ = json.Marshal(r.NoveltyGuard) // deeply nested objects
+		f.Add(b)
+		return nil
+	})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := ParseSummaryJSON(in)
+		if err != nil {
+			if !errors.Is(err, ErrBadInput) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one clean ErrBadInput line: %v", err)
+			}
+			return
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseSummaryJSON(b) // flattened metrics are a fixed point
+		if err != nil || !reflect.DeepEqual(m, again) {
+			t.Fatalf("not stable: %v %v vs %v", err, m, again)
+		}
+	})
+}
+
+func FuzzCrashError(f *testing.F) {
+	for _, log := range corpusRunLogs(f) {
+		f.Add(log)
+	}
+	f.Add([]byte("Traceback (most recent call last):\nValueError\n"))
+	f.Fuzz(func(t *testing.T, log []byte) {
+		e := CrashError(log, "run.log")
+		if e.Summary == "" || len(e.Tail) > 8 {
+			t.Fatalf("bad error info %+v", e)
+		}
+		if len(e.Tail) > 0 && !strings.Contains(strings.Join(e.Tail, "\n"), e.Summary) && !strings.Contains(string(log), e.Summary) {
+			t.Fatalf("summary %q is not from the log", e.Summary)
+		}
+	})
+}
+
+func FuzzScanReader(f *testing.F) {
+	raw := corpusFile(f, "experiments.jsonl")
+	f.Add(raw)
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	f.Add(lines[0])
+	f.Add(append(append([]byte{}, lines[0]...), lines[1][:100]...)) // torn tail
+	f.Add([]byte("garbage\n{}\n{\"run_id\": 5}\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		n := 0
+		warnings, err := ScanReader(bytes.NewReader(in), func(r *Record, line int, off int64) error {
+			n++
+			if r.RunID == "" || off < 0 || off >= int64(len(in)) {
+				t.Fatalf("bad record at line %d offset %d", line, off)
+			}
+			// parse → format → parse is stable
+			b, err := MarshalRecord(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []*Record
+			if _, err := ScanReader(bytes.NewReader(append(b, '\n')), func(r2 *Record, _ int, _ int64) error {
+				got = append(got, r2)
+				return nil
+			}); err != nil || len(got) != 1 {
+				t.Fatalf("re-read of %s: %v (%d records)", b, err, len(got))
+			}
+			b2, _ := MarshalRecord(got[0])
+			if !bytes.Equal(b, b2) {
+				t.Fatalf("unstable:\n%s\n%s", b, b2)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n+len(warnings) > bytes.Count(in, []byte("\n"))+1 {
+			t.Fatalf("%d records + %d warnings from %d lines", n, len(warnings), bytes.Count(in, []byte("\n"))+1)
+		}
+	})
+}

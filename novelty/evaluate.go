@@ -1,0 +1,268 @@
+package novelty
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// Run is what the guard needs of one prior record besides its text: its
+// ledger offset (the tie-breaker of equal matches), status and metric.
+type Run = ledger.GroupRun
+
+// Group is a set of prior runs with the same normalised comparison text
+// and the same family. Similarity depends only on the normalised text, so
+// every run of a group scores alike against any probe, and with the family
+// fixed every run's category follows from its status. Scoring groups
+// instead of records gives the same verdict as scoring every record.
+type Group = ledger.TextGroup
+
+// groupKey identifies the group of a normalised text and a family.
+func groupKey(norm, family string) string { return family + "\x00" + norm }
+
+// Index is the candidate source `check` uses instead of scoring every
+// group; package ledger implements it with bleve.
+type Index interface {
+	// Candidates returns the groups most likely to match a probe whose
+	// normalised text is norm: the best limit groups by text relevance to
+	// norm's tokens, the best limit groups of family when family is not
+	// empty, and every group whose normalised text equals norm. Order does
+	// not matter; a group appears at most once.
+	Candidates(norm, family string, limit int) ([]Group, error)
+	// Record returns the full record at a ledger offset (for display).
+	Record(offset int64) (*ledger.Record, error)
+}
+
+// CandidateLimit is how many groups Check asks the index for per query.
+const CandidateLimit = 100
+
+// Check classifies probe against the groups idx retrieves.
+func Check(idx Index, probe Probe, opts Options) (Result, error) {
+	groups, err := idx.Candidates(Normalize(probe.Text()), probe.Family, CandidateLimit)
+	if err != nil {
+		return Result{}, err
+	}
+	return EvaluateGroups(probe, groups, idx.Record, opts)
+}
+
+// Evaluate scores probe against every record (in ledger order) and
+// classifies it: the exhaustive scorer.
+func Evaluate(probe Probe, records []*ledger.Record, opts Options) Result {
+	opts = opts.withDefaults()
+	groups := GroupRecords(records, opts.Metric)
+	res, err := EvaluateGroups(probe, groups, func(off int64) (*ledger.Record, error) {
+		return records[off], nil
+	}, opts)
+	if err != nil {
+		panic(err) // the lookup above cannot fail
+	}
+	return res
+}
+
+// GroupRecords groups records by normalised text and family, using each
+// record's position in the slice as its offset.
+func GroupRecords(records []*ledger.Record, metric string) []Group {
+	idx := map[string]int{}
+	var groups []Group
+	for i, r := range records {
+		norm := Normalize(r.ComparisonText())
+		k := groupKey(norm, r.Family)
+		gi, ok := idx[k]
+		if !ok {
+			gi = len(groups)
+			idx[k] = gi
+			groups = append(groups, Group{Norm: norm, Family: r.Family})
+		}
+		groups[gi].Runs = append(groups[gi].Runs, RunOf(r, int64(i), metric))
+	}
+	return groups
+}
+
+// RunOf is the Run of record r at offset.
+func RunOf(r *ledger.Record, offset int64, metric string) Run {
+	run := Run{Offset: offset, Status: r.Status}
+	if v, ok := r.Metric(metric); ok {
+		run.Value = &v
+	}
+	return run
+}
+
+// FromNormalized prepares a text that is already normalised (the Norm of
+// a Text): the result equals Prepare of any text with that normal form.
+func FromNormalized(norm string) *Text {
+	return prepareTokens(strings.Fields(norm))
+}
+
+type ref struct {
+	rank   int // category rank
+	cat    string
+	score  float64
+	value  *float64
+	offset int64
+}
+
+// less orders matches by category, score descending, metric best first
+// (missing last), then ledger order, as the Python tool's stable sort does.
+func less(a, b *ref, higherIsBetter bool) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if (a.value == nil) != (b.value == nil) {
+		return a.value != nil
+	}
+	if a.value != nil && *a.value != *b.value {
+		if higherIsBetter {
+			return *a.value > *b.value
+		}
+		return *a.value < *b.value
+	}
+	return a.offset < b.offset
+}
+
+// EvaluateGroups classifies probe against groups; lookup reads the records
+// shown in the result.
+func EvaluateGroups(probe Probe, groups []Group, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+	return evaluateGroups(probe, groups, nil, lookup, opts)
+}
+
+// evaluateGroups is EvaluateGroups; texts, when not nil, holds the
+// prepared text of each group.
+func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	text := probe.Text()
+	pt := Prepare(text)
+	threshold, effective := Thresholds(opts.Threshold, opts.Mode)
+	familyFloor := threshold - FamilySlack
+
+	var matches []ref
+	var nearKept, nearFail *ref
+	counts := map[string]int{DuplicateRun: 0, RepeatFailure: 0, IncrementalFollowup: 0, KnownSuccess: 0}
+	scored := 0
+	for gi, g := range groups {
+		var gt *Text
+		if texts != nil {
+			gt = texts[gi]
+		} else {
+			gt = FromNormalized(g.Norm)
+		}
+		score := pt.Similarity(gt)
+		scored += len(g.Runs)
+		sameFamily := probe.Family != "" && g.Family == probe.Family
+		duplicate := pt.Norm == gt.Norm || (score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
+		groupMatches := score >= effective || duplicate || (sameFamily && score >= familyFloor)
+		for _, run := range g.Runs {
+			r := ref{score: score, value: run.Value, offset: run.Offset}
+			failed := run.Status == ledger.StatusDiscard || run.Status == ledger.StatusCrash
+			switch {
+			case duplicate && (failed || run.Status == ledger.StatusKeep):
+				r.cat = DuplicateRun
+			case failed:
+				r.cat = RepeatFailure
+			case run.Status == ledger.StatusKeep && sameFamily:
+				r.cat = IncrementalFollowup
+			case run.Status == ledger.StatusKeep:
+				r.cat = KnownSuccess
+			default:
+				continue // a status memorylab does not write: never a match
+			}
+			r.rank = categoryRank(r.cat)
+			if !groupMatches {
+				r.cat, r.rank = BelowThreshold, len(Categories)
+			}
+			near := &nearKept
+			if failed {
+				near = &nearFail
+			}
+			if *near == nil || nearer(&r, *near, opts.HigherIsBetter) {
+				c := r
+				*near = &c
+			}
+			if groupMatches {
+				counts[r.cat]++
+				matches = append(matches, r)
+			}
+		}
+	}
+	sort.Slice(matches, func(i, j int) bool { return less(&matches[i], &matches[j], opts.HigherIsBetter) })
+	classification := Novel
+	if len(matches) > 0 {
+		classification = matches[0].cat
+	}
+	decision, rationale := Decide(opts.Mode, classification)
+	n := min(len(matches), opts.Limit)
+	top := make([]Match, 0, n)
+	for i := 0; i < n; i++ {
+		m, err := expand(&matches[i], lookup, opts.Metric)
+		if err != nil {
+			return Result{}, err
+		}
+		top = append(top, m)
+	}
+	res := Result{
+		Verdict: Verdict{
+			Classification: classification, Counts: counts, EffectiveThreshold: effective,
+			MatchCount: len(matches), Mode: opts.Mode,
+			Policy:    Policy{Decision: decision, Mode: opts.Mode, Rationale: rationale},
+			ProbeText: text, Threshold: threshold, TopMatches: top,
+		},
+		Scored: scored,
+	}
+	for _, nr := range []struct {
+		r   *ref
+		dst **Match
+	}{{nearKept, &res.NearestKept}, {nearFail, &res.NearestFailure}} {
+		if nr.r == nil {
+			continue
+		}
+		m, err := expand(nr.r, lookup, opts.Metric)
+		if err != nil {
+			return Result{}, err
+		}
+		*nr.dst = &m
+	}
+	return res, nil
+}
+
+// nearer orders candidates for nearest kept run / failure: score, then
+// metric, then ledger order.
+func nearer(a, b *ref, higherIsBetter bool) bool {
+	x, y := *a, *b
+	x.rank, y.rank = 0, 0
+	return less(&x, &y, higherIsBetter)
+}
+
+func expand(r *ref, lookup func(int64) (*ledger.Record, error), metric string) (Match, error) {
+	rec, err := lookup(r.offset)
+	if err != nil {
+		return Match{}, fmt.Errorf("unable to read matched run at ledger offset %d: %w", r.offset, err)
+	}
+	m := Match{Category: r.cat, Score: r.score, RunID: rec.RunID, Commit: rec.Commit, Family: rec.Family,
+		Status: rec.Status, Description: rec.Description, Tags: rec.Tags, Metric: metric, Value: r.value}
+	return m, nil
+}
+
+// Corpus is a set of groups prepared once for many probes (the exhaustive
+// scorer of benchmarks and agreement tests, failure clustering).
+type Corpus struct {
+	Groups []Group
+	texts  []*Text
+}
+
+// NewCorpus prepares groups for repeated evaluation.
+func NewCorpus(groups []Group) *Corpus {
+	c := &Corpus{Groups: groups, texts: make([]*Text, len(groups))}
+	for i, g := range groups {
+		c.texts[i] = FromNormalized(g.Norm)
+	}
+	return c
+}
+
+// Evaluate is EvaluateGroups over the prepared corpus.
+func (c *Corpus) Evaluate(probe Probe, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+	return evaluateGroups(probe, c.Groups, c.texts, lookup, opts)
+}
