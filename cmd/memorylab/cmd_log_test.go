@@ -180,6 +180,9 @@ func TestLogArchive(t *testing.T) {
 		"archived_summary_path": "results/memorylab/runs/" + string(rec.RunID) + "/summary.json",
 		"train_diff_path":       "results/memorylab/runs/" + string(rec.RunID) + "/train.patch",
 		"source_log_path":       "run.log",
+		// decision packets are archived with the run (issue 4)
+		"decision_packet_json_path": "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.json",
+		"decision_packet_md_path":   "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.md",
 	}
 	if len(rec.Artifacts) != len(want) {
 		t.Fatalf("artifacts %v", rec.Artifacts)
