@@ -197,10 +197,10 @@ type State struct {
 
 	opts         Options
 	index        map[string][]int32
-	stamp        []int32
 	memo         map[string]memoHit
 	memoFeatures map[string]Features
-	epoch        int32
+	cnt          [3][]int32 // shared tokens / concepts / numbers per cluster
+	touched      []int32
 }
 
 type memoHit struct {
@@ -228,7 +228,6 @@ func (s *State) setOptions(opts Options) {
 	s.index = map[string][]int32{}
 	s.memo = map[string]memoHit{}
 	s.memoFeatures = map[string]Features{}
-	s.stamp = nil
 	for i, c := range s.Clusters {
 		s.indexCluster(i, c)
 	}
@@ -243,7 +242,14 @@ func Build(recs []ledger.Record, opts Options) *State {
 	for i := range recs {
 		s.Add(&recs[i])
 	}
+	s.dropMemo()
 	return s
+}
+
+// dropMemo frees the clustering memo (a speed-up for long folds only).
+func (s *State) dropMemo() {
+	s.memo = map[string]memoHit{}
+	s.memoFeatures = map[string]Features{}
 }
 
 // RunOf summarises r as the registry keeps it.
