@@ -287,7 +287,27 @@ func (s *State) insertTop(top []Run, r Run) []Run {
 
 // Add folds one record.
 func (s *State) Add(r *ledger.Record) {
-	root := s.opts.Lineage(r, func(c string) (string, bool) { v, ok := s.Commits.Get(c); return v.Root, ok })
+	if s.opts.ChampionOnly {
+		// Only the champion's pool: build the Run only if it makes the top.
+		v, ok := s.Goal().Value(r)
+		seq := s.N
+		s.N++
+		s.Counts[r.Status]++
+		if !ok {
+			return
+		}
+		probe := Run{Seq: seq, Timestamp: r.Timestamp, Value: v}
+		enters := func(top []Run) bool { return len(top) <= NumChallengers || s.better(&probe, &top[len(top)-1]) }
+		if enters(s.TopAll) || (r.Status == ledger.StatusKeep && enters(s.TopKept)) {
+			run := s.RunOf(r, "")
+			s.TopAll = s.insertTop(s.TopAll, run)
+			if r.Status == ledger.StatusKeep {
+				s.TopKept = s.insertTop(s.TopKept, run)
+			}
+		}
+		return
+	}
+	root := s.opts.Lineage(r, s.rootOf)
 	run := s.RunOf(r, root)
 	s.N++
 	s.Counts[r.Status]++
@@ -296,9 +316,6 @@ func (s *State) Add(r *ledger.Record) {
 		if r.Status == ledger.StatusKeep {
 			s.TopKept = s.insertTop(s.TopKept, run)
 		}
-	}
-	if s.opts.ChampionOnly {
-		return
 	}
 	// Lineages count the runs with a usable metric (the Python tool's
 	// best_lineages leave crashes out).
@@ -329,6 +346,11 @@ func (s *State) Add(r *ledger.Record) {
 	if r.Status == ledger.StatusDiscard || r.Status == ledger.StatusCrash {
 		s.addFailure(r, run)
 	}
+}
+
+func (s *State) rootOf(c string) (string, bool) {
+	v, ok := s.Commits.Get(c)
+	return v.Root, ok
 }
 
 // Champion is the current champion: the best kept run if any run was kept,
