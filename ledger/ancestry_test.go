@@ -310,3 +310,42 @@ func FuzzAncestryCacheDecode(f *testing.F) {
 		}
 	})
 }
+
+// Records written by the Python tool carry only a 7-character commit: they
+// are resolved through their pin, or among commits reachable from HEAD.
+func TestLineagesShortCommitRecords(t *testing.T) {
+	f := newLineageFixture(t)
+	b0 := f.commit("initial")
+	c1 := f.commit("baseline")
+	c2 := f.commit("lr")
+	c3 := f.commit("discarded")
+	if err := f.repo.ResetHard(c2); err != nil {
+		t.Fatal(err)
+	}
+	g := f.open()
+	add := func(id RunID, status, commit string, pin bool) {
+		if pin {
+			if err := g.PinRun(id, commit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := 1.0
+		if err := f.store.Append(&Record{RunID: id, Commit: commit[:7], Status: status, Description: string(id), Metrics: Metrics{"val_bpb": &v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("20261122T010000Z-"+RunID(c1[:7]), StatusKeep, c1, false)
+	add("20261122T010100Z-"+RunID(c2[:7]), StatusKeep, c2, false)
+	add("20261122T010200Z-"+RunID(c3[:7]), StatusDiscard, c3, true) // reset away: only its pin reaches it
+	add("20261122T010300Z-deadbee", StatusDiscard, "deadbeef00000000000000000000000000000000", false)
+	ls := f.lineages()
+	for id, want := range map[RunID]int{"20261122T010100Z-" + RunID(c2[:7]): 2, "20261122T010200Z-" + RunID(c3[:7]): 2} {
+		l := ls.ByRun[id]
+		if !l.Known() || l.Root != b0 || l.Depth != want {
+			t.Errorf("%s: %+v, want root %s depth %d", id, l, Short(b0), want)
+		}
+	}
+	if l := ls.ByRun["20261122T010300Z-deadbee"]; l.State != LineageMissing {
+		t.Errorf("unknown commit: %+v", l)
+	}
+}

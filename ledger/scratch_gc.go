@@ -50,3 +50,13 @@ func (s *ScratchRepo) Merge(msg, other string, files map[string]string) (string,
 	}
 	return h.String(), nil
 }
+
+// OpenScratchRepo opens an existing scratch repository or linked worktree at
+// dir (for tests that commit inside a linked worktree).
+func OpenScratchRepo(dir string) (*ScratchRepo, error) {
+	r, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil, err
+	}
+	return &ScratchRepo{Dir: dir, r: r, When: time.Date(2026, 11, 21, 22, 0, 0, 0, time.UTC)}, nil
+}

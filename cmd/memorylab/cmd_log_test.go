@@ -12,7 +12,7 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-var runIDSuffix = regexp.MustCompile(`(\d{8}T\d{6}Z-[0-9a-f]{7})-[0-9a-f]{4}`)
+var runIDSuffix = regexp.MustCompile(`(\d{8}T\d{6}Z-[0-9a-f]{7})-[0-9a-f]{4,8}`)
 
 // maskRunIDs replaces the random run id suffix so output is byte-exact.
 func maskRunIDs(s string) string { return runIDSuffix.ReplaceAllString(s, "$1-XXXX") }
@@ -175,12 +175,11 @@ func TestLogArchive(t *testing.T) {
 		t.Fatalf("patch %q", p)
 	}
 	want := map[string]string{
-		"run_dir":               "results/memorylab/runs/" + string(rec.RunID),
-		"archived_log_path":     "results/memorylab/runs/" + string(rec.RunID) + "/run.log",
-		"archived_summary_path": "results/memorylab/runs/" + string(rec.RunID) + "/summary.json",
-		"train_diff_path":       "results/memorylab/runs/" + string(rec.RunID) + "/train.patch",
-		"source_log_path":       "run.log",
-		// decision packets are archived with the run (issue 4)
+		"run_dir":                   "results/memorylab/runs/" + string(rec.RunID),
+		"archived_log_path":         "results/memorylab/runs/" + string(rec.RunID) + "/run.log",
+		"archived_summary_path":     "results/memorylab/runs/" + string(rec.RunID) + "/summary.json",
+		"train_diff_path":           "results/memorylab/runs/" + string(rec.RunID) + "/train.patch",
+		"source_log_path":           "run.log",
 		"decision_packet_json_path": "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.json",
 		"decision_packet_md_path":   "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.md",
 	}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
+)
+
+type hooksRunOptions struct {
+	Store string
+	Hook  string   // post-commit or commit-msg
+	Args  []string // git's hook arguments (commit-msg: the message file)
+}
+
+func hooksRunCommand(env *Env) *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "what the installed hooks call: check the commit message against the ledger",
+		UsageText: "memorylab hooks run post-commit | commit-msg MESSAGE_FILE",
+		Description: "post-commit reads the new HEAD commit's message through go-git and prints one warning line\n" +
+			"when the novelty guard says the idea was tried before; it always exits 0. commit-msg reads the\n" +
+			"message file git passes and exits 2 when the guard blocks it (installed by hooks install --block).",
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return usagef("hooks run needs the hook name: post-commit or commit-msg")
+			}
+			return runHooksRun(env, hooksRunOptions{Store: c.String("store"), Hook: c.Args().First(), Args: c.Args().Tail()})
+		},
+	}
+}
+
+// hookWarnWidth caps the warning line so it stays one terminal line.
+const hookWarnWidth = 200
+
+func runHooksRun(env *Env, opts hooksRunOptions) error {
+	var msg string
+	switch opts.Hook {
+	case ledger.HookPostCommit:
+		repo, err := ledger.OpenRepo(env.Dir)
+		if err != nil {
+			fmt.Fprintf(env.Err, "memorylab: post-commit hook: %v\n", err)
+			return nil // never fail a commit that already happened
+		}
+		if _, msg, err = repo.HeadMessage(); err != nil {
+			fmt.Fprintf(env.Err, "memorylab: post-commit hook: %v\n", err)
+			return nil
+		}
+	case ledger.HookCommitMsg:
+		if len(opts.Args) != 1 {
+			return usagef("hooks run commit-msg needs the message file git passes, got %d arguments", len(opts.Args))
+		}
+		b, err := os.ReadFile(env.abs(opts.Args[0]))
+		if err != nil {
+			return ledger.BadInputf("unable to read commit message %s: %v", opts.Args[0], unwrapPathErr(err))
+		}
+		msg = string(b)
+	default:
+		return usagef("hooks run: unknown hook %q: use post-commit or commit-msg", opts.Hook)
+	}
+	subject := commitSubject(msg)
+	if subject == "" {
+		return nil
+	}
+	res, err := hookCheck(env, opts.Store, subject)
+	if err != nil {
+		if opts.Hook == ledger.HookPostCommit {
+			fmt.Fprintf(env.Err, "memorylab: post-commit hook: novelty check skipped: %v\n", err)
+			return nil
+		}
+		return err
+	}
+	if res.Classification == novelty.Novel {
+		return nil
+	}
+	line := hookWarning(subject, res)
+	if opts.Hook == ledger.HookCommitMsg {
+		if res.Policy.Decision != novelty.Block {
+			return nil // the post-commit hook warns after the commit
+		}
+		fmt.Fprintln(env.Err, line)
+		fmt.Fprintln(env.Err, "memorylab: commit refused by the novelty guard; change the idea, or commit with --no-verify")
+		return blockedError{}
+	}
+	fmt.Fprintln(env.Err, line)
+	return nil
+}
+
+// hookCheck runs the novelty guard on a commit subject, in exploit mode at
+// the base threshold (what `memorylab check -d SUBJECT` says).
+func hookCheck(env *Env, store, subject string) (novelty.Result, error) {
+	s, _, err := openStore(env, store)
+	if err != nil {
+		return novelty.Result{}, err
+	}
+	var recs []*ledger.Record
+	if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		return novelty.Result{}, err
+	}
+	opts := novelty.Options{Mode: novelty.ModeExploit, Threshold: novelty.BaseThreshold, Metric: s.Config.Metric,
+		HigherIsBetter: !s.Config.LowerIsBetter(), Limit: 1}
+	return novelty.Evaluate(novelty.Probe{Description: subject}, recs, opts), nil
+}
+
+// hookWarning is the one line a hook prints. Ledger text is folded to one
+// line and stripped of control characters: it is only ever printed.
+func hookWarning(subject string, res novelty.Result) string {
+	line := fmt.Sprintf("memorylab: novelty %s (policy: %s): %q", res.Classification, res.Policy.Decision, oneLine(subject))
+	if len(res.TopMatches) > 0 {
+		m := res.TopMatches[0]
+		line += fmt.Sprintf(" resembles run %s (%s, score %.2f): %s", m.RunID, m.Status, m.Score, oneLine(m.Description))
+	}
+	if r := []rune(line); len(r) > hookWarnWidth {
+		line = string(r[:hookWarnWidth-1]) + "…"
+	}
+	return line
+}
+
+// commitSubject is the first non-empty, non-comment line of a message.
+func commitSubject(msg string) string {
+	for _, l := range strings.Split(msg, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		return l
+	}
+	return ""
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// Two agents in linked worktrees of one repository log concurrently: one
+// store, one lock, every record with its own worktree's branch and commit,
+// every run pinned in the shared refs.
+func TestLinkedWorktreesLogConcurrently(t *testing.T) {
+	f := newGitFixture(t)
+	f.commit("baseline", map[string]string{"train.py": "LR = 0.04\n# baseline\n"})
+	f.logRun(f.dir, "baseline", "keep", 0.99)
+	type agent struct {
+		dir, branch string
+		repo        *ledger.ScratchRepo
+		commits     []string
+	}
+	var agents []*agent
+	for i, name := range []string{"gpu0", "gpu1"} {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := f.repo.AddLinkedWorktree(dir, name, "agent/"+name); err != nil {
+			t.Fatal(err)
+		}
+		r, err := ledger.OpenScratchRepo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.When = r.When.Add(time.Duration(i) * time.Hour)
+		agents = append(agents, &agent{dir: dir, branch: "agent/" + name, repo: r})
+	}
+	const perAgent = 6
+	// Commits are made first (go-git handles of one repository are not
+	// shared between goroutines); logging runs concurrently.
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perAgent)
+	for _, a := range agents {
+		wg.Add(1)
+		go func(a *agent) {
+			defer wg.Done()
+			for i := 0; i < perAgent; i++ {
+				h, err := a.repo.Commit(fmt.Sprintf("%s idea %d", a.branch, i), map[string]string{"train.py": fmt.Sprintf("# %s %d\n", a.branch, i)})
+				if err != nil {
+					errs <- err
+					return
+				}
+				a.commits = append(a.commits, h)
+				opts := logOptions{Description: fmt.Sprintf("%s idea %d", a.branch, i), Status: "discard", Mode: "exploit", Threshold: 0.62,
+					LogPath: "run.log", Metrics: []string{"val_bpb=1.0"}}
+				if _, err := runLog(f.env(a.dir), opts); err != nil {
+					errs <- fmt.Errorf("%s: %w", a.branch, err)
+					return
+				}
+			}
+		}(a)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s, err := ledger.OpenStore(f.storeDir(), filepath.Join(f.dir, ledger.TSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, warns, err := s.ReadAll()
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("read: %v %v", err, warns)
+	}
+	if len(recs) != 1+2*perAgent {
+		t.Fatalf("%d records, want %d", len(recs), 1+2*perAgent)
+	}
+	main, err := ledger.OpenRepo(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCommit := map[string]string{}
+	for _, a := range agents {
+		for _, c := range a.commits {
+			byCommit[c] = a.branch
+		}
+	}
+	for _, r := range recs[1:] {
+		want, ok := byCommit[r.CommitFull]
+		if !ok || r.Branch != want {
+			t.Errorf("run %s: branch %q commit %s; want the committing worktree's branch %q", r.RunID, r.Branch, ledger.Short(r.CommitFull), want)
+		}
+		if pin, err := main.ResolvePin(r.RunID); err != nil || pin != r.CommitFull {
+			t.Errorf("pin of %s seen from the main worktree: %s %v", r.RunID, pin, err)
+		}
+		if r.LineageRoot == "" {
+			t.Errorf("run %s has no lineage root", r.RunID)
+		}
+	}
+	// No second store appeared inside a linked worktree.
+	for _, a := range agents {
+		if _, err := os.Stat(filepath.Join(a.dir, filepath.FromSlash(ledger.DefaultStoreDir))); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a store was created in %s", a.dir)
+		}
+	}
+}
+
+func TestWorktreeEdgeCases(t *testing.T) {
+	f := newGitFixture(t)
+	head := f.commit("baseline", map[string]string{"train.py": "LR = 0.04\n# baseline\n"})
+	wt := filepath.Join(t.TempDir(), "wt")
+	if err := f.repo.AddLinkedWorktree(wt, "wt", "agent/wt"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("detached HEAD in the main worktree", func(t *testing.T) {
+		if err := f.repo.Checkout(head, true); err != nil {
+			t.Fatal(err)
+		}
+		rec := f.logRun(f.dir, "detached run", "keep", 0.98)
+		if rec.Branch != "HEAD" || rec.CommitFull != head {
+			t.Fatalf("branch %q commit %s", rec.Branch, rec.CommitFull)
+		}
+	})
+	t.Run("subdirectory of a linked worktree", func(t *testing.T) {
+		sub := filepath.Join(wt, "deep", "er")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rec := f.logRun(sub, "from a subdirectory", "discard", 1.0)
+		if rec.Branch != "agent/wt" {
+			t.Fatalf("branch %q", rec.Branch)
+		}
+	})
+	t.Run("inside a hook: GIT_DIR points into .git/worktrees", func(t *testing.T) {
+		t.Setenv("GIT_DIR", filepath.Join(f.dir, ".git", "worktrees", "wt"))
+		t.Setenv("GIT_INDEX_FILE", filepath.Join(f.dir, ".git", "worktrees", "wt", "index"))
+		rec := f.logRun(wt, "from a hook", "discard", 1.0)
+		if rec.Branch != "agent/wt" {
+			t.Fatalf("branch %q: the main worktree's HEAD leaked in", rec.Branch)
+		}
+	})
+}
+
+func TestWorktreeConfigExtensionIsNamed(t *testing.T) {
+	f := newGitFixture(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	if err := f.repo.AddLinkedWorktree(wt, "wt", "agent/wt"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(f.dir, ".git", "config")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What `git sparse-checkout init` writes.
+	text := strings.Replace(string(b), "repositoryformatversion = 0", "repositoryformatversion = 1", 1)
+	b = []byte(text + "[extensions]\n\tworktreeConfig = true\n")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(f.storeDir(), ledger.LedgerFile))
+	cases := []struct {
+		name string
+		run  func() error
+	}{
+		{"log", func() error {
+			_, err := runLog(f.env(f.dir), logOptions{Description: "x", Status: "keep", Mode: "exploit", Threshold: 0.62, LogPath: "run.log", Metrics: []string{"val_bpb=1"}})
+			return err
+		}},
+		{"show", func() error { return runShow(f.env(f.dir), showOptions{Query: "2026"}) }},
+		{"branch", func() error { return runBranch(f.env(f.dir), branchOptions{Query: "2026", Name: "x"}) }},
+		{"log in a linked worktree", func() error {
+			_, err := runLog(f.env(wt), logOptions{Description: "x", Status: "keep", Mode: "exploit", Threshold: 0.62, LogPath: "run.log", Metrics: []string{"val_bpb=1"}})
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			if !errors.Is(err, ledger.ErrUnsupported) || exitCode(err) != ExitNoRepo {
+				t.Fatalf("err = %v (exit %d)", err, exitCode(err))
+			}
+			mustContain(t, err.Error(), " sets extensions.worktreeConfig, which go-git v5 cannot open", "git sparse-checkout disable")
+		})
+	}
+	after, _ := os.ReadFile(filepath.Join(f.storeDir(), ledger.LedgerFile))
+	if string(before) != string(after) {
+		t.Fatal("the ledger changed")
+	}
+}
