@@ -286,8 +286,10 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		return nil, err
 	}
 	defer nix.Close()
+	vopts := noveltyOptions(s, opts.Mode, opts.Threshold)
+	vopts.Candidates = novelty.LogCandidateLimit
 	verdict, err := novelty.Check(nix, novelty.Probe{Description: rec.Description, Hypothesis: rec.Hypothesis,
-		Family: rec.Family, Tags: rec.Tags}, noveltyOptions(s, opts.Mode, opts.Threshold))
+		Family: rec.Family, Tags: rec.Tags}, vopts)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +303,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		return nil, err
 	}
 	packet := decisionPacket(st, rec)
-	if rec.DecisionPacket, err = json.Marshal(packet); err != nil {
+	if rec.DecisionPacket, err = packet.MarshalJSON(); err != nil {
 		return nil, err
 	}
 	if !opts.SkipArchive {
