@@ -30,7 +30,7 @@ const (
 	childLockEnv    = "MEMORYLAB_TEST_LOCK_TIMEOUT" // ledger.TestSetLockTimeout
 	childSplitEnv   = "MEMORYLAB_TEST_SPLIT_APPEND" // ledger.TestSetSplitAppend: pause mid-line
 	childFsizeEnv   = "MEMORYLAB_TEST_FSIZE"        // RLIMIT_FSIZE in bytes: writes past it fail with EFBIG
-	childArgv       = "argv" // MEMORYLAB_TEST_CHILD=argv: take the CLI args from the command line
+	childArgv       = "argv"                        // MEMORYLAB_TEST_CHILD=argv: take the CLI args from the command line
 	childReadyLine  = "child: ready"
 	childReadyFlush = "MEMORYLAB_TEST_READY" // print childReadyLine on stderr before starting
 )
