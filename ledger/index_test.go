@@ -77,6 +77,7 @@ func assertSameVerdicts(t *testing.T, s *ledger.Store, ix *ledger.NoveltyIndex) 
 }
 
 func TestIndexBuildCatchUpAndReuse(t *testing.T) {
+	defer ledger.TestSetIndexDeferBytes(0)() // persist every catch-up
 	recs := novelty.SyntheticRecords(160, 7)
 	s := newIndexStore(t, recs[:100])
 	var notice bytes.Buffer
@@ -122,6 +123,7 @@ func TestIndexBuildCatchUpAndReuse(t *testing.T) {
 // TestIndexWriterCatchUp is the log path: a writer open, an append, then
 // CatchUp persists the new run so the next reader needs no work.
 func TestIndexWriterCatchUp(t *testing.T) {
+	defer ledger.TestSetIndexDeferBytes(0)() // persist every catch-up
 	recs := novelty.SyntheticRecords(60, 8)
 	s := newIndexStore(t, recs[:59])
 	var notice bytes.Buffer
@@ -141,6 +143,73 @@ func TestIndexWriterCatchUp(t *testing.T) {
 		t.Fatalf("mode %q covered %d/%d notice %q", r.Mode, r.Covered(), st.Size(), notice.String())
 	}
 	assertSameVerdicts(t, s, r)
+}
+
+// TestIndexDefersSmallCatchUps is the default log path: a small tail stays
+// pending in memory (answered exactly, nothing written to bleve) until
+// enough ledger has piled up, then one batch persists all of it.
+func TestIndexDefersSmallCatchUps(t *testing.T) {
+	recs := novelty.SyntheticRecords(120, 9)
+	s := newIndexStore(t, recs[:60])
+	var notice bytes.Buffer
+	openIx(t, s, &notice, false).Close()
+	notice.Reset() // the first-use notice
+	st, _ := os.Stat(s.LedgerPath())
+	built := st.Size()
+
+	// Below the threshold: each writer catch-up keeps the new runs pending.
+	defer ledger.TestSetIndexDeferBytes(1 << 30)()
+	for _, r := range recs[60:90] {
+		w := openIx(t, s, &notice, true)
+		if err := s.Append(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.CatchUp(); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(s.LedgerPath())
+		if w.Mode != "index+pending" || w.Covered() != st.Size() {
+			t.Fatalf("deferred: mode %q covered %d/%d", w.Mode, w.Covered(), st.Size())
+		}
+		w.Close()
+	}
+	r := openIx(t, s, &notice, false)
+	if r.Mode != "index+pending" {
+		t.Fatalf("reader mode %q, want index+pending", r.Mode)
+	}
+	assertSameVerdicts(t, s, r)
+	r.Close()
+	ro, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+		NormalizerVersion: novelty.NormalizerVersion, Notice: &notice, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro.Mode != "index+pending" {
+		t.Fatalf("bleve was written before the threshold: mode %q", ro.Mode)
+	}
+	ro.Close()
+
+	// Past the threshold: one catch-up persists everything pending.
+	ledger.TestSetIndexDeferBytes(1)
+	w := openIx(t, s, &notice, true)
+	if err := s.Append(recs[90:]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CatchUp(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ro, err = ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+		NormalizerVersion: novelty.NormalizerVersion, Notice: &notice, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	st, _ = os.Stat(s.LedgerPath())
+	if ro.Mode != "index" || ro.Covered() != st.Size() || st.Size() <= built || notice.Len() != 0 {
+		t.Fatalf("after flush: mode %q covered %d/%d notice %q", ro.Mode, ro.Covered(), st.Size(), notice.String())
+	}
+	assertSameVerdicts(t, s, ro)
 }
 
 // TestIndexCorruption damages the index in the ways the issue lists; each

@@ -6,11 +6,33 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
 func main() {
-	os.Exit(run(os.Args))
+	os.Exit(profiled(func() int { return run(os.Args) }))
+}
+
+// profiled writes a CPU profile to $MEMORYLAB_CPUPROFILE when it is set: the
+// benchmark table says how long a command takes, the profile says where.
+func profiled(f func() int) int {
+	path := os.Getenv("MEMORYLAB_CPUPROFILE")
+	if path == "" {
+		return f()
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "memorylab: MEMORYLAB_CPUPROFILE: %v\n", err)
+		return f()
+	}
+	defer out.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		fmt.Fprintf(os.Stderr, "memorylab: MEMORYLAB_CPUPROFILE: %v\n", err)
+		return f()
+	}
+	defer pprof.StopCPUProfile()
+	return f()
 }
 
 // run executes the CLI and returns the exit code. Deferred cleanups (locks,

@@ -41,6 +41,9 @@ type benchCommand struct {
 	// firstUse names a row reporting the untimed warm-up run (the first
 	// check on a fresh store builds the index).
 	firstUse string
+	// inRepo runs the command inside the benchmark's git repository (log
+	// needs a commit for provenance); others run in the module root.
+	inRepo bool
 }
 
 var benchCommands = []benchCommand{
@@ -52,8 +55,57 @@ var benchCommands = []benchCommand{
 		args: []string{"check", "--description", "increase matrix LR to 0.06", "--family", "lr-sweep", "--tags", "optimizer,lr"}},
 	{name: "check --exhaustive", maxSize: 10000,
 		args: []string{"check", "--exhaustive", "--description", "increase matrix LR to 0.06", "--family", "lr-sweep", "--tags", "optimizer,lr"}},
-	// Rows for log, report, import and list go here, e.g.
-	// {name: "report", warm: true, args: []string{"report", "--output", os.DevNull}},
+	// log appends one run per rep (the ledger grows by reps); the warm-up
+	// run lets the caches (index, registry state, ancestry) catch up first.
+	{name: "log (warm caches)", warm: true, inRepo: true, firstUse: "log (first use: builds caches)",
+		args: []string{"log", "--description", "increase matrix LR to 0.07", "--status", "discard", "--family", "lr-sweep",
+			"--tags", "lr", "--log", "run.log"}},
+	{name: "report (warm caches)", warm: true, firstUse: "report (first use: builds caches)",
+		args: []string{"report", "--output", os.DevNull}},
+	{name: "import (100 new rows)", before: writeImportTSV,
+		args: []string{"import", importTSVName}},
+	{name: "list --best 10", warm: true, args: []string{"list", "--best", "10"}},
+	{name: "list --since 8h", warm: true, args: []string{"list", "--since", "8h"}},
+}
+
+const importTSVName = "mlbench-import.tsv"
+
+var importRound int
+
+// writeImportTSV writes a results.tsv of 100 rows that were never imported
+// before (the descriptions carry a round number), next to the store.
+func writeImportTSV(store string) error {
+	importRound++
+	var b strings.Builder
+	b.WriteString("commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+	for i := 0; i < 100; i++ {
+		status := "discard"
+		if i%5 == 0 {
+			status = "keep"
+		}
+		fmt.Fprintf(&b, "%07x\t%.6f\t44.%d\t%s\tround %d: try idea %d\n", importRound*1000+i, 0.99-float64(i)/10000, i%10, status, importRound, i)
+	}
+	return os.WriteFile(importTSVPath(store), []byte(b.String()), 0o644)
+}
+
+func importTSVPath(store string) string { return filepath.Join(filepath.Dir(store), importTSVName) }
+
+// benchRepo is a git repository with one commit and a run.log carrying the
+// autoresearch summary block, for the log row.
+func benchRepo(root string) (string, error) {
+	dir := filepath.Join(root, "repo")
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return dir, nil
+	}
+	r, err := ledger.InitScratchRepo(dir, "autoresearch/bench")
+	if err != nil {
+		return "", err
+	}
+	if _, err := r.Commit("baseline", map[string]string{"train.py": "LR = 0.04\n"}); err != nil {
+		return "", err
+	}
+	runLog := "step 953\n---\nval_bpb:          0.981234\ntraining_seconds: 300.1\ntotal_seconds:    325.9\npeak_vram_mb:     45060.2\nnum_steps:        953\n"
+	return dir, os.WriteFile(filepath.Join(dir, "run.log"), []byte(runLog), 0o644)
 }
 
 func dropIndex(store string) error { return os.RemoveAll(filepath.Join(store, ledger.IndexDir)) }
@@ -99,6 +151,10 @@ func run(sizesFlag string, reps int, keep, only string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("unable to build memorylab (run mlbench from the module root): %w", err)
 	}
+	repo, err := benchRepo(root)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("memorylab whole-process benchmark: median of %d runs, peak RSS of the child (%s)\n\n", reps, time.Now().UTC().Format(time.RFC3339))
 	fmt.Println("| runs | command | median wall | min wall | median CPU (user+sys) | peak RSS |")
 	fmt.Println("| ---: | --- | ---: | ---: | ---: | ---: |")
@@ -121,8 +177,12 @@ func run(sizesFlag string, reps int, keep, only string) error {
 				continue
 			}
 			args := append([]string{"--store", store}, c.args...)
+			dir := filepath.Dir(store) // the import row's file lives here
+			if c.inRepo {
+				dir = repo
+			}
 			if c.warm {
-				r, err := runOnce(bin, args)
+				r, err := runOnce(bin, dir, args)
 				if err != nil {
 					return fmt.Errorf("%s at %d runs: %w", c.name, n, err)
 				}
@@ -138,7 +198,7 @@ func run(sizesFlag string, reps int, keep, only string) error {
 						return err
 					}
 				}
-				r, err := runOnce(bin, args)
+				r, err := runOnce(bin, dir, args)
 				if err != nil {
 					return fmt.Errorf("%s at %d runs: %w", c.name, n, err)
 				}
@@ -177,8 +237,9 @@ type result struct {
 
 // runOnce runs the binary once. Exit code 2 (check --fail-on-similar) is
 // not an error.
-func runOnce(bin string, args []string) (result, error) {
+func runOnce(bin, dir string, args []string) (result, error) {
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = nil, &stderr
 	start := time.Now()
