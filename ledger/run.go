@@ -207,8 +207,10 @@ func (s *Store) AppendTSVLocked(header, line string) error {
 	if s.TSVPath == "" {
 		return nil
 	}
-	if _, err := os.Stat(s.TSVPath); errors.Is(err, fs.ErrNotExist) {
+	if tail, err := readTail(s.TSVPath, 1); errors.Is(err, fs.ErrNotExist) {
 		line = header + line
+	} else if len(tail) == 1 && tail[0] != '\n' {
+		line = "\n" + line // a hand-edited file without a final newline
 	}
 	f, err := os.OpenFile(s.TSVPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

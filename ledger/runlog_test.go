@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -321,6 +322,10 @@ func FuzzScanReader(f *testing.F) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		serial, parallel := scanWith(ScanReader, in, 0), scanWith(ScanReaderParallel, in, 0)
+		if strings.Join(serial.ids, " ") != strings.Join(parallel.ids, " ") || fmt.Sprint(serial.warnings) != fmt.Sprint(parallel.warnings) {
+			t.Fatalf("parallel scan differs: %v %v vs %v %v", serial.ids, serial.warnings, parallel.ids, parallel.warnings)
 		}
 		if n+len(warnings) > bytes.Count(in, []byte("\n"))+1 {
 			t.Fatalf("%d records + %d warnings from %d lines", n, len(warnings), bytes.Count(in, []byte("\n"))+1)

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // File and directory names inside a store.
@@ -257,17 +258,20 @@ func (w Warning) String() string {
 
 // Scan reads the ledger in order and calls fn with each well-formed record,
 // its 1-based line number and byte offset. Malformed lines are skipped and
-// returned as warnings; they are never rewritten.
+// returned as warnings; they are never rewritten. Lines are decoded on all
+// cores (ScanReaderParallel), fn is still called in ledger order.
 func (s *Store) Scan(fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
 	f, err := os.Open(s.LedgerPath())
 	if err != nil {
 		return nil, fmt.Errorf("unable to read ledger: %w", err)
 	}
 	defer f.Close()
-	return ScanReader(f, fn)
+	return ScanReaderParallel(f, fn)
 }
 
-// ScanReader is Scan over any reader of JSONL records.
+// ScanReader is Scan over any reader of JSONL records, decoding in the
+// calling goroutine: it reads no further than the line fn stops at, which
+// suits reading one record or a short tail.
 func ScanReader(rd io.Reader, fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
 	br := bufio.NewReaderSize(rd, 1<<20)
 	var warnings []Warning
@@ -282,28 +286,145 @@ func ScanReader(rd io.Reader, fn func(r *Record, line int, offset int64) error) 
 		}
 		start := offset
 		offset += int64(len(line))
-		torn := err == io.EOF // last line without a newline
-		body := bytes.TrimSpace(line)
-		if len(body) == 0 {
-			continue
+		r, w := decodeLine(line, lineNo, start, err == io.EOF)
+		if w != nil {
+			warnings = append(warnings, *w)
 		}
-		var r Record
-		if perr := json.Unmarshal(body, &r); perr != nil {
-			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: shortReason(perr), Torn: torn})
-			continue
-		}
-		if r.RunID == "" {
-			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: "record has no run_id", Torn: torn})
-			continue
-		}
-		if r.SchemaVersion > SchemaVersion {
-			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: fmt.Sprintf("schema_version %d is newer than this memorylab (%d): upgrade memorylab", r.SchemaVersion, SchemaVersion)})
-			continue
-		}
-		if err := fn(&r, lineNo, start); err != nil {
-			return warnings, err
+		if r != nil {
+			if err := fn(r, lineNo, start); err != nil {
+				return warnings, err
+			}
 		}
 	}
+}
+
+// decodeLine decodes one ledger line. It returns nil, nil for a blank line,
+// a warning for a line that is not a usable record. torn marks the last
+// line of the input when it lacks its newline.
+func decodeLine(line []byte, lineNo int, start int64, torn bool) (*Record, *Warning) {
+	body := bytes.TrimSpace(line)
+	if len(body) == 0 {
+		return nil, nil
+	}
+	var r Record
+	if perr := json.Unmarshal(body, &r); perr != nil {
+		return nil, &Warning{Line: lineNo, Offset: start, Reason: shortReason(perr), Torn: torn}
+	}
+	if r.RunID == "" {
+		return nil, &Warning{Line: lineNo, Offset: start, Reason: "record has no run_id", Torn: torn}
+	}
+	if r.SchemaVersion > SchemaVersion {
+		return nil, &Warning{Line: lineNo, Offset: start, Reason: fmt.Sprintf("schema_version %d is newer than this memorylab (%d): upgrade memorylab", r.SchemaVersion, SchemaVersion)}
+	}
+	return &r, nil
+}
+
+// scanBatchLines is how many lines one decode job holds: big enough that
+// channel traffic is noise next to decoding ~4 KB records, small enough to
+// keep every core busy on a ledger of a few thousand lines.
+const scanBatchLines = 256
+
+type scanLine struct {
+	data  []byte
+	no    int
+	start int64
+	torn  bool
+}
+
+type scanItem struct {
+	rec  *Record
+	warn *Warning
+	line int
+	off  int64
+}
+
+type scanJob struct {
+	lines []scanLine
+	out   chan []scanItem
+}
+
+// ScanReaderParallel is ScanReader with JSON decoding spread over
+// GOMAXPROCS goroutines. fn is called from the calling goroutine in input
+// order with the same records, line numbers, offsets and warnings as
+// ScanReader; it may read ahead of the line where fn stops.
+func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 {
+		return ScanReader(rd, fn)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	order := make(chan chan []scanItem, 2*workers)
+	jobs := make(chan scanJob, 2*workers)
+	var readErr error // written before order is closed
+	go func() {
+		defer close(jobs)
+		defer close(order)
+		br := bufio.NewReaderSize(rd, 1<<20)
+		var offset int64
+		batch := make([]scanLine, 0, scanBatchLines)
+		send := func() bool {
+			out := make(chan []scanItem, 1)
+			select {
+			case order <- out:
+			case <-done:
+				return false
+			}
+			select {
+			case jobs <- scanJob{lines: batch, out: out}:
+			case <-done:
+				return false
+			}
+			batch = make([]scanLine, 0, scanBatchLines)
+			return true
+		}
+		for lineNo := 1; ; lineNo++ {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				batch = append(batch, scanLine{data: line, no: lineNo, start: offset, torn: err == io.EOF})
+				offset += int64(len(line))
+			}
+			if err != nil {
+				if err != io.EOF {
+					readErr = fmt.Errorf("unable to read ledger: %w", err)
+				}
+				if len(batch) > 0 {
+					send()
+				}
+				return
+			}
+			if len(batch) == scanBatchLines && !send() {
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			for j := range jobs {
+				items := make([]scanItem, 0, len(j.lines))
+				for _, l := range j.lines {
+					r, w := decodeLine(l.data, l.no, l.start, l.torn)
+					if r != nil || w != nil {
+						items = append(items, scanItem{rec: r, warn: w, line: l.no, off: l.start})
+					}
+				}
+				j.out <- items
+			}
+		}()
+	}
+	var warnings []Warning
+	for out := range order {
+		for _, it := range <-out {
+			if it.warn != nil {
+				warnings = append(warnings, *it.warn)
+				continue
+			}
+			if err := fn(it.rec, it.line, it.off); err != nil {
+				return warnings, err
+			}
+		}
+	}
+	return warnings, readErr
 }
 
 func shortReason(err error) string {

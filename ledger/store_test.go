@@ -2,8 +2,12 @@ package ledger
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -189,5 +193,154 @@ func TestWriteFileAtomic(t *testing.T) {
 	equals(t, 1, len(entries)) // no temp files left behind
 	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil, 0o644); err == nil {
 		t.Fatal("write into a missing directory succeeded")
+	}
+}
+
+func TestAppendTSVLocked(t *testing.T) {
+	s := testStore(t)
+	header := "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n"
+	ok(t, os.WriteFile(s.TSVPath, []byte(header+"abc1234\t0.9\t1.0\tkeep\thand edited"), 0o644))
+	ok(t, s.AppendTSVLocked(header, "def5678\t0.8\t1.0\tkeep\tnext\n"))
+	equals(t, header+"abc1234\t0.9\t1.0\tkeep\thand edited\ndef5678\t0.8\t1.0\tkeep\tnext\n", string(must(os.ReadFile(s.TSVPath))))
+	ok(t, os.Remove(s.TSVPath))
+	ok(t, s.AppendTSVLocked(header, "def5678\t0.8\t1.0\tkeep\tnext\n"))
+	equals(t, header+"def5678\t0.8\t1.0\tkeep\tnext\n", string(must(os.ReadFile(s.TSVPath))))
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// benchLedger writes n copies of a Python corpus record into a store.
+func benchLedger(b *testing.B, n int) *Store {
+	dir := b.TempDir()
+	s, _, err := InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "h\n")
+	if err != nil {
+		b.Fatal(err)
+	}
+	line := bytes.SplitAfter(corpusFile(b, "experiments.jsonl"), []byte("\n"))[0]
+	f, err := os.Create(s.LedgerPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range n {
+		f.Write(line)
+	}
+	f.Close()
+	return s
+}
+
+// BenchmarkLogAppend is the ledger side of one `log`: lock, claim a unique
+// run id, append one record. It must stay flat in ledger size.
+func BenchmarkLogAppend(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			s := benchLedger(b, n)
+			m := Metrics{}
+			m.Set("val_bpb", 0.99)
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := s.NewRecord(RunInput{Description: "bench", Status: StatusKeep, Metrics: m}, fixedProvenance(), fixedNow)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l, err := s.Lock()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.ClaimRunIDLocked(r); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.AppendLocked(r); err != nil {
+					b.Fatal(err)
+				}
+				l.Unlock()
+			}
+		})
+	}
+}
+
+// BenchmarkScan decodes a ledger of 10,000 corpus records (~2.6 KB each),
+// serially and on all cores as Store.Scan does.
+func BenchmarkScan(b *testing.B) {
+	s := benchLedger(b, 10000)
+	raw, err := os.ReadFile(s.LedgerPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		scan func(io.Reader, func(*Record, int, int64) error) ([]Warning, error)
+	}{{"serial", ScanReader}, {"parallel", ScanReaderParallel}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				if _, err := bc.scan(bytes.NewReader(raw), func(*Record, int, int64) error { n++; return nil }); err != nil || n != 10000 {
+					b.Fatal(err, n)
+				}
+			}
+		})
+	}
+}
+
+type scanned struct {
+	ids      []string
+	warnings []Warning
+	err      error
+}
+
+func scanWith(scan func(io.Reader, func(*Record, int, int64) error) ([]Warning, error), in []byte, stopAt int) scanned {
+	var s scanned
+	s.warnings, s.err = scan(bytes.NewReader(in), func(r *Record, line int, off int64) error {
+		s.ids = append(s.ids, fmt.Sprintf("%s@%d:%d", r.RunID, line, off))
+		if stopAt > 0 && line >= stopAt {
+			return errStop
+		}
+		return nil
+	})
+	return s
+}
+
+var errStop = errors.New("stop")
+
+// TestScanReaderParallelMatchesSerial: the parallel decoder used by Scan
+// yields exactly ScanReader's records, positions and warnings, in order.
+func TestScanReaderParallelMatchesSerial(t *testing.T) {
+	corpus := corpusFile(t, "experiments.jsonl")
+	var big bytes.Buffer
+	for i := range 60 { // 1200 records: several decode batches
+		big.Write(corpus)
+		if i%7 == 0 {
+			big.WriteString("garbage line\n\n")
+		}
+	}
+	big.WriteString(`{"run_id": "torn`)
+	tests := []struct {
+		name   string
+		in     []byte
+		stopAt int
+	}{
+		{"empty", nil, 0},
+		{"corpus", corpus, 0},
+		{"big with garbage and a torn tail", big.Bytes(), 0},
+		{"fn stops at line 700", big.Bytes(), 700},
+		{"fn stops at line 1", big.Bytes(), 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := scanWith(ScanReader, tc.in, tc.stopAt)
+			got := scanWith(ScanReaderParallel, tc.in, tc.stopAt)
+			if !errors.Is(got.err, want.err) || strings.Join(got.ids, " ") != strings.Join(want.ids, " ") {
+				t.Fatalf("records differ: %d vs %d (err %v vs %v)", len(got.ids), len(want.ids), got.err, want.err)
+			}
+			if tc.stopAt == 0 && fmt.Sprint(got.warnings) != fmt.Sprint(want.warnings) {
+				t.Fatalf("warnings differ:\n%v\n%v", got.warnings, want.warnings)
+			}
+		})
 	}
 }

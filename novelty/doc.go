@@ -9,3 +9,7 @@
 // bleve by package ledger); novelty never touches the file system, git,
 // bleve or the clock.
 package novelty
+
+// NormalizerVersion names the normalisation rules; caches that store
+// normalised text (the novelty index) rebuild when it changes.
+const NormalizerVersion = "py-memorylab-1"

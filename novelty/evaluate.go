@@ -8,36 +8,29 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-// Run is what the guard needs of one prior record besides its text.
-type Run struct {
-	Offset int64    // position in the ledger: the tie-breaker of equal matches
-	Status string   // keep, discard or crash
-	Value  *float64 // the primary metric; nil when missing
-}
+// Run is what the guard needs of one prior record besides its text: its
+// ledger offset (the tie-breaker of equal matches), status and metric.
+type Run = ledger.GroupRun
 
 // Group is a set of prior runs with the same normalised comparison text
 // and the same family. Similarity depends only on the normalised text, so
 // every run of a group scores alike against any probe, and with the family
 // fixed every run's category follows from its status. Scoring groups
 // instead of records gives the same verdict as scoring every record.
-type Group struct {
-	Norm   string
-	Family string
-	Runs   []Run // ledger order
-}
+type Group = ledger.TextGroup
 
-// Key identifies the group of a normalised text and a family.
-func GroupKey(norm, family string) string { return family + "\x00" + norm }
+// groupKey identifies the group of a normalised text and a family.
+func groupKey(norm, family string) string { return family + "\x00" + norm }
 
 // Index is the candidate source `check` uses instead of scoring every
 // group; package ledger implements it with bleve.
 type Index interface {
-	// Candidates returns the groups most likely to match the probe: the
-	// best limit groups by text relevance to probe.Tokens, the best limit
-	// groups of family when family is not empty, and every group whose
-	// normalised text equals probe.Norm. Order does not matter; a group
-	// appears at most once.
-	Candidates(probe *Text, family string, limit int) ([]Group, error)
+	// Candidates returns the groups most likely to match a probe whose
+	// normalised text is norm: the best limit groups by text relevance to
+	// norm's tokens, the best limit groups of family when family is not
+	// empty, and every group whose normalised text equals norm. Order does
+	// not matter; a group appears at most once.
+	Candidates(norm, family string, limit int) ([]Group, error)
 	// Record returns the full record at a ledger offset (for display).
 	Record(offset int64) (*ledger.Record, error)
 }
@@ -47,8 +40,7 @@ const CandidateLimit = 100
 
 // Check classifies probe against the groups idx retrieves.
 func Check(idx Index, probe Probe, opts Options) (Result, error) {
-	pt := Prepare(probe.Text())
-	groups, err := idx.Candidates(pt, probe.Family, CandidateLimit)
+	groups, err := idx.Candidates(Normalize(probe.Text()), probe.Family, CandidateLimit)
 	if err != nil {
 		return Result{}, err
 	}
@@ -76,7 +68,7 @@ func GroupRecords(records []*ledger.Record, metric string) []Group {
 	var groups []Group
 	for i, r := range records {
 		norm := Normalize(r.ComparisonText())
-		k := GroupKey(norm, r.Family)
+		k := groupKey(norm, r.Family)
 		gi, ok := idx[k]
 		if !ok {
 			gi = len(groups)
@@ -135,6 +127,12 @@ func less(a, b *ref, higherIsBetter bool) bool {
 // EvaluateGroups classifies probe against groups; lookup reads the records
 // shown in the result.
 func EvaluateGroups(probe Probe, groups []Group, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+	return evaluateGroups(probe, groups, nil, lookup, opts)
+}
+
+// evaluateGroups is EvaluateGroups; texts, when not nil, holds the
+// prepared text of each group.
+func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	text := probe.Text()
 	pt := Prepare(text)
@@ -145,8 +143,13 @@ func EvaluateGroups(probe Probe, groups []Group, lookup func(offset int64) (*led
 	var nearKept, nearFail *ref
 	counts := map[string]int{DuplicateRun: 0, RepeatFailure: 0, IncrementalFollowup: 0, KnownSuccess: 0}
 	scored := 0
-	for _, g := range groups {
-		gt := FromNormalized(g.Norm)
+	for gi, g := range groups {
+		var gt *Text
+		if texts != nil {
+			gt = texts[gi]
+		} else {
+			gt = FromNormalized(g.Norm)
+		}
 		score := pt.Similarity(gt)
 		scored += len(g.Runs)
 		sameFamily := probe.Family != "" && g.Family == probe.Family
@@ -241,4 +244,25 @@ func expand(r *ref, lookup func(int64) (*ledger.Record, error), metric string) (
 	m := Match{Category: r.cat, Score: r.score, RunID: rec.RunID, Commit: rec.Commit, Family: rec.Family,
 		Status: rec.Status, Description: rec.Description, Tags: rec.Tags, Metric: metric, Value: r.value}
 	return m, nil
+}
+
+// Corpus is a set of groups prepared once for many probes (the exhaustive
+// scorer of benchmarks and agreement tests, failure clustering).
+type Corpus struct {
+	Groups []Group
+	texts  []*Text
+}
+
+// NewCorpus prepares groups for repeated evaluation.
+func NewCorpus(groups []Group) *Corpus {
+	c := &Corpus{Groups: groups, texts: make([]*Text, len(groups))}
+	for i, g := range groups {
+		c.texts[i] = FromNormalized(g.Norm)
+	}
+	return c
+}
+
+// Evaluate is EvaluateGroups over the prepared corpus.
+func (c *Corpus) Evaluate(probe Probe, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+	return evaluateGroups(probe, c.Groups, c.texts, lookup, opts)
 }

@@ -30,12 +30,15 @@ func newApp(env *Env) *cli.App {
 		Commands: []*cli.Command{
 			initCommand(env),
 			logCommand(env),
+			checkCommand(env),
 			demoCommand(env),
 			compareCommand(env),
 			showCommand(env),
 			branchCommand(env),
 			listCommand(env),
+			reportCommand(env),
 			hooksCommand(env),
+			arcmemoCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
@@ -66,6 +69,10 @@ func usagef(format string, a ...any) error {
 
 // locate finds the store for this invocation; store is the --store value.
 func locate(env *Env, store string) (ledger.Location, error) {
+	if store == "" && env.Getenv != nil {
+		// urfave/cli reads EnvVars from the process; the Env may differ (tests).
+		store = env.Getenv(ledger.StoreEnv)
+	}
 	return ledger.Locate(env.Dir, store)
 }
 

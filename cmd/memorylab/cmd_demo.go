@@ -152,6 +152,18 @@ func runDemo(env *Env, opts demoOptions) error {
 		len(demoNight), logged["keep"], logged["discard"], logged["crash"], dir)
 	fmt.Fprintf(env.Out, "  ledger:  %s\n", filepath.Join(store, ledger.LedgerFile))
 	fmt.Fprintf(env.Out, "  results: %s\n", filepath.Join(dir, ledger.TSVFile))
+	s, _, err := openStore(&denv, "")
+	if err != nil {
+		return err
+	}
+	for _, format := range []string{"md", "html"} {
+		paths, err := writeReport(&denv, s, reportOptions{SinceHours: 16, Format: format,
+			PlateauWindow: defaultPlateauWindow, MinDelta: defaultMinDelta})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Out, "  report:  %s\n", paths[0])
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/results"
 )
 
@@ -32,6 +33,7 @@ type logOptions struct {
 	LogPath     string
 	LogSet      bool
 	SummaryPath string
+	SummaryEnv  bool // SummaryPath came from $AUTORESEARCH_SUMMARY_PATH: a missing file is skipped
 	Threshold   float64
 	ErrorText   string
 	SkipArchive bool
@@ -47,11 +49,16 @@ func logCommand(env *Env) *cli.Command {
 		Name:      "log",
 		Usage:     "record a finished run: metrics, crash summary, provenance, novelty verdict, decision packet",
 		UsageText: "memorylab log --description TEXT --status keep|discard|crash [flags]",
-		Description: "Reads metrics from the JSON summary sidecar ($AUTORESEARCH_SUMMARY_PATH or --summary), else from\n" +
-			"the `key: value` block train.py prints after `---` in run.log, plus any --metric NAME=VALUE.\n" +
-			"A crash records null metrics and the traceback's last line. Appends one ledger line and one\n" +
-			"results.tsv row, and archives run.log, summary.json and the train.py patch under runs/<run_id>/.\n\n" +
-			"Example:\n   memorylab log --description 'increase matrix LR to 0.05' --status keep --tags lr --family lr-sweep",
+		Description: "Reads metrics from the JSON summary sidecar ($AUTORESEARCH_SUMMARY_PATH or --summary; nested\n" +
+			"objects flattened with dots), else from the `key: value` block train.py prints after `---` in\n" +
+			"run.log; then --metric-pattern 'NAME=REGEX' over the log (last match; first group or whole match),\n" +
+			"then --metric NAME=VALUE. A keep/discard run without the store's primary metric is refused and\n" +
+			"nothing is written. A crash records null metrics and the traceback's last line.\n" +
+			"Order on disk: the run ref pin and the runs/<run_id>/ archive first, then the ledger line (the\n" +
+			"commit point), then the results.tsv row.\n\n" +
+			"Examples:\n" +
+			"   memorylab log --description 'increase matrix LR to 0.05' --status keep --tags lr --family lr-sweep\n" +
+			"   memorylab log -d 'prompt v2' --status keep --log eval.out --metric-pattern 'judge=judge score: ([0-9.]+)'",
 		Flags: append(ideaFlags(),
 			&cli.StringFlag{Name: "status", Usage: "keep, discard or crash", Required: true},
 			&cli.StringFlag{Name: "notes", Usage: "free-form notes"},
@@ -78,7 +85,7 @@ func logCommand(env *Env) *cli.Command {
 				Patterns: *c.Generic("metric-pattern").(*stringList),
 			}
 			if opts.SummaryPath == "" {
-				opts.SummaryPath = env.Getenv(summaryEnv)
+				opts.SummaryPath, opts.SummaryEnv = env.Getenv(summaryEnv), true
 			}
 			_, err := runLog(env, opts)
 			return err
@@ -193,6 +200,13 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		}
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", SrcPath: logPath})
 	}
+	if opts.SummaryEnv && opts.SummaryPath != "" {
+		// The sidecar is written at the end of training, so a crashed run
+		// (or a script that does not write one) leaves none behind.
+		if _, err := os.Stat(env.abs(opts.SummaryPath)); errors.Is(err, fs.ErrNotExist) {
+			opts.SummaryPath = ""
+		}
+	}
 	if opts.SummaryPath != "" {
 		b, err := os.ReadFile(env.abs(opts.SummaryPath))
 		if err != nil {
@@ -263,13 +277,42 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	} else if state == ledger.LineageKnown {
 		rec.LineageRoot = ledger.Short(root)
 	}
+	// Novelty verdict against every run before this one, under the lock.
+	nix, err := openNoveltyIndex(env, s, true)
+	if err != nil {
+		return nil, err
+	}
+	defer nix.Close()
+	verdict, err := novelty.Check(nix, novelty.Probe{Description: rec.Description, Hypothesis: rec.Hypothesis,
+		Family: rec.Family, Tags: rec.Tags}, noveltyOptions(s, opts.Mode, opts.Threshold))
+	if err != nil {
+		return nil, err
+	}
+	if rec.NoveltyGuard, err = json.Marshal(verdict.Verdict); err != nil {
+		return nil, err
+	}
+	// Registry and decision packet: fold this run into the cached registry
+	// state (caught up with the ledger, never re-read) before the append.
+	st, _, err := loadRegistry(s, env.Err, nil)
+	if err != nil {
+		return nil, err
+	}
+	packet := decisionPacket(st, rec)
+	if rec.DecisionPacket, err = json.Marshal(packet); err != nil {
+		return nil, err
+	}
 	if !opts.SkipArchive {
+		archive = append(archive, packetFiles(&packet)...)
 		if err := s.Archive(rec, archive); err != nil {
 			return nil, err
 		}
 	}
 	if err := s.AppendLocked(rec); err != nil {
 		return nil, err
+	}
+	// The ledger line is the commit point; the index is a cache after it.
+	if err := nix.CatchUp(); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: note: novelty index not updated (%v); the next check catches up\n", err)
 	}
 	mem := memoryGB(rec)
 	row := results.Row{Commit: rec.Commit, Status: rec.Status, Description: rec.Description, MemoryGB: mem}
@@ -278,6 +321,18 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	}
 	if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
 		return nil, err
+	}
+	// Derived files: the run is committed, so a failure here is a warning.
+	if fp, err := s.CurrentFingerprint(); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+	} else if err := saveRegistry(env, s, st, fp); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+	}
+	if opts.Report {
+		if _, err := writeReport(env, s, reportOptions{SinceHours: opts.SinceHours, Format: "md",
+			PlateauWindow: defaultPlateauWindow, MinDelta: defaultMinDelta}); err != nil {
+			fmt.Fprintf(env.Err, "memorylab: warning: report not written: %v\n", err)
+		}
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(env.Out)

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/results"
+)
+
+type arcmemoImportOptions struct {
+	Store      string
+	Dir        string
+	Init       bool
+	DryRun     bool
+	JSON       bool
+	SkipMemory bool
+}
+
+type arcmemoMemoryOptions struct {
+	File string
+	JSON bool
+}
+
+func arcmemoCommand(env *Env) *cli.Command {
+	cmd := &cli.Command{
+		Name:  "arcmemo",
+		Usage: "import ArcMemo / mem2 solve passes and memory snapshots as logged experiments",
+		Description: "ArcMemo (arc_memo) and its re-implementation mem2 solve ARC puzzles in passes and keep a\n" +
+			"concept or lesson memory. `arcmemo import` turns every solve pass and every memory snapshot of\n" +
+			"a run directory into ledger records; `arcmemo memory` prints the statistics of a memory file.",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "import",
+				Usage:     "append one record per solve pass and per memory snapshot of a run directory",
+				UsageText: "memorylab [--store DIR] arcmemo import RUN_DIR [--init] [--dry-run] [--skip-memory] [--json]",
+				Description: "RUN_DIR is a mem2 run directory (summary.json, eval_records.jsonl, iteration_N/, memory/) or an\n" +
+					"arc_memo output directory (iteration_N/solution_trees.json, .hydra/config.yaml, <job>.log).\n" +
+					"Solve-pass records carry the cumulative official_score, strict_score (each producer's own\n" +
+					"strict rule, named in source.strict_rule), strict_solved_puzzles, problem_count, attempts,\n" +
+					"correct_attempts and accuracy_per_attempt, recomputed and checked against driver.log and\n" +
+					"summary.json. Status: keep when the pass beats the store's champion in the store's direction,\n" +
+					"discard otherwise, crash when the pass made no scorable attempt. Memory-snapshot records\n" +
+					"(initial, after each pass, final) carry concept or lesson counts and diffs, status keep.\n" +
+					"All records of one import are appended in one locked write; importing the same directory\n" +
+					"again adds nothing (source.import_id). The store's metric must be one the passes report\n" +
+					"(official_score, goal max, is what --init creates).\n\n" +
+					"Examples:\n" +
+					"   memorylab --store results/arcmemo arcmemo import outputs/_runs/adhoc/382bca7ddb70 --init\n" +
+					"   memorylab --store results/arcmemo arcmemo import outputs/2025-06-01/10-00-00 --dry-run --json",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "store", Usage: "store directory (also accepted before the command)"},
+					&cli.BoolFlag{Name: "init", Usage: "create the store (metric official_score, goal max) if it is missing"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "show the records that would be appended; write nothing"},
+					&cli.BoolFlag{Name: "skip-memory", Usage: "import solve passes only"},
+					&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON document"},
+				},
+				Action: func(c *cli.Context) error {
+					bools := map[string]bool{"init": c.Bool("init"), "dry-run": c.Bool("dry-run"), "json": c.Bool("json"), "skip-memory": c.Bool("skip-memory")}
+					store := storeFromLineage(c)
+					args, err := trailingBoolFlags(c.Args().Slice(), bools, &store)
+					if err != nil {
+						return err
+					}
+					if len(args) != 1 {
+						return usagef("arcmemo import takes exactly one RUN_DIR, got %d arguments", len(args))
+					}
+					return runArcmemoImport(env, arcmemoImportOptions{Store: store, Dir: args[0],
+						Init: bools["init"], DryRun: bools["dry-run"], JSON: bools["json"], SkipMemory: bools["skip-memory"]})
+				},
+			},
+			{
+				Name:      "memory",
+				Usage:     "print the statistics of a concept memory (or lesson memory) file",
+				UsageText: "memorylab arcmemo memory MEMORY.json [--json]",
+				Description: "Reads a concept memory (compressed_v1.json, arc_memo memory.json), a mem2 memory snapshot\n" +
+					"(memory/*.json: concept_ps or arcmemo_ps) or a lesson file, concepts in file order, and prints\n" +
+					"concept count per kind and subtype, cues and implementation notes per concept (null lists count\n" +
+					"as empty), how many concepts need compression (used_in > 1 and more than one cue or note),\n" +
+					"solutions, custom types and lessons. Needs no store.\n\n" +
+					"Example:\n   memorylab arcmemo memory data/arc_agi/concept_memory/compressed_v1.json --json",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "json", Usage: "print the statistics as JSON"},
+				},
+				Action: func(c *cli.Context) error {
+					bools := map[string]bool{"json": c.Bool("json")}
+					args, err := trailingBoolFlags(c.Args().Slice(), bools, nil)
+					if err != nil {
+						return err
+					}
+					if len(args) != 1 {
+						return usagef("arcmemo memory takes exactly one MEMORY.json, got %d arguments", len(args))
+					}
+					return runArcmemoMemory(env, arcmemoMemoryOptions{File: args[0], JSON: bools["json"]})
+				},
+			},
+		},
+	}
+	for _, sc := range cmd.Subcommands {
+		sc.OnUsageError = onUsageError
+		sc.Description = strings.TrimSpace(sc.Description + "\n\n" + exitStatusHelp)
+	}
+	return cmd
+}
+
+// storeFromLineage is --store given to the subcommand, else the global one
+// (the local flag shadows the global in c.String).
+func storeFromLineage(c *cli.Context) string {
+	for _, cc := range c.Lineage() {
+		if v := cc.String("store"); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// trailingBoolFlags picks the command's boolean flags out of the positional
+// arguments: urfave/cli v2 stops parsing flags at the first argument, and
+// `import DIR --init` is how people type it. "--" ends flag picking.
+// A store given there (--store DIR or --store=DIR) is returned in store.
+func trailingBoolFlags(args []string, bools map[string]bool, store *string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(rest, args[i+1:]...), nil
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if name == "store" && store != nil {
+				if !hasVal {
+					if i+1 >= len(args) {
+						return nil, usagef("--store needs a directory")
+					}
+					i++
+					val = args[i]
+				}
+				*store = val
+				continue
+			}
+			if _, ok := bools[name]; !ok || hasVal {
+				return nil, usagef("unknown flag %s; see --help", a)
+			}
+			bools[name] = true
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return rest, nil
+}
+
+// arcmemoImportJSON is the --json output of arcmemo import.
+type arcmemoImportJSON struct {
+	MessageType string           `json:"message_type"`
+	Producer    string           `json:"producer"`
+	RunID       string           `json:"run_id"`
+	RunType     string           `json:"run_type"`
+	SourceDir   string           `json:"source_dir"`
+	Store       string           `json:"store"`
+	Metric      string           `json:"metric"`
+	Goal        string           `json:"goal"`
+	DryRun      bool             `json:"dry_run"`
+	Imported    int              `json:"imported"`
+	Skipped     int              `json:"skipped"`
+	Passes      []passSummary    `json:"passes"`
+	Records     []*ledger.Record `json:"records"`
+	SkippedIDs  []string         `json:"skipped_import_ids"`
+	Warnings    []string         `json:"warnings"`
+}
+
+type passSummary struct {
+	Pass          int     `json:"pass"`
+	OfficialScore float64 `json:"official_score"`
+	StrictScore   float64 `json:"strict_score"`
+	Attempts      int     `json:"attempts"`
+	Check         string  `json:"score_check"`
+}
+
+func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
+	run, err := arcmemo.ReadRun(env.abs(opts.Dir))
+	if err != nil {
+		return err
+	}
+	loc, err := locate(env, opts.Store)
+	if err != nil {
+		return err
+	}
+	cfg := ledger.DefaultConfig()
+	cfg.Metric, cfg.Goal = "official_score", ledger.GoalMax
+	var s *ledger.Store
+	var lock *ledger.Lock
+	switch s, err = loc.Open(); {
+	case err == nil:
+	case errors.Is(err, ledger.ErrNoStore) && opts.Init && opts.DryRun:
+		s = &ledger.Store{Dir: loc.StoreDir, TSVPath: loc.TSVPath, Config: cfg} // nothing exists yet
+	case errors.Is(err, ledger.ErrNoStore) && opts.Init:
+		if s, _, err = ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(cfg.Metric)); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Err, "memorylab: initialised store at %s (metric official_score, goal max)\n", s.Dir)
+	case errors.Is(err, ledger.ErrNoStore):
+		return fmt.Errorf("%w at %s: pass --init to create it (metric official_score, goal max), or run `memorylab --store DIR init --metric official_score --goal max`", ledger.ErrNoStore, loc.StoreDir)
+	default:
+		return err
+	}
+	if err := arcmemo.CheckMetric(s.Config); err != nil {
+		return err
+	}
+	prov, err := importProvenance(loc)
+	if err != nil {
+		return err
+	}
+	if !opts.DryRun {
+		if lock, err = s.Lock(); err != nil {
+			return err
+		}
+		defer lock.Unlock()
+	}
+	ex := arcmemo.NewExisting(s.Config)
+	if f, err := os.Open(s.LedgerPath()); err == nil {
+		// Only import ids and the champion matter; torn lines are the
+		// business of `doctor`, not of an import.
+		ex, err = arcmemo.ReadExisting(f, s.Config)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	plan, err := arcmemo.BuildRecords(run, ex, prov, arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()})
+	if err != nil {
+		return err
+	}
+	if !opts.DryRun && len(plan.Records) > 0 {
+		// The commit point: every record of this import in one write.
+		if err := s.AppendLocked(plan.Records...); err != nil {
+			return err
+		}
+		for _, r := range plan.Records {
+			if r.Source["kind"] != arcmemo.KindSolvePass {
+				continue
+			}
+			row := results.Row{Commit: r.Commit, Status: r.Status, Description: r.Description}
+			if v, ok := r.Metric(s.Config.Metric); ok && r.Status != ledger.StatusCrash {
+				row.Metric = &v
+			}
+			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
+				return err
+			}
+		}
+	}
+	return printImport(env.Out, env.Err, run, s, plan, opts)
+}
+
+// importProvenance attributes records to the repository's HEAD, or to no
+// commit outside a repository or before the first commit.
+func importProvenance(loc ledger.Location) (arcmemo.Provenance, error) {
+	if loc.Repo == nil {
+		return arcmemo.Provenance{}, nil
+	}
+	p, err := loc.Repo.Provenance("")
+	if errors.Is(err, ledger.ErrNoCommits) {
+		return arcmemo.Provenance{}, nil
+	}
+	if err != nil {
+		return arcmemo.Provenance{}, err
+	}
+	return arcmemo.Provenance{Branch: p.Branch, Commit: p.Commit, Parent: p.Parent, Dirty: p.Dirty}, nil
+}
+
+func printImport(out, errw io.Writer, run *arcmemo.Run, s *ledger.Store, plan *arcmemo.Plan, opts arcmemoImportOptions) error {
+	warnings := run.SortedWarnings()
+	if opts.JSON {
+		doc := arcmemoImportJSON{MessageType: "arcmemo_import", Producer: run.Producer, RunID: run.RunID, RunType: run.RunType,
+			SourceDir: run.Dir, Store: s.Dir, Metric: s.Config.Metric, Goal: s.Config.Goal, DryRun: opts.DryRun,
+			Imported: len(plan.Records), Skipped: len(plan.Skipped), Records: plan.Records, SkippedIDs: plan.Skipped,
+			Warnings: warnings, Passes: []passSummary{}}
+		if doc.Records == nil {
+			doc.Records = []*ledger.Record{}
+		}
+		if doc.SkippedIDs == nil {
+			doc.SkippedIDs = []string{}
+		}
+		if doc.Warnings == nil {
+			doc.Warnings = []string{}
+		}
+		for _, p := range run.Passes {
+			doc.Passes = append(doc.Passes, passSummary{Pass: p.Index + 1, OfficialScore: p.Cum.Official, StrictScore: p.Cum.Strict, Attempts: p.Cum.Attempts, Check: p.Check})
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(doc)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(errw, "memorylab: warning: %s\n", w)
+	}
+	fmt.Fprintf(out, "%s run %s (%s, %s rule) from %s: %d solve passes, %d memory snapshots\n",
+		run.Producer, run.RunID, run.RunType, run.Rule, run.Dir, len(run.Passes), len(run.Snapshots))
+	for _, p := range run.Passes {
+		fmt.Fprintf(out, "  pass %d: official %s  strict %s  attempts %d  (%s)\n", p.Index+1,
+			strconv.FormatFloat(p.Cum.Official, 'f', -1, 64), strconv.FormatFloat(p.Cum.Strict, 'f', -1, 64), p.Cum.Attempts, p.Check)
+	}
+	switch {
+	case len(plan.Records) == 0:
+		fmt.Fprintf(out, "nothing to import: all %d records of this run are already in %s\n", len(plan.Skipped), s.LedgerPath())
+		return nil
+	case opts.DryRun:
+		fmt.Fprintf(out, "dry run: would append %d records to %s (nothing written):\n", len(plan.Records), s.LedgerPath())
+	default:
+		fmt.Fprintf(out, "imported %d records into %s (metric %s, goal %s):\n", len(plan.Records), s.LedgerPath(), s.Config.Metric, s.Config.Goal)
+	}
+	for _, r := range plan.Records {
+		fmt.Fprintf(out, "  %s %-7s %s\n", r.RunID, r.Status, r.Description)
+	}
+	if len(plan.Skipped) > 0 {
+		fmt.Fprintf(out, "skipped %d records already imported\n", len(plan.Skipped))
+	}
+	return nil
+}
+
+// arcmemoMemoryJSON is the --json output of arcmemo memory.
+type arcmemoMemoryJSON struct {
+	MessageType string `json:"message_type"`
+	File        string `json:"file"`
+	arcmemo.MemoryStats
+	Warnings []string `json:"warnings"`
+}
+
+func runArcmemoMemory(env *Env, opts arcmemoMemoryOptions) error {
+	path := env.abs(opts.File)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: unable to read memory file %s: %v", ledger.ErrBadInput, opts.File, errors.Unwrap(err))
+	}
+	m, err := arcmemo.ParseMemory(b, opts.File)
+	if err != nil {
+		return err
+	}
+	st := m.Stats()
+	if opts.JSON {
+		doc := arcmemoMemoryJSON{MessageType: "arcmemo_memory", File: opts.File, MemoryStats: st, Warnings: m.Warnings}
+		if doc.Warnings == nil {
+			doc.Warnings = []string{}
+		}
+		enc := json.NewEncoder(env.Out)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(doc)
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(env.Err, "memorylab: warning: %s\n", w)
+	}
+	w := env.Out
+	fmt.Fprintf(w, "%s: %s\n", opts.File, st.Format)
+	if st.Format == arcmemo.FormatConceptMemory || st.Format == arcmemo.FormatConceptPS {
+		var kinds []string
+		for _, k := range sortedKeys(st.Kinds) {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, st.Kinds[k]))
+		}
+		fmt.Fprintf(w, "  concepts              %d (%s)\n", st.Concepts, strings.Join(kinds, ", "))
+		fmt.Fprintf(w, "  cues per concept      %.2f (%d total; %d concepts without cues)\n", st.CuesMean, st.CuesTotal, st.CuesEmpty)
+		fmt.Fprintf(w, "  notes per concept     %.2f (%d implementation notes; %d concepts with implementation null)\n", st.ImplementationMean, st.ImplementationTotal, st.ImplementationNull)
+		fmt.Fprintf(w, "  needs compression     %d (used_in > 1 and > 1 cue or note; mem2 script rule: %d)\n", st.NeedsCompression, st.NeedsCompressionMem2)
+		fmt.Fprintf(w, "  solutions             %d\n", st.Solutions)
+		fmt.Fprintf(w, "  custom types          %d\n", st.CustomTypes)
+		fmt.Fprintf(w, "  used_in               %d entries, %d distinct ids, max %d, %d concepts used more than once\n", st.UsedInTotal, st.UsedInDistinct, st.UsedInMax, st.UsedInMulti)
+		fmt.Fprintf(w, "  parameters            %d; object-valued list items %d\n", st.Parameters, st.ObjectItems)
+		fmt.Fprintf(w, "  rendered size         %d characters (prompt render, usage threshold 2)\n", st.RenderedChars)
+		fmt.Fprintf(w, "  first concepts        %s\n", strings.Join(st.FirstConcepts, "; "))
+		fmt.Fprintf(w, "  by kind / routine_subtype:\n")
+		for _, sc := range st.Subtypes {
+			fmt.Fprintf(w, "    %4d  %s/%s\n", sc.Count, sc.Kind, sc.Subtype)
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "  lessons               %d over %d puzzles\n", st.Lessons, st.LessonPuzzles)
+	return nil
+}
+
+func sortedKeys(m map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	for i := 1; i < len(ks); i++ {
+		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
+			ks[j], ks[j-1] = ks[j-1], ks[j]
+		}
+	}
+	return ks
+}

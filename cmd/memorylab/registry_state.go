@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/packets"
+	"github.com/memorylab/memorylab/registry"
+)
+
+// registryStateFile caches the registry fold (registry.State) under
+// <store>/cache/ with the ledger fingerprint it covers, so `log` folds one
+// record instead of re-reading the ledger.
+const registryStateFile = "registry.state"
+
+// lineageFunc resolves lineage roots for the registry; nil is the Python
+// parent_commit rule. A git-ancestry resolver replaces it here.
+var lineageFunc registry.LineageFunc
+
+func registryOptions(s *ledger.Store) registry.Options {
+	return registry.Options{Goal: registry.GoalOf(s.Config), Lineage: lineageFunc}
+}
+
+// loadRegistry returns the registry state caught up with the ledger and the
+// ledger offset it covers. A missing, stale or unreadable state is rebuilt
+// from the catalog (with a notice on errw unless it was simply missing).
+// cat, when non-nil, is an already opened catalog to rebuild from.
+func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, error) {
+	opts := registryOptions(s)
+	fp, payload, err := s.ReadCache(registryStateFile, registry.StateVersion)
+	var st *registry.State
+	if err == nil {
+		if !s.StillCovers(fp) {
+			err = errors.New("the ledger no longer starts with the part it covers")
+		} else {
+			st, err = registry.Unmarshal(payload, opts)
+		}
+	}
+	if err != nil {
+		if !errors.Is(err, ledger.ErrCacheMissing) {
+			fmt.Fprintf(errw, "memorylab: rebuilding the registry cache (%v)\n", err)
+		}
+		if cat == nil {
+			if cat, _, err = s.OpenCatalog(s.Config.Metric, errw); err != nil {
+				return nil, fp, err
+			}
+		}
+		st = registry.Build(cat.Records, opts)
+		fp = cat.Covers
+	}
+	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
+		st.Add(r)
+		return nil
+	})
+	if err != nil {
+		return nil, fp, err
+	}
+	if end != fp.Size {
+		if fp, err = s.FingerprintAt(end); err != nil {
+			return nil, fp, err
+		}
+	}
+	return st, fp, nil
+}
+
+// saveRegistry writes the state cache (covering fp) and replaces
+// champion_challenger.json atomically.
+func saveRegistry(env *Env, s *ledger.Store, st *registry.State, fp ledger.Fingerprint) error {
+	b, err := st.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := s.WriteCache(registryStateFile, registry.StateVersion, fp, b); err != nil {
+		return err
+	}
+	return writeRegistryJSON(env, s, st)
+}
+
+func writeRegistryJSON(env *Env, s *ledger.Store, st *registry.State) error {
+	out, err := json.MarshalIndent(st.Snapshot(env.Now()), "", "  ")
+	if err != nil {
+		return err
+	}
+	return ledger.WriteFileAtomic(s.Path(ledger.RegistryFile), append(out, '\n'), 0o644)
+}
+
+// decisionPacket folds rec into st and builds its packet from the champions
+// before and after.
+func decisionPacket(st *registry.State, rec *ledger.Record) packets.Packet {
+	var prior, cur *registry.Run
+	if c, ok := st.Champion(); ok {
+		prior = &c
+	}
+	st.Add(rec)
+	if c, ok := st.Champion(); ok {
+		cur = &c
+	}
+	return packets.Build(packets.Input{Record: rec, Goal: st.Goal(), Prior: prior, Current: cur})
+}
+
+// packetFiles are runs/<id>/decision_packet.json and .md.
+func packetFiles(p *packets.Packet) []ledger.ArchiveFile {
+	j, _ := json.MarshalIndent(p, "", "  ")
+	return []ledger.ArchiveFile{
+		{Key: "decision_packet_json_path", Name: "decision_packet.json", Data: append(j, '\n')},
+		{Key: "decision_packet_md_path", Name: "decision_packet.md", Data: packets.Markdown(p)},
+	}
+}

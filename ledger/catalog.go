@@ -1,0 +1,389 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"unsafe"
+)
+
+// The catalog is a cache of slim records: the fields registry, packets,
+// report and list need, without artifacts, notes, source and the bulk of
+// novelty_guard and decision_packet. A 100k-run ledger is ~400 MB of JSON;
+// its catalog is ~10% of that and decodes in a fraction of the time, since
+// it is one read and every string is a slice of one buffer.
+//
+// Like every cache it stores the Fingerprint of the ledger prefix it covers
+// in the same atomic write as its data (cache/catalog.bin), catches up with
+// ScanFrom, and is rebuilt when the ledger no longer starts with that prefix.
+
+// CatalogVersion is the catalog file format.
+//
+//	1: first version.
+const CatalogVersion = 1
+
+// CatalogFile is the catalog's name under the store's cache directory.
+const CatalogFile = "catalog.bin"
+
+const catalogMagic = "memorylab-catalog\n"
+
+// Catalog is the slim view of the ledger.
+type Catalog struct {
+	Records []Record // slim records, ledger order
+	Offsets []int64  // ledger byte offset of each record (for ReadRecordAt)
+	Covers  Fingerprint
+	Metric  string
+}
+
+// slimGuard and slimPacket are the parts of novelty_guard and
+// decision_packet the catalog keeps.
+type slimGuard struct {
+	Classification string `json:"classification"`
+	Mode           string `json:"mode,omitempty"`
+}
+
+type slimPacket struct {
+	NextAction       string `json:"next_action"`
+	Priority         string `json:"priority"`
+	Summary          string `json:"summary"`
+	HypothesisStatus string `json:"hypothesis_status"`
+}
+
+// SlimRecord keeps the catalog's fields of r: the primary metric,
+// peak_vram_mb and memory_gb of Metrics, the error summary, the novelty
+// classification and mode, and the packet's action, priority, summary and
+// hypothesis status. (The full record is one ReadRecordAt away.)
+func SlimRecord(r *Record, metric string) Record {
+	s := Record{SchemaVersion: r.SchemaVersion, RunID: r.RunID, Timestamp: r.Timestamp, Branch: r.Branch,
+		Commit: r.Commit, CommitFull: r.CommitFull, ParentCommit: r.ParentCommit, Family: r.Family,
+		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot}
+	for _, k := range []string{metric, "peak_vram_mb", "memory_gb"} {
+		if v, ok := r.Metrics[k]; ok {
+			if s.Metrics == nil {
+				s.Metrics = Metrics{}
+			}
+			s.Metrics[k] = v
+		}
+	}
+	if r.Error != nil {
+		s.Error = &ErrorInfo{Summary: r.Error.Summary, Source: r.Error.Source}
+	}
+	if len(r.NoveltyGuard) > 0 && string(r.NoveltyGuard) != "null" {
+		var g slimGuard
+		if json.Unmarshal(r.NoveltyGuard, &g) == nil {
+			s.NoveltyGuard, _ = json.Marshal(g)
+		}
+	}
+	if len(r.DecisionPacket) > 0 && string(r.DecisionPacket) != "null" {
+		var p slimPacket
+		if json.Unmarshal(r.DecisionPacket, &p) == nil && p.NextAction != "" {
+			s.DecisionPacket, _ = json.Marshal(p)
+		}
+	}
+	return s
+}
+
+// CachePath is the path of a cache file.
+func (s *Store) CachePath(name string) string { return s.Path(CacheDir, name) }
+
+// WriteCache replaces cache file name with payload and the fingerprint it
+// covers, in one atomic write.
+func (s *Store) WriteCache(name string, version int, fp Fingerprint, payload []byte) error {
+	if err := os.MkdirAll(s.Path(CacheDir), 0o755); err != nil {
+		return fmt.Errorf("unable to create cache directory: %w", err)
+	}
+	var hdr bytes.Buffer
+	hdr.WriteString(catalogMagic)
+	hdr.WriteString(name + "\n")
+	b := binary.AppendUvarint(nil, uint64(version))
+	b = binary.AppendVarint(b, fp.Size)
+	b = appendString(b, fp.TailHash)
+	hdr.Write(b)
+	hdr.Write(payload)
+	return WriteFileAtomic(s.CachePath(name), hdr.Bytes(), 0o644)
+}
+
+// ErrCacheInvalid means a cache file is missing, of another version or
+// unreadable; the caller rebuilds it.
+var ErrCacheInvalid = errors.New("cache invalid")
+
+// ErrCacheMissing is a cache that was never written (built without notice).
+var ErrCacheMissing = fmt.Errorf("%w: missing", ErrCacheInvalid)
+
+// ReadCache reads a cache file written by WriteCache with the given version.
+func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error) {
+	b, err := os.ReadFile(s.CachePath(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, name)
+	}
+	if err != nil {
+		return Fingerprint{}, nil, fmt.Errorf("unable to read cache: %w", err)
+	}
+	prefix := catalogMagic + name + "\n"
+	if !bytes.HasPrefix(b, []byte(prefix)) {
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s has no header", ErrCacheInvalid, name)
+	}
+	d := decoder{buf: b[len(prefix):]}
+	v := d.uvarint()
+	fp := Fingerprint{Size: d.varint(), TailHash: d.str()}
+	if d.err != nil || v != uint64(version) {
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s version %d, want %d", ErrCacheInvalid, name, v, version)
+	}
+	return fp, d.buf, nil
+}
+
+// OpenCatalog returns the catalog for metric, caught up with the ledger. A
+// missing, stale or unreadable catalog is rebuilt (with a one-line notice on
+// notice); new records are appended and the file rewritten atomically.
+// Warnings are those of the ledger lines read now.
+func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warning, error) {
+	c, err := s.readCatalog(metric)
+	if err != nil || !s.StillCovers(c.Covers) {
+		reason := "the ledger no longer starts with the part it covers"
+		if err != nil {
+			reason = err.Error()
+		}
+		if notice != nil && !isMissing(err) {
+			fmt.Fprintf(notice, "memorylab: rebuilding the catalog cache (%s)\n", reason)
+		}
+		c = &Catalog{Metric: metric}
+	}
+	before := len(c.Records)
+	end, warnings, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
+		c.Records = append(c.Records, SlimRecord(r, metric))
+		c.Offsets = append(c.Offsets, off)
+		return nil
+	})
+	if err != nil {
+		return nil, warnings, err
+	}
+	if end != c.Covers.Size || len(c.Records) != before {
+		fp, err := s.FingerprintAt(end)
+		if err != nil {
+			return nil, warnings, err
+		}
+		c.Covers = fp
+		// A failed cache write only costs the next run time.
+		_ = s.WriteCache(CatalogFile, CatalogVersion, fp, encodeCatalog(c))
+	}
+	return c, warnings, nil
+}
+
+func isMissing(err error) bool { return errors.Is(err, ErrCacheMissing) }
+
+func (s *Store) readCatalog(metric string) (*Catalog, error) {
+	fp, payload, err := s.ReadCache(CatalogFile, CatalogVersion)
+	if err != nil {
+		return nil, err
+	}
+	c, err := decodeCatalog(payload)
+	if err != nil {
+		return nil, err
+	}
+	if c.Metric != metric {
+		return nil, fmt.Errorf("%w: catalog is for metric %s", ErrCacheInvalid, c.Metric)
+	}
+	c.Covers = fp
+	return c, nil
+}
+
+// Record flags in the catalog encoding.
+const (
+	flagParent = 1 << iota
+	flagDirty
+	flagError
+)
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func encodeCatalog(c *Catalog) []byte {
+	b := make([]byte, 0, 512*len(c.Records)+64)
+	b = appendString(b, c.Metric)
+	b = binary.AppendUvarint(b, uint64(len(c.Records)))
+	for i := range c.Records {
+		r := &c.Records[i]
+		b = binary.AppendVarint(b, c.Offsets[i])
+		b = binary.AppendUvarint(b, uint64(r.SchemaVersion))
+		var flags uint64
+		if r.ParentCommit != nil {
+			flags |= flagParent
+		}
+		if r.Error != nil {
+			flags |= flagError
+		}
+		b = binary.AppendUvarint(b, flags)
+		for _, s := range []string{string(r.RunID), r.Timestamp, r.Branch, r.Commit, r.CommitFull, r.Parent(),
+			r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot, string(r.NoveltyGuard), string(r.DecisionPacket)} {
+			b = appendString(b, s)
+		}
+		if r.Error != nil {
+			b = appendString(b, r.Error.Summary)
+			b = appendString(b, r.Error.Source)
+		}
+		b = binary.AppendUvarint(b, uint64(len(r.Tags)))
+		for _, t := range r.Tags {
+			b = appendString(b, t)
+		}
+		b = binary.AppendUvarint(b, uint64(len(r.Metrics)))
+		for _, k := range r.Metrics.Names() {
+			b = appendString(b, k)
+			if v := r.Metrics[k]; v == nil {
+				b = append(b, 0)
+			} else {
+				b = append(b, 1)
+				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*v))
+			}
+		}
+	}
+	return b
+}
+
+type decoder struct {
+	buf []byte
+	all string // the whole payload as one string; strings are slices of it
+	pos int
+	err error
+}
+
+func (d *decoder) fail() {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: truncated catalog", ErrCacheInvalid)
+	}
+	d.buf = nil
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.buf)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.buf, d.pos = d.buf[n:], d.pos+n
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.buf)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.buf, d.pos = d.buf[n:], d.pos+n
+	return v
+}
+
+// str returns the next string; after decodeCatalog it is a slice of
+// d.all (no copy).
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if d.err != nil || uint64(len(d.buf)) < n {
+		d.fail()
+		return ""
+	}
+	var out string
+	if d.all != "" {
+		out = d.all[d.pos : d.pos+int(n)]
+	} else {
+		out = string(d.buf[:n])
+	}
+	d.buf, d.pos = d.buf[n:], d.pos+int(n)
+	return out
+}
+
+func (d *decoder) byte1() byte {
+	if len(d.buf) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.buf[0]
+	d.buf, d.pos = d.buf[1:], d.pos+1
+	return v
+}
+
+func decodeCatalog(payload []byte) (*Catalog, error) {
+	// Every string field points into the payload, viewed as one string
+	// without a copy: the payload is never modified after this (callers
+	// hand over the buffer they read from the file).
+	if len(payload) == 0 {
+		return nil, fmt.Errorf("%w: empty catalog", ErrCacheInvalid)
+	}
+	all := unsafe.String(&payload[0], len(payload))
+	d := &decoder{buf: payload, all: all}
+	c := &Catalog{Metric: d.str()}
+	n := d.uvarint()
+	if n > uint64(len(payload)) {
+		return nil, fmt.Errorf("%w: bad record count", ErrCacheInvalid)
+	}
+	c.Records = make([]Record, n)
+	c.Offsets = make([]int64, n)
+	for i := range c.Records {
+		r := &c.Records[i]
+		c.Offsets[i] = d.varint()
+		r.SchemaVersion = int(d.uvarint())
+		flags := d.uvarint()
+		r.RunID = RunID(d.str())
+		r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.str(), d.str(), d.str(), d.str()
+		parent := d.str()
+		if flags&flagParent != 0 {
+			r.ParentCommit = &parent
+		}
+		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.str(), d.str(), d.str(), d.str(), d.str()
+		if g := d.str(); g != "" {
+			r.NoveltyGuard = RawJSON(g)
+		}
+		if p := d.str(); p != "" {
+			r.DecisionPacket = RawJSON(p)
+		}
+		if flags&flagError != 0 {
+			r.Error = &ErrorInfo{Summary: d.str(), Source: d.str()}
+		}
+		nt := d.uvarint()
+		if nt > uint64(len(d.buf)) {
+			d.fail()
+			break
+		}
+		r.Tags = make([]string, nt)
+		for j := range r.Tags {
+			r.Tags[j] = d.str()
+		}
+		nm := d.uvarint()
+		if nm > 0 {
+			if nm > uint64(len(d.buf)) {
+				d.fail()
+				break
+			}
+			r.Metrics = make(Metrics, nm)
+			vals := make([]float64, nm)
+			for j := 0; j < int(nm); j++ {
+				k := d.str()
+				if d.byte1() == 0 {
+					r.Metrics[k] = nil
+					continue
+				}
+				if len(d.buf) < 8 {
+					d.fail()
+					break
+				}
+				vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(d.buf))
+				d.buf, d.pos = d.buf[8:], d.pos+8
+				r.Metrics[k] = &vals[j]
+			}
+		}
+		if d.err != nil {
+			break
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return c, nil
+}

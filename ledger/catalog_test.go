@@ -1,0 +1,130 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func catalogStore(t *testing.T) *Store {
+	t.Helper()
+	dir := t.TempDir()
+	s, _, err := InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "h\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func catalogRecord(i int) *Record {
+	p := fmt.Sprintf("%07d", i-1)
+	r := &Record{RunID: RunID(fmt.Sprintf("20261122T0100%02dZ-%07d", i%60, i)), Timestamp: "2026-11-22T01:00:00Z",
+		Commit: fmt.Sprintf("%07d", i), ParentCommit: &p, Status: []string{"keep", "discard", "crash"}[i%3],
+		Description: fmt.Sprintf("idea %d | with `ticks`\nand lines", i), Tags: []string{"a", "b"}, Metrics: Metrics{},
+		NoveltyGuard:   RawJSON(`{"classification":"novel","mode":"exploit","policy":{"decision":"caution","mode":"exploit","rationale":"r"},"probe_text":"long","top_matches":[{"run_id":"x","score":0.7},{"run_id":"y"}]}`),
+		DecisionPacket: RawJSON(`{"next_action":"abandon","priority":"low","summary":"s","hypothesis_status":"not_stated","run":{"big":1}}`),
+		Artifacts:      map[string]string{"run_dir": "runs/x"}}
+	if i%3 == 2 {
+		r.Metrics.SetMissing("val_bpb")
+		r.Error = &ErrorInfo{Summary: "CUDA out of memory", Tail: []string{"a", "b"}, Source: "run.log"}
+		r.NoveltyGuard = nil
+	} else {
+		r.Metrics.Set("val_bpb", 0.99-float64(i)/1000)
+		r.Metrics.Set("peak_vram_mb", 45000)
+		r.Metrics.Set("mfu_percent", 40)
+	}
+	return r
+}
+
+func TestCatalogCatchUpAndRebuild(t *testing.T) {
+	s := catalogStore(t)
+	for i := 1; i <= 5; i++ {
+		if err := s.Append(catalogRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(name string, wantNotice bool) *Catalog {
+		t.Helper()
+		var notice bytes.Buffer
+		c, _, err := s.OpenCatalog("val_bpb", &notice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (notice.Len() > 0) != wantNotice {
+			t.Errorf("%s: notice %q, want notice=%v", name, notice.String(), wantNotice)
+		}
+		all, _, err := s.ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(c.Records) {
+			t.Fatalf("%s: %d records, ledger has %d", name, len(c.Records), len(all))
+		}
+		for i := range all {
+			want := SlimRecord(&all[i], "val_bpb")
+			if !reflect.DeepEqual(want, c.Records[i]) {
+				t.Errorf("%s: record %d = %+v, want %+v", name, i, c.Records[i], want)
+			}
+			full, err := s.ReadRecordAt(c.Offsets[i])
+			if err != nil || full.RunID != all[i].RunID {
+				t.Errorf("%s: offset %d: %v", name, c.Offsets[i], err)
+			}
+		}
+		return c
+	}
+	c := check("cold", false)
+	if _, ok := c.Records[0].Metrics["mfu_percent"]; ok {
+		t.Error("catalog keeps metrics it does not need")
+	}
+	var g struct {
+		Classification string            `json:"classification"`
+		TopMatches     []json.RawMessage `json:"top_matches"`
+	}
+	if err := json.Unmarshal(c.Records[0].NoveltyGuard, &g); err != nil || g.Classification != "novel" || len(g.TopMatches) != 0 {
+		t.Errorf("slim guard = %s", c.Records[0].NoveltyGuard)
+	}
+	check("warm", false)
+	for i := 6; i <= 8; i++ {
+		if err := s.Append(catalogRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("caught up", false)
+	fp, _, err := s.ReadCache(CatalogFile, CatalogVersion)
+	if cur, _ := s.CurrentFingerprint(); err != nil || fp != cur {
+		t.Errorf("catalog covers %+v, ledger is %+v (%v)", fp, cur, err)
+	}
+	// Rewrite the ledger (as doctor or a pull might): the catalog rebuilds.
+	b, _ := os.ReadFile(s.LedgerPath())
+	lines := strings.SplitAfter(string(b), "\n")
+	if err := os.WriteFile(s.LedgerPath(), []byte(strings.Join(lines[1:], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("rewritten", true)
+	// A corrupt cache file rebuilds too.
+	if err := os.WriteFile(s.CachePath(CatalogFile), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("corrupt", true)
+}
+
+func BenchmarkCatalogDecode(b *testing.B) {
+	c := &Catalog{Metric: "val_bpb"}
+	for i := 0; i < 10000; i++ {
+		c.Records = append(c.Records, SlimRecord(catalogRecord(i+1), "val_bpb"))
+		c.Offsets = append(c.Offsets, int64(i*4000))
+	}
+	buf := encodeCatalog(c)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeCatalog(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

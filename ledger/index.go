@@ -1,0 +1,717 @@
+package ledger
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
+	"github.com/blevesearch/bleve/v2/analysis/token/length"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// The novelty index is a bleve (scorch) index under <store>/index/novelty
+// over the ledger's runs, grouped by (normalised comparison text, family):
+// every run of a group scores alike against any probe, so `check` recalls
+// groups with bleve and re-scores only those with the exact blend. It is a
+// cache: the fingerprint of the ledger prefix it covers is stored with
+// SetInternal in the same batch as the documents; a missing, corrupt or
+// stale index is rebuilt beside the live one from experiments.jsonl and
+// swapped in with a rename.
+//
+// Documents: id = first 32 hex of sha256(family NUL norm) (run ids of the
+// Python tool can collide, and one document per group keeps the index small:
+// ~3,000 groups for 10,000 synthetic runs). Fields: "norm" (text, whitespace
+// tokens of the already normalised text, tokens capped at 100 bytes,
+// bleve#1576), "normkey" and "family" (keyword), "data" (stored only: the
+// group's norm, family and runs as offset/status/metric; no ledger read is
+// needed to score, only to show the few top matches). Dynamic mapping off.
+
+// IndexFormat is the version of the novelty index layout.
+//
+//	1: groups by (norm, family), fields norm/normkey/family/data.
+const IndexFormat = 1
+
+const (
+	indexName      = "novelty"
+	internalFP     = "memorylab.fingerprint"
+	internalMeta   = "memorylab.meta"
+	normAnalyzer   = "memorylab_norm"
+	lengthFilter   = "memorylab_len"
+	maxTokenLength = 100
+	// indexBatchSize: the rebuild writes groups in batches of this many.
+	// 10k short docs in one batch took 0.5 s and 2.7 MiB (STYLE.md probe);
+	// groups carry their runs, so batches stay smaller.
+	indexBatchSize = 2000
+)
+
+// indexOpenTimeout bounds how long an open waits for another process that
+// holds the index (bleve's bolt lock); plain bleve.Open would wait forever.
+var indexOpenTimeout = time.Second
+
+// TestSetIndexOpenTimeout changes the index open timeout for tests and
+// returns a restore func.
+func TestSetIndexOpenTimeout(d time.Duration) func() {
+	old := indexOpenTimeout
+	indexOpenTimeout = d
+	return func() { indexOpenTimeout = old }
+}
+
+// GroupRun is one run of a TextGroup.
+type GroupRun struct {
+	Offset int64    // byte offset of the record in the ledger
+	Status string   // keep, discard or crash
+	Value  *float64 // the store's primary metric; nil when missing
+}
+
+// TextGroup is the set of runs sharing one normalised comparison text and
+// one family. novelty.Group is this type.
+type TextGroup struct {
+	Norm   string
+	Family string
+	Runs   []GroupRun // ledger order
+}
+
+func encodeGroup(g *TextGroup) string {
+	runs := make([][3]any, len(g.Runs))
+	for i, r := range g.Runs {
+		var v any
+		if r.Value != nil {
+			v = *r.Value
+		}
+		runs[i] = [3]any{r.Offset, r.Status, v}
+	}
+	b, _ := json.Marshal(struct {
+		Norm   string   `json:"n"`
+		Family string   `json:"f"`
+		Runs   [][3]any `json:"r"`
+	}{g.Norm, g.Family, runs})
+	return string(b)
+}
+
+func decodeGroup(s string) (TextGroup, error) {
+	var raw struct {
+		Norm   string               `json:"n"`
+		Family string               `json:"f"`
+		Runs   [][3]json.RawMessage `json:"r"`
+	}
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return TextGroup{}, err
+	}
+	g := TextGroup{Norm: raw.Norm, Family: raw.Family, Runs: make([]GroupRun, len(raw.Runs))}
+	for i, r := range raw.Runs {
+		var run GroupRun
+		if err := json.Unmarshal(r[0], &run.Offset); err != nil {
+			return TextGroup{}, err
+		}
+		if err := json.Unmarshal(r[1], &run.Status); err != nil {
+			return TextGroup{}, err
+		}
+		if string(r[2]) != "null" {
+			var v float64
+			if err := json.Unmarshal(r[2], &v); err != nil {
+				return TextGroup{}, err
+			}
+			run.Value = &v
+		}
+		g.Runs[i] = run
+	}
+	return g, nil
+}
+
+func groupID(norm, family string) string {
+	sum := sha256.Sum256([]byte(family + "\x00" + norm))
+	return hex.EncodeToString(sum[:16])
+}
+
+func normKey(norm string) string {
+	sum := sha256.Sum256([]byte(norm))
+	return hex.EncodeToString(sum[:16])
+}
+
+// indexMeta is stored beside the fingerprint; a different one means rebuild.
+type indexMeta struct {
+	Format int    `json:"format"`
+	Metric string `json:"metric"`
+	// Normalizer names the normalisation version (novelty decides).
+	Normalizer string `json:"normalizer"`
+}
+
+// IndexOptions say how the novelty index turns records into groups.
+type IndexOptions struct {
+	// Normalize is novelty.Normalize (ledger cannot import novelty).
+	Normalize func(string) string
+	// NormalizerVersion changes whenever Normalize's output changes; an
+	// index built with another version is rebuilt.
+	NormalizerVersion string
+	// Writer opens the index for writing (log does, under the store
+	// lock), so CatchUp persists new runs.
+	Writer bool
+	// Notice receives one-line notices (rebuilds, fallbacks); may be nil.
+	Notice io.Writer
+	// ReadOnly never writes the index: a stale index is used with the
+	// missing runs scored in memory, a missing or corrupt one falls back
+	// to scanning the ledger.
+	ReadOnly bool
+}
+
+// NoveltyIndex answers candidate queries for the novelty guard. It is
+// either backed by bleve or, when the index cannot be used (held by another
+// process, unwritable), by an in-memory grouping of the whole ledger.
+type NoveltyIndex struct {
+	store    *Store
+	opts     IndexOptions
+	meta     indexMeta
+	idx      bleve.Index // nil in fallback mode
+	writable bool
+	fp       Fingerprint           // ledger prefix the bleve index covers
+	pending  map[string]*TextGroup // runs after fp not in bleve (read-only mode), or all groups (fallback)
+	fallback bool
+	// Mode says how this index answers: "index", "index+pending" or "scan".
+	Mode string
+}
+
+func (s *Store) indexPath() string { return s.Path(IndexDir, indexName) }
+
+func (x *NoveltyIndex) notice(format string, a ...any) {
+	if x.opts.Notice != nil {
+		fmt.Fprintf(x.opts.Notice, "memorylab: "+format+"\n", a...)
+	}
+}
+
+// OpenNoveltyIndex opens the novelty index of s, bringing it up to date
+// with the ledger: it catches up incrementally when the ledger has grown,
+// rebuilds it (beside the live one, then swapped in) when it is missing,
+// corrupt, of another format or no longer a prefix of the ledger, and
+// never waits more than the open timeout for another process. When the
+// index cannot be used it falls back to grouping the whole ledger in
+// memory (correct, slower) and says so on opts.Notice. Errors are returned
+// only when the ledger itself cannot be read.
+func OpenNoveltyIndex(s *Store, opts IndexOptions) (*NoveltyIndex, error) {
+	x := &NoveltyIndex{store: s, opts: opts,
+		meta: indexMeta{Format: IndexFormat, Metric: s.Config.Metric, Normalizer: opts.NormalizerVersion}}
+	path := s.indexPath()
+	// Readers share a read-only open; writers (log) open for writing.
+	writer := opts.Writer && !opts.ReadOnly
+	idx, err := openIndex(path, !writer)
+	if writer && errors.Is(err, errIndexBusy) {
+		writer = false
+		idx, err = openIndex(path, true)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, errIndexMissing):
+		x.notice("building the novelty index (first use)")
+		return x.rebuildOrFallback()
+	case errors.Is(err, errIndexBusy):
+		x.notice("novelty index is busy (another memorylab is writing it); scoring from the ledger")
+		return x.scanFallback()
+	default:
+		x.notice("novelty index is unreadable (%v); rebuilding it", oneLine(err))
+		return x.rebuildOrFallback()
+	}
+	fp, ok := x.validate(idx)
+	if !ok {
+		idx.Close()
+		x.notice("novelty index is stale (the ledger was rewritten, or memorylab changed); rebuilding it")
+		return x.rebuildOrFallback()
+	}
+	x.idx, x.fp, x.writable, x.Mode = idx, fp, writer, "index"
+	if fp.Size != x.ledgerSize() && !writer && !opts.ReadOnly {
+		// The ledger grew (a log could not update the index): reopen for
+		// writing to catch up; if that is impossible, keep the read-only
+		// index and score the new runs in memory.
+		idx.Close()
+		x.idx = nil
+		if w, err := openIndex(path, false); err == nil {
+			if fp, ok := x.validate(w); ok {
+				x.idx, x.fp, x.writable = w, fp, true
+			} else {
+				w.Close()
+			}
+		}
+		if x.idx == nil {
+			r, err := openIndex(path, true)
+			if err != nil {
+				return x.scanFallback()
+			}
+			if fp, ok := x.validate(r); ok {
+				x.idx, x.fp = r, fp
+			} else {
+				r.Close()
+				return x.scanFallback()
+			}
+		}
+	}
+	if err := x.CatchUp(); err != nil {
+		x.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+var (
+	errIndexMissing = errors.New("novelty index missing")
+	errIndexBusy    = errors.New("novelty index held by another process")
+)
+
+func openIndex(path string, readOnly bool) (bleve.Index, error) {
+	if _, err := os.Stat(filepath.Join(path, "index_meta.json")); errors.Is(err, os.ErrNotExist) {
+		if _, err2 := os.Stat(path); errors.Is(err2, os.ErrNotExist) {
+			return nil, errIndexMissing
+		}
+	}
+	cfg := map[string]any{"bolt_timeout": indexOpenTimeout.String()}
+	if readOnly {
+		cfg["read_only"] = true
+	}
+	idx, err := safeOpen(path, cfg)
+	if err != nil {
+		// bleve returns a non-nil Index wrapping nil on error: never touch it.
+		if strings.Contains(err.Error(), "timeout") {
+			return nil, fmt.Errorf("%w: %v", errIndexBusy, err)
+		}
+		return nil, err
+	}
+	return idx, nil
+}
+
+// safeOpen turns a panic inside bleve on garbage files into an error.
+func safeOpen(path string, cfg map[string]any) (idx bleve.Index, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			idx, err = nil, fmt.Errorf("corrupt index: %v", r)
+		}
+	}()
+	return bleve.OpenUsing(path, cfg)
+}
+
+// validate reads the stored fingerprint and meta and reports whether the
+// index still describes a prefix of the ledger under the same meta.
+func (x *NoveltyIndex) validate(idx bleve.Index) (fp Fingerprint, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	mb, err := idx.GetInternal([]byte(internalMeta))
+	if err != nil || mb == nil {
+		return fp, false
+	}
+	var meta indexMeta
+	if json.Unmarshal(mb, &meta) != nil || meta != x.meta {
+		return fp, false
+	}
+	fb, err := idx.GetInternal([]byte(internalFP))
+	if err != nil || fb == nil || json.Unmarshal(fb, &fp) != nil {
+		return fp, false
+	}
+	// A quick query proves the segments are readable.
+	if _, err := idx.DocCount(); err != nil {
+		return fp, false
+	}
+	return fp, x.store.StillCovers(fp)
+}
+
+func (x *NoveltyIndex) ledgerSize() int64 {
+	st, err := os.Stat(x.store.LedgerPath())
+	if err != nil {
+		return -1
+	}
+	return st.Size()
+}
+
+func oneLine(err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", " ")
+	if len(s) > 160 {
+		s = s[:160] + "…"
+	}
+	return s
+}
+
+// groupsFrom scans the ledger from offset and groups the records.
+func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64, error) {
+	end, _, err := x.store.ScanFrom(from, func(r *Record, _ int, off int64) error {
+		norm := x.opts.Normalize(r.ComparisonText())
+		id := groupID(norm, r.Family)
+		g := into[id]
+		if g == nil {
+			g = &TextGroup{Norm: norm, Family: r.Family}
+			into[id] = g
+		}
+		g.Runs = append(g.Runs, x.runOf(r, off))
+		return nil
+	})
+	return end, err
+}
+
+func (x *NoveltyIndex) runOf(r *Record, off int64) GroupRun {
+	run := GroupRun{Offset: off, Status: r.Status}
+	if v, ok := r.Metric(x.meta.Metric); ok {
+		run.Value = &v
+	}
+	return run
+}
+
+// scanFallback groups the whole ledger in memory.
+func (x *NoveltyIndex) scanFallback() (*NoveltyIndex, error) {
+	x.pending = map[string]*TextGroup{}
+	end, err := x.groupsFrom(0, x.pending)
+	if err != nil {
+		return nil, err
+	}
+	x.fp.Size = end
+	x.fallback, x.Mode = true, "scan"
+	return x, nil
+}
+
+// rebuildOrFallback rebuilds the index beside the live one and swaps it
+// in; when that is impossible it falls back to scanning.
+func (x *NoveltyIndex) rebuildOrFallback() (*NoveltyIndex, error) {
+	if x.opts.ReadOnly {
+		return x.scanFallback()
+	}
+	groups := map[string]*TextGroup{}
+	end, err := x.groupsFrom(0, groups)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := x.store.FingerprintAt(end)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.build(groups, fp); err != nil {
+		x.notice("unable to rebuild the novelty index (%v); scoring from the ledger", oneLine(err))
+		x.pending, x.fp, x.fallback, x.Mode = groups, Fingerprint{Size: end}, true, "scan"
+		return x, nil
+	}
+	idx, err := openIndex(x.store.indexPath(), true)
+	if err != nil {
+		// Built and swapped, but someone holds it now: answer from memory.
+		x.pending, x.fp, x.fallback, x.Mode = groups, Fingerprint{Size: end}, true, "scan"
+		return x, nil
+	}
+	x.idx, x.fp, x.Mode = idx, fp, "index"
+	// Runs appended while we were building are scored in memory.
+	if err := x.CatchUp(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func newIndexMapping() (*mapping.IndexMappingImpl, error) {
+	im := bleve.NewIndexMapping()
+	if err := im.AddCustomTokenFilter(lengthFilter, map[string]any{
+		"type": length.Name, "min": 1.0, "max": float64(maxTokenLength),
+	}); err != nil {
+		return nil, err
+	}
+	if err := im.AddCustomAnalyzer(normAnalyzer, map[string]any{
+		"type": custom.Name, "tokenizer": whitespace.Name, "token_filters": []any{lengthFilter},
+	}); err != nil {
+		return nil, err
+	}
+	doc := bleve.NewDocumentStaticMapping()
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = normAnalyzer
+	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, false, false
+	doc.AddFieldMappingsAt("norm", text)
+	for _, name := range []string{"normkey", "family"} {
+		kw := bleve.NewKeywordFieldMapping()
+		kw.Analyzer = keyword.Name
+		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors, kw.DocValues = false, false, false, false
+		doc.AddFieldMappingsAt(name, kw)
+	}
+	data := bleve.NewTextFieldMapping()
+	data.Index, data.Store, data.IncludeInAll, data.IncludeTermVectors, data.DocValues = false, true, false, false, false
+	doc.AddFieldMappingsAt("data", data)
+	im.DefaultMapping = doc
+	im.IndexDynamic, im.StoreDynamic, im.DocValuesDynamic = false, false, false
+	im.DefaultAnalyzer = keyword.Name
+	return im, nil
+}
+
+func groupDoc(g *TextGroup) map[string]any {
+	return map[string]any{"norm": g.Norm, "normkey": normKey(g.Norm), "family": g.Family, "data": encodeGroup(g)}
+}
+
+// build writes a fresh index into a temp dir beside the live one, then
+// swaps it in with renames, so a crash never leaves a half-built index.
+func (x *NoveltyIndex) build(groups map[string]*TextGroup, fp Fingerprint) error {
+	dir := filepath.Dir(x.store.indexPath())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, "."+indexName+".build-"+hex.EncodeToString(rnd[:]))
+	im, err := newIndexMapping()
+	if err != nil {
+		return err
+	}
+	idx, err := bleve.New(tmp, im)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	ids := make([]string, 0, len(groups))
+	for id := range groups {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	b := idx.NewBatch()
+	for i, id := range ids {
+		if err := b.Index(id, groupDoc(groups[id])); err != nil {
+			idx.Close()
+			os.RemoveAll(tmp)
+			return err
+		}
+		if b.Size() >= indexBatchSize && i < len(ids)-1 {
+			if err := idx.Batch(b); err != nil {
+				idx.Close()
+				os.RemoveAll(tmp)
+				return err
+			}
+			b = idx.NewBatch()
+		}
+	}
+	// The fingerprint goes in the same batch as the last documents: an
+	// index without it is treated as stale.
+	x.setInternals(b, fp)
+	if err := idx.Batch(b); err != nil {
+		idx.Close()
+		os.RemoveAll(tmp)
+		return err
+	}
+	if err := idx.Close(); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	return swapDir(tmp, x.store.indexPath())
+}
+
+func (x *NoveltyIndex) setInternals(b *bleve.Batch, fp Fingerprint) {
+	mb, _ := json.Marshal(x.meta)
+	fb, _ := json.Marshal(fp)
+	b.SetInternal([]byte(internalMeta), mb)
+	b.SetInternal([]byte(internalFP), fb)
+}
+
+// swapDir moves the built index tmp to live: the old one is renamed aside
+// first and removed after.
+func swapDir(tmp, live string) error {
+	old := ""
+	if _, err := os.Stat(live); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(live, old); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+	}
+	if err := os.Rename(tmp, live); err != nil {
+		os.RemoveAll(tmp)
+		if old != "" {
+			_ = os.Rename(old, live)
+		}
+		return err
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	return syncDir(filepath.Dir(live))
+}
+
+// CatchUp adds the runs appended to the ledger since the covered prefix:
+// into bleve (with the new fingerprint, in one batch) when the index is
+// open for writing, else into the in-memory pending groups. The log
+// command calls it under the store lock right after appending.
+func (x *NoveltyIndex) CatchUp() error {
+	size := x.ledgerSize()
+	if size == x.fp.Size {
+		return nil
+	}
+	if !x.writable {
+		if x.pending == nil {
+			x.pending = map[string]*TextGroup{}
+		}
+		end, err := x.groupsFrom(x.fp.Size, x.pending)
+		if err != nil {
+			return err
+		}
+		x.fp.Size = end
+		if len(x.pending) > 0 && x.Mode == "index" {
+			x.Mode = "index+pending"
+		}
+		return nil
+	}
+	fresh := map[string]*TextGroup{}
+	end, err := x.groupsFrom(x.fp.Size, fresh)
+	if err != nil {
+		return err
+	}
+	fp, err := x.store.FingerprintAt(end)
+	if err != nil {
+		return err
+	}
+	b := x.idx.NewBatch()
+	for id, g := range fresh {
+		old, err := x.lookupGroup(id)
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			g.Runs = append(old.Runs, g.Runs...)
+		}
+		if err := b.Index(id, groupDoc(g)); err != nil {
+			return err
+		}
+	}
+	x.setInternals(b, fp)
+	if err := x.idx.Batch(b); err != nil {
+		return fmt.Errorf("unable to update the novelty index: %w", err)
+	}
+	x.fp = fp
+	return nil
+}
+
+// lookupGroup returns the stored group with id, or nil.
+func (x *NoveltyIndex) lookupGroup(id string) (*TextGroup, error) {
+	req := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery([]string{id}), 1, 0, false)
+	req.Fields = []string{"data"}
+	res, err := x.idx.Search(req)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Hits) == 0 {
+		return nil, nil
+	}
+	s, _ := res.Hits[0].Fields["data"].(string)
+	g, err := decodeGroup(s)
+	if err != nil {
+		return nil, fmt.Errorf("corrupt novelty index document %s: %w", id, err)
+	}
+	return &g, nil
+}
+
+// Candidates returns the groups most likely to match a probe with
+// normalised text norm and family: the best limit groups by relevance to
+// norm's tokens, the best limit groups of family, and every group whose
+// normalised text is norm. In scan mode it returns every group.
+func (x *NoveltyIndex) Candidates(norm, family string, limit int) ([]TextGroup, error) {
+	out := map[string]*TextGroup{}
+	if x.idx != nil {
+		tokens := uniqueFields(norm)
+		var should []query.Query
+		exact := bleve.NewTermQuery(normKey(norm))
+		exact.SetField("normkey")
+		exact.SetBoost(1000)
+		should = append(should, exact)
+		var textQ []query.Query
+		for _, t := range tokens {
+			if len(t) > maxTokenLength {
+				continue
+			}
+			q := bleve.NewTermQuery(t)
+			q.SetField("norm")
+			textQ = append(textQ, q)
+		}
+		should = append(should, textQ...)
+		if err := x.search(bleve.NewDisjunctionQuery(should...), limit, out); err != nil {
+			return nil, err
+		}
+		if family != "" {
+			fq := bleve.NewTermQuery(family)
+			fq.SetField("family")
+			var q query.Query = fq
+			if len(textQ) > 0 {
+				q = bleve.NewConjunctionQuery(fq, bleve.NewDisjunctionQuery(textQ...))
+			}
+			if err := x.search(q, limit, out); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for id, g := range x.pending {
+		if have, ok := out[id]; ok {
+			merged := *have
+			merged.Runs = append(append([]GroupRun(nil), have.Runs...), g.Runs...)
+			out[id] = &merged
+		} else {
+			out[id] = g
+		}
+	}
+	groups := make([]TextGroup, 0, len(out))
+	ids := make([]string, 0, len(out))
+	for id := range out {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		groups = append(groups, *out[id])
+	}
+	return groups, nil
+}
+
+func (x *NoveltyIndex) search(q query.Query, limit int, out map[string]*TextGroup) error {
+	req := bleve.NewSearchRequestOptions(q, limit, 0, false)
+	req.Fields = []string{"data"}
+	res, err := x.idx.Search(req)
+	if err != nil {
+		return fmt.Errorf("unable to search the novelty index: %w", err)
+	}
+	for _, h := range res.Hits {
+		if _, ok := out[h.ID]; ok {
+			continue
+		}
+		s, _ := h.Fields["data"].(string)
+		g, err := decodeGroup(s)
+		if err != nil {
+			return fmt.Errorf("corrupt novelty index document %s: %w", h.ID, err)
+		}
+		out[h.ID] = &g
+	}
+	return nil
+}
+
+func uniqueFields(s string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range strings.Fields(s) {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Record reads the record at a ledger offset.
+func (x *NoveltyIndex) Record(offset int64) (*Record, error) {
+	return x.store.ReadRecordAt(offset)
+}
+
+// Covered is the ledger size this index answers for (index plus pending).
+func (x *NoveltyIndex) Covered() int64 { return x.fp.Size }
+
+// Close releases the bleve index.
+func (x *NoveltyIndex) Close() error {
+	if x.idx == nil {
+		return nil
+	}
+	err := x.idx.Close()
+	x.idx = nil
+	return err
+}

@@ -1,0 +1,307 @@
+package ledger_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
+)
+
+var _ novelty.Index = (*ledger.NoveltyIndex)(nil)
+
+func newIndexStore(t testing.TB, recs []*ledger.Record) *ledger.Store {
+	t.Helper()
+	dir := t.TempDir()
+	s, _, err := ledger.InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), ledger.DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) > 0 {
+		if err := s.Append(recs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func openIx(t testing.TB, s *ledger.Store, notice *bytes.Buffer, writer bool) *ledger.NoveltyIndex {
+	t.Helper()
+	ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+		NormalizerVersion: novelty.NormalizerVersion, Notice: notice, Writer: writer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix
+}
+
+func readRecords(t testing.TB, s *ledger.Store) []*ledger.Record {
+	t.Helper()
+	var recs []*ledger.Record
+	if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// assertSameVerdicts checks the index's verdicts against scoring every
+// record, on whole JSON (the ledger is small enough for full recall).
+func assertSameVerdicts(t *testing.T, s *ledger.Store, ix *ledger.NoveltyIndex) {
+	t.Helper()
+	recs := readRecords(t, s)
+	for _, p := range novelty.SyntheticProbes(25, 99) {
+		got, err := novelty.Check(ix, p, novelty.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := novelty.Evaluate(p, recs, novelty.Options{})
+		gj, _ := json.Marshal(got.Verdict)
+		wj, _ := json.Marshal(want.Verdict)
+		if string(gj) != string(wj) {
+			t.Fatalf("index verdict for %q differs (mode %s)\n got %s\nwant %s", p.Description, ix.Mode, gj, wj)
+		}
+	}
+}
+
+func TestIndexBuildCatchUpAndReuse(t *testing.T) {
+	recs := novelty.SyntheticRecords(160, 7)
+	s := newIndexStore(t, recs[:100])
+	var notice bytes.Buffer
+	ix := openIx(t, s, &notice, false)
+	if !strings.Contains(notice.String(), "building the novelty index (first use)") || strings.Count(notice.String(), "\n") != 1 {
+		t.Fatalf("first open notice = %q", notice.String())
+	}
+	if ix.Mode != "index" {
+		t.Fatalf("mode %q", ix.Mode)
+	}
+	assertSameVerdicts(t, s, ix)
+	ix.Close()
+
+	// The ledger grows behind the index's back: the next open catches up
+	// without a rebuild and without a notice.
+	if err := s.Append(recs[100:]...); err != nil {
+		t.Fatal(err)
+	}
+	notice.Reset()
+	ix = openIx(t, s, &notice, false)
+	if notice.Len() != 0 || ix.Mode != "index" {
+		t.Fatalf("catch-up: notice %q mode %q", notice.String(), ix.Mode)
+	}
+	st, _ := os.Stat(s.LedgerPath())
+	if ix.Covered() != st.Size() {
+		t.Fatalf("covers %d of %d bytes", ix.Covered(), st.Size())
+	}
+	assertSameVerdicts(t, s, ix)
+	ix.Close()
+
+	// And the caught-up state was persisted: a read-only reopen needs nothing.
+	ro, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+		NormalizerVersion: novelty.NormalizerVersion, Notice: &notice, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if ro.Mode != "index" || notice.Len() != 0 {
+		t.Fatalf("reopen: mode %q notice %q", ro.Mode, notice.String())
+	}
+}
+
+// TestIndexWriterCatchUp is the log path: a writer open, an append, then
+// CatchUp persists the new run so the next reader needs no work.
+func TestIndexWriterCatchUp(t *testing.T) {
+	recs := novelty.SyntheticRecords(60, 8)
+	s := newIndexStore(t, recs[:59])
+	var notice bytes.Buffer
+	openIx(t, s, &notice, false).Close()
+	w := openIx(t, s, &notice, true)
+	if err := s.Append(recs[59]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.CatchUp(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	notice.Reset()
+	r := openIx(t, s, &notice, false)
+	st, _ := os.Stat(s.LedgerPath())
+	if r.Mode != "index" || r.Covered() != st.Size() || notice.Len() != 0 {
+		t.Fatalf("mode %q covered %d/%d notice %q", r.Mode, r.Covered(), st.Size(), notice.String())
+	}
+	assertSameVerdicts(t, s, r)
+}
+
+// TestIndexCorruption damages the index in the ways the issue lists; each
+// open must print one notice line, rebuild, and answer correctly.
+func TestIndexCorruption(t *testing.T) {
+	damage := map[string]func(t *testing.T, dir string){
+		"delete the whole index": func(t *testing.T, dir string) { os.RemoveAll(dir) },
+		"delete every file": func(t *testing.T, dir string) {
+			forEachFile(t, dir, func(p string, _ os.FileInfo) { os.Remove(p) })
+		},
+		"delete index_meta.json": func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "index_meta.json")) },
+		"truncate every file": func(t *testing.T, dir string) {
+			forEachFile(t, dir, func(p string, fi os.FileInfo) { os.Truncate(p, fi.Size()/2) })
+		},
+		"empty every file": func(t *testing.T, dir string) {
+			forEachFile(t, dir, func(p string, _ os.FileInfo) { os.Truncate(p, 0) })
+		},
+		"garbage in every file": func(t *testing.T, dir string) {
+			forEachFile(t, dir, func(p string, fi os.FileInfo) {
+				os.WriteFile(p, bytes.Repeat([]byte("garbage!"), int(fi.Size()/8)+1), 0o644)
+			})
+		},
+		"index dir is a file": func(t *testing.T, dir string) {
+			os.RemoveAll(dir)
+			os.WriteFile(dir, []byte("not an index"), 0o644)
+		},
+	}
+	for name, fn := range damage {
+		t.Run(name, func(t *testing.T) {
+			s := newIndexStore(t, novelty.SyntheticRecords(120, 3))
+			var notice bytes.Buffer
+			openIx(t, s, &notice, false).Close()
+			fn(t, s.Path(ledger.IndexDir, "novelty"))
+			notice.Reset()
+			ix := openIx(t, s, &notice, false)
+			lines := strings.Split(strings.TrimSpace(notice.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], "build") {
+				t.Fatalf("want one rebuild notice, got %q", notice.String())
+			}
+			assertSameVerdicts(t, s, ix)
+			ix.Close()
+			notice.Reset()
+			again := openIx(t, s, &notice, false)
+			if notice.Len() != 0 || again.Mode != "index" {
+				t.Fatalf("after rebuild: notice %q mode %q", notice.String(), again.Mode)
+			}
+		})
+	}
+}
+
+func forEachFile(t *testing.T, dir string, fn func(string, os.FileInfo)) {
+	t.Helper()
+	n := 0
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			fn(p, fi)
+			n++
+		}
+		return nil
+	})
+	if n == 0 {
+		t.Fatalf("no files under %s", dir)
+	}
+}
+
+// TestIndexStaleLedgerRewritten: the ledger is rewritten (a record
+// removed) so the stored fingerprint no longer covers it: rebuild.
+func TestIndexStaleLedgerRewritten(t *testing.T) {
+	recs := novelty.SyntheticRecords(80, 4)
+	s := newIndexStore(t, recs)
+	var notice bytes.Buffer
+	openIx(t, s, &notice, false).Close()
+	b, err := os.ReadFile(s.LedgerPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if err := os.WriteFile(s.LedgerPath(), bytes.Join(lines[1:], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notice.Reset()
+	ix := openIx(t, s, &notice, false)
+	if !strings.Contains(notice.String(), "stale") || strings.Count(notice.String(), "\n") != 1 {
+		t.Fatalf("notice %q", notice.String())
+	}
+	assertSameVerdicts(t, s, ix)
+}
+
+// TestIndexConcurrentOpens: readers share the index; while a writer holds
+// it, another open never hangs (bolt_timeout) and still answers correctly
+// from the ledger.
+func TestIndexConcurrentOpens(t *testing.T) {
+	defer ledger.TestSetIndexOpenTimeout(200 * time.Millisecond)()
+	s := newIndexStore(t, novelty.SyntheticRecords(100, 5))
+	var notice bytes.Buffer
+	openIx(t, s, &notice, false).Close()
+
+	t.Run("two readers", func(t *testing.T) {
+		var wg sync.WaitGroup
+		modes := make([]string, 2)
+		for i := range modes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer ix.Close()
+				time.Sleep(50 * time.Millisecond) // overlap the two opens
+				modes[i] = ix.Mode
+			}()
+		}
+		wg.Wait()
+		if modes[0] != "index" || modes[1] != "index" {
+			t.Fatalf("modes %v", modes)
+		}
+	})
+
+	t.Run("reader while a writer holds it", func(t *testing.T) {
+		w := openIx(t, s, &notice, true)
+		defer w.Close()
+		done := make(chan *ledger.NoveltyIndex, 1)
+		var buf bytes.Buffer
+		go func() {
+			ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+				NormalizerVersion: novelty.NormalizerVersion, Notice: &buf})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- ix
+		}()
+		select {
+		case ix := <-done:
+			if ix == nil {
+				return
+			}
+			defer ix.Close()
+			if ix.Mode != "scan" || !strings.Contains(buf.String(), "busy") {
+				t.Fatalf("mode %q notice %q", ix.Mode, buf.String())
+			}
+			assertSameVerdicts(t, s, ix)
+		case <-time.After(10 * time.Second):
+			t.Fatal("open hung while another handle held the index")
+		}
+	})
+}
+
+// TestIndexReadOnlyNeverWrites: a read-only open of a store without an
+// index answers from the ledger and creates nothing.
+func TestIndexReadOnlyNeverWrites(t *testing.T) {
+	s := newIndexStore(t, novelty.SyntheticRecords(50, 6))
+	ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+		NormalizerVersion: novelty.NormalizerVersion, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if ix.Mode != "scan" {
+		t.Fatalf("mode %q", ix.Mode)
+	}
+	if _, err := os.Stat(s.Path(ledger.IndexDir, "novelty")); !os.IsNotExist(err) {
+		t.Fatalf("read-only open created the index: %v", err)
+	}
+	assertSameVerdicts(t, s, ix)
+}

@@ -1,0 +1,191 @@
+package registry
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// Failure clustering (MEMORYLAB_RULES.md "Failure clusters"): discard and
+// crash runs, in fold order, join the existing cluster whose prototype is
+// most similar (earliest on ties) when the similarity is ≥ 0.6, else start
+// a new cluster. The Python tool compares every failure with every
+// prototype using a slow string matcher, which is quadratic. Here:
+//
+//  1. an inverted index over the prototypes' tokens, concepts and numbers
+//     yields the candidates: a prototype sharing none of them has all three
+//     Jaccard terms 0, so its score is at most 0.30 < 0.6;
+//  2. upperBound (exact Jaccards plus difflib's real_quick_ratio bound for
+//     the sequence ratio) drops candidates that cannot reach 0.6 or beat the
+//     best so far, before the exact (quadratic-in-length) sequence ratio;
+//  3. identical texts (loops repeat ideas verbatim) reuse the previous
+//     answer and only look at clusters created since.
+//
+// The result is exactly the greedy rule's.
+
+// roundedAtLeast reports whether an unrounded score bound can still round to
+// at least target (scores are rounded to 3 decimals).
+func roundedAtLeast(bound, target float64) bool { return bound >= target-0.0005-1e-9 }
+
+func indexKeys(f *Features, fn func(string)) {
+	for _, t := range f.Tokens {
+		fn("t:" + t)
+	}
+	for _, c := range f.Concepts {
+		fn("c:" + c)
+	}
+	for _, n := range f.Numbers {
+		fn("n:" + n)
+	}
+}
+
+func (s *State) indexCluster(i int, c *Cluster) {
+	indexKeys(&c.Proto, func(k string) { s.index[k] = append(s.index[k], int32(i)) })
+}
+
+func (s *State) addFailure(r *ledger.Record, run Run) {
+	text := r.ComparisonText()
+	var f Features
+	best, bestScore, from := -1, -1.0, 0
+	hit, ok := s.memo[text]
+	if ok {
+		f = s.memoFeatures[text]
+		best, bestScore, from = hit.cluster, hit.score, hit.upto
+	} else {
+		f = s.opts.Text.Prepare(text)
+	}
+	best, bestScore = s.bestCluster(&f, from, best, bestScore)
+	if best >= 0 && roundedAtLeast(bestScore, ClusterThreshold) && bestScore >= ClusterThreshold {
+		s.join(s.Clusters[best], r, run, &f)
+	} else {
+		c := &Cluster{Proto: f}
+		s.Clusters = append(s.Clusters, c)
+		k := len(s.Clusters) - 1
+		s.indexCluster(k, c)
+		s.join(c, r, run, &f)
+		if self := s.opts.Text.Similarity(&f, &f); self > bestScore {
+			best, bestScore = k, self
+		}
+	}
+	s.memo[text] = memoHit{cluster: best, score: bestScore, upto: len(s.Clusters)}
+	if !ok {
+		if s.memoFeatures == nil {
+			s.memoFeatures = map[string]Features{}
+		}
+		s.memoFeatures[text] = f
+	}
+}
+
+// bestCluster returns the most similar cluster with index ≥ from, starting
+// from (best, bestScore) found among earlier clusters.
+func (s *State) bestCluster(f *Features, from, best int, bestScore float64) (int, float64) {
+	if len(s.stamp) < len(s.Clusters) {
+		s.stamp = append(s.stamp, make([]int32, len(s.Clusters)-len(s.stamp))...)
+	}
+	s.epoch++
+	indexKeys(f, func(k string) {
+		post := s.index[k]
+		for j := len(post) - 1; j >= 0 && int(post[j]) >= from; j-- {
+			c := int(post[j])
+			if s.stamp[c] == s.epoch {
+				continue
+			}
+			s.stamp[c] = s.epoch
+			ub := upperBound(f, &s.Clusters[c].Proto)
+			if !roundedAtLeast(ub, ClusterThreshold) || !roundedAtLeast(ub, bestScore) {
+				continue
+			}
+			sc := s.opts.Text.Similarity(f, &s.Clusters[c].Proto)
+			if sc > bestScore || (sc == bestScore && c < best) {
+				best, bestScore = c, sc
+			}
+		}
+	})
+	return best, bestScore
+}
+
+func (s *State) join(c *Cluster, r *ledger.Record, run Run, f *Features) {
+	c.Size++
+	if r.Status == ledger.StatusCrash {
+		c.Crashes++
+	}
+	if len(c.Examples) < clusterExamples {
+		c.Examples = append(c.Examples, r.Description)
+	}
+	if run.HasValue && (!c.HasBest || s.better(&run, &c.Best)) {
+		c.Best, c.HasBest = run, true
+	}
+	if c.idx == nil {
+		c.idx = make(map[string]int, len(c.Order))
+		for i, t := range c.Order {
+			c.idx[t] = i
+		}
+	}
+	for _, t := range f.List {
+		i, ok := c.idx[t]
+		if !ok {
+			i = len(c.Order)
+			c.idx[t] = i
+			c.Order = append(c.Order, t)
+			c.Freq = append(c.Freq, 0)
+		}
+		c.Freq[i]++
+	}
+}
+
+// Label is the cluster's 3 most common tokens (first seen first on ties).
+func (c *Cluster) Label() string {
+	idx := make([]int, len(c.Order))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool { return c.Freq[idx[i]] > c.Freq[idx[j]] })
+	if len(idx) > labelTokens {
+		idx = idx[:labelTokens]
+	}
+	toks := make([]string, len(idx))
+	for i, k := range idx {
+		toks[i] = c.Order[k]
+	}
+	return strings.Join(toks, ", ")
+}
+
+// TopClusters are the n largest failure clusters (then most crashes, then
+// best metric, then oldest).
+func (s *State) TopClusters(n int) []ClusterInfo {
+	idx := make([]int, len(s.Clusters))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		a, b := s.Clusters[idx[i]], s.Clusters[idx[j]]
+		if a.Size != b.Size {
+			return a.Size > b.Size
+		}
+		if a.Crashes != b.Crashes {
+			return a.Crashes > b.Crashes
+		}
+		if a.HasBest != b.HasBest {
+			return !a.HasBest // crash-only clusters (no metric) first, as Python sorts None first
+		}
+		if a.HasBest && a.Best.Value != b.Best.Value {
+			return s.Goal().Better(a.Best.Value, b.Best.Value)
+		}
+		return false
+	})
+	out := []ClusterInfo{}
+	for _, i := range idx {
+		if len(out) == n {
+			break
+		}
+		c := s.Clusters[i]
+		info := ClusterInfo{Label: c.Label(), Size: c.Size, Crashes: c.Crashes, Examples: append([]string{}, c.Examples...), metric: s.Metric}
+		if c.HasBest {
+			v := c.Best.Value
+			info.Best, info.BestRun = &v, c.Best.RunID
+		}
+		out = append(out, info)
+	}
+	return out
+}

@@ -1,0 +1,515 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// StateVersion is the format of a persisted State.
+//
+//	1: first version (gob).
+const StateVersion = 1
+
+// Sizes of the registry, from MEMORYLAB_RULES.md.
+const (
+	NumChallengers    = 3
+	NumLineages       = 5
+	NumClusters       = 5
+	ClusterThreshold  = 0.6
+	clusterExamples   = 2
+	labelTokens       = 3
+	PromisingDistance = 0.0015
+)
+
+// Goal is the metric and its direction.
+type Goal struct {
+	Metric string
+	Max    bool // higher is better
+}
+
+// GoalOf is the goal of a store config.
+func GoalOf(c ledger.Config) Goal { return Goal{Metric: c.Metric, Max: !c.LowerIsBetter()} }
+
+// Name is "min" or "max".
+func (g Goal) Name() string {
+	if g.Max {
+		return ledger.GoalMax
+	}
+	return ledger.GoalMin
+}
+
+// Better reports whether a is strictly better than b.
+func (g Goal) Better(a, b float64) bool {
+	if g.Max {
+		return a > b
+	}
+	return a < b
+}
+
+// Gain is how much better a is than b (positive = a is better), whatever the
+// direction: b − a for a lower-is-better metric, a − b for higher.
+func (g Goal) Gain(a, b float64) float64 {
+	if g.Max {
+		return a - b
+	}
+	return b - a
+}
+
+// Promising reports whether a run with delta Δ = run − champion is on the
+// good side of the champion or at most PromisingDistance behind it
+// (Δ ≤ 0.0015 for a lower-is-better metric, Δ ≥ −0.0015 for higher).
+func (g Goal) Promising(delta float64) bool {
+	if g.Max {
+		return delta >= -PromisingDistance-1e-12
+	}
+	return delta <= PromisingDistance+1e-12
+}
+
+// Usable reports whether v can rank a run: lower-is-better metrics need a
+// positive value (the Python rule; 0 means "not measured"), higher-is-better
+// ones any finite value (a score of 0 is a real score).
+func (g Goal) Usable(v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return false
+	}
+	return g.Max || v > 0
+}
+
+// Value is r's metric if it can rank r: present, usable and not a crash.
+func (g Goal) Value(r *ledger.Record) (float64, bool) {
+	if r.Status == ledger.StatusCrash {
+		return 0, false
+	}
+	v, ok := r.Metric(g.Metric)
+	if !ok || !g.Usable(v) {
+		return 0, false
+	}
+	return v, true
+}
+
+// Run is the part of a record the registry keeps.
+type Run struct {
+	Seq         int // position in fold order
+	RunID       string
+	Timestamp   string
+	Commit      string
+	Status      string
+	Family      string
+	Description string
+	LineageRoot string
+	Value       float64
+	HasValue    bool
+	MemoryGB    *float64
+}
+
+// MemoryGB is peak_vram_mb in GB (one decimal), or a memory_gb metric.
+func MemoryGB(r *ledger.Record) *float64 {
+	if v, ok := r.Metric("memory_gb"); ok {
+		return &v
+	}
+	v, ok := r.Metric("peak_vram_mb")
+	if !ok {
+		return nil
+	}
+	gb := math.Round(v/1024*10) / 10
+	return &gb
+}
+
+// LineageFunc returns r's lineage root. rootOf gives the root already
+// assigned to a logged commit. The default, ParentChain, is the Python rule;
+// a git-ancestry resolver can be injected through Options.
+type LineageFunc func(r *ledger.Record, rootOf func(commit string) (string, bool)) string
+
+// ParentChain is the Python rule: follow parent_commit through logged
+// commits until a parent that was never logged; that parent (or the run's
+// own commit when it has none) is the root. Roots are assigned when a run is
+// folded, so a parent logged after its child does not re-root the child.
+func ParentChain(r *ledger.Record, rootOf func(string) (string, bool)) string {
+	p := r.Parent()
+	if p == "" {
+		if root, ok := rootOf(r.Commit); ok {
+			return root
+		}
+		return r.Commit
+	}
+	if root, ok := rootOf(p); ok {
+		return root
+	}
+	return p
+}
+
+// Options configure a State.
+type Options struct {
+	Goal    Goal
+	Lineage LineageFunc // nil: ParentChain
+	Text    *TextModel  // nil: DefaultText
+	// ChampionOnly skips lineages and failure clusters: a cheap fold for
+	// "who was champion at this point".
+	ChampionOnly bool
+}
+
+// LineageAgg is one lineage's running totals.
+type LineageAgg struct {
+	Root    string
+	Best    Run
+	HasBest bool
+	Runs    int
+	Commits int
+	Kept    int
+	First   int // Seq of its first run (stable order for ties)
+}
+
+// Cluster is one failure cluster.
+type Cluster struct {
+	Proto    Features
+	Size     int
+	Crashes  int
+	Best     Run
+	HasBest  bool
+	Examples []string
+	Order    []string // tokens in first-seen order (label ties)
+	Freq     []int    // Freq[i] counts Order[i] over the members
+	idx      map[string]int
+}
+
+// State is the registry as an incremental fold. Exported fields are
+// persisted (gob); the cluster index is rebuilt on load.
+type State struct {
+	Version int
+	Metric  string
+	Max     bool
+	N       int
+	Counts  map[string]int
+	TopKept []Run // best kept runs, best first (champion + challengers)
+	TopAll  []Run // best usable runs of any status
+	// Commits maps every folded commit to its root (see commitTable).
+	Commits  commitTable
+	Lineages map[string]*LineageAgg
+	Clusters []*Cluster
+
+	opts         Options
+	index        map[string][]int32
+	stamp        []int32
+	memo         map[string]memoHit
+	memoFeatures map[string]Features
+	epoch        int32
+}
+
+type memoHit struct {
+	cluster int // -1: none
+	score   float64
+	upto    int // clusters considered
+}
+
+// New returns an empty State.
+func New(opts Options) *State {
+	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}}
+	s.setOptions(opts)
+	return s
+}
+
+func (s *State) setOptions(opts Options) {
+	if opts.Lineage == nil {
+		opts.Lineage = ParentChain
+	}
+	if opts.Text == nil {
+		opts.Text = &DefaultText
+	}
+	s.opts = opts
+	s.index = map[string][]int32{}
+	s.memo = map[string]memoHit{}
+	s.memoFeatures = map[string]Features{}
+	s.stamp = nil
+	for i, c := range s.Clusters {
+		s.indexCluster(i, c)
+	}
+}
+
+// Goal is the state's metric and direction.
+func (s *State) Goal() Goal { return Goal{Metric: s.Metric, Max: s.Max} }
+
+// Build folds recs in order.
+func Build(recs []ledger.Record, opts Options) *State {
+	s := New(opts)
+	for i := range recs {
+		s.Add(&recs[i])
+	}
+	return s
+}
+
+// RunOf summarises r as the registry keeps it.
+func (s *State) RunOf(r *ledger.Record, root string) Run {
+	v, ok := s.Goal().Value(r)
+	return Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Commit: r.Commit, Status: r.Status,
+		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: MemoryGB(r)}
+}
+
+// better orders runs: better metric first, ties by earlier timestamp, then
+// fold order.
+func (s *State) better(a, b *Run) bool {
+	if a.Value != b.Value {
+		return s.Goal().Better(a.Value, b.Value)
+	}
+	if a.Timestamp != b.Timestamp {
+		return a.Timestamp < b.Timestamp
+	}
+	return a.Seq < b.Seq
+}
+
+func (s *State) insertTop(top []Run, r Run) []Run {
+	i := sort.Search(len(top), func(i int) bool { return s.better(&r, &top[i]) })
+	if i >= NumChallengers+1 {
+		return top
+	}
+	top = append(top, Run{})
+	copy(top[i+1:], top[i:])
+	top[i] = r
+	if len(top) > NumChallengers+1 {
+		top = top[:NumChallengers+1]
+	}
+	return top
+}
+
+// Add folds one record.
+func (s *State) Add(r *ledger.Record) {
+	root := s.opts.Lineage(r, func(c string) (string, bool) { v, ok := s.Commits.Get(c); return v.Root, ok })
+	run := s.RunOf(r, root)
+	s.N++
+	s.Counts[r.Status]++
+	if run.HasValue {
+		s.TopAll = s.insertTop(s.TopAll, run)
+		if r.Status == ledger.StatusKeep {
+			s.TopKept = s.insertTop(s.TopKept, run)
+		}
+	}
+	if s.opts.ChampionOnly {
+		return
+	}
+	// Lineages count the runs with a usable metric (the Python tool's
+	// best_lineages leave crashes out).
+	info, seen := s.Commits.Get(r.Commit)
+	if !seen {
+		info = commitInfo{Root: root}
+		s.Commits.Set(r.Commit, info)
+	}
+	if run.HasValue {
+		lin := s.Lineages[root]
+		if lin == nil {
+			lin = &LineageAgg{Root: root, First: run.Seq}
+			s.Lineages[root] = lin
+		}
+		lin.Runs++
+		if !info.Counted {
+			info.Counted = true
+			s.Commits.Set(r.Commit, info)
+			lin.Commits++
+		}
+		if r.Status == ledger.StatusKeep {
+			lin.Kept++
+		}
+		if !lin.HasBest || s.better(&run, &lin.Best) {
+			lin.Best, lin.HasBest = run, true
+		}
+	}
+	if r.Status == ledger.StatusDiscard || r.Status == ledger.StatusCrash {
+		s.addFailure(r, run)
+	}
+}
+
+// Champion is the current champion: the best kept run if any run was kept,
+// else the best usable run. ok is false when no run has a usable metric.
+func (s *State) Champion() (Run, bool) {
+	top := s.pool()
+	if len(top) == 0 {
+		return Run{}, false
+	}
+	return top[0], true
+}
+
+func (s *State) pool() []Run {
+	if len(s.TopKept) > 0 {
+		return s.TopKept
+	}
+	return s.TopAll
+}
+
+// Challengers are the next best distinct runs of the champion's pool.
+func (s *State) Challengers() []Run {
+	top := s.pool()
+	if len(top) <= 1 {
+		return nil
+	}
+	return top[1:]
+}
+
+// Marshal encodes the state for the registry cache.
+func (s *State) Marshal() ([]byte, error) {
+	s.Commits.compact()
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
+		return nil, fmt.Errorf("unable to encode registry state: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ErrStateMismatch means a persisted state is of another version or goal and
+// must be rebuilt.
+var ErrStateMismatch = errors.New("registry state does not match")
+
+// Unmarshal decodes a state written by Marshal for the same goal.
+func Unmarshal(b []byte, opts Options) (*State, error) {
+	var s State
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrStateMismatch, err)
+	}
+	if s.Version != StateVersion || s.Metric != opts.Goal.Metric || s.Max != opts.Goal.Max {
+		return nil, fmt.Errorf("%w: version %d, goal %s/%v", ErrStateMismatch, s.Version, s.Metric, s.Max)
+	}
+	if s.Counts == nil {
+		s.Counts = map[string]int{}
+	}
+	if s.Lineages == nil {
+		s.Lineages = map[string]*LineageAgg{}
+	}
+	s.setOptions(opts)
+	return &s, nil
+}
+
+// Registry is champion_challenger.json. Entries carry the metric value both
+// as "value" and under the metric's own name (val_bpb, as the Python tool
+// wrote it), so existing readers keep working.
+type Registry struct {
+	Metric          string         `json:"metric"`
+	Goal            string         `json:"goal"`
+	Champion        *Entry         `json:"champion"`
+	Challengers     []Entry        `json:"challengers"`
+	BestLineages    []Lineage      `json:"best_lineages"`
+	FailureClusters []ClusterInfo  `json:"failure_clusters"`
+	NumExperiments  int            `json:"num_experiments"`
+	StatusCounts    map[string]int `json:"status_counts"`
+	UpdatedAt       string         `json:"updated_at"`
+}
+
+// Entry is a champion or challenger.
+type Entry struct {
+	Run
+	// DeltaToChampion is value − champion value (challengers only).
+	DeltaToChampion *float64
+	metric          string
+}
+
+// MarshalJSON writes the Python field names plus value and timestamp.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	m := map[string]any{
+		"run_id": e.RunID, "commit": e.Commit, "description": e.Description, "family": e.Family,
+		"lineage_root": e.LineageRoot, "memory_gb": e.MemoryGB, "status": e.Status,
+		"timestamp_utc": e.Timestamp, "value": e.Value, e.metric: e.Value,
+	}
+	if e.DeltaToChampion != nil {
+		m["delta_to_champion"] = *e.DeltaToChampion
+	}
+	return json.Marshal(m)
+}
+
+// Lineage is one row of best_lineages.
+type Lineage struct {
+	Root       string
+	BestRunID  string
+	BestCommit string
+	Best       *float64
+	Runs       int
+	Commits    int
+	Kept       int
+	metric     string
+}
+
+// MarshalJSON writes the Python field names.
+func (l Lineage) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"lineage_root": l.Root, "best_run_id": l.BestRunID, "best_commit": l.BestCommit,
+		"best_value": l.Best, "best_" + l.metric: l.Best, "num_runs": l.Runs,
+		"num_unique_commits": l.Commits, "kept_runs": l.Kept,
+	})
+}
+
+// ClusterInfo is one row of failure_clusters.
+type ClusterInfo struct {
+	Label    string
+	Size     int
+	Crashes  int
+	Best     *float64
+	BestRun  string
+	Examples []string
+	metric   string
+}
+
+// MarshalJSON writes the Python field names.
+func (c ClusterInfo) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"label": c.Label, "size": c.Size, "crashes": c.Crashes, "best_value": c.Best,
+		"best_" + c.metric: c.Best, "best_run_id": c.BestRun, "examples": c.Examples,
+	})
+}
+
+// Snapshot renders the registry at now.
+func (s *State) Snapshot(now time.Time) Registry {
+	reg := Registry{Metric: s.Metric, Goal: s.Goal().Name(), Challengers: []Entry{}, BestLineages: []Lineage{},
+		FailureClusters: []ClusterInfo{}, NumExperiments: s.N,
+		StatusCounts: map[string]int{ledger.StatusKeep: s.Counts[ledger.StatusKeep],
+			ledger.StatusDiscard: s.Counts[ledger.StatusDiscard], ledger.StatusCrash: s.Counts[ledger.StatusCrash]},
+		UpdatedAt: now.UTC().Format("2006-01-02T15:04:05Z")}
+	if champ, ok := s.Champion(); ok {
+		reg.Champion = &Entry{Run: champ, metric: s.Metric}
+		for _, c := range s.Challengers() {
+			d := c.Value - champ.Value
+			reg.Challengers = append(reg.Challengers, Entry{Run: c, DeltaToChampion: &d, metric: s.Metric})
+		}
+	}
+	reg.BestLineages = s.BestLineages(NumLineages)
+	reg.FailureClusters = s.TopClusters(NumClusters)
+	return reg
+}
+
+// BestLineages are the n lineages with the best runs (lineages without a
+// usable run last, by size).
+func (s *State) BestLineages(n int) []Lineage {
+	all := make([]*LineageAgg, 0, len(s.Lineages))
+	for _, l := range s.Lineages {
+		all = append(all, l)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.HasBest != b.HasBest {
+			return a.HasBest
+		}
+		if a.HasBest && (a.Best.Value != b.Best.Value || a.Best.Seq != b.Best.Seq) {
+			return s.better(&a.Best, &b.Best)
+		}
+		if a.Runs != b.Runs {
+			return a.Runs > b.Runs
+		}
+		return a.First < b.First
+	})
+	out := []Lineage{}
+	for _, l := range all {
+		if len(out) == n {
+			break
+		}
+		row := Lineage{Root: l.Root, Runs: l.Runs, Commits: l.Commits, Kept: l.Kept, metric: s.Metric}
+		if l.HasBest {
+			v := l.Best.Value
+			row.BestRunID, row.BestCommit, row.Best = l.Best.RunID, l.Best.Commit, &v
+		}
+		out = append(out, row)
+	}
+	return out
+}

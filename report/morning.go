@@ -1,0 +1,430 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/packets"
+	"github.com/memorylab/memorylab/registry"
+)
+
+// MorningVersion is the version of the morning report's JSON document.
+const MorningVersion = 1
+
+// Defaults of the morning report.
+const (
+	DefaultSinceHours    = 16
+	DefaultPlateauWindow = 15
+	DefaultMinDelta      = 0.001
+	queueSize            = 5
+	recentSize           = 10
+)
+
+// MorningOptions configure the morning report.
+type MorningOptions struct {
+	Now           time.Time
+	SinceHours    float64
+	PlateauWindow int     // runs that must bring an improvement (default 15)
+	MinDelta      float64 // smallest gain that counts as an improvement
+}
+
+// Morning is the morning report. Its JSON form is what `report --json`
+// prints; the fields are documented in the README.
+type Morning struct {
+	Version         int                    `json:"version"`
+	GeneratedAt     string                 `json:"generated_at"`
+	Metric          string                 `json:"metric"`
+	Goal            string                 `json:"goal"`
+	WindowHours     float64                `json:"window_hours"`
+	WindowStart     string                 `json:"window_start"`
+	Headline        Headline               `json:"headline"`
+	DecisionQueue   []QueueItem            `json:"decision_queue"`
+	ChampionBoard   []BoardRow             `json:"champion_board"`
+	BestLineages    []registry.Lineage     `json:"best_lineages"`
+	FailureClusters []registry.ClusterInfo `json:"failure_clusters"`
+	Progress        Progress               `json:"progress"`
+	Plateau         Plateau                `json:"plateau"`
+	RecentLedger    []LedgerRow            `json:"recent_ledger"`
+	Chart           Chart                  `json:"-"`
+}
+
+// Headline is the first section.
+type Headline struct {
+	Runs                 int       `json:"runs"`
+	Keep                 int       `json:"keep"`
+	Discard              int       `json:"discard"`
+	Crash                int       `json:"crash"`
+	Champion             *BoardRow `json:"champion"`
+	ChampionBeforeWindow *BoardRow `json:"champion_before_window"`
+	// ChangeVsBefore is champion − champion before the window (metric units).
+	ChangeVsBefore *float64 `json:"change_vs_before_window"`
+}
+
+// QueueItem is one decision packet in the queue.
+type QueueItem struct {
+	Priority   string   `json:"priority"`
+	NextAction string   `json:"next_action"`
+	RunID      string   `json:"run_id"`
+	Status     string   `json:"status"`
+	Value      *float64 `json:"value"`
+	Summary    string   `json:"summary"`
+	Timestamp  string   `json:"timestamp_utc"`
+}
+
+// BoardRow is a champion-board row (also used for single runs).
+type BoardRow struct {
+	Role        string   `json:"role"`
+	RunID       string   `json:"run_id"`
+	Commit      string   `json:"commit"`
+	Status      string   `json:"status"`
+	Value       *float64 `json:"value"`
+	Delta       *float64 `json:"delta_to_champion"`
+	MemoryGB    *float64 `json:"memory_gb"`
+	LineageRoot string   `json:"lineage_root"`
+	Description string   `json:"description"`
+	Timestamp   string   `json:"timestamp_utc"`
+}
+
+// LedgerRow is a recent-ledger row.
+type LedgerRow struct {
+	Timestamp   string   `json:"timestamp_utc"`
+	RunID       string   `json:"run_id"`
+	Commit      string   `json:"commit"`
+	Status      string   `json:"status"`
+	Value       *float64 `json:"value"`
+	MemoryGB    *float64 `json:"memory_gb"`
+	Description string   `json:"description"`
+}
+
+// Progress is what karpathy's analysis notebook shows, for the window.
+type Progress struct {
+	// KeepRate is kept / (kept + discarded); null without such runs.
+	KeepRate *float64  `json:"keep_rate"`
+	Baseline *BoardRow `json:"baseline"`
+	Best     *BoardRow `json:"best"`
+	// TotalImprovementPct is the gain from baseline to best in percent of
+	// the baseline (positive = better, whatever the direction).
+	TotalImprovementPct *float64 `json:"total_improvement_percent"`
+	// Improvements are the kept runs after the baseline, ranked by their
+	// gain over the previous kept run (largest first).
+	Improvements []Improvement `json:"improvements"`
+	// ExperimentsPerImprovement is runs in the window per kept run after the
+	// baseline; null when there is none.
+	ExperimentsPerImprovement *float64 `json:"experiments_per_improvement"`
+}
+
+// Improvement is one kept run and its gain over the previous kept run.
+type Improvement struct {
+	Rank        int     `json:"rank"`
+	Experiment  int     `json:"experiment"` // 1-based position in the window
+	RunID       string  `json:"run_id"`
+	Commit      string  `json:"commit"`
+	Value       float64 `json:"value"`
+	Gain        float64 `json:"gain"` // positive = better than the previous kept run
+	Since       int     `json:"experiments_since_previous_keep"`
+	Description string  `json:"description"`
+}
+
+// Plateau says whether the last Window runs improved on what came before.
+type Plateau struct {
+	Window   int     `json:"window"`
+	MinDelta float64 `json:"min_delta"`
+	// OnPlateau: at least Window runs exist and none of the last Window runs
+	// beat the best run before them by more than MinDelta.
+	OnPlateau bool `json:"on_plateau"`
+	// BestGain is the largest gain of the last Window runs over the best
+	// before them (null if nothing to compare).
+	BestGain          *float64 `json:"best_gain"`
+	ChampionRunID     string   `json:"champion_run_id"`
+	ChampionSince     string   `json:"champion_since"`
+	ChampionAgeHours  *float64 `json:"champion_age_hours"`
+	RunsSinceChampion int      `json:"runs_since_champion"`
+	Message           string   `json:"message"`
+}
+
+// Chart is the data of the progress chart (window runs in order).
+type Chart struct {
+	Points   []ChartPoint
+	Baseline *float64
+	Best     *float64
+}
+
+// ChartPoint is one run on the chart.
+type ChartPoint struct {
+	X           int // experiment number, 1-based
+	Status      string
+	Value       float64
+	HasValue    bool
+	RunID       string
+	Description string
+	RunningBest *float64 // best kept value so far (after this run)
+}
+
+// BuildMorning computes the morning report from the catalog records (ledger
+// order), the registry state covering the same records, and options.
+func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions) Morning {
+	g := st.Goal()
+	if opts.PlateauWindow <= 0 {
+		opts.PlateauWindow = DefaultPlateauWindow
+	}
+	now := opts.Now.UTC()
+	start := now.Add(-time.Duration(opts.SinceHours * float64(time.Hour)))
+	m := Morning{Version: MorningVersion, GeneratedAt: now.Format(time.RFC3339), Metric: g.Metric, Goal: g.Name(),
+		WindowHours: opts.SinceHours, WindowStart: start.Format(time.RFC3339),
+		DecisionQueue: []QueueItem{}, ChampionBoard: []BoardRow{}, RecentLedger: []LedgerRow{}}
+
+	// Split at the window start; the champion before it comes from a cheap fold.
+	before := registry.New(registry.Options{Goal: g, ChampionOnly: true})
+	var window []*ledger.Record
+	for i := range recs {
+		r := &recs[i]
+		if t := r.Time(); !t.IsZero() && t.Before(start) {
+			before.Add(r)
+			continue
+		}
+		window = append(window, r)
+	}
+	h := &m.Headline
+	h.Runs = len(window)
+	for _, r := range window {
+		switch r.Status {
+		case ledger.StatusKeep:
+			h.Keep++
+		case ledger.StatusDiscard:
+			h.Discard++
+		case ledger.StatusCrash:
+			h.Crash++
+		}
+	}
+	champ, hasChamp := st.Champion()
+	if hasChamp {
+		row := boardRow("champion", champ, nil)
+		h.Champion = &row
+		m.ChampionBoard = append(m.ChampionBoard, row)
+		for _, c := range st.Challengers() {
+			d := c.Value - champ.Value
+			m.ChampionBoard = append(m.ChampionBoard, boardRow("challenger", c, &d))
+		}
+		zero := 0.0
+		m.ChampionBoard[0].Delta = &zero
+	}
+	if b, ok := before.Champion(); ok {
+		row := boardRow("champion before window", b, nil)
+		h.ChampionBeforeWindow = &row
+		if hasChamp {
+			d := champ.Value - b.Value
+			h.ChangeVsBefore = &d
+		}
+	}
+	m.BestLineages = st.BestLineages(registry.NumLineages)
+	m.FailureClusters = st.TopClusters(registry.NumClusters)
+
+	// Newest first; runs of one second keep ledger order (the Python order).
+	byTime := append([]*ledger.Record(nil), window...)
+	sort.SliceStable(byTime, func(i, j int) bool { return byTime[i].Timestamp > byTime[j].Timestamp })
+	for _, r := range byTime {
+		if len(m.RecentLedger) == recentSize {
+			break
+		}
+		m.RecentLedger = append(m.RecentLedger, ledgerRow(r, g))
+	}
+	m.DecisionQueue = decisionQueue(byTime, g)
+	m.Progress, m.Chart = progress(window, g)
+	m.Plateau = plateau(recs, st, g, opts, now)
+	return m
+}
+
+func boardRow(role string, r registry.Run, delta *float64) BoardRow {
+	v := r.Value
+	return BoardRow{Role: role, RunID: r.RunID, Commit: r.Commit, Status: r.Status, Value: &v, Delta: delta,
+		MemoryGB: r.MemoryGB, LineageRoot: r.LineageRoot, Description: r.Description, Timestamp: r.Timestamp}
+}
+
+func valueOf(r *ledger.Record, g registry.Goal) *float64 {
+	if v, ok := g.Value(r); ok {
+		return &v
+	}
+	return nil
+}
+
+func ledgerRow(r *ledger.Record, g registry.Goal) LedgerRow {
+	row := LedgerRow{Timestamp: r.Timestamp, RunID: string(r.RunID), Commit: r.Commit, Status: r.Status,
+		Value: valueOf(r, g), Description: r.Description}
+	if r.Status != ledger.StatusCrash {
+		row.MemoryGB = registry.MemoryGB(r)
+	}
+	return row
+}
+
+var priorityRank = map[string]int{packets.PriorityHigh: 0, packets.PriorityMedium: 1, packets.PriorityLow: 2}
+
+// decisionQueue takes the stored packets of the window's runs (newest
+// first), highest priority first, top 5. Runs without a stored packet (from
+// other writers) are left out: their packet was never issued.
+func decisionQueue(byTime []*ledger.Record, g registry.Goal) []QueueItem {
+	q := []QueueItem{}
+	for _, r := range byTime {
+		if len(r.DecisionPacket) == 0 || string(r.DecisionPacket) == "null" {
+			continue
+		}
+		p, err := packets.Unmarshal(r.DecisionPacket, g.Metric)
+		if err != nil || p.NextAction == "" {
+			continue
+		}
+		q = append(q, QueueItem{Priority: p.Priority, NextAction: p.NextAction, RunID: string(r.RunID), Status: r.Status,
+			Value: valueOf(r, g), Summary: p.Summary, Timestamp: r.Timestamp})
+	}
+	sort.SliceStable(q, func(i, j int) bool { return rank(q[i].Priority) < rank(q[j].Priority) })
+	if len(q) > queueSize {
+		q = q[:queueSize]
+	}
+	return q
+}
+
+func rank(p string) int {
+	if r, ok := priorityRank[p]; ok {
+		return r
+	}
+	return len(priorityRank)
+}
+
+// progress computes keep rate, baseline → best, ranked improvements and the
+// chart over the window's runs in ledger order. The baseline is the first
+// kept run with a usable metric (else the first usable run).
+func progress(window []*ledger.Record, g registry.Goal) (Progress, Chart) {
+	var p Progress
+	p.Improvements = []Improvement{}
+	var ch Chart
+	kept, discarded := 0, 0
+	baseIdx := -1
+	for i, r := range window {
+		switch r.Status {
+		case ledger.StatusKeep:
+			kept++
+		case ledger.StatusDiscard:
+			discarded++
+		}
+		if _, ok := g.Value(r); ok && r.Status == ledger.StatusKeep && baseIdx < 0 {
+			baseIdx = i
+		}
+	}
+	if baseIdx < 0 {
+		for i, r := range window {
+			if _, ok := g.Value(r); ok {
+				baseIdx = i
+				break
+			}
+		}
+	}
+	if kept+discarded > 0 {
+		kr := float64(kept) / float64(kept+discarded)
+		p.KeepRate = &kr
+	}
+	var best *float64
+	var bestRec *ledger.Record
+	prevKept, prevKeptIdx := 0.0, -1
+	for i, r := range window {
+		pt := ChartPoint{X: i + 1, Status: r.Status, RunID: string(r.RunID), Description: r.Description}
+		v, ok := g.Value(r)
+		pt.Value, pt.HasValue = v, ok
+		if ok && (i == baseIdx || (r.Status == ledger.StatusKeep && i > baseIdx)) {
+			if best == nil || g.Better(v, *best) {
+				vv := v
+				best, bestRec = &vv, r
+			}
+			if i > baseIdx && prevKeptIdx >= 0 {
+				p.Improvements = append(p.Improvements, Improvement{Experiment: i + 1, RunID: string(r.RunID), Commit: r.Commit,
+					Value: v, Gain: g.Gain(v, prevKept), Since: i - prevKeptIdx, Description: r.Description})
+			}
+			prevKept, prevKeptIdx = v, i
+		}
+		if best != nil {
+			b := *best
+			pt.RunningBest = &b
+		}
+		ch.Points = append(ch.Points, pt)
+	}
+	if baseIdx >= 0 {
+		r := window[baseIdx]
+		v, _ := g.Value(r)
+		base := BoardRow{Role: "baseline", RunID: string(r.RunID), Commit: r.Commit, Status: r.Status, Value: &v, Description: r.Description, Timestamp: r.Timestamp}
+		p.Baseline = &base
+		ch.Baseline = &v
+		bv := *best
+		bestRow := BoardRow{Role: "best", RunID: string(bestRec.RunID), Commit: bestRec.Commit, Status: bestRec.Status, Value: &bv, Description: bestRec.Description, Timestamp: bestRec.Timestamp}
+		p.Best = &bestRow
+		ch.Best = &bv
+		if v != 0 {
+			pct := g.Gain(bv, v) / math.Abs(v) * 100
+			p.TotalImprovementPct = &pct
+		}
+	}
+	sort.SliceStable(p.Improvements, func(i, j int) bool { return p.Improvements[i].Gain > p.Improvements[j].Gain })
+	for i := range p.Improvements {
+		p.Improvements[i].Rank = i + 1
+	}
+	if n := len(p.Improvements); n > 0 {
+		e := float64(len(window)) / float64(n)
+		p.ExperimentsPerImprovement = &e
+	}
+	return p, ch
+}
+
+// plateau looks at the last opts.PlateauWindow runs of the whole ledger:
+// did any beat the best usable run of the champion's pool before them by
+// more than MinDelta? It also says how long the champion has stood.
+func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts MorningOptions, now time.Time) Plateau {
+	p := Plateau{Window: opts.PlateauWindow, MinDelta: opts.MinDelta}
+	n := len(recs)
+	cut := n - opts.PlateauWindow
+	if cut < 0 {
+		cut = 0
+	}
+	var bestBefore *float64
+	for i := 0; i < cut; i++ {
+		if v, ok := g.Value(&recs[i]); ok && recs[i].Status == ledger.StatusKeep && (bestBefore == nil || g.Better(v, *bestBefore)) {
+			vv := v
+			bestBefore = &vv
+		}
+	}
+	if bestBefore != nil {
+		for i := cut; i < n; i++ {
+			if v, ok := g.Value(&recs[i]); ok && recs[i].Status == ledger.StatusKeep {
+				gain := g.Gain(v, *bestBefore)
+				if p.BestGain == nil || gain > *p.BestGain {
+					p.BestGain = &gain
+				}
+			}
+		}
+	}
+	if champ, ok := st.Champion(); ok {
+		p.ChampionRunID, p.ChampionSince = champ.RunID, champ.Timestamp
+		if t, err := time.Parse(time.RFC3339, champ.Timestamp); err == nil {
+			age := now.Sub(t).Hours()
+			p.ChampionAgeHours = &age
+		}
+		for i := n - 1; i >= 0 && string(recs[i].RunID) != champ.RunID; i-- {
+			p.RunsSinceChampion++
+		}
+	}
+	switch {
+	case n < opts.PlateauWindow || bestBefore == nil:
+		p.Message = fmt.Sprintf("Not enough history to judge a plateau (%d runs; need %d after a kept run).", n, opts.PlateauWindow)
+	case p.BestGain == nil || *p.BestGain <= opts.MinDelta:
+		p.OnPlateau = true
+		p.Message = fmt.Sprintf("PLATEAU: the last %d runs brought no improvement beyond %g %s.", opts.PlateauWindow, opts.MinDelta, g.Metric)
+	default:
+		p.Message = fmt.Sprintf("Still improving: the last %d runs gained %.6f %s over the best before them.", opts.PlateauWindow, *p.BestGain, g.Metric)
+	}
+	if p.ChampionRunID != "" {
+		age := "-"
+		if p.ChampionAgeHours != nil {
+			age = fmt.Sprintf("%.1f h", *p.ChampionAgeHours)
+		}
+		p.Message += fmt.Sprintf(" The champion has stood for %s and %d runs.", age, p.RunsSinceChampion)
+	}
+	return p
+}
