@@ -11,7 +11,7 @@ import (
 // SchemaVersion is the version of the record format written by this build.
 //
 //	0: records written by the Python MemoryLab (no schema_version field).
-//	1: adds schema_version and commit_full; run ids may carry a -<4 hex>
+//	1: adds schema_version and commit_full; run ids may carry a -<4..8 hex>
 //	   suffix so two runs of one commit in one second stay distinct.
 const SchemaVersion = 1
 
@@ -28,7 +28,7 @@ func ValidStatus(s string) bool {
 }
 
 // RunID identifies one logged run: "<YYYYMMDDTHHMMSSZ>-<commit7>" as the
-// Python tool wrote it, optionally followed by "-<4 hex>" to keep runs of one
+// Python tool wrote it, optionally followed by "-<4..8 hex>" to keep runs of one
 // commit in one second unique.
 type RunID string
 
@@ -51,7 +51,11 @@ func NewRunID(t time.Time, commit string) RunID {
 	if short == "" {
 		short = "nocommit"
 	}
-	var b [2]byte
+	// 4 random bytes: agents in linked worktrees log the same commit, and
+	// with 2 bytes 16 processes logging ~300 runs a second collided within
+	// seconds (birthday bound ~43% per second, TestConcurrentLoggers). With
+	// 4 bytes the chance is ~1e-5 per second at that rate.
+	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("crypto/rand failed: %v", err))
 	}

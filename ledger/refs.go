@@ -3,6 +3,8 @@ package ledger
 import (
 	"fmt"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // RefNamespace is the root of every ref memorylab writes.
@@ -15,7 +17,14 @@ func RunRef(id RunID) (string, error) {
 	if !ValidRunID(string(id)) || strings.Contains(string(id), "..") {
 		return "", fmt.Errorf("%w: %q is not a run id", ErrBadInput, id)
 	}
-	return RefNamespace + "runs/" + string(id), nil
+	name := RefNamespace + "runs/" + string(id)
+	// The run id pattern allows dots, so also apply git's own rules (no
+	// trailing ".", no ".lock" suffix): go-git would write such a ref file
+	// and git would then refuse the whole repository's refs.
+	if err := plumbing.ReferenceName(name).Validate(); err != nil {
+		return "", fmt.Errorf("%w: %q does not make a valid ref name", ErrBadInput, id)
+	}
+	return name, nil
 }
 
 // LedgerRef is the ref under which the shared ledger is stored in git

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // RunInput is what a caller knows about a run before it is recorded.
@@ -34,6 +35,14 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 	}
 	if strings.TrimSpace(in.Description) == "" {
 		return nil, BadInputf("--description is empty: say what this experiment changed")
+	}
+	for _, f := range []struct{ flag, v string }{{"description", in.Description}, {"hypothesis", in.Hypothesis},
+		{"family", in.Family}, {"notes", in.Notes}, {"tags", strings.Join(in.Tags, ",")}} {
+		// JSON would silently turn invalid bytes into U+FFFD while
+		// results.tsv got the raw bytes: refuse instead.
+		if !utf8.ValidString(f.v) {
+			return nil, BadInputf("--%s is not valid UTF-8: re-encode it (e.g. iconv -t UTF-8)", f.flag)
+		}
 	}
 	metric := s.Config.Metric
 	m := in.Metrics
@@ -92,8 +101,10 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 // RunDir is the archive directory of a run. It refuses ids that are not run
 // ids, so input can never point outside the store.
 func (s *Store) RunDir(id RunID) (string, error) {
-	if !ValidRunID(string(id)) {
-		return "", BadInputf("%q is not a run id", id)
+	// Same rule as the run's ref, so a run never has a directory without a
+	// possible ref (ids like "…-a..b" or "…-x.lock" pass the id pattern).
+	if _, err := RunRef(id); err != nil {
+		return "", err
 	}
 	return s.Path(RunsDir, string(id)), nil
 }

@@ -126,6 +126,9 @@ func ParseSummaryJSON(b []byte) (Metrics, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, BadInputf("not valid JSON (%v); write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, BadInputf("data after the JSON object; write exactly one JSON object of metrics")
+	}
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, BadInputf("not a JSON object; write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}")

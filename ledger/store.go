@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 )
 
 // File and directory names inside a store.
@@ -213,15 +214,51 @@ func (s *Store) AppendLocked(recs ...*Record) error {
 			buf.Write(buf2)
 		}
 	}
-	n, err := f.Write(buf.Bytes())
+	var size int64 = -1
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	n, err := writeAppend(f, buf.Bytes())
 	if err != nil || n != buf.Len() {
-		// A short append leaves a torn tail that readers skip; report it.
+		// A short append (disk full, file size limit) would leave a torn
+		// tail: cut the ledger back to its size before this append, so a
+		// failed log leaves it byte-identical.
+		if size >= 0 {
+			_ = f.Truncate(size)
+		}
 		return fmt.Errorf("unable to append to ledger: %w", errOr(err, io.ErrShortWrite))
 	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("unable to sync ledger: %w", err)
 	}
 	return nil
+}
+
+// testSplitAppend, set only through TestSetSplitAppend, makes every ledger
+// append go out as two writes with a pause between them, so crash tests can
+// SIGKILL a writer in the middle of a line and check that readers skip the
+// torn tail and doctor repairs it. Zero (the default) means one write.
+var testSplitAppend time.Duration
+
+// TestSetSplitAppend turns on split appends with pause d for crash tests and
+// returns a restore func. Never used outside tests.
+func TestSetSplitAppend(d time.Duration) func() {
+	old := testSplitAppend
+	testSplitAppend = d
+	return func() { testSplitAppend = old }
+}
+
+func writeAppend(f *os.File, b []byte) (int, error) {
+	if testSplitAppend <= 0 || len(b) < 2 {
+		return f.Write(b)
+	}
+	n, err := f.Write(b[:len(b)/2])
+	if err != nil {
+		return n, err
+	}
+	time.Sleep(testSplitAppend)
+	m, err := f.Write(b[len(b)/2:])
+	return n + m, err
 }
 
 func errOr(err, fallback error) error {

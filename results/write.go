@@ -22,7 +22,9 @@ type Row struct {
 
 // Format renders r exactly as karpathy's loop writes it: the metric with six
 // decimals, memory in GB with one, and tabs or newlines in the description
-// folded to spaces so the row stays one row.
+// folded to spaces so the row stays one row. A commit or description that
+// would read back differently (one starting with a double quote) is written
+// CSV-quoted, so Parse returns exactly what was formatted.
 func (r Row) Format() string {
 	metric, mem := 0.0, 0.0
 	if r.Metric != nil {
@@ -31,7 +33,7 @@ func (r Row) Format() string {
 	if r.MemoryGB != nil {
 		mem = *r.MemoryGB
 	}
-	return fmt.Sprintf("%s\t%.6f\t%.1f\t%s\t%s\n", r.Commit, metric, mem, r.Status, CleanField(r.Description))
+	return fmt.Sprintf("%s\t%.6f\t%.1f\t%s\t%s\n", quoteField(CleanField(r.Commit)), metric, mem, quoteField(CleanField(r.Status)), quoteField(CleanField(r.Description)))
 }
 
 // CleanField folds tabs, carriage returns and newlines into single spaces.

@@ -32,6 +32,7 @@ func newApp(env *Env) *cli.App {
 			logCommand(env),
 			checkCommand(env),
 			demoCommand(env),
+			doctorCommand(env),
 			compareCommand(env),
 			showCommand(env),
 			branchCommand(env),
@@ -39,6 +40,11 @@ func newApp(env *Env) *cli.App {
 			reportCommand(env),
 			hooksCommand(env),
 			arcmemoCommand(env),
+			importCommand(env),
+			exportTSVCommand(env),
+			runCommand(env),
+			pushCommand(env),
+			pullCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
@@ -51,6 +57,7 @@ func newApp(env *Env) *cli.App {
 	}
 	for _, c := range app.Commands {
 		c.OnUsageError = onUsageError
+		checkRequiredFlags(c)
 		if !strings.Contains(c.Description, "EXIT STATUS") {
 			c.Description = strings.TrimSpace(c.Description + "\n\n" + exitStatusHelp)
 		}
@@ -84,4 +91,48 @@ func openStore(env *Env, store string) (*ledger.Store, ledger.Location, error) {
 	}
 	s, err := loc.Open()
 	return s, loc, err
+}
+
+// checkRequiredFlags moves urfave/cli's required-flag check into the action:
+// urfave/cli prints the whole help to stdout and returns an error that maps
+// to exit 1, where a missing flag is bad usage (exit 2) worth one line.
+func checkRequiredFlags(c *cli.Command) {
+	type req struct{ name, usage string }
+	var required []req
+	for _, f := range c.Flags {
+		switch x := f.(type) {
+		case *cli.StringFlag:
+			if x.Required {
+				x.Required = false
+				required = append(required, req{x.Name, x.Usage})
+			}
+		case *cli.StringSliceFlag:
+			if x.Required {
+				x.Required = false
+				required = append(required, req{x.Name, x.Usage})
+			}
+		case *cli.Float64Flag:
+			if x.Required {
+				x.Required = false
+				required = append(required, req{x.Name, x.Usage})
+			}
+		case *cli.IntFlag:
+			if x.Required {
+				x.Required = false
+				required = append(required, req{x.Name, x.Usage})
+			}
+		}
+	}
+	if len(required) == 0 || c.Action == nil {
+		return
+	}
+	action := c.Action
+	c.Action = func(ctx *cli.Context) error {
+		for _, r := range required {
+			if !ctx.IsSet(r.name) {
+				return usagef("%s: missing required flag --%s (%s); see `memorylab %s --help`", c.Name, r.name, r.usage, c.Name)
+			}
+		}
+		return action(ctx)
+	}
 }

@@ -37,7 +37,7 @@ type cliResult struct {
 }
 
 // runCLI runs memorylab in-process in dir with a fixed clock.
-func runCLI(t *testing.T, dir string, args ...string) cliResult {
+func runArcCLI(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := &Env{In: strings.NewReader(""), Out: &out, Err: &errb, Dir: dir,
@@ -72,7 +72,7 @@ func copyRun(t *testing.T, src string) string {
 	return dst
 }
 
-func readLedger(t *testing.T, store string) ([]ledger.Record, []byte) {
+func readArcLedger(t *testing.T, store string) ([]ledger.Record, []byte) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(store, ledger.LedgerFile))
 	if err != nil {
@@ -120,7 +120,7 @@ func TestArcmemoImportCorpusRuns(t *testing.T) {
 		if i == 0 {
 			args = append(args, "--init") // after the argument, as people type it
 		}
-		res := runCLI(t, repoDir, args...)
+		res := runArcCLI(t, repoDir, args...)
 		if res.code != 0 {
 			t.Fatalf("%s: exit %d\n%s%s", r.dir, res.code, res.out, res.err)
 		}
@@ -128,7 +128,7 @@ func TestArcmemoImportCorpusRuns(t *testing.T) {
 			t.Errorf("%s: output %q", r.dir, res.out)
 		}
 		total += r.records
-		recs, _ := readLedger(t, store)
+		recs, _ := readArcLedger(t, store)
 		if len(recs) != total {
 			t.Fatalf("ledger has %d records, want %d", len(recs), total)
 		}
@@ -155,19 +155,19 @@ func TestArcmemoImportCorpusRuns(t *testing.T) {
 	}
 
 	// Idempotent: a second import of every run adds nothing and says so.
-	_, before := readLedger(t, store)
+	_, before := readArcLedger(t, store)
 	for _, r := range runs {
-		res := runCLI(t, repoDir, "--store", store, "arcmemo", "import", filepath.Join(corpus, r.dir))
+		res := runArcCLI(t, repoDir, "--store", store, "arcmemo", "import", filepath.Join(corpus, r.dir))
 		if res.code != 0 || !strings.Contains(res.out, "nothing to import: all "+itoa(r.records)+" records") {
 			t.Errorf("%s re-import: exit %d %q", r.dir, res.code, res.out)
 		}
 	}
-	if _, after := readLedger(t, store); !bytes.Equal(before, after) {
+	if _, after := readArcLedger(t, store); !bytes.Equal(before, after) {
 		t.Error("re-import changed the ledger")
 	}
 
 	// --json reports the skipped import ids.
-	res := runCLI(t, repoDir, "--store", store, "arcmemo", "import", "--json", filepath.Join(corpus, runs[1].dir))
+	res := runArcCLI(t, repoDir, "--store", store, "arcmemo", "import", "--json", filepath.Join(corpus, runs[1].dir))
 	var doc struct {
 		MessageType string `json:"message_type"`
 		Imported    int    `json:"imported"`
@@ -216,18 +216,18 @@ func TestArcmemoImportErrorsLeaveLedgerUntouched(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			store := filepath.Join(dir, "store")
-			if res := runCLI(t, dir, "--store", store, "arcmemo", "import", "--init", filepath.Join(corpus, "mem2-mock-run")); res.code != 0 {
+			if res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", "--init", filepath.Join(corpus, "mem2-mock-run")); res.code != 0 {
 				t.Fatalf("setup import: %d %s", res.code, res.err)
 			}
-			_, before := readLedger(t, store)
-			res := runCLI(t, dir, "--store", store, "arcmemo", "import", tc.setup(t))
+			_, before := readArcLedger(t, store)
+			res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", tc.setup(t))
 			if res.code != tc.code || !strings.Contains(res.err, tc.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", res.code, res.err, tc.code, tc.want)
 			}
 			if strings.Count(strings.TrimSpace(res.err), "\n") != 0 {
 				t.Errorf("error is not one line: %q", res.err)
 			}
-			if _, after := readLedger(t, store); !bytes.Equal(before, after) {
+			if _, after := readArcLedger(t, store); !bytes.Equal(before, after) {
 				t.Error("ledger changed")
 			}
 		})
@@ -239,7 +239,7 @@ func TestArcmemoImportStoreChecks(t *testing.T) {
 	run := filepath.Join(corpus, "mem2-mock-run-synthetic-replay")
 	t.Run("no store without --init", func(t *testing.T) {
 		dir := t.TempDir()
-		res := runCLI(t, dir, "--store", filepath.Join(dir, "s"), "arcmemo", "import", run)
+		res := runArcCLI(t, dir, "--store", filepath.Join(dir, "s"), "arcmemo", "import", run)
 		if res.code != ExitNoRepo || !strings.Contains(res.err, "pass --init") {
 			t.Errorf("%d %q", res.code, res.err)
 		}
@@ -247,10 +247,10 @@ func TestArcmemoImportStoreChecks(t *testing.T) {
 	t.Run("val_bpb store refused", func(t *testing.T) {
 		dir := t.TempDir()
 		store := filepath.Join(dir, "s")
-		if res := runCLI(t, dir, "--store", store, "init"); res.code != 0 {
+		if res := runArcCLI(t, dir, "--store", store, "init"); res.code != 0 {
 			t.Fatal(res.err)
 		}
-		res := runCLI(t, dir, "--store", store, "arcmemo", "import", run)
+		res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", run)
 		if res.code != ExitBadInput || !strings.Contains(res.err, "primary metric is val_bpb") {
 			t.Errorf("%d %q", res.code, res.err)
 		}
@@ -261,7 +261,7 @@ func TestArcmemoImportStoreChecks(t *testing.T) {
 	t.Run("dry run writes nothing", func(t *testing.T) {
 		dir := t.TempDir()
 		store := filepath.Join(dir, "s")
-		res := runCLI(t, dir, "--store", store, "arcmemo", "import", run, "--init", "--dry-run")
+		res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", run, "--init", "--dry-run")
 		if res.code != 0 || !strings.Contains(res.out, "dry run: would append 6 records") {
 			t.Errorf("%d %q %q", res.code, res.out, res.err)
 		}
@@ -272,17 +272,17 @@ func TestArcmemoImportStoreChecks(t *testing.T) {
 	t.Run("outside a git repository", func(t *testing.T) {
 		dir := t.TempDir()
 		store := filepath.Join(dir, "s")
-		res := runCLI(t, dir, "--store", store, "arcmemo", "import", "--init", "--skip-memory", run)
+		res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", "--init", "--skip-memory", run)
 		if res.code != 0 {
 			t.Fatal(res.err)
 		}
-		recs, _ := readLedger(t, store)
+		recs, _ := readArcLedger(t, store)
 		if len(recs) != 2 || recs[0].Commit != "" || !strings.Contains(string(recs[0].RunID), "-nocommit-") {
 			t.Errorf("records %+v", recs)
 		}
 	})
 	t.Run("unknown trailing flag", func(t *testing.T) {
-		res := runCLI(t, t.TempDir(), "arcmemo", "import", run, "--bogus")
+		res := runArcCLI(t, t.TempDir(), "arcmemo", "import", run, "--bogus")
 		if res.code != ExitBadInput || !strings.Contains(res.err, "unknown flag --bogus") {
 			t.Errorf("%d %q", res.code, res.err)
 		}
@@ -291,7 +291,7 @@ func TestArcmemoImportStoreChecks(t *testing.T) {
 
 func TestArcmemoMemoryCommand(t *testing.T) {
 	corpus := arcmemoCorpus(t)
-	res := runCLI(t, corpus, "arcmemo", "memory", "compressed_v1.json")
+	res := runArcCLI(t, corpus, "arcmemo", "memory", "compressed_v1.json")
 	if res.code != 0 {
 		t.Fatal(res.err)
 	}
@@ -313,7 +313,7 @@ func TestArcmemoMemoryCommand(t *testing.T) {
 		}
 	}
 
-	res = runCLI(t, corpus, "arcmemo", "memory", "compressed_v1.json", "--json")
+	res = runArcCLI(t, corpus, "arcmemo", "memory", "compressed_v1.json", "--json")
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(res.out), &doc); err != nil {
 		t.Fatal(err)
@@ -326,7 +326,7 @@ func TestArcmemoMemoryCommand(t *testing.T) {
 		{"splits.json", "splits.json is not a concept memory"},
 		{"missing.json", "unable to read memory file missing.json"},
 	} {
-		res := runCLI(t, corpus, "arcmemo", "memory", bad.file)
+		res := runArcCLI(t, corpus, "arcmemo", "memory", bad.file)
 		if res.code != ExitBadInput || !strings.Contains(res.err, bad.want) {
 			t.Errorf("%s: %d %q", bad.file, res.code, res.err)
 		}
@@ -347,11 +347,11 @@ func TestArcmemoImportStoreFlagPlacement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			store := filepath.Join(dir, "s")
-			res := runCLI(t, dir, tc.args(store)...)
+			res := runArcCLI(t, dir, tc.args(store)...)
 			if res.code != 0 {
 				t.Fatalf("exit %d: %s", res.code, res.err)
 			}
-			if recs, _ := readLedger(t, store); len(recs) != 6 {
+			if recs, _ := readArcLedger(t, store); len(recs) != 6 {
 				t.Errorf("%d records", len(recs))
 			}
 		})
@@ -370,11 +370,11 @@ func TestArcmemoStoreReport(t *testing.T) {
 		if i == 0 {
 			args = append(args, "--init")
 		}
-		if res := runCLI(t, dir, args...); res.code != 0 {
+		if res := runArcCLI(t, dir, args...); res.code != 0 {
 			t.Fatalf("%s: %s", r, res.err)
 		}
 	}
-	res := runCLI(t, dir, "--store", store, "report", "--since-hours", "100000", "--json")
+	res := runArcCLI(t, dir, "--store", store, "report", "--since-hours", "100000", "--json")
 	if res.code != 0 {
 		t.Fatalf("report: %d %s", res.code, res.err)
 	}

@@ -267,6 +267,9 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		rec.LineageRoot = ledger.Short(root)
 	}
 
+	if err := s.CheckTSVWritable(); err != nil {
+		return nil, err
+	}
 	lock, err := s.Lock()
 	if err != nil {
 		return nil, err

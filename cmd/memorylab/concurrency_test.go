@@ -13,18 +13,10 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-// childEnv makes the test binary act as one logging agent (see TestMain).
-const childEnv = "MEMORYLAB_TEST_CHILD_RUNS"
-
-// TestMain lets the concurrency test re-execute this test binary as a real
-// `memorylab` process: with childEnv=N it calls the CLI entry run(args) N
-// times in the working directory and exits.
-func TestMain(m *testing.M) {
-	if n := os.Getenv(childEnv); n != "" {
-		os.Exit(childLogs(n))
-	}
-	os.Exit(m.Run())
-}
+// agentEnv makes the test binary act as one logging agent: TestMain (in
+// main_test.go) calls childLogs with its value, the number of runs to log
+// through the CLI entry run(args) in the working directory.
+const agentEnv = "MEMORYLAB_TEST_CHILD_RUNS"
 
 func childLogs(n string) int {
 	runs, err := strconv.Atoi(n)
@@ -62,7 +54,7 @@ func TestConcurrentLoggers(t *testing.T) {
 			defer wg.Done()
 			cmd := exec.Command(exe)
 			cmd.Dir = repo.Dir
-			cmd.Env = append(os.Environ(), childEnv+"="+strconv.Itoa(runs), "MEMORYLAB_TEST_AGENT="+strconv.Itoa(a))
+			cmd.Env = append(os.Environ(), agentEnv+"="+strconv.Itoa(runs), "MEMORYLAB_TEST_AGENT="+strconv.Itoa(a))
 			if out, err := cmd.CombinedOutput(); err != nil {
 				errs <- fmt.Errorf("agent %d: %v: %s", a, err, out)
 			}

@@ -18,7 +18,7 @@ const (
 	ExitBadInput    = 2   // bad usage or input; also `check --fail-on-similar` on a block verdict
 	ExitNoRepo      = 10  // not a git repository, bare, no commits, unsupported repository, or no store
 	ExitLocked      = 11  // the ledger lock could not be taken in time
-	ExitNotWritable = 12  // the store cannot be written (permissions, disk full)
+	ExitNotWritable = 12  // the store cannot be written (permissions, read-only, disk full, file size limit)
 	ExitInterrupted = 130 // interrupted (Ctrl-C)
 )
 
@@ -62,7 +62,8 @@ func exitCode(err error) int {
 		return ExitNoRepo
 	case errors.Is(err, ledger.ErrLocked):
 		return ExitLocked
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EDQUOT):
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EDQUOT),
+		errors.Is(err, syscall.EFBIG):
 		return ExitNotWritable
 	}
 	return ExitFailure

@@ -33,7 +33,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"unknown status", nil, []string{"log", "-d", "x", "--status", "kept"}, ExitBadInput,
 			`--status must be keep, discard or crash, got "kept"`},
-		{"missing status flag", nil, []string{"log", "-d", "x"}, ExitBadInput, `Required flag "status" not set`},
+		{"missing status flag", nil, []string{"log", "-d", "x"}, ExitBadInput, "log: missing required flag --status (keep, discard or crash); see `memorylab log --help`"},
 		{"unknown flag", nil, logArgs("--bogus"), ExitBadInput, `flag provided but not defined: -bogus`},
 		{"unknown command", nil, []string{"frobnicate"}, ExitBadInput, "unknown command \"frobnicate\"; see `memorylab help`"},
 		{"bad mode", nil, logArgs("--mode", "yolo", "--metric", "val_bpb=1"), ExitBadInput, `--mode must be explore, exploit or replicate, got "yolo"`},

@@ -1,0 +1,330 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+type runOptions struct {
+	Log            logOptions // Status empty means: decide from the outcome
+	MinDelta       float64
+	ResetOnDiscard bool
+	Command        []string
+	// Grace is how long the child gets between SIGINT and SIGKILL.
+	Grace time.Duration
+	// Tick is the period of the elapsed-time line on a terminal; 0 disables it.
+	Tick time.Duration
+}
+
+func runCommand(env *Env) *cli.Command {
+	flags := ideaFlags()
+	for _, f := range flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "description" {
+			sf.Required = false
+			sf.Usage = "what this experiment changes (default: the HEAD commit's subject)"
+		}
+	}
+	flags = append(flags,
+		&cli.StringFlag{Name: "status", Usage: "record this status instead of deciding it (keep, discard or crash)"},
+		&cli.Float64Flag{Name: "min-delta", Usage: "keep only when the metric beats the champion by more than this"},
+		&cli.BoolFlag{Name: "reset-on-discard", Usage: "after logging a discard or crash, pin the run and reset the branch to the parent (untracked files stay)"},
+		&cli.StringFlag{Name: "notes", Usage: "free-form notes"},
+		&cli.StringFlag{Name: "log", Value: "run.log", Usage: "where to save the training output"},
+		&cli.StringSliceFlag{Name: "metric", Usage: "extra metric NAME=VALUE (repeatable)"},
+		&cli.BoolFlag{Name: "skip-archive", Usage: "do not copy run.log, summary and patch into runs/<run_id>/"},
+		&cli.BoolFlag{Name: "json", Usage: "print the stored record as JSON"},
+	)
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run one training command, then log it with a decided status",
+		UsageText: "memorylab run [flags] -- <training command...>",
+		Description: "Runs the training command in the current directory with $" + summaryEnv + " set to a fresh\n" +
+			"file, streams its output to the terminal and to run.log, and prints the elapsed time every 30s\n" +
+			"when stderr is a terminal. Then it decides the status: crash on a non-zero exit or when no\n" +
+			"primary metric was printed; keep when the metric beats the current champion (best kept run in\n" +
+			"the store's direction) by more than --min-delta; discard otherwise (--status overrides). It logs\n" +
+			"the run like `memorylab log`, with the HEAD commit's subject as the default description. With\n" +
+			"--reset-on-discard a discarded or crashed commit is pinned under refs/memorylab/runs/<run_id>\n" +
+			"and the branch is reset to its parent; untracked files are kept.\n" +
+			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n\n" +
+			"Examples:\n   memorylab run -- uv run train.py\n" +
+			"   memorylab run --family lr-sweep --tags lr --min-delta 0.0005 --reset-on-discard -- uv run train.py",
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			opts := runOptions{
+				Log: logOptions{Store: c.String("store"),
+					Description: c.String("description"), Status: c.String("status"), Tags: splitTags(c.StringSlice("tags")),
+					Mode: c.String("mode"), Family: c.String("family"), Hypothesis: c.String("hypothesis"),
+					Notes: c.String("notes"), LogPath: c.String("log"), LogSet: true,
+					Threshold: c.Float64("threshold"), SkipArchive: c.Bool("skip-archive"),
+					Metrics: c.StringSlice("metric"), JSON: c.Bool("json"), SinceHours: 16},
+				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"),
+				Command: c.Args().Slice(), Grace: 10 * time.Second, Tick: 30 * time.Second,
+			}
+			return runRun(c.Context, env, opts)
+		},
+	}
+}
+
+// runOutcome is what the training command did.
+type runOutcome struct {
+	ExitCode int
+	Elapsed  time.Duration
+}
+
+// runRun runs the training command and logs it through runLog.
+func runRun(ctx context.Context, env *Env, opts runOptions) error {
+	if len(opts.Command) == 0 {
+		return usagef("run needs a training command after --, e.g. `memorylab run -- uv run train.py`")
+	}
+	if opts.Log.Status != "" && !ledger.ValidStatus(opts.Log.Status) {
+		return usagef("--status must be keep, discard or crash, got %q", opts.Log.Status)
+	}
+	if math.IsNaN(opts.MinDelta) || math.IsInf(opts.MinDelta, 0) || opts.MinDelta < 0 {
+		return usagef("--min-delta must be a finite number >= 0, got %v", opts.MinDelta)
+	}
+	if err := validateIdea(opts.Log.Mode, opts.Log.Threshold); err != nil {
+		return err
+	}
+	if err := parseMetricFlags(opts.Log.Metrics, ledger.Metrics{}); err != nil {
+		return err
+	}
+	s, loc, err := openStore(env, opts.Log.Store)
+	if err != nil {
+		return err
+	}
+	if loc.Repo == nil {
+		return loc.RepoErr
+	}
+	if opts.Log.Description == "" {
+		if opts.Log.Description, err = loc.Repo.HeadSubject(); err != nil {
+			return err
+		}
+	}
+	if opts.Log.LogPath == "" {
+		opts.Log.LogPath = "run.log"
+	}
+	summary, err := newSummaryPath(s)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(summary)
+
+	out, err := runTraining(ctx, env, opts, summary)
+	if err != nil {
+		return err
+	}
+	status, errText, err := decideStatus(env, s, opts, summary, out)
+	if err != nil {
+		return err
+	}
+	lo := opts.Log
+	lo.Status = status
+	if _, err := os.Stat(summary); err == nil {
+		lo.SummaryPath = summary
+	}
+	if status == ledger.StatusCrash && errText != "" {
+		lo.ErrorText = errText
+	}
+	rec, err := runLog(env, lo)
+	if err != nil {
+		return err
+	}
+	if opts.ResetOnDiscard && status != ledger.StatusKeep {
+		parent, err := loc.Repo.ResetRunToParent(rec.RunID, rec.CommitFull)
+		if err != nil {
+			return fmt.Errorf("run %s is logged, but the reset failed: %w", rec.RunID, err)
+		}
+		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/runs/%s; branch reset to %s\n", ledger.Short(rec.CommitFull), rec.RunID, ledger.Short(parent))
+	}
+	return nil
+}
+
+// newSummaryPath is a fresh sidecar path under the store's cache dir.
+func newSummaryPath(s *ledger.Store) (string, error) {
+	dir := s.Path(ledger.CacheDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("unable to create %s: %w", dir, err)
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "run-summary-"+hex.EncodeToString(b[:])+".json"), nil
+}
+
+// runTraining runs the command with its output teed into the run log. On
+// cancellation it stops the child's process group (SIGINT, then SIGKILL
+// after the grace period) and returns the context's error.
+func runTraining(ctx context.Context, env *Env, opts runOptions, summary string) (runOutcome, error) {
+	logPath := env.abs(opts.Log.LogPath)
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return runOutcome{}, fmt.Errorf("unable to create %s: %w", opts.Log.LogPath, err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
+	cmd.Dir = env.Dir
+	cmd.Env = append(os.Environ(), summaryEnv+"="+summary)
+	cmd.Stdout = io.MultiWriter(env.Out, lf)
+	cmd.Stderr = io.MultiWriter(env.Err, lf)
+	// Its own process group, so Ctrl-C reaches memorylab first and the
+	// whole training tree (dataloader workers) can be stopped together.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = opts.Grace + time.Second
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return runOutcome{}, usagef("unable to start %q: %v", opts.Command[0], err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	var tick <-chan time.Time
+	if opts.Tick > 0 && isTerminal(env.Err) {
+		t := time.NewTicker(opts.Tick)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case err := <-done:
+			out := runOutcome{Elapsed: time.Since(start)}
+			var ee *exec.ExitError
+			switch {
+			case err == nil:
+			case errors.As(err, &ee):
+				out.ExitCode = ee.ExitCode()
+				if out.ExitCode < 0 {
+					out.ExitCode = 128 + int(signalOf(ee))
+				}
+			default:
+				return out, fmt.Errorf("training command failed: %w", err)
+			}
+			fmt.Fprintf(env.Err, "memorylab: training command finished in %s (exit %d)\n", out.Elapsed.Round(time.Second), out.ExitCode)
+			return out, nil
+		case <-tick:
+			fmt.Fprintf(env.Err, "memorylab: running for %s (output in %s)\n", time.Since(start).Round(time.Second), opts.Log.LogPath)
+		case <-ctx.Done():
+			stopGroup(cmd.Process.Pid, syscall.SIGINT)
+			select {
+			case <-done:
+			case <-time.After(opts.Grace):
+				stopGroup(cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+			return runOutcome{}, fmt.Errorf("interrupted after %s: training stopped, nothing logged: %w", time.Since(start).Round(time.Second), ctx.Err())
+		}
+	}
+}
+
+func stopGroup(pid int, sig syscall.Signal) {
+	if err := syscall.Kill(-pid, sig); err != nil {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+func signalOf(ee *exec.ExitError) syscall.Signal {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal()
+	}
+	return 0
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// decideStatus picks keep, discard or crash (or takes --status) and, for a
+// crash without a traceback, the error text to record.
+func decideStatus(env *Env, s *ledger.Store, opts runOptions, summary string, out runOutcome) (status, errText string, err error) {
+	metric := s.Config.Metric
+	m, err := outcomeMetrics(env, opts, summary)
+	if err != nil {
+		return "", "", err
+	}
+	v, ok := m.Get(metric)
+	switch {
+	case out.ExitCode != 0:
+		status = ledger.StatusCrash
+		if logData, _ := ledger.ReadLogTail(env.abs(opts.Log.LogPath)); len(logData) == 0 {
+			errText = fmt.Sprintf("training command exited with status %d and printed nothing", out.ExitCode)
+		}
+	case !ok:
+		status = ledger.StatusCrash
+		errText = fmt.Sprintf("training command exited 0 but reported no %s", metric)
+	default:
+		champ, have, err := currentChampion(s)
+		if err != nil {
+			return "", "", err
+		}
+		status = ledger.StatusDiscard
+		if !have || beatsBy(s.Config, v, champ, opts.MinDelta) {
+			status = ledger.StatusKeep
+		}
+	}
+	if opts.Log.Status != "" {
+		status = opts.Log.Status
+	}
+	return status, errText, nil
+}
+
+// outcomeMetrics reads the metrics the way runLog will: the JSON sidecar
+// wins over the log's summary block; --metric adds to both.
+func outcomeMetrics(env *Env, opts runOptions, summary string) (ledger.Metrics, error) {
+	m := ledger.Metrics{}
+	if b, err := os.ReadFile(summary); err == nil {
+		if m, err = ledger.ParseSummaryJSON(b); err != nil {
+			return nil, fmt.Errorf("the training command's %s: %w", summaryEnv, err)
+		}
+	} else if logData, err := ledger.ReadLogTail(env.abs(opts.Log.LogPath)); err == nil {
+		m = ledger.ParseSummaryBlock(logData)
+	}
+	if err := parseMetricFlags(opts.Log.Metrics, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// beatsBy reports whether v is better than champ by more than minDelta in
+// the store's direction.
+func beatsBy(cfg ledger.Config, v, champ, minDelta float64) bool {
+	if cfg.LowerIsBetter() {
+		return champ-v > minDelta
+	}
+	return v-champ > minDelta
+}
+
+// currentChampion is the best primary metric among kept runs. It scans the
+// ledger; once the registry cache exists this is the one place to switch.
+func currentChampion(s *ledger.Store) (float64, bool, error) {
+	best, have := 0.0, false
+	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
+		if r.Status != ledger.StatusKeep {
+			return nil
+		}
+		if v, ok := r.Metric(s.Config.Metric); ok && (!have || s.Config.Better(v, best)) {
+			best, have = v, true
+		}
+		return nil
+	})
+	return best, have, err
+}

@@ -1,0 +1,584 @@
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Severities of doctor findings. Only errors make `memorylab doctor` fail.
+const (
+	SevError   = "error"   // the store is damaged or inconsistent
+	SevWarning = "warning" // worth a look, does not fail the check
+	SevInfo    = "info"    // expected in some stores (e.g. records that predate run refs)
+)
+
+// Doctor checks, the Check field of a Finding.
+const (
+	CheckConfig    = "config"
+	CheckLedger    = "ledger"    // torn or garbage lines
+	CheckSchema    = "schema"    // well-formed JSON that is not a valid record
+	CheckRunID     = "run_id"    // duplicate run ids
+	CheckArtifacts = "artifacts" // archived files under runs/<id>/
+	CheckRefs      = "refs"      // refs/memorylab/runs/<id>
+	CheckTSV       = "results_tsv"
+)
+
+// Finding is one problem or note from Diagnose.
+type Finding struct {
+	Severity string `json:"severity"`
+	Check    string `json:"check"`
+	Line     int    `json:"line,omitempty"` // 1-based ledger line, when the finding is about one
+	RunID    RunID  `json:"run_id,omitempty"`
+	Message  string `json:"message"`
+	Fix      string `json:"fix,omitempty"`
+}
+
+func (f Finding) String() string {
+	var b strings.Builder
+	b.WriteString(f.Severity + ": " + f.Check + ": ")
+	if f.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", f.Line)
+	}
+	b.WriteString(f.Message)
+	if f.Fix != "" {
+		b.WriteString("; " + f.Fix)
+	}
+	return b.String()
+}
+
+// DoctorReport is the result of Diagnose.
+type DoctorReport struct {
+	Store      string    `json:"store"`
+	Lines      int       `json:"lines"`      // non-empty ledger lines
+	Records    int       `json:"records"`    // well-formed records
+	RunRefs    int       `json:"run_refs"`   // refs under refs/memorylab/runs/
+	Repairable int       `json:"repairable"` // lines `doctor --repair` would move to a backup
+	Findings   []Finding `json:"findings"`
+}
+
+// Count returns the number of findings of a severity.
+func (r *DoctorReport) Count(severity string) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == severity {
+			n++
+		}
+	}
+	return n
+}
+
+// Healthy reports whether no errors were found.
+func (r *DoctorReport) Healthy() bool { return r.Count(SevError) == 0 }
+
+func (r *DoctorReport) add(f Finding) { r.Findings = append(r.Findings, f) }
+
+// lineKind classifies one ledger line.
+type lineKind int
+
+const (
+	lineRecord    lineKind = iota // a well-formed record (maybe with schema problems)
+	lineBlank                     // only whitespace: harmless, dropped by repair
+	lineGarbage                   // not a JSON record: moved out by repair
+	lineTorn                      // the last line without a newline: moved out by repair
+	lineDuplicate                 // byte-identical copy of an earlier record: moved out by repair
+)
+
+// ledgerLine is one line of the ledger as the doctor sees it.
+type ledgerLine struct {
+	No     int
+	Offset int64
+	Raw    []byte // including the newline, if any
+	Kind   lineKind
+	Reason string
+	Rec    *Record
+}
+
+// walkLedger reads the ledger line by line and classifies each line. It is
+// the single definition of "bad line" shared by Diagnose and Repair.
+func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
+	br := bufio.NewReaderSize(rd, 1<<20)
+	type seenRec struct {
+		line int
+		hash uint64
+	}
+	seen := map[RunID]seenRec{}
+	var offset int64
+	for no := 1; ; no++ {
+		raw, err := br.ReadBytes('\n')
+		if len(raw) == 0 && err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("unable to read ledger: %w", err)
+		}
+		l := &ledgerLine{No: no, Offset: offset, Raw: raw}
+		offset += int64(len(raw))
+		torn := err == io.EOF
+		body := bytes.TrimSpace(raw)
+		switch {
+		case len(body) == 0:
+			l.Kind = lineBlank
+		default:
+			var r Record
+			if perr := json.Unmarshal(body, &r); perr != nil {
+				l.Kind, l.Reason = lineGarbage, shortReason(perr)
+			} else if r.RunID == "" {
+				l.Kind, l.Reason = lineGarbage, "JSON without a run_id is not a record"
+			} else {
+				l.Kind, l.Rec = lineRecord, &r
+				h := fnv.New64a()
+				h.Write(body)
+				if prev, ok := seen[r.RunID]; ok && prev.hash == h.Sum64() {
+					l.Kind, l.Rec = lineDuplicate, nil
+					l.Reason = fmt.Sprintf("exact copy of line %d (run %s)", prev.line, r.RunID)
+				} else if !ok {
+					seen[r.RunID] = seenRec{line: no, hash: h.Sum64()}
+				}
+			}
+			if torn && l.Kind != lineDuplicate {
+				// A final line without a newline is what a killed writer
+				// leaves, even when the fragment happens to parse.
+				if l.Reason == "" {
+					l.Reason = "no final newline"
+				}
+				l.Kind, l.Rec = lineTorn, nil
+			}
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+}
+
+// Diagnose checks the store without changing it: every ledger line a
+// well-formed record of a known schema version, unique run ids, archived
+// files present, run refs present (when repo is not nil), results.tsv in
+// step. configErr is the error OpenStore gave for config.json, if any.
+func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
+	rep := &DoctorReport{Store: s.Dir, Findings: []Finding{}}
+	if configErr != nil {
+		rep.add(Finding{Severity: SevError, Check: CheckConfig, Message: configErr.Error(),
+			Fix: "fix " + s.Path(ConfigFile) + ` by hand ({"version":1,"metric":"val_bpb","goal":"min","train_file":"train.py"})`})
+	}
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+
+	var recs []doctorRec
+	firstLine := map[RunID]int{}
+	err = walkLedger(f, func(l *ledgerLine) error {
+		if l.Kind != lineBlank {
+			rep.Lines++
+		}
+		switch l.Kind {
+		case lineTorn:
+			rep.Repairable++
+			rep.add(Finding{Severity: SevError, Check: CheckLedger, Line: l.No,
+				Message: fmt.Sprintf("torn last line (%d bytes, %s), left by a killed writer; readers skip it", len(l.Raw), l.Reason),
+				Fix:     "run `memorylab doctor --repair` to move it to a backup file"})
+		case lineGarbage:
+			rep.Repairable++
+			rep.add(Finding{Severity: SevError, Check: CheckLedger, Line: l.No,
+				Message: fmt.Sprintf("garbage line (%d bytes, %s); readers skip it", len(l.Raw), l.Reason),
+				Fix:     "run `memorylab doctor --repair` to move it to a backup file"})
+		case lineDuplicate:
+			rep.Repairable++
+			rep.add(Finding{Severity: SevError, Check: CheckRunID, Line: l.No, Message: l.Reason,
+				Fix: "run `memorylab doctor --repair` to drop the copy"})
+		case lineRecord:
+			r := l.Rec
+			rep.Records++
+			for _, p := range validateRecord(r) {
+				rep.add(Finding{Severity: SevError, Check: CheckSchema, Line: l.No, RunID: r.RunID, Message: p.msg, Fix: p.fix})
+			}
+			if first, dup := firstLine[r.RunID]; dup {
+				rep.add(Finding{Severity: SevError, Check: CheckRunID, Line: l.No, RunID: r.RunID,
+					Message: fmt.Sprintf("run id %s also on line %d with different content", r.RunID, first),
+					Fix:     "keep the right line by hand (both are real data, so --repair leaves them)"})
+			} else {
+				firstLine[r.RunID] = l.No
+			}
+			recs = append(recs, doctorRec{line: l.No, id: r.RunID, commit: r.Commit, commitFull: r.CommitFull,
+				schema: r.SchemaVersion, artifacts: r.Artifacts})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.checkArtifacts(rep, recs)
+	s.checkRefs(rep, repo, recs)
+	s.checkTSV(rep)
+	return rep, nil
+}
+
+// doctorRec is the slim part of a record the later checks need, so Diagnose
+// never holds whole records of a large ledger.
+type doctorRec struct {
+	line       int
+	id         RunID
+	commit     string
+	commitFull string
+	schema     int
+	artifacts  map[string]string
+}
+
+type problem struct{ msg, fix string }
+
+// validateRecord checks the fields a reader relies on.
+func validateRecord(r *Record) []problem {
+	var out []problem
+	switch {
+	case r.SchemaVersion > SchemaVersion:
+		out = append(out, problem{fmt.Sprintf("schema_version %d is newer than this memorylab (%d)", r.SchemaVersion, SchemaVersion), "upgrade memorylab"})
+	case r.SchemaVersion < 0:
+		out = append(out, problem{fmt.Sprintf("schema_version %d is not a known version", r.SchemaVersion), "fix the line by hand"})
+	}
+	if !ValidRunID(string(r.RunID)) {
+		out = append(out, problem{fmt.Sprintf("run_id %q is not a run id (<YYYYMMDDTHHMMSSZ>-<commit>)", truncate(string(r.RunID), 80)), "fix the line by hand"})
+	}
+	if !ValidStatus(r.Status) {
+		out = append(out, problem{fmt.Sprintf("status %q is not keep, discard or crash", truncate(r.Status, 40)), "fix the line by hand"})
+	}
+	if _, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {
+		out = append(out, problem{fmt.Sprintf("timestamp_utc %q is not an RFC 3339 time", truncate(r.Timestamp, 40)), "fix the line by hand"})
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// artifactPath maps an artifacts value ("results/memorylab/runs/<id>/run.log")
+// to a path inside the store. ok is false for values outside the store (such
+// as source_log_path); escapes is true for values that try to leave it.
+func (s *Store) artifactPath(v string) (p string, ok, escapes bool) {
+	prefix := DefaultStoreDir + "/"
+	if !strings.HasPrefix(v, prefix) {
+		return "", false, false
+	}
+	rel := path.Clean(strings.TrimPrefix(v, prefix))
+	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) || strings.Contains(v, `\`) {
+		return "", false, true
+	}
+	return filepath.Join(s.Dir, filepath.FromSlash(rel)), true, false
+}
+
+func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
+	for _, r := range recs {
+		keys := make([]string, 0, len(r.artifacts))
+		for k := range r.artifacts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if k == "source_log_path" {
+				continue // the user's run.log, outside the store
+			}
+			p, ok, escapes := s.artifactPath(r.artifacts[k])
+			if escapes {
+				rep.add(Finding{Severity: SevError, Check: CheckArtifacts, Line: r.line, RunID: r.id,
+					Message: fmt.Sprintf("artifact %s %q points outside the store; it is never opened", k, truncate(r.artifacts[k], 120)),
+					Fix:     "fix the line by hand"})
+				continue
+			}
+			if !ok {
+				continue
+			}
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				rep.add(Finding{Severity: SevError, Check: CheckArtifacts, Line: r.line, RunID: r.id,
+					Message: fmt.Sprintf("archived file %s is missing (%s)", r.artifacts[k], k),
+					Fix:     "restore it from a backup or a clone; the record itself is intact"})
+			}
+		}
+	}
+}
+
+// checkRefs verifies that every run's commit is pinned by
+// refs/memorylab/runs/<id>. Records that predate pinning (older than the
+// first pinned record in ledger order, or any record when the store has no
+// pins at all) are reported once as info, not as errors.
+func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
+	if repo == nil {
+		rep.add(Finding{Severity: SevInfo, Check: CheckRefs, Message: "no git repository here: run refs not checked"})
+		return
+	}
+	refs, err := repo.Pins()
+	if err != nil {
+		rep.add(Finding{Severity: SevWarning, Check: CheckRefs, Message: fmt.Sprintf("unable to list run refs: %v", err)})
+		return
+	}
+	rep.RunRefs = len(refs)
+	firstPinned := -1
+	for i, r := range recs {
+		if _, ok := refs[r.id]; ok {
+			firstPinned = i
+			break
+		}
+	}
+	unpinnedOld := 0
+	inLedger := make(map[RunID]bool, len(recs))
+	for i, r := range recs {
+		inLedger[r.id] = true
+		if r.commit == "" {
+			continue // run outside git
+		}
+		h, ok := refs[r.id]
+		if !ok {
+			if firstPinned < 0 || i < firstPinned {
+				unpinnedOld++
+				continue
+			}
+			ref, _ := RunRef(r.id)
+			rep.add(Finding{Severity: SevError, Check: CheckRefs, Line: r.line, RunID: r.id,
+				Message: fmt.Sprintf("run ref %s is missing, so `git gc` may lose commit %s", ref, r.commit),
+				Fix:     "recreate it with `git update-ref " + ref + " " + r.commit + "` if the commit still exists"})
+			continue
+		}
+		want := r.commitFull
+		if want == "" {
+			want = r.commit
+		}
+		if !strings.HasPrefix(h, want) {
+			rep.add(Finding{Severity: SevError, Check: CheckRefs, Line: r.line, RunID: r.id,
+				Message: fmt.Sprintf("run ref points at %s, but the record's commit is %s", Short(h), r.commit),
+				Fix:     "check who moved the ref; run refs are never rewritten by memorylab"})
+		}
+	}
+	if unpinnedOld > 0 {
+		msg := fmt.Sprintf("%d records predate run refs (refs/memorylab/runs/<id>); their commits are not pinned", unpinnedOld)
+		if len(refs) == 0 {
+			msg = fmt.Sprintf("no run refs in this repository; %d records were written before pinning", unpinnedOld)
+		}
+		rep.add(Finding{Severity: SevInfo, Check: CheckRefs, Message: msg})
+	}
+	var orphans []string
+	for id := range refs {
+		if !inLedger[id] {
+			orphans = append(orphans, string(id))
+		}
+	}
+	if len(orphans) > 0 {
+		sort.Strings(orphans)
+		rep.add(Finding{Severity: SevInfo, Check: CheckRefs,
+			Message: fmt.Sprintf("%d run refs have no ledger record (e.g. %s): a run killed after pinning, or records not pulled yet", len(orphans), orphans[0])})
+	}
+}
+
+// checkTSV compares the number of results.tsv rows with the ledger. A gap is
+// a warning: `log` appends the TSV row after the ledger line (the commit
+// point), so a writer killed in between leaves the table one row short.
+func (s *Store) checkTSV(rep *DoctorReport) {
+	if s.TSVPath == "" {
+		return
+	}
+	f, err := os.Open(s.TSVPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		rep.add(Finding{Severity: SevWarning, Check: CheckTSV, Message: s.TSVPath + " is missing", Fix: "it is recreated by the next `memorylab log`"})
+		return
+	}
+	if err != nil {
+		rep.add(Finding{Severity: SevWarning, Check: CheckTSV, Message: fmt.Sprintf("unable to read %s: %v", s.TSVPath, err)})
+		return
+	}
+	defer f.Close()
+	rows := -1 // the header
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
+			rows++
+		}
+	}
+	if rows < 0 {
+		rows = 0
+	}
+	if rows != rep.Records {
+		rep.add(Finding{Severity: SevWarning, Check: CheckTSV,
+			Message: fmt.Sprintf("results.tsv has %d rows, the ledger %d records (the ledger is authoritative; a writer killed between the two leaves the table short)", rows, rep.Records)})
+	}
+}
+
+// RepairResult says what Repair did.
+type RepairResult struct {
+	Moved           int      `json:"moved"`            // lines moved out of the ledger
+	Dropped         int      `json:"dropped_blank"`    // blank lines dropped
+	Backup          string   `json:"backup,omitempty"` // the backup file with the moved lines
+	RemovedCaches   []string `json:"removed_caches"`   // cache directories removed so they rebuild
+	LedgerRewritten bool     `json:"ledger_rewritten"` // whether experiments.jsonl was replaced
+	Lines           []int    `json:"lines,omitempty"`  // line numbers moved
+}
+
+// Repair takes the store lock, moves torn, garbage and byte-identical
+// duplicate lines into experiments.jsonl.corrupt-<UTC ts> (appending if that
+// name exists), rewrites the ledger atomically without them, and removes the
+// caches under index/ and cache/ so they rebuild from the ledger. Records
+// with schema problems are real data and stay. now names the backup.
+func (s *Store) Repair(now time.Time) (*RepairResult, error) {
+	lock, err := s.Lock()
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	res := &RepairResult{RemovedCaches: []string{}}
+
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	var bad bytes.Buffer
+	err = walkLedger(f, func(l *ledgerLine) error {
+		switch l.Kind {
+		case lineTorn, lineGarbage, lineDuplicate:
+			res.Moved++
+			res.Lines = append(res.Lines, l.No)
+			bad.Write(l.Raw)
+			if len(l.Raw) == 0 || l.Raw[len(l.Raw)-1] != '\n' {
+				bad.WriteByte('\n')
+			}
+		case lineBlank:
+			res.Dropped++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Moved > 0 || res.Dropped > 0 {
+		if res.Moved > 0 {
+			res.Backup = s.LedgerPath() + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+			bf, err := os.OpenFile(res.Backup, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			if err != nil {
+				return nil, fmt.Errorf("unable to write backup %s: %w", res.Backup, err)
+			}
+			_, werr := bf.Write(bad.Bytes())
+			if werr == nil {
+				werr = bf.Sync()
+			}
+			if cerr := bf.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				return nil, fmt.Errorf("unable to write backup %s: %w", res.Backup, werr)
+			}
+		}
+		// The backup is durable before the ledger loses the lines.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		err = writeFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
+			return walkLedger(f, func(l *ledgerLine) error {
+				if l.Kind != lineRecord {
+					return nil
+				}
+				_, err := w.Write(l.Raw)
+				return err
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.LedgerRewritten = true
+	}
+	for _, d := range []string{IndexDir, CacheDir} {
+		p := s.Path(d)
+		if _, err := os.Lstat(p); err == nil {
+			if err := os.RemoveAll(p); err != nil {
+				return nil, fmt.Errorf("unable to remove cache %s: %w", p, err)
+			}
+			res.RemovedCaches = append(res.RemovedCaches, p)
+		}
+	}
+	return res, nil
+}
+
+// writeFileAtomicFunc is WriteFileAtomic for content produced by a writer, so
+// a rewrite of a 400 MB ledger does not hold it in memory. Same steps: temp
+// file in the same directory, fsync, rename, fsync the directory.
+func writeFileAtomicFunc(dst string, perm os.FileMode, produce func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(dst)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("unable to write %s: %w", dst, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = produce(bw); err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		return fmt.Errorf("unable to write %s: %w", dst, err)
+	}
+	return syncDir(dir)
+}
+
+// OpenStoreForDoctor opens a store even when config.json is invalid, so the
+// doctor can report it: the store then carries the default config and
+// configErr says what is wrong. A missing ledger is still ErrNoStore.
+func OpenStoreForDoctor(dir, tsvPath string) (s *Store, configErr error, err error) {
+	s, err = OpenStore(dir, tsvPath)
+	if err == nil {
+		return s, nil, nil
+	}
+	if errors.Is(err, ErrInvalidConfig) || errors.Is(err, ErrNewerVersion) {
+		return &Store{Dir: dir, TSVPath: tsvPath, Config: DefaultConfig()}, err, nil
+	}
+	return nil, nil, err
+}
+
+// CheckTSVWritable fails when results.tsv exists but is not a regular file,
+// so `log` refuses before its commit point (the ledger line) instead of
+// leaving a record without a row.
+func (s *Store) CheckTSVWritable() error {
+	if s.TSVPath == "" {
+		return nil
+	}
+	st, err := os.Stat(s.TSVPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unable to use %s: %w", s.TSVPath, err)
+	}
+	if !st.Mode().IsRegular() {
+		return BadInputf("%s is not a regular file: move it away so memorylab can recreate it", s.TSVPath)
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ErrDirty is returned when a reset would throw away uncommitted changes.
+var ErrDirty = errors.New("working tree has uncommitted changes")
+
+// HeadSubject returns the first line of the HEAD commit's message, the
+// default description of `memorylab run`.
+func (g *Repo) HeadSubject() (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	head, err := g.r.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return "", fmt.Errorf("%w: commit your experiment first (git commit -am 'idea')", ErrNoCommits)
+	}
+	if err != nil {
+		return "", fmt.Errorf("unable to read HEAD: %w", err)
+	}
+	c, err := g.r.CommitObject(head.Hash())
+	if err != nil {
+		return "", fmt.Errorf("unable to read commit %s: %w", head.Hash(), err)
+	}
+	return firstLine(c.Message), nil
+}
+
+func firstLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' || s[i] == '\r' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// ResetRunToParent undoes a discarded run's commit the way the autoresearch
+// loop's `git reset --hard HEAD~1` does, but safely: HEAD must still be the
+// run's commit, the commit is pinned under refs/memorylab/runs/<id> first
+// (so `git gc` never loses it), and untracked and ignored files (the store,
+// run.log, data) are kept. go-git's HardReset deletes untracked and ignored
+// files, which git never does (see ScratchRepo.ResetHard), so this moves the
+// branch with a mixed reset and rewrites the tracked files itself: files of
+// the run's commit that the parent lacks are removed, the parent's files are
+// written. Tracked files with uncommitted changes make it refuse (ErrDirty).
+// It returns the parent commit.
+func (g *Repo) ResetRunToParent(id RunID, commit string) (string, error) {
+	// Idempotent: `log` pinned the run already; this makes the reset safe
+	// on its own too.
+	if err := g.PinRun(id, commit); err != nil {
+		return "", fmt.Errorf("not resetting: %w", err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	head, err := g.r.Head()
+	if err != nil {
+		return "", fmt.Errorf("unable to read HEAD: %w", err)
+	}
+	if head.Hash().String() != commit {
+		return "", fmt.Errorf("%w: HEAD is %s, not the run's commit %s; not resetting", ErrBadInput, Short(head.Hash().String()), Short(commit))
+	}
+	c, err := g.r.CommitObject(head.Hash())
+	if err != nil {
+		return "", fmt.Errorf("unable to read commit %s: %w", commit, err)
+	}
+	if len(c.ParentHashes) == 0 {
+		return "", fmt.Errorf("%w: %s is a root commit; nothing to reset to", ErrBadInput, Short(commit))
+	}
+	parent, err := c.Parent(0)
+	if err != nil {
+		return "", fmt.Errorf("unable to read the parent of %s (shallow clone?): %w", Short(commit), err)
+	}
+	wt, err := g.r.Worktree()
+	if err != nil {
+		return "", fmt.Errorf("unable to open the worktree: %w", err)
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return "", fmt.Errorf("unable to read the worktree status: %w", err)
+	}
+	for path, fs := range st {
+		if fs.Worktree == git.Untracked {
+			continue
+		}
+		if fs.Worktree != git.Unmodified || fs.Staging != git.Unmodified {
+			return "", fmt.Errorf("%w (%s): commit or stash them, then `git reset --hard %s` yourself", ErrDirty, path, Short(parent.Hash.String()))
+		}
+	}
+	// Mixed reset moves the branch (or detached HEAD) and the index only.
+	if err := wt.Reset(&git.ResetOptions{Commit: parent.Hash, Mode: git.MixedReset}); err != nil {
+		return "", fmt.Errorf("unable to reset to %s: %w", Short(parent.Hash.String()), err)
+	}
+	if err := restoreTracked(g.WorktreeRoot, c, parent); err != nil {
+		return "", fmt.Errorf("branch reset to %s, but restoring files failed (run `git checkout -- .`): %w", Short(parent.Hash.String()), err)
+	}
+	return parent.Hash.String(), nil
+}
+
+// restoreTracked rewrites the working tree from the tree of from to the
+// tree of to: removes files only from has, writes files of to that differ.
+func restoreTracked(root string, from, to *object.Commit) error {
+	fromTree, err := from.Tree()
+	if err != nil {
+		return err
+	}
+	toTree, err := to.Tree()
+	if err != nil {
+		return err
+	}
+	changes, err := object.DiffTree(fromTree, toTree)
+	if err != nil {
+		return err
+	}
+	for _, ch := range changes {
+		if ch.From.Name != "" && ch.To.Name == "" {
+			if err := os.Remove(filepath.Join(root, filepath.FromSlash(ch.From.Name))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			continue
+		}
+		if ch.To.Name == "" {
+			continue
+		}
+		if ch.From.Name != "" && ch.From.Name != ch.To.Name {
+			_ = os.Remove(filepath.Join(root, filepath.FromSlash(ch.From.Name)))
+		}
+		f, err := toTree.TreeEntryFile(&ch.To.TreeEntry)
+		if err != nil {
+			return err
+		}
+		content, err := f.Contents()
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(root, filepath.FromSlash(ch.To.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		perm := os.FileMode(0o644)
+		if ch.To.TreeEntry.Mode == filemode.Executable {
+			perm = 0o755
+		}
+		if err := os.WriteFile(p, []byte(content), perm); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, perm); err != nil {
+			return err
+		}
+	}
+	return nil
+}

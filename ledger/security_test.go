@@ -1,0 +1,110 @@
+package ledger
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hostileIDs are run ids an attacker could put in a ledger line, a flag or
+// a pulled record. None may become a path outside the store or a ref
+// outside refs/memorylab/runs/.
+var hostileIDs = []string{
+	"../../etc",
+	"..",
+	"/etc/passwd",
+	"20261122T010000Z-abc1234/../../../etc",
+	"20261122T010000Z-..",
+	"20261122T010000Z-a..b",
+	"20261122T010000Z-abc.",
+	"20261122T010000Z-abc.lock",
+	"20261122T010000Z-abc\n",
+	"20261122T010000Z-abc\x00",
+	"20261122T010000Z-abc def",
+	`20261122T010000Z-abc\..\x`,
+	"20261122T010000Z-abc:refs/heads/main",
+	"20261122T010000Z-@{1}",
+	"",
+}
+
+func TestHostileRunIDs(t *testing.T) {
+	s := doctorStore(t, "")
+	for _, id := range hostileIDs {
+		t.Run(strings.ReplaceAll(id, "/", "|"), func(t *testing.T) {
+			if ref, err := RunRef(RunID(id)); err == nil {
+				t.Errorf("RunRef(%q) = %q, want an error", id, ref)
+			} else if !errors.Is(err, ErrBadInput) {
+				t.Errorf("RunRef(%q): %v is not ErrBadInput", id, err)
+			}
+			if dir, err := s.RunDir(RunID(id)); err == nil {
+				rel, rerr := filepath.Rel(s.Path(RunsDir), dir)
+				if rerr != nil || strings.HasPrefix(rel, "..") || strings.Contains(rel, string(filepath.Separator)) {
+					t.Errorf("RunDir(%q) = %q escapes runs/", id, dir)
+				}
+			}
+			r := &Record{RunID: RunID(id), Artifacts: map[string]string{}}
+			if err := s.Archive(r, []ArchiveFile{{Key: "k", Name: "run.log", Data: []byte("x")}}); err == nil {
+				// Accepted ids must have landed inside runs/.
+				if _, err := os.Stat(s.Path(RunsDir, id, "run.log")); err != nil || strings.Contains(id, "..") || strings.ContainsAny(id, "/\\") {
+					t.Errorf("Archive accepted %q", id)
+				}
+			}
+		})
+	}
+	// Ids that are fine stay fine.
+	for _, id := range []string{"20261122T022416Z-ec1d813", "20261122T022416Z-ec1d813-0a1b", "20261122T022416Z-nocommit-0a1b2c3d"} {
+		if _, err := RunRef(RunID(id)); err != nil {
+			t.Errorf("RunRef(%q): %v", id, err)
+		}
+	}
+}
+
+func TestArchiveNamesStayInRunDir(t *testing.T) {
+	s := doctorStore(t, "")
+	id := RunID("20261122T010000Z-abc1234-0001")
+	for _, name := range []string{"../escape", "..", ".", "", "sub/file", `sub\file`, "/etc/passwd"} {
+		r := &Record{RunID: id, Artifacts: map[string]string{}}
+		err := s.Archive(r, []ArchiveFile{{Key: "k", Name: name, Data: []byte("x")}})
+		if !errors.Is(err, ErrBadInput) {
+			t.Errorf("Archive name %q: %v, want ErrBadInput", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, "escape")); err == nil {
+		t.Fatal("a file escaped the run dir")
+	}
+}
+
+// TestArchivePermissions checks that archived files are 0644 and run dirs
+// 0755 even under a permissive umask, and that a doctor rewrite keeps the
+// ledger 0644.
+func TestArchivePermissions(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	s := doctorStore(t, "garbage\n")
+	r := &Record{RunID: "20261122T010000Z-abc1234-0001", Artifacts: map[string]string{}}
+	if err := s.Archive(r, []ArchiveFile{{Key: "archived_log_path", Name: "run.log", Data: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(p string, want os.FileMode) {
+		t.Helper()
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&^want != 0 {
+			t.Errorf("%s has mode %v, want %v or stricter", p, st.Mode().Perm(), want)
+		}
+	}
+	check(s.Path(RunsDir, string(r.RunID)), 0o755)
+	check(s.Path(RunsDir, string(r.RunID), "run.log"), 0o644)
+	res, err := s.Repair(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(s.LedgerPath(), 0o644)
+	check(res.Backup, 0o644)
+}

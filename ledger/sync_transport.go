@@ -1,0 +1,185 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// errRefChangedOnRemote is returned by the in-process receive-pack when a
+// pushed ref no longer has the value the client based its update on.
+var errRefChangedOnRemote = errors.New("non-fast-forward update: the remote ref changed during the push")
+
+// useInProcessFileTransport serves path remotes (file://) inside this
+// process with go-git's own upload-pack/receive-pack server. go-git's file
+// transport otherwise executes the git-upload-pack and git-receive-pack
+// binaries (plumbing/transport/file/client.go), and memorylab never runs
+// git. go-git only has a global protocol table (client.InstallProtocol), so
+// this runs once, before the first push or fetch (sync.Once in resolveRemote).
+func useInProcessFileTransport() {
+	client.InstallProtocol("file", casTransport{inner: server.NewClient(repoLoader{})})
+}
+
+// repoLoader opens a path remote: a bare repository or a working tree.
+// go-git's server.DefaultLoader treats a working tree's top directory as the
+// git dir, which is wrong for non-bare remotes.
+type repoLoader struct{}
+
+func (repoLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
+	dir, err := remoteGitDir(ep.Path)
+	if err != nil {
+		return nil, err
+	}
+	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), nil
+}
+
+func remoteGitDir(p string) (string, error) {
+	if st, err := os.Stat(filepath.Join(p, ".git")); err == nil && st.IsDir() {
+		return filepath.Join(p, ".git"), nil
+	}
+	if _, err := os.Stat(filepath.Join(p, "objects")); err == nil {
+		if _, err := os.Stat(filepath.Join(p, "HEAD")); err == nil {
+			return p, nil
+		}
+	}
+	return "", transport.ErrRepositoryNotFound
+}
+
+// casTransport wraps go-git's in-process server so that receive-pack updates
+// refs compare-and-swap, as git's own receive-pack does under its ref locks:
+// go-git's server sets refs without checking their old value
+// (plumbing/transport/server/server.go updateReferences), so two concurrent
+// pushes would both "succeed" and the later one would silently drop the
+// other's ledger commit.
+type casTransport struct{ inner transport.Transport }
+
+func (t casTransport) NewUploadPackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.UploadPackSession, error) {
+	s, err := t.inner.NewUploadPackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	return &knownHavesUploadPack{UploadPackSession: s, path: ep.Path}, nil
+}
+
+// knownHavesUploadPack drops the "have" lines naming objects the serving
+// repository lacks. The go-git client announces every local ref tip as a
+// have, and go-git's server walks each one and fails with "object not
+// found" on the first it does not hold (plumbing/transport/server/server.go
+// objectsToUpload → revlist.Objects), where git's upload-pack ignores them.
+type knownHavesUploadPack struct {
+	transport.UploadPackSession
+	path string
+}
+
+func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	dir, err := remoteGitDir(s.path)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockRemote(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	known := req.Haves[:0]
+	for _, h := range req.Haves {
+		if sto.HasEncodedObject(h) == nil {
+			known = append(known, h)
+		}
+	}
+	req.Haves = known
+	return s.UploadPackSession.UploadPack(ctx, req)
+}
+
+func (t casTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
+	s, err := t.inner.NewReceivePackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	return &casReceivePack{ReceivePackSession: s, path: ep.Path}, nil
+}
+
+type casReceivePack struct {
+	transport.ReceivePackSession
+	path string
+}
+
+// ReceivePack takes an exclusive lock on the remote repository, checks that
+// every ref still has the value the client expects, then applies the update.
+func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+	dir, err := remoteGitDir(s.path)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockRemote(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	for _, cmd := range req.Commands {
+		cur := plumbing.ZeroHash
+		ref, err := sto.Reference(cmd.Name)
+		switch {
+		case err == nil:
+			cur = ref.Hash()
+		case !errors.Is(err, plumbing.ErrReferenceNotFound):
+			return nil, fmt.Errorf("unable to read %s on the remote: %w", cmd.Name, err)
+		}
+		if cur != cmd.Old {
+			return nil, fmt.Errorf("%w: %s", errRefChangedOnRemote, cmd.Name)
+		}
+	}
+	return s.ReceivePackSession.ReceivePack(ctx, req)
+}
+
+// lockRemote takes the exclusive lock on a path remote. go-git writes a ref
+// file in place (truncate, then write: storage/filesystem/dotgit), so a
+// reader running alongside a receive-pack can read an empty ref file ("ref
+// file is empty"); readers therefore take the same short lock.
+func lockRemote(path string) (*Lock, error) {
+	dir, err := remoteGitDir(path)
+	if err != nil {
+		return nil, err
+	}
+	return lockFile(filepath.Join(dir, "memorylab-receive.lock"))
+}
+
+func (s *knownHavesUploadPack) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+func (s *knownHavesUploadPack) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+	lock, err := lockRemote(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	return s.UploadPackSession.AdvertisedReferencesContext(ctx)
+}
+
+func (s *casReceivePack) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+func (s *casReceivePack) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+	lock, err := lockRemote(s.path)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	return s.ReceivePackSession.AdvertisedReferencesContext(ctx)
+}
