@@ -202,8 +202,10 @@ func (g *Repo) Lineages(s *Store, recs []Record) (*LineageSet, error) {
 // logged on commit (full hash), without reading the ledger: the kept runs
 // are kept in the ancestry cache and caught up from the ledger tail
 // (Fingerprint / ScanFrom). It returns "" and an unknown state in a shallow
-// clone. It needs no lock: the cache is replaced atomically and its
-// entries are immutable or tied to the ledger fingerprint they cover.
+// clone. log calls it under the store lock, so the kept runs it sees are
+// exactly those before the new run; the cache itself needs no lock (it is
+// replaced atomically and its entries are immutable or tied to the ledger
+// fingerprint they cover).
 func (g *Repo) LineageRootForNewRun(s *Store, id RunID, commit string, kept bool) (string, LineageState, error) {
 	h, err := g.parseFullHash(commit)
 	if err != nil {

@@ -256,20 +256,6 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if len(prov.TrainPatch) > 0 {
 		archive = append(archive, ledger.ArchiveFile{Key: "train_diff_path", Name: "train.patch", Data: prov.TrainPatch})
 	}
-	// The lineage root from real ancestry (short form, as the Python tool wrote it);
-	// left empty when unknown (shallow clone). Never a reason to refuse the run.
-	// Computed before the lock: it reads only the ancestry cache and the
-	// ledger tail, and a kept ancestor logged meanwhile by another agent
-	// would have to be a rerun of an older commit to change it.
-	if root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep); err != nil {
-		fmt.Fprintf(env.Err, "memorylab: warning: lineage not recorded: %v\n", err)
-	} else if state == ledger.LineageKnown {
-		rec.LineageRoot = ledger.Short(root)
-	}
-
-	if err := s.CheckTSVWritable(); err != nil {
-		return nil, err
-	}
 	lock, err := s.Lock()
 	if err != nil {
 		return nil, err
@@ -282,6 +268,13 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	// logged run can always be shown and branched after `git reset --hard`.
 	if err := loc.Repo.PinRun(rec.RunID, prov.Commit); err != nil {
 		return nil, err
+	}
+	// The lineage root from real ancestry (short form, as the Python tool wrote it);
+	// left empty when unknown (shallow clone). Never a reason to refuse the run.
+	if root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep); err != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: lineage not recorded: %v\n", err)
+	} else if state == ledger.LineageKnown {
+		rec.LineageRoot = ledger.Short(root)
 	}
 	// Novelty verdict against every run before this one, under the lock.
 	nix, err := openNoveltyIndex(env, s, true)

@@ -18,7 +18,7 @@ const registryStateFile = "registry.state"
 
 // lineageFunc resolves lineage roots for the registry; nil is the Python
 // parent_commit rule. A git-ancestry resolver replaces it here.
-var lineageFunc registry.LineageFunc
+var lineageFunc registry.LineageFunc = gitLineageRoot
 
 func registryOptions(s *ledger.Store) registry.Options {
 	return registry.Options{Goal: registry.GoalOf(s.Config), Lineage: lineageFunc}
