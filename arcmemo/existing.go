@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -48,5 +49,30 @@ func ReadExisting(r io.Reader, cfg ledger.Config) (*Existing, error) {
 			rec.Source = map[string]any{"import_id": s.Source.ImportID}
 		}
 		ex.Observe(&rec)
+	}
+}
+
+// ImportIDPayload is the import ids, sorted, one per line: the payload of
+// the cmd layer's import-id cache.
+func (e *Existing) ImportIDPayload() []byte {
+	ids := make([]string, 0, len(e.ImportIDs))
+	for id := range e.ImportIDs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var buf bytes.Buffer
+	for _, id := range ids {
+		buf.WriteString(id)
+		buf.WriteByte('\n')
+	}
+	return buf.Bytes()
+}
+
+// AddImportIDs adds the ids of an ImportIDPayload.
+func (e *Existing) AddImportIDs(payload []byte) {
+	for _, line := range bytes.Split(payload, []byte("\n")) {
+		if len(line) > 0 {
+			e.ImportIDs[string(line)] = true
+		}
 	}
 }

@@ -98,6 +98,14 @@ type Plan struct {
 type BuildOptions struct {
 	SkipMemory bool      // import solve passes only
 	Now        time.Time // stored as source.imported_at
+	// Champion, when set, replaces the Existing champion for keep/discard
+	// (the cmd layer passes the registry's, so status and decision packets
+	// agree with it).
+	Champion func() (float64, bool)
+	// Fold, when set, is called with each new record in ledger order once
+	// its status is final (the cmd layer folds it into the registry and
+	// attaches the decision packet).
+	Fold func(*ledger.Record) error
 }
 
 // CheckMetric refuses a store whose primary metric solve passes do not carry.
@@ -185,7 +193,11 @@ func BuildRecords(run *Run, ex *Existing, prov Provenance, opts BuildOptions) (*
 			continue
 		}
 		if it.pass != nil {
-			rec = passRecord(run, it.pass, passCount, ex)
+			champion := ex.Champion
+			if opts.Champion != nil {
+				champion = opts.Champion
+			}
+			rec = passRecord(run, it.pass, passCount, ex.cfg, champion)
 			plan.Passes++
 		} else {
 			rec = snapshotRecord(run, it.snap, passCount)
@@ -212,6 +224,11 @@ func BuildRecords(run *Run, ex *Existing, prov Provenance, opts BuildOptions) (*
 		}
 		ex.ImportIDs[id] = true
 		ex.Observe(rec)
+		if opts.Fold != nil {
+			if err := opts.Fold(rec); err != nil {
+				return nil, err
+			}
+		}
 		plan.Records = append(plan.Records, rec)
 	}
 	return plan, nil
@@ -298,7 +315,7 @@ func (r *Run) PassDescription(p *Pass) string {
 	return strings.Join(parts, ", ") + " (" + r.Producer + " run " + r.RunID + ")"
 }
 
-func passRecord(run *Run, p *Pass, passCount int, ex *Existing) *ledger.Record {
+func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion func() (float64, bool)) *ledger.Record {
 	m := ledger.Metrics{}
 	m.Set("official_score", p.Cum.Official)
 	m.Set("strict_score", p.Cum.Strict)
@@ -361,9 +378,9 @@ func passRecord(run *Run, p *Pass, passCount int, ex *Existing) *ledger.Record {
 		}
 		rec.Error = &ledger.ErrorInfo{Summary: why, Tail: []string{}, Source: filepath.Join(run.Dir, p.Folder)}
 	default:
-		v, _ := m.Get(ex.cfg.Metric)
-		champ, ok := ex.Champion()
-		if !ok || ex.cfg.Better(v, champ) {
+		v, _ := m.Get(cfg.Metric)
+		champ, ok := champion()
+		if !ok || cfg.Better(v, champ) {
 			rec.Status = ledger.StatusKeep
 		} else {
 			rec.Status = ledger.StatusDiscard

@@ -33,8 +33,11 @@ func newIndexStore(t testing.TB, recs []*ledger.Record) *ledger.Store {
 
 func openIx(t testing.TB, s *ledger.Store, notice *bytes.Buffer, writer bool) *ledger.NoveltyIndex {
 	t.Helper()
-	ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
-		NormalizerVersion: novelty.NormalizerVersion, Notice: notice, Writer: writer})
+	opts := ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Writer: writer}
+	if notice != nil {
+		opts.Notice = notice
+	}
+	ix, err := ledger.OpenNoveltyIndex(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,6 +305,38 @@ func TestIndexReadOnlyNeverWrites(t *testing.T) {
 	}
 	if _, err := os.Stat(s.Path(ledger.IndexDir, "novelty")); !os.IsNotExist(err) {
 		t.Fatalf("read-only open created the index: %v", err)
+	}
+	assertSameVerdicts(t, s, ix)
+}
+
+// TestIndexTornTail: a half-written last line is not covered (a writer may
+// still be finishing it); once the next append completes the ledger, the
+// index catches up past it without a rebuild.
+func TestIndexTornTail(t *testing.T) {
+	recs := novelty.SyntheticRecords(40, 9)
+	s := newIndexStore(t, recs[:39])
+	st, _ := os.Stat(s.LedgerPath())
+	f, err := os.OpenFile(s.LedgerPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"run_id": "20260101T000000Z-abcdef0", "description": "half a rec`)
+	f.Close()
+	var notice bytes.Buffer
+	ix := openIx(t, s, &notice, false)
+	if ix.Covered() != st.Size() {
+		t.Fatalf("covers %d, want %d (before the torn line)", ix.Covered(), st.Size())
+	}
+	assertSameVerdicts(t, s, ix)
+	ix.Close()
+	if err := s.Append(recs[39]); err != nil {
+		t.Fatal(err)
+	}
+	notice.Reset()
+	ix = openIx(t, s, &notice, false)
+	end, _ := os.Stat(s.LedgerPath())
+	if notice.Len() != 0 || ix.Covered() != end.Size() {
+		t.Fatalf("notice %q covered %d/%d", notice.String(), ix.Covered(), end.Size())
 	}
 	assertSameVerdicts(t, s, ix)
 }

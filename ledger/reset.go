@@ -102,7 +102,39 @@ func (g *Repo) ResetRunToParent(id RunID, commit string) (string, error) {
 	if err := restoreTracked(g.WorktreeRoot, c, parent); err != nil {
 		return "", fmt.Errorf("branch reset to %s, but restoring files failed (run `git checkout -- .`): %w", Short(parent.Hash.String()), err)
 	}
+	if err := g.refreshIndexStat(); err != nil {
+		return "", fmt.Errorf("branch reset to %s, but refreshing the index failed: %w", Short(parent.Hash.String()), err)
+	}
 	return parent.Hash.String(), nil
+}
+
+// refreshIndexStat records size and mtime of unchanged tracked files in the
+// index, as git does after a reset. go-git's mixed reset writes entries
+// without stat data, and a size-less entry makes every file look modified
+// to a stat-based dirty check. Only entries whose file content still hashes
+// to the entry's blob are refreshed. The caller holds g.mu.
+func (g *Repo) refreshIndexStat() error {
+	idx, err := g.r.Storer.Index()
+	if err != nil {
+		return err
+	}
+	for _, e := range idx.Entries {
+		if e.Mode != filemode.Regular && e.Mode != filemode.Executable {
+			continue
+		}
+		p := filepath.Join(g.WorktreeRoot, filepath.FromSlash(e.Name))
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || plumbing.ComputeHash(plumbing.BlobObject, b) != e.Hash {
+			continue
+		}
+		e.Size = uint32(fi.Size())
+		e.ModifiedAt = fi.ModTime()
+	}
+	return g.r.Storer.SetIndex(idx)
 }
 
 // restoreTracked rewrites the working tree from the tree of from to the

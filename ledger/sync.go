@@ -454,25 +454,39 @@ func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, 
 	return g.localRef(rs.trackLedger())
 }
 
-// foldAndMerge, under the store lock: folds the local JSONL into the local
-// ledger ref, then merges remoteTip (when not zero) into it, appending the
-// records that arrive to experiments.jsonl before the ref moves.
+// foldAndMerge folds the local JSONL into the local ledger ref, then merges
+// remoteTip (when not zero) into it, appending the records that arrive to
+// experiments.jsonl before the ref moves.
+//
+// The slow part (scanning the JSONL, writing blobs, reading and validating
+// remote records) runs without the store lock, so a long first sync never
+// makes `log` wait. Only the final step takes the lock: if the ledger ref
+// still is the tip everything was computed from, append the arrivals and
+// compare-and-swap the ref; otherwise start over (another push or pull on
+// this machine got there first). Records logged meanwhile are simply folded
+// by the next sync: the ref never has to hold every JSONL line, only no
+// line that is missing from the JSONL.
 func (g *Repo) foldAndMerge(s *Store, remoteTip plumbing.Hash, now time.Time, res *SyncResult) error {
-	lock, err := s.Lock()
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock()
 	if now.IsZero() {
 		now = time.Now()
 	}
+	for attempt := 0; attempt < 5; attempt++ {
+		done, err := g.foldAndMergeOnce(s, remoteTip, now, res)
+		if err != nil || done {
+			return err
+		}
+	}
+	return fmt.Errorf("unable to update %s: it keeps moving under another memorylab process; run the command again", LedgerRef)
+}
+
+func (g *Repo) foldAndMergeOnce(s *Store, remoteTip plumbing.Hash, now time.Time, res *SyncResult) (bool, error) {
 	tip, err := g.localRef(LedgerRef)
 	if err != nil {
-		return err
+		return false, err
 	}
 	set, err := g.readLedgerSet(tip)
 	if err != nil {
-		return err
+		return false, err
 	}
 	from := int64(0)
 	st := g.readSyncState(s)
@@ -500,61 +514,71 @@ func (g *Repo) foldAndMerge(s *Store, remoteTip plumbing.Hash, now time.Time, re
 		return nil
 	})
 	if err != nil {
-		return err
-	}
-	for _, w := range warnings {
-		res.Warnings = append(res.Warnings, "local ledger "+w.String())
+		return false, err
 	}
 	newTip := tip
 	if added > 0 || tip.IsZero() && set.count() > 0 {
 		newTip, err = g.commitLedger(set, []plumbing.Hash{tip}, fmt.Sprintf("memorylab: fold %d local runs", added), now)
 		if err != nil {
-			return err
+			return false, err
 		}
-		res.Folded += added
 	}
+	var arrivals []arrival
+	kind := ""
 	if !remoteTip.IsZero() {
-		merged, kind, arrivals, err := g.mergeLedger(newTip, remoteTip, set, now)
-		if err != nil {
-			return err
+		if newTip, kind, arrivals, err = g.mergeLedger(newTip, remoteTip, set, now); err != nil {
+			return false, err
 		}
-		res.Merges = append(res.Merges, kind)
-		// Append in batches, reading each blob again, so memory stays
-		// bounded by the batch, not by the number of arriving records. A
-		// failure part-way leaves the ref unmoved; the appended records are
-		// folded on the next run and never appended twice.
-		for len(arrivals) > 0 {
-			n := min(len(arrivals), appendBatch)
-			batch := make([]*Record, 0, n)
-			for _, a := range arrivals[:n] {
-				r, err := g.readRecordBlob(a.id, a.blob)
-				if err != nil {
-					return err
-				}
-				batch = append(batch, r)
+	}
+
+	lock, err := s.Lock()
+	if err != nil {
+		return false, err
+	}
+	defer lock.Unlock()
+	if cur, err := g.localRef(LedgerRef); err != nil {
+		return false, err
+	} else if cur != tip {
+		return false, nil // moved since we read it: recompute
+	}
+	// Append in batches, reading each blob again, so memory stays bounded
+	// by the batch, not by the number of arriving records. A failure
+	// part-way leaves the ref unmoved; the appended records are folded by
+	// the next sync and never appended twice.
+	arrived := 0
+	for len(arrivals) > 0 {
+		n := min(len(arrivals), appendBatch)
+		batch := make([]*Record, 0, n)
+		for _, a := range arrivals[:n] {
+			r, err := g.readRecordBlob(a.id, a.blob)
+			if err != nil {
+				return false, err
 			}
-			if err := s.AppendLocked(batch...); err != nil {
-				return err
-			}
-			res.Arrived += n
-			arrivals = arrivals[n:]
+			batch = append(batch, r)
 		}
-		newTip = merged
+		if err := s.AppendLocked(batch...); err != nil {
+			return false, err
+		}
+		arrived += n
+		arrivals = arrivals[n:]
 	}
 	if newTip != tip {
 		if err := g.casRef(LedgerRef, newTip, tip); err != nil {
-			return err
+			return false, err
 		}
 	}
-	// The JSONL grew by the arrivals, which are all in the tree already.
-	if cur, err := s.CurrentFingerprint(); err == nil && end >= from {
-		fp := cur
-		if len(warnings) > 0 {
-			fp, _ = s.FingerprintAt(end)
-		}
+	for _, w := range warnings {
+		res.Warnings = append(res.Warnings, "local ledger "+w.String())
+	}
+	res.Folded += added
+	res.Arrived += arrived
+	if kind != "" {
+		res.Merges = append(res.Merges, kind)
+	}
+	if fp, err := s.FingerprintAt(end); err == nil {
 		g.writeSyncState(s, &syncState{Version: syncStateVersion, Fingerprint: fp, LedgerTip: newTip.String()})
 	}
-	return nil
+	return true, nil
 }
 
 // appendBatch is how many arriving records are decoded and appended at once.

@@ -562,3 +562,39 @@ func FuzzDecodeRemoteRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestConcurrentPullsIntoOneStore: two pulls (and a local log) racing on
+// one machine append every arriving record exactly once.
+func TestConcurrentPullsIntoOneStore(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	for range 40 {
+		a.logRun(t)
+	}
+	a.push(t, ctx)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.sync(ctx, false); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := b.ids(t); len(got) != 40 { // ids fails on any duplicate
+		t.Fatalf("b holds %d records, want 40", len(got))
+	}
+	if res := b.pull(t, ctx); res.Arrived != 0 {
+		t.Fatalf("a settled pull brought %d records", res.Arrived)
+	}
+}

@@ -35,12 +35,24 @@ type Index interface {
 	Record(offset int64) (*ledger.Record, error)
 }
 
-// CandidateLimit is how many groups Check asks the index for per query.
-const CandidateLimit = 100
+// CandidateLimit is how many groups check asks the index for per query.
+// On 10,000 gen_ledger.py runs and 300 probes, classification and top
+// match equal the exhaustive scorer's at 50, 100, 200 and 400 candidates;
+// match_count is exact for 61%, 88%, 96% and 99.7% of probes, at about
+// 24, 29, 39 and 43 ms per check (2 busy cores). log, whose verdict is
+// stored, asks for LogCandidateLimit.
+const (
+	CandidateLimit    = 100
+	LogCandidateLimit = 400
+)
 
 // Check classifies probe against the groups idx retrieves.
 func Check(idx Index, probe Probe, opts Options) (Result, error) {
-	groups, err := idx.Candidates(Normalize(probe.Text()), probe.Family, CandidateLimit)
+	limit := opts.Candidates
+	if limit <= 0 {
+		limit = CandidateLimit
+	}
+	groups, err := idx.Candidates(Normalize(probe.Text()), probe.Family, limit)
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,9 +162,21 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		} else {
 			gt = FromNormalized(g.Norm)
 		}
-		score := pt.Similarity(gt)
 		scored += len(g.Runs)
 		sameFamily := probe.Family != "" && g.Family == probe.Family
+		// Skip groups that can neither match nor be the nearest kept run
+		// or failure: their exact score could not change the result.
+		if pt.Norm != gt.Norm && !opts.noPrune {
+			ub := Round3(pt.upperBound(gt))
+			need := effective
+			if sameFamily {
+				need = min(need, familyFloor)
+			}
+			if ub < need && ub < DuplicateScore && !couldBeNearer(g.Runs, ub, nearKept, nearFail) {
+				continue
+			}
+		}
+		score := pt.Similarity(gt)
 		duplicate := pt.Norm == gt.Norm || (score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
 		groupMatches := score >= effective || duplicate || (sameFamily && score >= familyFloor)
 		for _, run := range g.Runs {
@@ -226,6 +250,24 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		*nr.dst = &m
 	}
 	return res, nil
+}
+
+// couldBeNearer reports whether a group whose score is at most ub could
+// replace the current nearest kept run or failure.
+func couldBeNearer(runs []Run, ub float64, kept, fail *ref) bool {
+	for _, r := range runs {
+		switch r.Status {
+		case ledger.StatusKeep:
+			if kept == nil || ub >= kept.score {
+				return true
+			}
+		case ledger.StatusDiscard, ledger.StatusCrash:
+			if fail == nil || ub >= fail.score {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nearer orders candidates for nearest kept run / failure: score, then

@@ -130,6 +130,12 @@ type Options struct {
 	HigherIsBetter bool
 	// Limit caps TopMatches; 0 means StoredMatches.
 	Limit int
+	// Candidates is how many groups Check asks the index for per query;
+	// 0 means CandidateLimit. More makes counts exact more often (the
+	// classification and top match already agree at 50).
+	Candidates int
+	// noPrune scores every group exactly (tests of the pruning).
+	noPrune bool
 }
 
 func (o Options) withDefaults() Options {
@@ -180,6 +186,33 @@ func (m Match) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(obj)
+}
+
+// UnmarshalJSON reads the shape MarshalJSON writes (and the Python tool
+// stored); the one key that is not a known field is the metric.
+func (m *Match) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	var out Match
+	fields := map[string]any{"category": &out.Category, "commit": &out.Commit, "description": &out.Description,
+		"family": &out.Family, "run_id": &out.RunID, "score": &out.Score, "status": &out.Status, "tags": &out.Tags}
+	for k, v := range raw {
+		dst, known := fields[k]
+		if !known {
+			if out.Metric != "" {
+				return fmt.Errorf("novelty match has two unknown keys %q and %q", out.Metric, k)
+			}
+			out.Metric = k
+			dst = &out.Value
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return fmt.Errorf("novelty match field %s: %w", k, err)
+		}
+	}
+	*m = out
+	return nil
 }
 
 // Policy is the decision for the classification under the mode.

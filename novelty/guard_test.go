@@ -184,3 +184,21 @@ func TestMatchRules(t *testing.T) {
 		}
 	})
 }
+
+// TestVerdictRoundTrip: stored verdicts (Python's and ours) decode into
+// Verdict and encode back to the same JSON.
+func TestVerdictRoundTrip(t *testing.T) {
+	for _, r := range readCorpus(t) {
+		var v Verdict
+		if err := json.Unmarshal(r.NoveltyGuard, &v); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEqual(t, b, r.NoveltyGuard) {
+			t.Fatalf("round trip differs:\n%s\n%s", b, r.NoveltyGuard)
+		}
+	}
+}

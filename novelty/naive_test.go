@@ -112,3 +112,23 @@ func TestGroupedEqualsNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestPruningKeepsResult: skipping groups by the quick_ratio bound changes
+// nothing, including the nearest kept run and failure.
+func TestPruningKeepsResult(t *testing.T) {
+	recs := SyntheticRecords(300, 11)
+	corpus := NewCorpus(GroupRecords(recs, "val_bpb"))
+	lookup := func(off int64) (*ledger.Record, error) { return recs[off], nil }
+	for _, p := range SyntheticProbes(80, 12) {
+		for _, mode := range []string{ModeExplore, ModeExploit, ModeReplicate} {
+			a, _ := corpus.Evaluate(p, lookup, Options{Mode: mode})
+			b, _ := corpus.Evaluate(p, lookup, Options{Mode: mode, noPrune: true})
+			a.Scored, b.Scored = 0, 0
+			aj, _ := json.Marshal(a)
+			bj, _ := json.Marshal(b)
+			if string(aj) != string(bj) {
+				t.Fatalf("%q %s: pruned %s\nexact %s", p.Description, mode, aj, bj)
+			}
+		}
+	}
+}

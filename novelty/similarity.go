@@ -29,7 +29,25 @@ func (t *Text) rawSimilarity(u *Text) float64 {
 	if t.Norm == "" || u.Norm == "" {
 		return 0
 	}
-	seq := sequenceRatio(t.Norm, u.Norm, u.b2j)
+	return blend(sequenceRatio(t.Norm, u.Norm, u.b2j), t, u)
+}
+
+// upperBound is at least rawSimilarity(t, u), cheaply: difflib's
+// quick_ratio (the multiset intersection of characters) bounds the ratio,
+// and the blend is monotone in it. Scorers use it to skip texts that
+// cannot matter; the verdict stays exact.
+func (t *Text) upperBound(u *Text) float64 {
+	if t.Norm == "" || u.Norm == "" {
+		return 0
+	}
+	inter := int32(0)
+	for c := range t.hist {
+		inter += min(t.hist[c], u.hist[c])
+	}
+	return blend(2.0*float64(inter)/float64(len(t.Norm)+len(u.Norm)), t, u)
+}
+
+func blend(seq float64, t, u *Text) float64 {
 	// Explicit conversions keep each product rounded on its own, as in
 	// Python: the Go spec allows fusing x*y+z otherwise.
 	s := float64(weightSequence * seq)

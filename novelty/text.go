@@ -222,6 +222,7 @@ type Text struct {
 	Concepts []string // concept set, including "num:<n>" for every number
 	Numbers  []string // number set: runs of digits in the normalised text
 	b2j      *b2jIndex
+	hist     [39]int32 // byte classes of Norm, for the quick_ratio bound
 }
 
 // Prepare normalises s and computes its token, concept and number sets.
@@ -232,6 +233,9 @@ func Prepare(s string) *Text {
 func prepareTokens(toks []string) *Text {
 	t := &Text{Norm: strings.Join(toks, " ")}
 	t.b2j = newB2J(t.Norm)
+	for i := 0; i < len(t.Norm); i++ {
+		t.hist[normClass[t.Norm[i]]]++
+	}
 	var tokens, concepts, numbers []string
 	for _, tok := range toks {
 		if !stopwords[tok] && (len(tok) > 2 || shortTokens[tok]) {

@@ -209,7 +209,9 @@ func sourceDiff(a, b map[string]any) []SourceDifference {
 // perRecordSourceKeys differ between any two records of one configuration
 // (which pass, which file row), so they are not configuration differences.
 var perRecordSourceKeys = map[string]bool{"pass_index": true, "iteration_dir": true, "score_check": true,
-	"reported": true, "kind": true, "import_id": true, "import_key": true, "row": true, "line": true, "snapshot": true}
+	"reported": true, "kind": true, "import_id": true, "import_key": true, "row": true, "line": true, "snapshot": true,
+	"producer_time": true, "imported_at": true, "champion_before": true, "memory_file": true, "memory_format": true,
+	"kinds": true, "strict_rule_text": true}
 
 func sourceValue(v any) string {
 	switch x := v.(type) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
 )
 
@@ -224,21 +226,48 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 		}
 		defer lock.Unlock()
 	}
-	ex := arcmemo.NewExisting(s.Config)
-	if f, err := os.Open(s.LedgerPath()); err == nil {
-		// Only import ids and the champion matter; torn lines are the
-		// business of `doctor`, not of an import.
-		ex, err = arcmemo.ReadExisting(f, s.Config)
-		f.Close()
-		if err != nil {
+	ex, err := loadImportIDs(s, env.Err)
+	if err != nil {
+		return err
+	}
+	build := arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()}
+	// The registry decides keep/discard exactly as it picks the champion,
+	// and each solve pass gets its decision packet, as `log` does; memory
+	// snapshots are folded in too, so the cached state matches the ledger.
+	var st *registry.State
+	var packetFilesOf = map[ledger.RunID][]ledger.ArchiveFile{}
+	if _, err := os.Stat(s.LedgerPath()); err == nil {
+		if st, _, err = loadRegistry(s, env.Err, nil); err != nil {
 			return err
 		}
+		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
+		build.Fold = func(rec *ledger.Record) error {
+			if rec.Source["kind"] != arcmemo.KindSolvePass {
+				st.Add(rec)
+				return nil
+			}
+			packet := decisionPacket(st, rec)
+			b, err := json.Marshal(packet)
+			if err != nil {
+				return err
+			}
+			rec.DecisionPacket = b
+			packetFilesOf[rec.RunID] = packetFiles(&packet)
+			return nil
+		}
 	}
-	plan, err := arcmemo.BuildRecords(run, ex, prov, arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()})
+	plan, err := arcmemo.BuildRecords(run, ex, prov, build)
 	if err != nil {
 		return err
 	}
 	if !opts.DryRun && len(plan.Records) > 0 {
+		for _, r := range plan.Records {
+			if files := packetFilesOf[r.RunID]; len(files) > 0 {
+				if err := s.Archive(r, files); err != nil {
+					return err
+				}
+			}
+		}
 		// The commit point: every record of this import in one write.
 		if err := s.AppendLocked(plan.Records...); err != nil {
 			return err
@@ -255,8 +284,60 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 				return err
 			}
 		}
+		// Derived files: the records are committed, so failures are warnings.
+		if fp, err := s.CurrentFingerprint(); err == nil {
+			err = s.WriteCache(importIDsCache, importIDsCacheVersion, fp, ex.ImportIDPayload())
+			if err != nil {
+				fmt.Fprintf(env.Err, "memorylab: warning: import-id cache not written: %v\n", err)
+			}
+		}
+		if st != nil {
+			if fp, err := s.CurrentFingerprint(); err != nil {
+				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+			} else if err := saveRegistry(env, s, st, fp); err != nil {
+				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+			}
+		}
 	}
 	return printImport(env.Out, env.Err, run, s, plan, opts)
+}
+
+// The import-id cache under <store>/cache/ holds every source.import_id of
+// the ledger prefix it covers, so a second import of a big ledger reads
+// only the new tail instead of decoding every line.
+const (
+	importIDsCache        = "arcmemo_imports"
+	importIDsCacheVersion = 1
+)
+
+// loadImportIDs returns the import ids (and a champion view) of the ledger:
+// from the cache caught up with ScanFrom, or by reading the whole ledger
+// when the cache is missing or no longer covers it (one-line notice).
+func loadImportIDs(s *ledger.Store, errw io.Writer) (*arcmemo.Existing, error) {
+	fp, payload, err := s.ReadCache(importIDsCache, importIDsCacheVersion)
+	if err == nil && s.StillCovers(fp) {
+		ex := arcmemo.NewExisting(s.Config)
+		ex.AddImportIDs(payload)
+		if _, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error { ex.Observe(r); return nil }); err != nil {
+			return nil, err
+		}
+		return ex, nil
+	}
+	if err == nil {
+		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (the ledger changed under it)\n")
+	} else if !errors.Is(err, ledger.ErrCacheMissing) {
+		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (%v)\n", err)
+	}
+	f, err := os.Open(s.LedgerPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return arcmemo.NewExisting(s.Config), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	// Torn or malformed lines are skipped here; they are `doctor`'s business.
+	return arcmemo.ReadExisting(f, s.Config)
 }
 
 // importProvenance attributes records to the repository's HEAD, or to no

@@ -374,9 +374,44 @@ func TestArcmemoStoreReport(t *testing.T) {
 			t.Fatalf("%s: %s", r, res.err)
 		}
 	}
+	// The import refreshed the registry like log does, and wrote a decision
+	// packet for every solve pass.
+	var reg struct {
+		Champion struct {
+			RunID string  `json:"run_id"`
+			Value float64 `json:"value"`
+		} `json:"champion"`
+		NumExperiments int `json:"num_experiments"`
+	}
+	b, err := os.ReadFile(filepath.Join(store, ledger.RegistryFile))
+	if err != nil || json.Unmarshal(b, &reg) != nil {
+		t.Fatalf("registry: %v %s", err, b)
+	}
+	if reg.Champion.Value != 2.833333333333333 || reg.NumExperiments != 20 {
+		t.Errorf("registry %+v", reg)
+	}
+	recs, _ := readArcLedger(t, store)
+	packets := 0
+	for _, r := range recs {
+		if r.Source["kind"] == "solve_pass" {
+			if len(r.DecisionPacket) == 0 || string(r.DecisionPacket) == "null" {
+				t.Errorf("%s has no decision packet", r.RunID)
+			}
+			if _, err := os.Stat(filepath.Join(store, ledger.RunsDir, string(r.RunID), "decision_packet.json")); err == nil {
+				packets++
+			}
+		}
+	}
+	if packets != 7 {
+		t.Errorf("%d packet files, want 7", packets)
+	}
+
 	res := runArcCLI(t, dir, "--store", store, "report", "--since-hours", "100000", "--json")
 	if res.code != 0 {
 		t.Fatalf("report: %d %s", res.code, res.err)
+	}
+	if strings.Contains(res.err, "rebuilding") {
+		t.Errorf("the registry cache written by the import did not match the ledger: %s", res.err)
 	}
 	var doc struct {
 		Metric   string `json:"metric"`
@@ -404,5 +439,46 @@ func TestArcmemoStoreReport(t *testing.T) {
 	}
 	if len(doc.ChampionBoard) < 2 || doc.ChampionBoard[1].Value >= doc.ChampionBoard[0].Value {
 		t.Errorf("challengers must follow the max direction: %+v", doc.ChampionBoard)
+	}
+}
+
+func TestArcmemoImportIDCache(t *testing.T) {
+	corpus := arcmemoCorpus(t)
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s")
+	run := filepath.Join(corpus, "mem2-mock-run-synthetic-replay")
+	if res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", "--init", run); res.code != 0 {
+		t.Fatal(res.err)
+	}
+	s, err := ledger.OpenStore(store, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, payload, err := s.ReadCache(importIDsCache, importIDsCacheVersion)
+	if err != nil || !s.StillCovers(fp) || strings.Count(string(payload), "\n") != 6 {
+		t.Fatalf("cache: %v covers=%v ids=%q", err, s.StillCovers(fp), payload)
+	}
+	// A second run is answered from the cache plus the (empty) tail.
+	res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", run)
+	if !strings.Contains(res.out, "nothing to import") || strings.Contains(res.err, "rebuilding") {
+		t.Errorf("cached re-import: %q %q", res.out, res.err)
+	}
+	// A broken cache is rebuilt from the ledger, with a notice, and the
+	// answer is the same.
+	if err := os.WriteFile(s.CachePath(importIDsCache), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = runArcCLI(t, dir, "--store", store, "arcmemo", "import", run)
+	if !strings.Contains(res.out, "nothing to import") || !strings.Contains(res.err, "rebuilding the arcmemo import-id cache") {
+		t.Errorf("rebuilt re-import: %q %q", res.out, res.err)
+	}
+	// Records appended after the cache was written are caught up from the tail.
+	if res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", filepath.Join(corpus, "mem2-mock-run")); res.code != 0 {
+		t.Fatal(res.err)
+	}
+	os.Remove(s.CachePath(importIDsCache))
+	res = runArcCLI(t, dir, "--store", store, "arcmemo", "import", filepath.Join(corpus, "mem2-mock-run"))
+	if !strings.Contains(res.out, "nothing to import: all 6 records") || res.err != "" {
+		t.Errorf("missing cache: %q %q", res.out, res.err)
 	}
 }

@@ -282,8 +282,10 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		return nil, err
 	}
 	defer nix.Close()
+	vopts := noveltyOptions(s, opts.Mode, opts.Threshold)
+	vopts.Candidates = novelty.LogCandidateLimit
 	verdict, err := novelty.Check(nix, novelty.Probe{Description: rec.Description, Hypothesis: rec.Hypothesis,
-		Family: rec.Family, Tags: rec.Tags}, noveltyOptions(s, opts.Mode, opts.Threshold))
+		Family: rec.Family, Tags: rec.Tags}, vopts)
 	if err != nil {
 		return nil, err
 	}

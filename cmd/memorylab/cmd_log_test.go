@@ -12,7 +12,7 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-var runIDSuffix = regexp.MustCompile(`(\d{8}T\d{6}Z-[0-9a-f]{7})-[0-9a-f]{4}`)
+var runIDSuffix = regexp.MustCompile(`(\d{8}T\d{6}Z-[0-9a-f]{7})-[0-9a-f]{4,8}`)
 
 // maskRunIDs replaces the random run id suffix so output is byte-exact.
 func maskRunIDs(s string) string { return runIDSuffix.ReplaceAllString(s, "$1-XXXX") }
