@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -46,26 +47,12 @@ func lockFile(path string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to open lock %s: %w", path, err)
 	}
-	deadline := time.Now().Add(lockTimeout)
-	wait := time.Millisecond
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("unable to lock %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
+	if err := flockWithin(f, lockTimeout); err != nil {
+		if errors.Is(err, ErrLocked) {
 			holder := readHolder(path)
-			f.Close()
 			return nil, fmt.Errorf("%w by %s for more than %s; retry later, or check that process", ErrLocked, holder, lockTimeout)
 		}
-		time.Sleep(wait)
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
+		return nil, fmt.Errorf("unable to lock %s: %w", path, err)
 	}
 	host, _ := os.Hostname()
 	h := LockHolder{Host: host, PID: os.Getpid(), User: os.Getenv("USER"),
@@ -97,4 +84,63 @@ func (l *Lock) Unlock() error {
 	err := l.f.Close() // closing the descriptor releases the flock
 	l.f = nil
 	return err
+}
+
+// flockWithin takes an exclusive flock on f, waiting at most d. It closes f
+// on failure. The wait is a blocking flock in a goroutine rather than
+// LOCK_NB polling: with 16 writers each holding the lock for a few fsyncs,
+// polling with a growing sleep lost the race to the lock again and again
+// and starved one waiter past the 30 s bound (TestConcurrentLoggers16x200
+// on a loaded 2-core machine). Blocked flock waiters are all woken on
+// release and compete at once. If the wait times out, the goroutine stays
+// blocked in the kernel; when it finally gets the lock it closes f, which
+// releases it at once.
+func flockWithin(f *os.File, d time.Duration) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		return nil
+	} else if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		f.Close()
+		return err
+	}
+	got := make(chan error, 1)
+	var mu sync.Mutex
+	abandoned := false
+	go func() {
+		var err error
+		for {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if abandoned {
+			f.Close() // releases the lock we no longer want
+			return
+		}
+		got <- err
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+		}
+		return err
+	case <-timer.C:
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case err := <-got: // acquired just as the timer fired
+			if err != nil {
+				f.Close()
+			}
+			return err
+		default:
+		}
+		abandoned = true
+		return ErrLocked
+	}
 }

@@ -221,3 +221,26 @@ func TestMarkdownSafety(t *testing.T) {
 		}
 	}
 }
+
+// FuzzUnmarshal: packets from any writer decode or fail cleanly; a decoded
+// packet re-encodes and decodes to the same action.
+func FuzzUnmarshal(f *testing.F) {
+	for _, r := range corpusRecords(f) {
+		f.Add([]byte(r.DecisionPacket))
+	}
+	f.Add([]byte(`{"run":{"val_bpb":"x"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Unmarshal(b, "val_bpb")
+		if err != nil {
+			return
+		}
+		out, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Unmarshal(out, "val_bpb")
+		if err != nil || back.NextAction != p.NextAction || back.Priority != p.Priority {
+			t.Fatalf("round trip: %v %+v vs %+v", err, back, p)
+		}
+	})
+}

@@ -78,30 +78,56 @@ func (s *State) addFailure(r *ledger.Record, run Run) {
 }
 
 // bestCluster returns the most similar cluster with index ≥ from, starting
-// from (best, bestScore) found among earlier clusters.
+// from (best, bestScore) found among earlier clusters. Walking the posting
+// lists counts, per candidate, the shared tokens, concepts and numbers:
+// those counts are the set intersections, so the three Jaccard terms of the
+// bound cost O(1) per candidate.
 func (s *State) bestCluster(f *Features, from, best int, bestScore float64) (int, float64) {
-	if len(s.stamp) < len(s.Clusters) {
-		s.stamp = append(s.stamp, make([]int32, len(s.Clusters)-len(s.stamp))...)
+	for len(s.cnt[0]) < len(s.Clusters) {
+		for k := range s.cnt {
+			s.cnt[k] = append(s.cnt[k], 0)
+		}
 	}
-	s.epoch++
-	indexKeys(f, func(k string) {
-		post := s.index[k]
-		for j := len(post) - 1; j >= 0 && int(post[j]) >= from; j-- {
-			c := int(post[j])
-			if s.stamp[c] == s.epoch {
-				continue
-			}
-			s.stamp[c] = s.epoch
-			ub := upperBound(f, &s.Clusters[c].Proto)
-			if !roundedAtLeast(ub, ClusterThreshold) || !roundedAtLeast(ub, bestScore) {
-				continue
-			}
-			sc := s.opts.Text.Similarity(f, &s.Clusters[c].Proto)
-			if sc > bestScore || (sc == bestScore && c < best) {
-				best, bestScore = c, sc
+	s.touched = s.touched[:0]
+	walk := func(kind int, prefix string, keys []string) {
+		for _, key := range keys {
+			post := s.index[prefix+key]
+			for j := len(post) - 1; j >= 0 && int(post[j]) >= from; j-- {
+				c := post[j]
+				if s.cnt[0][c]+s.cnt[1][c]+s.cnt[2][c] == 0 {
+					s.touched = append(s.touched, c)
+				}
+				s.cnt[kind][c]++
 			}
 		}
-	})
+	}
+	walk(0, "t:", f.Tokens)
+	walk(1, "c:", f.Concepts)
+	walk(2, "n:", f.Numbers)
+	jac := func(inter int32, a, b int) float64 {
+		if a+b == 0 {
+			return 0
+		}
+		return float64(inter) / float64(a+b-int(inter))
+	}
+	for _, c := range s.touched {
+		p := &s.Clusters[c].Proto
+		ub := 0.0
+		if la, lb := len(f.Norm), len(p.Norm); la > 0 && lb > 0 {
+			ub = wSeq*2*float64(min(la, lb))/float64(la+lb) +
+				wTokens*jac(s.cnt[0][c], len(f.Tokens), len(p.Tokens)) +
+				wConcepts*jac(s.cnt[1][c], len(f.Concepts), len(p.Concepts)) +
+				wNumbers*jac(s.cnt[2][c], len(f.Numbers), len(p.Numbers))
+		}
+		s.cnt[0][c], s.cnt[1][c], s.cnt[2][c] = 0, 0, 0
+		if !roundedAtLeast(ub, ClusterThreshold) || !roundedAtLeast(ub, bestScore) {
+			continue
+		}
+		sc := s.opts.Text.Similarity(f, p)
+		if sc > bestScore || (sc == bestScore && int(c) < best) {
+			best, bestScore = int(c), sc
+		}
+	}
 	return best, bestScore
 }
 

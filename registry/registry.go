@@ -197,10 +197,10 @@ type State struct {
 
 	opts         Options
 	index        map[string][]int32
-	stamp        []int32
 	memo         map[string]memoHit
 	memoFeatures map[string]Features
-	epoch        int32
+	cnt          [3][]int32 // shared tokens / concepts / numbers per cluster
+	touched      []int32
 }
 
 type memoHit struct {
@@ -228,7 +228,6 @@ func (s *State) setOptions(opts Options) {
 	s.index = map[string][]int32{}
 	s.memo = map[string]memoHit{}
 	s.memoFeatures = map[string]Features{}
-	s.stamp = nil
 	for i, c := range s.Clusters {
 		s.indexCluster(i, c)
 	}
@@ -243,7 +242,14 @@ func Build(recs []ledger.Record, opts Options) *State {
 	for i := range recs {
 		s.Add(&recs[i])
 	}
+	s.dropMemo()
 	return s
+}
+
+// dropMemo frees the clustering memo (a speed-up for long folds only).
+func (s *State) dropMemo() {
+	s.memo = map[string]memoHit{}
+	s.memoFeatures = map[string]Features{}
 }
 
 // RunOf summarises r as the registry keeps it.
@@ -281,7 +287,27 @@ func (s *State) insertTop(top []Run, r Run) []Run {
 
 // Add folds one record.
 func (s *State) Add(r *ledger.Record) {
-	root := s.opts.Lineage(r, func(c string) (string, bool) { v, ok := s.Commits.Get(c); return v.Root, ok })
+	if s.opts.ChampionOnly {
+		// Only the champion's pool: build the Run only if it makes the top.
+		v, ok := s.Goal().Value(r)
+		seq := s.N
+		s.N++
+		s.Counts[r.Status]++
+		if !ok {
+			return
+		}
+		probe := Run{Seq: seq, Timestamp: r.Timestamp, Value: v}
+		enters := func(top []Run) bool { return len(top) <= NumChallengers || s.better(&probe, &top[len(top)-1]) }
+		if enters(s.TopAll) || (r.Status == ledger.StatusKeep && enters(s.TopKept)) {
+			run := s.RunOf(r, "")
+			s.TopAll = s.insertTop(s.TopAll, run)
+			if r.Status == ledger.StatusKeep {
+				s.TopKept = s.insertTop(s.TopKept, run)
+			}
+		}
+		return
+	}
+	root := s.opts.Lineage(r, s.rootOf)
 	run := s.RunOf(r, root)
 	s.N++
 	s.Counts[r.Status]++
@@ -290,9 +316,6 @@ func (s *State) Add(r *ledger.Record) {
 		if r.Status == ledger.StatusKeep {
 			s.TopKept = s.insertTop(s.TopKept, run)
 		}
-	}
-	if s.opts.ChampionOnly {
-		return
 	}
 	// Lineages count the runs with a usable metric (the Python tool's
 	// best_lineages leave crashes out).
@@ -323,6 +346,11 @@ func (s *State) Add(r *ledger.Record) {
 	if r.Status == ledger.StatusDiscard || r.Status == ledger.StatusCrash {
 		s.addFailure(r, run)
 	}
+}
+
+func (s *State) rootOf(c string) (string, bool) {
+	v, ok := s.Commits.Get(c)
+	return v.Root, ok
 }
 
 // Champion is the current champion: the best kept run if any run was kept,
@@ -512,4 +540,14 @@ func (s *State) BestLineages(n int) []Lineage {
 		out = append(out, row)
 	}
 	return out
+}
+
+// StoredOrParentChain uses the lineage root stored in the record (`log`
+// writes it from git ancestry; the Python tool wrote its parent-chain root)
+// and falls back to ParentChain for records without one.
+func StoredOrParentChain(r *ledger.Record, rootOf func(string) (string, bool)) string {
+	if r.LineageRoot != "" {
+		return r.LineageRoot
+	}
+	return ParentChain(r, rootOf)
 }

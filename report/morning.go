@@ -179,9 +179,10 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 	// Split at the window start; the champion before it comes from a cheap fold.
 	before := registry.New(registry.Options{Goal: g, ChampionOnly: true})
 	var window []*ledger.Record
+	startStr := start.Format("2006-01-02T15:04:05Z")
 	for i := range recs {
 		r := &recs[i]
-		if t := r.Time(); !t.IsZero() && t.Before(start) {
+		if beforeWindow(r.Timestamp, startStr, start) {
 			before.Add(r)
 			continue
 		}
@@ -427,4 +428,16 @@ func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts Mor
 		p.Message += fmt.Sprintf(" The champion has stood for %s and %d runs.", age, p.RunsSinceChampion)
 	}
 	return p
+}
+
+// beforeWindow reports whether timestamp ts is before the window start.
+// Canonical UTC timestamps (what memorylab and the Python tool write)
+// compare as strings; anything else is parsed. Unparseable times count as
+// inside the window.
+func beforeWindow(ts, startStr string, start time.Time) bool {
+	if len(ts) == len(startStr) && ts[len(ts)-1] == 'Z' && ts[10] == 'T' {
+		return ts < startStr
+	}
+	t, err := time.Parse(time.RFC3339, ts)
+	return err == nil && t.Before(start)
 }

@@ -85,7 +85,9 @@ const (
 	chartTop    = 46.0
 	chartBottom = 64.0
 	maxLabels   = 30
-	labelRunes  = 34
+	// maxDiscardDots caps the discarded runs drawn (about 150 bytes each).
+	maxDiscardDots = 4000
+	labelRunes     = 34
 )
 
 // SVG draws the progress chart in the style of karpathy's progress.png:
@@ -171,8 +173,14 @@ func (m *Morning) SVG() string {
 		chartLeft, by, chartLeft+pw, by, chartLeft+pw-4, by-5, *c.Baseline)
 	// Discarded runs, faint.
 	b.WriteString(`<g class="discards">` + "\n")
+	// A window of thousands of runs draws every stride-th discard, so the
+	// page stays small; kept runs and crashes are always all drawn.
+	stride, seen := 1+(n-kept-crashes)/maxDiscardDots, 0
 	for _, p := range c.Points {
 		if p.Status != "discard" || !p.HasValue {
+			continue
+		}
+		if seen++; (seen-1)%stride != 0 {
 			continue
 		}
 		y, in := yOf(p.Value)

@@ -235,7 +235,7 @@ func runImport(env *Env, opts importOptions) error {
 	}
 
 	// The metric name the records carry, and the goal.
-	metric, goal := "", ""
+	metric, goal, from := "", "", ""
 	if store != nil {
 		metric, goal = store.Config.Metric, store.Config.Goal
 	}
@@ -249,13 +249,13 @@ func runImport(env *Env, opts importOptions) error {
 		}
 		switch {
 		case metric == "":
-			metric, goal = r.MetricName, r.Goal
-		case store != nil && opts.Metric == "" && r.MetricName != metric:
+			metric, goal, from = r.MetricName, r.Goal, f.path
+		case store != nil && opts.Metric == "" && !strings.EqualFold(r.MetricName, metric):
 			return fmt.Errorf("%w: %s: the metric column is %q but the store's metric is %q: pass --metric COLUMN naming the column that holds %s, or import into another store (--store DIR --init)",
 				ledger.ErrBadInput, f.path, r.MetricName, metric, metric)
 		case store == nil && (r.MetricName != metric || r.Goal != goal):
 			return fmt.Errorf("%w: %s has metric %s (%s) but %s has %s (%s): import them into separate stores, or pass --metric and --goal",
-				ledger.ErrBadInput, f.path, r.MetricName, r.Goal, files[0].path, metric, goal)
+				ledger.ErrBadInput, f.path, r.MetricName, r.Goal, from, metric, goal)
 		}
 	}
 	if metric == "" { // nothing to import anywhere: report the first file's detection

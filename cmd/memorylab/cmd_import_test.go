@@ -425,3 +425,34 @@ func TestImportKeyCache(t *testing.T) {
 		t.Fatalf("corrupt cache: %d\n%s\n%s", r.code, r.out, r.errOut)
 	}
 }
+
+// TestImportMetricRecordedAsStoreMetric: --metric maps a column with another
+// name onto the store's metric.
+func TestImportMetricRecordedAsStoreMetric(t *testing.T) {
+	repo := experimentRepo(t) // store metric val_bpb
+	tsvWrite(t, filepath.Join(repo.Dir, "bpb.tsv"), "commit\tbpb\tstatus\tdescription\na1b2c3d\t0.98\tkeep\tbaseline\n")
+	if r := memorylab(t, repo.Dir, nil, "import", "bpb.tsv"); r.code != ExitBadInput || !strings.Contains(r.errOut, `the metric column is "bpb" but the store's metric is "val_bpb"`) {
+		t.Fatalf("without --metric: %d %s", r.code, r.errOut)
+	}
+	r := memorylab(t, repo.Dir, nil, "import", "bpb.tsv", "--metric", "bpb")
+	if r.code != 0 || !strings.Contains(r.out, "metric: bpb recorded as val_bpb") {
+		t.Fatalf("with --metric: %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	recs := records(t, repo.Dir)
+	if v, ok := recs[0].Metric("val_bpb"); !ok || v != 0.98 {
+		t.Errorf("val_bpb %v %v in %v", v, ok, recs[0].Metrics)
+	}
+}
+
+func TestImportMixedMetricsWithoutStore(t *testing.T) {
+	dir := tsvRepo(t)
+	tsvWrite(t, filepath.Join(dir, "a.tsv"), tsvSample)
+	tsvWrite(t, filepath.Join(dir, "b.tsv"), "commit\tscore\tstatus\tdescription\nexp1\t1.5\tKEEP\tx\n")
+	_, errOut, code := tsvRun(t, dir, "import", "--init", "a.tsv", "b.tsv")
+	if code != ExitBadInput || !strings.Contains(errOut, "b.tsv has metric score (max) but a.tsv has val_bpb (min)") {
+		t.Fatalf("code %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "results", "memorylab")); err == nil {
+		t.Error("store created although the import was refused")
+	}
+}

@@ -299,7 +299,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		return nil, err
 	}
 	packet := decisionPacket(st, rec)
-	if rec.DecisionPacket, err = json.Marshal(packet); err != nil {
+	if rec.DecisionPacket, err = packet.MarshalJSON(); err != nil {
 		return nil, err
 	}
 	if !opts.SkipArchive {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 
@@ -80,10 +81,17 @@ func validateReport(opts reportOptions) error {
 	return nil
 }
 
+// reportMemoryLimit is the soft heap limit of `report`: rebuilding the
+// catalog of a 100k-run ledger peaked at 373 MB RSS with Go's default GC
+// pacing; with this limit the GC runs earlier and the peak stays under the
+// 300 MB goal (warm reports use ~170 MB and never reach it).
+const reportMemoryLimit = 200 << 20
+
 func runReport(env *Env, opts reportOptions) error {
 	if err := validateReport(opts); err != nil {
 		return err
 	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(reportMemoryLimit))
 	s, _, err := openStore(env, opts.Store)
 	if err != nil {
 		return err

@@ -30,6 +30,7 @@ const (
 	childLockEnv    = "MEMORYLAB_TEST_LOCK_TIMEOUT" // ledger.TestSetLockTimeout
 	childSplitEnv   = "MEMORYLAB_TEST_SPLIT_APPEND" // ledger.TestSetSplitAppend: pause mid-line
 	childFsizeEnv   = "MEMORYLAB_TEST_FSIZE"        // RLIMIT_FSIZE in bytes: writes past it fail with EFBIG
+	childArgv       = "argv"                        // MEMORYLAB_TEST_CHILD=argv: take the CLI args from the command line
 	childReadyLine  = "child: ready"
 	childReadyFlush = "MEMORYLAB_TEST_READY" // print childReadyLine on stderr before starting
 )
@@ -38,7 +39,11 @@ func TestMain(m *testing.M) {
 	if n := os.Getenv(agentEnv); n != "" {
 		os.Exit(childLogs(n))
 	}
-	if args := os.Getenv(childEnv); args != "" {
+	if args := os.Getenv(childEnv); args == childArgv {
+		// Called by a script (an installed git hook) as memorylab itself.
+		b, _ := json.Marshal(os.Args[1:])
+		os.Exit(childMain(string(b)))
+	} else if args != "" {
 		os.Exit(childMain(args))
 	}
 	os.Exit(m.Run())

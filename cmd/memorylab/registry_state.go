@@ -16,9 +16,10 @@ import (
 // record instead of re-reading the ledger.
 const registryStateFile = "registry.state"
 
-// lineageFunc resolves lineage roots for the registry; nil is the Python
-// parent_commit rule. A git-ancestry resolver replaces it here.
-var lineageFunc registry.LineageFunc = gitLineageRoot
+// lineageFunc resolves lineage roots for the registry: the root `log`
+// stored from git ancestry (or the Python tool's), else the parent_commit
+// chain. Swap it here for another resolver.
+var lineageFunc registry.LineageFunc = registry.StoredOrParentChain
 
 func registryOptions(s *ledger.Store) registry.Options {
 	return registry.Options{Goal: registry.GoalOf(s.Config), Lineage: lineageFunc}

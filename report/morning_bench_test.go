@@ -1,0 +1,66 @@
+package report
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
+)
+
+// benchRecords is a 100k-run ledger of slim records, 5 minutes apart,
+// ending at corpusNow (~70% discard, 20% keep, 10% crash).
+func benchRecords(n int) []ledger.Record {
+	rng := rand.New(rand.NewSource(0))
+	recs := make([]ledger.Record, n)
+	best := 1.0
+	for i := range recs {
+		ts := corpusNow.Add(-time.Duration(n-i) * 5 * time.Minute)
+		r := &recs[i]
+		r.RunID = ledger.RunID(fmt.Sprintf("%s-%07x", ts.Format("20060102T150405Z"), i))
+		r.Timestamp, r.Commit = ts.Format(time.RFC3339), fmt.Sprintf("%07x", i)
+		r.Description = fmt.Sprintf("increase matrix LR to 0.%02d", rng.Intn(100))
+		r.Metrics = ledger.Metrics{}
+		switch x := rng.Intn(10); {
+		case x == 0:
+			r.Status = ledger.StatusCrash
+			r.Metrics.SetMissing("val_bpb")
+		case x <= 2:
+			best -= rng.Float64() * 1e-5
+			r.Status = ledger.StatusKeep
+			r.Metrics.Set("val_bpb", best)
+		default:
+			r.Status = ledger.StatusDiscard
+			r.Metrics.Set("val_bpb", best+rng.Float64()*0.01)
+		}
+		r.DecisionPacket = ledger.RawJSON(`{"next_action":"abandon","priority":"low","summary":"s","hypothesis_status":"not_stated"}`)
+	}
+	return recs
+}
+
+// BenchmarkBuildMorning: the report's computation over 100k records with a
+// caught-up registry (what `report` does after loading its caches).
+func BenchmarkBuildMorning(b *testing.B) {
+	recs := benchRecords(100000)
+	st := registry.Build(recs, registry.Options{Goal: registry.Goal{Metric: "val_bpb"}, ChampionOnly: true})
+	b.ReportAllocs()
+	for b.Loop() {
+		m := BuildMorning(recs, st, MorningOptions{Now: corpusNow, SinceHours: DefaultSinceHours, PlateauWindow: DefaultPlateauWindow, MinDelta: DefaultMinDelta})
+		_ = m.Markdown()
+	}
+}
+
+// BenchmarkHTML renders a 2000-run window as HTML with its chart.
+func BenchmarkHTML(b *testing.B) {
+	recs := benchRecords(2000)
+	st := registry.Build(recs, registry.Options{Goal: registry.Goal{Metric: "val_bpb"}, ChampionOnly: true})
+	m := BuildMorning(recs, st, MorningOptions{Now: corpusNow, SinceHours: 1000, PlateauWindow: DefaultPlateauWindow, MinDelta: DefaultMinDelta})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.HTML(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
