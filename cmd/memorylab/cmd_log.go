@@ -256,6 +256,10 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if len(prov.TrainPatch) > 0 {
 		archive = append(archive, ledger.ArchiveFile{Key: "train_diff_path", Name: "train.patch", Data: prov.TrainPatch})
 	}
+
+	if err := s.CheckTSVWritable(); err != nil {
+		return nil, err
+	}
 	lock, err := s.Lock()
 	if err != nil {
 		return nil, err
