@@ -202,7 +202,10 @@ func (g *Repo) Lineages(s *Store, recs []Record) (*LineageSet, error) {
 // logged on commit (full hash), without reading the ledger: the kept runs
 // are kept in the ancestry cache and caught up from the ledger tail
 // (Fingerprint / ScanFrom). It returns "" and an unknown state in a shallow
-// clone. Call it under the store lock, before appending the run.
+// clone. log calls it under the store lock, so the kept runs it sees are
+// exactly those before the new run; the cache itself needs no lock (it is
+// replaced atomically and its entries are immutable or tied to the ledger
+// fingerprint they cover).
 func (g *Repo) LineageRootForNewRun(s *Store, id RunID, commit string, kept bool) (string, LineageState, error) {
 	h, err := g.parseFullHash(commit)
 	if err != nil {
@@ -598,6 +601,7 @@ func (g *Repo) loadAncestry(s *Store) (*ancestry, error) {
 	if an.fp.Size > 0 && !s.StillCovers(an.fp) {
 		an.kept, an.fp, an.dirty = nil, Fingerprint{}, true
 	}
+	keptBefore := len(an.kept)
 	end, _, err := s.ScanFrom(an.fp.Size, func(r *Record, _ int, _ int64) error {
 		if r.Status == StatusKeep {
 			k := keptRun{id: r.RunID, short: r.Commit}
@@ -616,13 +620,24 @@ func (g *Repo) loadAncestry(s *Store) (*ancestry, error) {
 		if err != nil {
 			return nil, err
 		}
-		an.fp, an.dirty = fp, true
+		// Worth a write only when kept runs were added or the tail is long:
+		// otherwise the next command re-reads at most ancestryRescan bytes.
+		if len(an.kept) != keptBefore || end-an.fp.Size > ancestryRescan {
+			an.dirty = true
+		}
+		an.fp = fp
 	}
 	return an, nil
 }
 
-// save writes the cache atomically when it changed. Errors are ignored on
-// purpose: the cache only saves time, and the next command rebuilds it.
+// ancestryRescan bounds the ledger tail left for the next command to
+// re-scan when only non-kept runs were appended (1 MiB ≈ 250 records).
+const ancestryRescan = 1 << 20
+
+// save replaces the cache file when it changed: temp file, then rename, so
+// readers see a whole file. It does not fsync: after a power loss the file
+// may be empty or short, which decode rejects, and the cache is rebuilt.
+// Errors are ignored on purpose: the cache only saves time.
 func (an *ancestry) save(s *Store) {
 	if !an.dirty {
 		return
@@ -631,9 +646,17 @@ func (an *ancestry) save(s *Store) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
-	if WriteFileAtomic(filepath.Join(dir, ancestryFile), an.encode(), 0o644) == nil {
-		an.dirty = false
+	f, err := os.CreateTemp(dir, "."+ancestryFile+".tmp-*")
+	if err != nil {
+		return
 	}
+	_, werr := f.Write(an.encode())
+	cerr := f.Close()
+	if werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(dir, ancestryFile)) != nil {
+		_ = os.Remove(f.Name())
+		return
+	}
+	an.dirty = false
 }
 
 func (an *ancestry) encode() []byte {

@@ -28,6 +28,9 @@ func branchCommand(env *Env) *cli.Command {
 			&cli.BoolFlag{Name: "force", Usage: "move NAME if it already exists"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := flagsAfterArgs(c); err != nil {
+				return err
+			}
 			if c.NArg() != 2 {
 				return usagef("branch takes a run id (or prefix) and a branch name, got %d arguments", c.NArg())
 			}

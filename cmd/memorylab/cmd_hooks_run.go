@@ -91,22 +91,21 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 }
 
 // hookCheck runs the novelty guard on a commit subject, in exploit mode at
-// the base threshold (what `memorylab check -d SUBJECT` says).
+// the base threshold: what `memorylab check -d SUBJECT` says, through the
+// same bleve index (read-only), so a hook never reads the whole ledger.
 func hookCheck(env *Env, store, subject string) (novelty.Result, error) {
 	s, _, err := openStore(env, store)
 	if err != nil {
 		return novelty.Result{}, err
 	}
-	var recs []*ledger.Record
-	if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		recs = append(recs, r)
-		return nil
-	}); err != nil {
+	ix, err := openNoveltyIndex(env, s, false)
+	if err != nil {
 		return novelty.Result{}, err
 	}
-	opts := novelty.Options{Mode: novelty.ModeExploit, Threshold: novelty.BaseThreshold, Metric: s.Config.Metric,
-		HigherIsBetter: !s.Config.LowerIsBetter(), Limit: 1}
-	return novelty.Evaluate(novelty.Probe{Description: subject}, recs, opts), nil
+	defer ix.Close()
+	opts := noveltyOptions(s, novelty.ModeExploit, novelty.BaseThreshold)
+	opts.Limit = 1
+	return novelty.Check(ix, novelty.Probe{Description: subject}, opts)
 }
 
 // hookWarning is the one line a hook prints. Ledger text is folded to one

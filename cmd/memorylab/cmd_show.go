@@ -34,6 +34,9 @@ func showCommand(env *Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print {record, commit, parent, pinned, diff} as one JSON object"},
 		},
 		Action: func(c *cli.Context) error {
+			if err := flagsAfterArgs(c); err != nil {
+				return err
+			}
 			if c.NArg() != 1 {
 				return usagef("show takes exactly one run id or prefix, got %d arguments", c.NArg())
 			}
@@ -50,6 +53,8 @@ type showJSON struct {
 	Parent      string          `json:"parent"`
 	Pinned      bool            `json:"pinned"`
 	Packet      json.RawMessage `json:"decision_packet"`
+	Lineage     *ledger.Lineage `json:"lineage"`             // from git ancestry; null without a repository
+	OnHead      ledger.Reach    `json:"reachable_from_head"` // yes, no, or unknown (…)
 	Diff        *string         `json:"diff"`
 	DiffError   string          `json:"diff_error,omitempty"`
 }
@@ -74,6 +79,15 @@ func runShow(env *Env, opts showOptions) error {
 	if loc.Repo == nil {
 		diffErr = loc.RepoErr
 	} else {
+		if ls, err := loc.Repo.Lineages(s, recs); err != nil {
+			fmt.Fprintf(env.Err, "memorylab: warning: lineage unavailable: %v\n", err)
+		} else if l, ok := ls.ByRun[rec.RunID]; ok {
+			out.Lineage = &l
+			out.OnHead = ls.ReachableFromHEAD(l.Commit)
+			if l.Commit == "" {
+				out.OnHead = ledger.ReachMissing
+			}
+		}
 		_, pinErr := loc.Repo.ResolvePin(rec.RunID)
 		out.Pinned = pinErr == nil
 		out.Commit, diffErr = loc.Repo.RunCommit(rec)
@@ -117,6 +131,13 @@ func runShow(env *Env, opts showOptions) error {
 	return nil
 }
 
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
 func orRoot(parent string) string {
 	if parent == "" {
 		return "(root)"
@@ -147,7 +168,16 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	line("hypothesis", rec.Hypothesis)
 	line("family", rec.Family)
 	line("tags", strings.Join(rec.Tags, ", "))
-	line("lineage", rec.LineageRoot)
+	if l := o.Lineage; l != nil {
+		if l.Known() {
+			line("lineage", fmt.Sprintf("root %s, %d kept run(s) in the chain, previous %s", ledger.Short(l.Root), l.Depth, orNone(string(l.Prev))))
+		} else {
+			line("lineage", string(l.State))
+		}
+		line("on HEAD", string(o.OnHead))
+	} else {
+		line("lineage", rec.LineageRoot)
+	}
 	line("notes", rec.Notes)
 	if rec.Error != nil {
 		line("error", rec.Error.Summary)
@@ -172,6 +202,17 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 		return
 	}
 	fmt.Fprintf(w, "  %s\n", buf.String())
+}
+
+// flagsAfterArgs explains urfave/cli v2's rule that flags stop at the
+// first argument, instead of a confusing argument count.
+func flagsAfterArgs(c *cli.Context) error {
+	for _, a := range c.Args().Slice()[min(1, c.NArg()):] {
+		if strings.HasPrefix(a, "-") && a != "-" {
+			return usagef("flag %s after the arguments: put flags first, e.g. memorylab %s %s ...", a, c.Command.Name, a)
+		}
+	}
+	return nil
 }
 
 // oneLine folds newlines and control characters so ledger text cannot

@@ -36,7 +36,8 @@ func TestShowAfterResetAndGC(t *testing.T) {
 	}
 	out := f.stdout()
 	mustContain(t, out, string(rec.RunID), discarded+"  (pinned)", "raise LR to 0.08", "discard", "val_bpb=1.01",
-		"diff "+ledger.Short(head)+".."+ledger.Short(discarded), "+# raise LR to 0.08", "-# baseline", "decision packet:")
+		"diff "+ledger.Short(head)+".."+ledger.Short(discarded), "+# raise LR to 0.08", "-# baseline", "decision packet:",
+		"on HEAD      no", "1 kept run(s) in the chain, previous ")
 
 	t.Run("json", func(t *testing.T) {
 		if err := runShow(f.env(f.dir), showOptions{Query: string(rec.RunID), JSON: true}); err != nil {
@@ -46,7 +47,8 @@ func TestShowAfterResetAndGC(t *testing.T) {
 		if err := json.Unmarshal([]byte(f.stdout()), &got); err != nil {
 			t.Fatal(err)
 		}
-		if got.Commit != discarded || got.Parent != head || !got.Pinned || got.Diff == nil || !strings.Contains(*got.Diff, "raise LR") {
+		if got.Commit != discarded || got.Parent != head || !got.Pinned || got.Diff == nil || !strings.Contains(*got.Diff, "raise LR") ||
+			got.Lineage == nil || !got.Lineage.Known() || got.Lineage.Depth != 1 || got.OnHead != ledger.ReachNo {
 			t.Fatalf("json = %+v", got)
 		}
 	})
@@ -165,4 +167,31 @@ func TestBranchFromResetRun(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(f.dir, "train.py"))
 	mustContain(t, string(b), "# window pattern SSSL")
+}
+
+func TestShowBranchArgsThroughTheApp(t *testing.T) {
+	f := newGitFixture(t)
+	rec, _ := f.experiment("baseline", "keep", 0.99)
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"flag after the run id", []string{"show", string(rec.RunID), "--json"}, ExitBadInput},
+		{"no run id", []string{"show"}, ExitBadInput},
+		{"show ok", []string{"show", "--no-diff", string(rec.RunID)}, ExitOK},
+		{"branch flag after args", []string{"branch", string(rec.RunID), "x", "--force"}, ExitBadInput},
+		{"branch ok", []string{"branch", string(rec.RunID), "keep/baseline"}, ExitOK},
+		{"list ok", []string{"list", "--status", "keep"}, ExitOK},
+		{"hooks status", []string{"hooks", "status"}, ExitOK},
+		{"hooks run unknown", []string{"hooks", "run", "pre-push"}, ExitBadInput},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := newApp(f.env(f.dir)).Run(append([]string{"memorylab"}, tc.args...))
+			if got := exitCode(err); got != tc.code {
+				t.Fatalf("exit %d (%v), want %d", got, err, tc.code)
+			}
+		})
+	}
 }

@@ -192,3 +192,22 @@ func TestWorktreeConfigExtensionIsNamed(t *testing.T) {
 		t.Fatal("the ledger changed")
 	}
 }
+
+// In a shallow clone the lineage is unknown: log records no lineage_root
+// rather than a guess, and still logs the run.
+func TestLogInShallowClone(t *testing.T) {
+	f := newGitFixture(t)
+	f.experiment("baseline", "keep", 0.99)
+	boundary := f.commit("boundary", map[string]string{"train.py": "b\n"})
+	if err := os.WriteFile(filepath.Join(f.dir, ".git", "shallow"), []byte(boundary+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := f.experiment("lr", "keep", 0.98)
+	if rec.LineageRoot != "" {
+		t.Fatalf("lineage_root %q in a shallow clone", rec.LineageRoot)
+	}
+	if err := runShow(f.env(f.dir), showOptions{Query: string(rec.RunID)}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, f.stdout(), "+# lr")
+}
