@@ -195,8 +195,9 @@ type IndexOptions struct {
 	// NormalizerVersion changes whenever Normalize's output changes; an
 	// index built with another version is rebuilt.
 	NormalizerVersion string
-	// Writer opens the index for writing (log does, under the store
-	// lock), so CatchUp persists new runs.
+	// Writer marks the log path (under the store lock). Every open starts
+	// read-only; the index is reopened for writing only once the ledger is
+	// indexDeferBytes ahead of it (see OpenNoveltyIndex and CatchUp).
 	Writer bool
 	// Notice receives one-line notices (rebuilds, fallbacks); may be nil.
 	Notice io.Writer
@@ -247,9 +248,12 @@ func OpenNoveltyIndex(s *Store, opts IndexOptions) (*NoveltyIndex, error) {
 	x := &NoveltyIndex{store: s, opts: opts,
 		meta: indexMeta{Format: IndexFormat, Metric: s.Config.Metric, Normalizer: opts.NormalizerVersion}}
 	path := s.indexPath()
-	// Readers share a read-only open; writers (log) open for writing.
-	writer := opts.Writer && !opts.ReadOnly
-	idx, err := openIndex(path, !writer)
+	// Every command, log included, opens read-only first: a writable scorch
+	// open starts the segment merger, which cost ~30 ms per log even when
+	// nothing was written. Only when the ledger has run indexDeferBytes
+	// ahead of bleve is the index reopened for writing (below) and caught up.
+	writer := false
+	idx, err := openIndex(path, true)
 	if writer && err != nil && !errors.Is(err, errIndexMissing) {
 		// Busy, or not writable (full disk, permissions): read it instead.
 		writer = false
