@@ -216,14 +216,14 @@ type NoveltyIndex struct {
 	meta     indexMeta
 	idx      bleve.Index // nil in fallback mode
 	writable bool
-	fp       Fingerprint           // ledger prefix answered for: the bleve index plus pending
+	fp       Fingerprint // ledger prefix answered for: the bleve index plus pending
 	// persisted is the ledger prefix whose runs are in bleve itself (its
 	// stored fingerprint). Runs after it are kept pending in memory until
 	// at least indexDeferBytes of ledger have piled up (see CatchUp).
 	persisted int64
-	pending  map[string]*TextGroup // runs after fp not in bleve (read-only mode), or all groups (fallback)
-	fallback bool
-	ledger   *os.File // opened by Record
+	pending   map[string]*TextGroup // runs after fp not in bleve (read-only mode), or all groups (fallback)
+	fallback  bool
+	ledger    *os.File // opened by Record
 	// Mode says how this index answers: "index", "index+pending" or "scan".
 	Mode string
 }
