@@ -61,6 +61,10 @@ type Headline struct {
 	ChampionBeforeWindow *BoardRow `json:"champion_before_window"`
 	// ChangeVsBefore is champion − champion before the window (metric units).
 	ChangeVsBefore *float64 `json:"change_vs_before_window"`
+	// ChampionOnHead says whether the champion's commit is an ancestor of
+	// HEAD, from git ancestry: "yes", "no", an "unknown (…)" reason, or ""
+	// when it was not computed (no repository).
+	ChampionOnHead string `json:"champion_reachable_from_head,omitempty"`
 }
 
 // QueueItem is one decision packet in the queue.

@@ -30,6 +30,15 @@ func (m *Morning) writeTop(b *bytes.Buffer) {
 	w("- Keep / discard / crash: %d / %d / %d\n", h.Keep, h.Discard, h.Crash)
 	if c := h.Champion; c != nil {
 		w("- Current champion: run `%s` on commit `%s` at %s, %s GB, %s\n", c.RunID, code(c.Commit), val(c.Value), gb(c.MemoryGB), cell(c.Description))
+		switch h.ChampionOnHead {
+		case "":
+		case "yes":
+			w("- Champion reachable from HEAD: yes\n")
+		case "no":
+			w("- Champion reachable from HEAD: **no** — its commit is not on the current branch (`memorylab branch %s NAME` restores it)\n", c.RunID)
+		default:
+			w("- Champion reachable from HEAD: %s\n", cell(h.ChampionOnHead))
+		}
 	} else {
 		w("- Current champion: none yet (no run with a usable %s)\n", m.Metric)
 	}

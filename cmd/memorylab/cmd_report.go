@@ -126,8 +126,37 @@ func buildMorning(env *Env, s *ledger.Store, opts reportOptions) (report.Morning
 			_ = s.WriteCache(registryStateFile, registry.StateVersion, fp, b) // a cache: failure only costs time
 		}
 	}
-	return report.BuildMorning(cat.Records, st, report.MorningOptions{Now: env.Now(), SinceHours: opts.SinceHours,
-		PlateauWindow: opts.PlateauWindow, MinDelta: opts.MinDelta}), nil
+	m := report.BuildMorning(cat.Records, st, report.MorningOptions{Now: env.Now(), SinceHours: opts.SinceHours,
+		PlateauWindow: opts.PlateauWindow, MinDelta: opts.MinDelta})
+	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
+	return m, nil
+}
+
+// championOnHead answers "is the champion still reachable from HEAD" from
+// git ancestry; "" outside a repository (a report still works there).
+func championOnHead(env *Env, s *ledger.Store, recs []ledger.Record, champ *report.BoardRow) string {
+	if champ == nil {
+		return ""
+	}
+	repo, err := ledger.OpenRepo(env.Dir)
+	if err != nil {
+		return ""
+	}
+	var rec *ledger.Record
+	for i := len(recs) - 1; i >= 0; i-- {
+		if string(recs[i].RunID) == champ.RunID {
+			rec = &recs[i]
+			break
+		}
+	}
+	if rec == nil || rec.Commit == "" {
+		return ""
+	}
+	ls, err := repo.Lineages(s, recs)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return string(ls.ChampionReachableFromHEAD(rec))
 }
 
 // writeReport renders the report and writes it; it returns the paths
