@@ -100,10 +100,17 @@ func runList(env *Env, opts listOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, err := readRecordsWarn(env, s)
+	// The catalog of slim records (cached, caught up with the ledger tail)
+	// instead of decoding every record: at 100k runs that was 4.5 s and
+	// 850 MB of peak memory.
+	cat, warnings, err := s.OpenCatalog(s.Config.Metric, env.Err)
 	if err != nil {
 		return err
 	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(env.Err, "memorylab: %d ledger line(s) skipped, first: %s\n", len(warnings), warnings[0])
+	}
+	recs := cat.Records
 	sel := filterRuns(recs, opts, s.Config, env.Now())
 	items := make([]listItem, 0, len(sel))
 	for _, r := range sel {
