@@ -16,7 +16,8 @@ import (
 // StateVersion is the format of a persisted State.
 //
 //	1: first version (gob).
-const StateVersion = 1
+//	2: status counts leave out kept records without the metric (IsExperiment).
+const StateVersion = 2
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -285,6 +286,19 @@ func (s *State) insertTop(top []Run, r Run) []Run {
 	return top
 }
 
+// IsExperiment reports whether r counts as an experiment in status counts
+// and keep rates: every crash and discard, and a keep only when it carries
+// the primary metric. log refuses a keep without it and import turns one
+// into a discard, so the kept records without it are observations such as
+// ArcMemo memory snapshots, which would otherwise inflate the keep rate.
+func IsExperiment(r *ledger.Record, g Goal) bool {
+	if r.Status != ledger.StatusKeep {
+		return true
+	}
+	_, ok := g.Value(r)
+	return ok
+}
+
 // Add folds one record.
 func (s *State) Add(r *ledger.Record) {
 	if s.opts.ChampionOnly {
@@ -292,7 +306,9 @@ func (s *State) Add(r *ledger.Record) {
 		v, ok := s.Goal().Value(r)
 		seq := s.N
 		s.N++
-		s.Counts[r.Status]++
+		if IsExperiment(r, s.Goal()) {
+			s.Counts[r.Status]++
+		}
 		if !ok {
 			return
 		}
@@ -310,7 +326,9 @@ func (s *State) Add(r *ledger.Record) {
 	root := s.opts.Lineage(r, s.rootOf)
 	run := s.RunOf(r, root)
 	s.N++
-	s.Counts[r.Status]++
+	if IsExperiment(r, s.Goal()) {
+		s.Counts[r.Status]++
+	}
 	if run.HasValue {
 		s.TopAll = s.insertTop(s.TopAll, run)
 		if r.Status == ledger.StatusKeep {

@@ -307,3 +307,35 @@ func BenchmarkBuild(b *testing.B) {
 		Build(recs, Options{Goal: Goal{Metric: "m"}})
 	}
 }
+
+// TestIsExperiment: a kept record without the primary metric (an ArcMemo
+// memory snapshot) is not counted; crashes and discards always are.
+func TestIsExperiment(t *testing.T) {
+	g := Goal{Metric: "official_score", Max: true}
+	withMetric := ledger.Metrics{}
+	withMetric.Set("official_score", 0.5)
+	cases := []struct {
+		name   string
+		status string
+		m      ledger.Metrics
+		want   bool
+	}{
+		{"kept pass with a score", ledger.StatusKeep, withMetric, true},
+		{"kept memory snapshot", ledger.StatusKeep, ledger.Metrics{"concept_count": nil}, false},
+		{"discard without the metric", ledger.StatusDiscard, ledger.Metrics{}, true},
+		{"crash", ledger.StatusCrash, ledger.Metrics{"official_score": nil}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &ledger.Record{Status: tc.status, Metrics: tc.m}
+			if got := IsExperiment(r, g); got != tc.want {
+				t.Fatalf("IsExperiment = %v, want %v", got, tc.want)
+			}
+			s := New(Options{Goal: g})
+			s.Add(r)
+			if n := s.Counts[tc.status]; (n == 1) != tc.want {
+				t.Fatalf("counts[%s] = %d", tc.status, n)
+			}
+		})
+	}
+}

@@ -193,8 +193,11 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 		window = append(window, r)
 	}
 	h := &m.Headline
-	h.Runs = len(window)
 	for _, r := range window {
+		if !registry.IsExperiment(r, g) {
+			continue
+		}
+		h.Runs++
 		switch r.Status {
 		case ledger.StatusKeep:
 			h.Keep++
@@ -306,10 +309,11 @@ func progress(window []*ledger.Record, g registry.Goal) (Progress, Chart) {
 	kept, discarded := 0, 0
 	baseIdx := -1
 	for i, r := range window {
-		switch r.Status {
-		case ledger.StatusKeep:
+		switch {
+		case !registry.IsExperiment(r, g):
+		case r.Status == ledger.StatusKeep:
 			kept++
-		case ledger.StatusDiscard:
+		case r.Status == ledger.StatusDiscard:
 			discarded++
 		}
 		if _, ok := g.Value(r); ok && r.Status == ledger.StatusKeep && baseIdx < 0 {
