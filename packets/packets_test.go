@@ -19,20 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 const corpusDir = "../registry/testdata/python"
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	t.Helper()
-	f, err := os.Open(filepath.Join(corpusDir, "experiments.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var recs []ledger.Record
-	if _, err := ledger.ScanReader(f, func(r *ledger.Record, _ int, _ int64) error {
-		recs = append(recs, *r)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return recs
+	return ledger.TestRecords(t, filepath.Join(corpusDir, "experiments.jsonl"))
 }
 
 // BuildAll folds recs and builds each run's packet as `log` does.

@@ -22,20 +22,7 @@ const corpusDir = "../registry/testdata/python"
 var corpusNow = time.Date(2026, 11, 22, 2, 24, 18, 0, time.UTC)
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	t.Helper()
-	f, err := os.Open(filepath.Join(corpusDir, "experiments.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var recs []ledger.Record
-	if _, err := ledger.ScanReader(f, func(r *ledger.Record, _ int, _ int64) error {
-		recs = append(recs, *r)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return recs
+	return ledger.TestRecords(t, filepath.Join(corpusDir, "experiments.jsonl"))
 }
 
 func morningOf(recs []ledger.Record, g registry.Goal, now time.Time) Morning {
