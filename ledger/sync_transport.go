@@ -84,16 +84,11 @@ type knownHavesUploadPack struct {
 }
 
 func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
-	dir, err := remoteGitDir(s.path)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := lockRemote(s.path)
+	sto, lock, err := openLockedRemote(s.path)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
 	known := req.Haves[:0]
 	for _, h := range req.Haves {
 		if sto.HasEncodedObject(h) == nil {
@@ -102,6 +97,20 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	}
 	req.Haves = known
 	return s.UploadPackSession.UploadPack(ctx, req)
+}
+
+// openLockedRemote takes the served repository's lock (see lockRemote) and
+// opens its object and ref storage; the caller unlocks.
+func openLockedRemote(path string) (*filesystem.Storage, *Lock, error) {
+	dir, err := remoteGitDir(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	lock, err := lockRemote(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), lock, nil
 }
 
 func (t casTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
@@ -120,16 +129,11 @@ type casReceivePack struct {
 // ReceivePack takes an exclusive lock on the remote repository, checks that
 // every ref still has the value the client expects, then applies the update.
 func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
-	dir, err := remoteGitDir(s.path)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := lockRemote(s.path)
+	sto, lock, err := openLockedRemote(s.path)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
 	for _, cmd := range req.Commands {
 		cur := plumbing.ZeroHash
 		ref, err := sto.Reference(cmd.Name)
