@@ -33,6 +33,12 @@ func InitScratchRepo(dir, branch string) (*ScratchRepo, error) {
 
 // Commit writes files (path → content), stages them and commits.
 func (s *ScratchRepo) Commit(msg string, files map[string]string) (string, error) {
+	return s.commit(msg, files, nil)
+}
+
+// commit writes and stages files, then commits with the given parents (nil:
+// HEAD, as `git commit` does).
+func (s *ScratchRepo) commit(msg string, files map[string]string, parents []plumbing.Hash) (string, error) {
 	wt, err := s.r.Worktree()
 	if err != nil {
 		return "", err
@@ -51,7 +57,7 @@ func (s *ScratchRepo) Commit(msg string, files map[string]string) (string, error
 	}
 	sig := &object.Signature{Name: "memorylab", Email: "memorylab@example.invalid", When: s.When}
 	s.When = s.When.Add(time.Minute)
-	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true})
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true, Parents: parents})
 	if err != nil {
 		return "", err
 	}

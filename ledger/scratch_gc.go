@@ -1,13 +1,10 @@
 package ledger
 
 import (
-	"os"
-	"path/filepath"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Prune deletes every loose object no ref reaches, as `git gc --prune=now`
@@ -21,34 +18,11 @@ func (s *ScratchRepo) Prune() error {
 // tree is HEAD's tree plus files; the parents are HEAD, then other. go-git
 // cannot merge trees, so the caller states the merged content.
 func (s *ScratchRepo) Merge(msg, other string, files map[string]string) (string, error) {
-	wt, err := s.r.Worktree()
-	if err != nil {
-		return "", err
-	}
 	head, err := s.r.Head()
 	if err != nil {
 		return "", err
 	}
-	for name, content := range files {
-		p := filepath.Join(s.Dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			return "", err
-		}
-		if _, err := wt.Add(name); err != nil {
-			return "", err
-		}
-	}
-	sig := &object.Signature{Name: "memorylab", Email: "memorylab@example.invalid", When: s.When}
-	s.When = s.When.Add(time.Minute)
-	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true,
-		Parents: []plumbing.Hash{head.Hash(), plumbing.NewHash(other)}})
-	if err != nil {
-		return "", err
-	}
-	return h.String(), nil
+	return s.commit(msg, files, []plumbing.Hash{head.Hash(), plumbing.NewHash(other)})
 }
 
 // OpenScratchRepo opens an existing scratch repository or linked worktree at

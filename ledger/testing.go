@@ -25,3 +25,22 @@ func TestRecords(t testing.TB, path string) []Record {
 	}
 	return recs
 }
+
+// TestGolden compares got with the golden file at path, rewriting the file
+// first when update is set (each package's -update flag). It is shared by
+// the registry, packets and report golden tests.
+func TestGolden(t testing.TB, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s differs from golden (run with -update after checking):\n%s", path, got)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,19 +91,7 @@ func TestCorpusPackets(t *testing.T) {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from golden (run with -update after checking):\n%s", name, got)
-	}
+	ledger.TestGolden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // TestRules covers every packet rule in both metric directions. Values are

@@ -36,19 +36,7 @@ func corpusMorning(t testing.TB) Morning {
 
 func writeGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from golden (run with -update after checking):\n%s", name, got)
-	}
+	ledger.TestGolden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // pythonSection returns the run ids listed in a section of the Python
