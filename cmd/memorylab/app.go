@@ -136,3 +136,49 @@ func checkRequiredFlags(c *cli.Command) {
 		return action(ctx)
 	}
 }
+
+// trailingBoolFlags picks the command's boolean flags out of the positional
+// arguments: urfave/cli v2 stops parsing flags at the first argument, and
+// `import DIR --init` is how people type it. "--" ends flag picking.
+// A store given there (--store DIR or --store=DIR) is returned in store.
+func trailingBoolFlags(args []string, bools map[string]bool, store *string) ([]string, error) {
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(rest, args[i+1:]...), nil
+		}
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+			if name == "store" && store != nil {
+				if !hasVal {
+					if i+1 >= len(args) {
+						return nil, usagef("--store needs a directory")
+					}
+					i++
+					val = args[i]
+				}
+				*store = val
+				continue
+			}
+			if _, ok := bools[name]; !ok || hasVal {
+				return nil, usagef("unknown flag %s; see --help", a)
+			}
+			bools[name] = true
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return rest, nil
+}
+
+// argsAndBools returns c's positional arguments and the named boolean flags,
+// set either before the arguments or after them (`show RUN --json`).
+func argsAndBools(c *cli.Context, names ...string) ([]string, map[string]bool, error) {
+	bools := map[string]bool{}
+	for _, n := range names {
+		bools[n] = c.Bool(n)
+	}
+	args, err := trailingBoolFlags(c.Args().Slice(), bools, nil)
+	return args, bools, err
+}

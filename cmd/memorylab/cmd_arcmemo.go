@@ -124,41 +124,6 @@ func storeFromLineage(c *cli.Context) string {
 	return ""
 }
 
-// trailingBoolFlags picks the command's boolean flags out of the positional
-// arguments: urfave/cli v2 stops parsing flags at the first argument, and
-// `import DIR --init` is how people type it. "--" ends flag picking.
-// A store given there (--store DIR or --store=DIR) is returned in store.
-func trailingBoolFlags(args []string, bools map[string]bool, store *string) ([]string, error) {
-	var rest []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(rest, args[i+1:]...), nil
-		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if name == "store" && store != nil {
-				if !hasVal {
-					if i+1 >= len(args) {
-						return nil, usagef("--store needs a directory")
-					}
-					i++
-					val = args[i]
-				}
-				*store = val
-				continue
-			}
-			if _, ok := bools[name]; !ok || hasVal {
-				return nil, usagef("unknown flag %s; see --help", a)
-			}
-			bools[name] = true
-			continue
-		}
-		rest = append(rest, a)
-	}
-	return rest, nil
-}
-
 // arcmemoImportJSON is the --json output of arcmemo import.
 type arcmemoImportJSON struct {
 	MessageType string           `json:"message_type"`

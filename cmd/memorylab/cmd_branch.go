@@ -28,13 +28,14 @@ func branchCommand(env *Env) *cli.Command {
 			&cli.BoolFlag{Name: "force", Usage: "move NAME if it already exists"},
 		},
 		Action: func(c *cli.Context) error {
-			if err := flagsAfterArgs(c); err != nil {
+			args, b, err := argsAndBools(c, "force")
+			if err != nil {
 				return err
 			}
-			if c.NArg() != 2 {
-				return usagef("branch takes a run id (or prefix) and a branch name, got %d arguments", c.NArg())
+			if len(args) != 2 {
+				return usagef("branch takes a run id (or prefix) and a branch name, got %d arguments", len(args))
 			}
-			return runBranch(env, branchOptions{Store: c.String("store"), Query: c.Args().Get(0), Name: c.Args().Get(1), Force: c.Bool("force")})
+			return runBranch(env, branchOptions{Store: c.String("store"), Query: args[0], Name: args[1], Force: b["force"]})
 		},
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -35,26 +34,14 @@ func compareCommand(env *Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the comparison as one JSON object"},
 		},
 		Action: func(c *cli.Context) error {
-			opts := compareOptions{Store: c.String("store"), NoDiff: c.Bool("no-diff"), JSON: c.Bool("json")}
-			// urfave/cli stops parsing flags at the first argument; accept
-			// `compare A B --json` too, as people type it.
-			var runs []string
-			for _, a := range c.Args().Slice() {
-				switch a {
-				case "--json", "-json":
-					opts.JSON = true
-				case "--no-diff", "-no-diff":
-					opts.NoDiff = true
-				default:
-					if strings.HasPrefix(a, "-") {
-						return usagef("compare: unknown flag %q", a)
-					}
-					runs = append(runs, a)
-				}
+			runs, b, err := argsAndBools(c, "no-diff", "json")
+			if err != nil {
+				return err
 			}
 			if len(runs) != 2 {
 				return usagef("compare takes exactly two runs (id, prefix, champion, latest or previous), got %d", len(runs))
 			}
+			opts := compareOptions{Store: c.String("store"), NoDiff: b["no-diff"], JSON: b["json"]}
 			opts.A, opts.B = runs[0], runs[1]
 			return runCompare(env, opts)
 		},

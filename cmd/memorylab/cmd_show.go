@@ -34,13 +34,14 @@ func showCommand(env *Env) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print {record, commit, parent, pinned, diff} as one JSON object"},
 		},
 		Action: func(c *cli.Context) error {
-			if err := flagsAfterArgs(c); err != nil {
+			args, b, err := argsAndBools(c, "no-diff", "json")
+			if err != nil {
 				return err
 			}
-			if c.NArg() != 1 {
-				return usagef("show takes exactly one run id or prefix, got %d arguments", c.NArg())
+			if len(args) != 1 {
+				return usagef("show takes exactly one run id or prefix, got %d arguments", len(args))
 			}
-			return runShow(env, showOptions{Store: c.String("store"), Query: c.Args().First(), NoDiff: c.Bool("no-diff"), JSON: c.Bool("json")})
+			return runShow(env, showOptions{Store: c.String("store"), Query: args[0], NoDiff: b["no-diff"], JSON: b["json"]})
 		},
 	}
 }
@@ -202,17 +203,6 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 		return
 	}
 	fmt.Fprintf(w, "  %s\n", buf.String())
-}
-
-// flagsAfterArgs explains urfave/cli v2's rule that flags stop at the
-// first argument, instead of a confusing argument count.
-func flagsAfterArgs(c *cli.Context) error {
-	for _, a := range c.Args().Slice()[min(1, c.NArg()):] {
-		if strings.HasPrefix(a, "-") && a != "-" {
-			return usagef("flag %s after the arguments: put flags first, e.g. memorylab %s %s ...", a, c.Command.Name, a)
-		}
-	}
-	return nil
 }
 
 // oneLine folds newlines and control characters so ledger text cannot

@@ -177,10 +177,12 @@ func TestShowBranchArgsThroughTheApp(t *testing.T) {
 		args []string
 		code int
 	}{
-		{"flag after the run id", []string{"show", string(rec.RunID), "--json"}, ExitBadInput},
+		{"flag after the run id", []string{"show", string(rec.RunID), "--json"}, ExitOK},
+		{"unknown flag after the run id", []string{"show", string(rec.RunID), "--jsn"}, ExitBadInput},
 		{"no run id", []string{"show"}, ExitBadInput},
 		{"show ok", []string{"show", "--no-diff", string(rec.RunID)}, ExitOK},
-		{"branch flag after args", []string{"branch", string(rec.RunID), "x", "--force"}, ExitBadInput},
+		{"branch flag after args", []string{"branch", string(rec.RunID), "x", "--force"}, ExitOK},
+		{"branch unknown flag after args", []string{"branch", string(rec.RunID), "y", "--forse"}, ExitBadInput},
 		{"branch ok", []string{"branch", string(rec.RunID), "keep/baseline"}, ExitOK},
 		{"list ok", []string{"list", "--status", "keep"}, ExitOK},
 		{"hooks status", []string{"hooks", "status"}, ExitOK},
