@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
-	"unsafe"
 )
 
 // The catalog is a cache of slim records: the fields registry, packets,
@@ -103,7 +101,7 @@ func (s *Store) WriteCache(name string, version int, fp Fingerprint, payload []b
 	hdr.WriteString(name + "\n")
 	b := binary.AppendUvarint(nil, uint64(version))
 	b = binary.AppendVarint(b, fp.Size)
-	b = appendString(b, fp.TailHash)
+	b = AppendString(b, fp.TailHash)
 	hdr.Write(b)
 	hdr.Write(payload)
 	return WriteFileAtomic(s.CachePath(name), hdr.Bytes(), 0o644)
@@ -129,13 +127,13 @@ func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error)
 	if !bytes.HasPrefix(b, []byte(prefix)) {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s has no header", ErrCacheInvalid, name)
 	}
-	d := decoder{buf: b[len(prefix):]}
-	v := d.uvarint()
-	fp := Fingerprint{Size: d.varint(), TailHash: d.str()}
-	if d.err != nil || v != uint64(version) {
+	d := newCopyingDecoder(b[len(prefix):])
+	v := d.Uvarint()
+	fp := Fingerprint{Size: d.Varint(), TailHash: d.Str()}
+	if d.Err() != nil || v != uint64(version) {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s version %d, want %d", ErrCacheInvalid, name, v, version)
 	}
-	return fp, d.buf, nil
+	return fp, d.Rest(), nil
 }
 
 // OpenCatalog returns the catalog for metric, caught up with the ledger. A
@@ -200,14 +198,9 @@ const (
 	flagError
 )
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 func encodeCatalog(c *Catalog) []byte {
 	b := make([]byte, 0, 512*len(c.Records)+64)
-	b = appendString(b, c.Metric)
+	b = AppendString(b, c.Metric)
 	b = binary.AppendUvarint(b, uint64(len(c.Records)))
 	for i := range c.Records {
 		r := &c.Records[i]
@@ -223,90 +216,28 @@ func encodeCatalog(c *Catalog) []byte {
 		b = binary.AppendUvarint(b, flags)
 		for _, s := range []string{string(r.RunID), r.Timestamp, r.Branch, r.Commit, r.CommitFull, r.Parent(),
 			r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot, string(r.NoveltyGuard), string(r.DecisionPacket)} {
-			b = appendString(b, s)
+			b = AppendString(b, s)
 		}
 		if r.Error != nil {
-			b = appendString(b, r.Error.Summary)
-			b = appendString(b, r.Error.Source)
+			b = AppendString(b, r.Error.Summary)
+			b = AppendString(b, r.Error.Source)
 		}
 		b = binary.AppendUvarint(b, uint64(len(r.Tags)))
 		for _, t := range r.Tags {
-			b = appendString(b, t)
+			b = AppendString(b, t)
 		}
 		b = binary.AppendUvarint(b, uint64(len(r.Metrics)))
 		for _, k := range r.Metrics.Names() {
-			b = appendString(b, k)
+			b = AppendString(b, k)
 			if v := r.Metrics[k]; v == nil {
 				b = append(b, 0)
 			} else {
 				b = append(b, 1)
-				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(*v))
+				b = AppendFloat(b, *v)
 			}
 		}
 	}
 	return b
-}
-
-type decoder struct {
-	buf []byte
-	all string // the whole payload as one string; strings are slices of it
-	pos int
-	err error
-}
-
-func (d *decoder) fail() {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: truncated catalog", ErrCacheInvalid)
-	}
-	d.buf = nil
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.buf)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.buf, d.pos = d.buf[n:], d.pos+n
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.buf)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.buf, d.pos = d.buf[n:], d.pos+n
-	return v
-}
-
-// str returns the next string; after decodeCatalog it is a slice of
-// d.all (no copy).
-func (d *decoder) str() string {
-	n := d.uvarint()
-	if d.err != nil || uint64(len(d.buf)) < n {
-		d.fail()
-		return ""
-	}
-	var out string
-	if d.all != "" {
-		out = d.all[d.pos : d.pos+int(n)]
-	} else {
-		out = string(d.buf[:n])
-	}
-	d.buf, d.pos = d.buf[n:], d.pos+int(n)
-	return out
-}
-
-func (d *decoder) byte1() byte {
-	if len(d.buf) < 1 {
-		d.fail()
-		return 0
-	}
-	v := d.buf[0]
-	d.buf, d.pos = d.buf[1:], d.pos+1
-	return v
 }
 
 func decodeCatalog(payload []byte) (*Catalog, error) {
@@ -316,10 +247,9 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 	if len(payload) == 0 {
 		return nil, fmt.Errorf("%w: empty catalog", ErrCacheInvalid)
 	}
-	all := unsafe.String(&payload[0], len(payload))
-	d := &decoder{buf: payload, all: all}
-	c := &Catalog{Metric: d.str()}
-	n := d.uvarint()
+	d := NewDecoder(payload)
+	c := &Catalog{Metric: d.Str()}
+	n := d.Uvarint()
 	if n > uint64(len(payload)) {
 		return nil, fmt.Errorf("%w: bad record count", ErrCacheInvalid)
 	}
@@ -327,63 +257,48 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 	c.Offsets = make([]int64, n)
 	for i := range c.Records {
 		r := &c.Records[i]
-		c.Offsets[i] = d.varint()
-		r.SchemaVersion = int(d.uvarint())
-		flags := d.uvarint()
-		r.RunID = RunID(d.str())
-		r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.str(), d.str(), d.str(), d.str()
-		parent := d.str()
+		c.Offsets[i] = d.Varint()
+		r.SchemaVersion = int(d.Uvarint())
+		flags := d.Uvarint()
+		r.RunID = RunID(d.Str())
+		r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
+		parent := d.Str()
 		if flags&flagParent != 0 {
 			r.ParentCommit = &parent
 		}
-		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.str(), d.str(), d.str(), d.str(), d.str()
-		if g := d.str(); g != "" {
+		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+		if g := d.Str(); g != "" {
 			r.NoveltyGuard = RawJSON(g)
 		}
-		if p := d.str(); p != "" {
+		if p := d.Str(); p != "" {
 			r.DecisionPacket = RawJSON(p)
 		}
 		if flags&flagError != 0 {
-			r.Error = &ErrorInfo{Summary: d.str(), Source: d.str()}
+			r.Error = &ErrorInfo{Summary: d.Str(), Source: d.Str()}
 		}
-		nt := d.uvarint()
-		if nt > uint64(len(d.buf)) {
-			d.fail()
-			break
-		}
-		r.Tags = make([]string, nt)
+		r.Tags = make([]string, d.Count())
 		for j := range r.Tags {
-			r.Tags[j] = d.str()
+			r.Tags[j] = d.Str()
 		}
-		nm := d.uvarint()
-		if nm > 0 {
-			if nm > uint64(len(d.buf)) {
-				d.fail()
-				break
-			}
+		if nm := d.Count(); nm > 0 {
 			r.Metrics = make(Metrics, nm)
 			vals := make([]float64, nm)
-			for j := 0; j < int(nm); j++ {
-				k := d.str()
-				if d.byte1() == 0 {
+			for j := range nm {
+				k := d.Str()
+				if d.Byte() == 0 {
 					r.Metrics[k] = nil
 					continue
 				}
-				if len(d.buf) < 8 {
-					d.fail()
-					break
-				}
-				vals[j] = math.Float64frombits(binary.LittleEndian.Uint64(d.buf))
-				d.buf, d.pos = d.buf[8:], d.pos+8
+				vals[j] = d.Float()
 				r.Metrics[k] = &vals[j]
 			}
 		}
-		if d.err != nil {
+		if d.Err() != nil {
 			break
 		}
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	return c, nil
 }
