@@ -7,7 +7,7 @@ import (
 
 // commitTable maps every folded commit to its lineage root and whether it
 // is counted in a lineage's unique commits. With 100k commits a Go map
-// costs ~70 ms to gob-decode and as much to encode, which `log` would pay
+// costs ~70 ms to decode (gob) and as much to encode, which `log` would pay
 // on every run; this table persists as one sorted string (key \x00 root
 // \x00 flag \n ...) that loads with a single scan for line starts, and
 // keeps entries added since the load in a small map, merged on save.

@@ -1,11 +1,7 @@
 package registry
 
 import (
-	"bytes"
-	"encoding/gob"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -17,7 +13,8 @@ import (
 //
 //	1: first version (gob).
 //	2: status counts leave out kept records without the metric (IsExperiment).
-const StateVersion = 2
+//	3: the ledger's binary cache encoding instead of gob (codec.go).
+const StateVersion = 3
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -182,7 +179,7 @@ type Cluster struct {
 }
 
 // State is the registry as an incremental fold. Exported fields are
-// persisted (gob); the cluster index is rebuilt on load.
+// persisted (codec.go); the cluster index is rebuilt on load.
 type State struct {
 	Version int
 	Metric  string
@@ -197,7 +194,7 @@ type State struct {
 	Clusters []*Cluster
 
 	opts         Options
-	index        map[string][]int32
+	index        map[indexKey][]int32
 	memo         map[string]memoHit
 	memoFeatures map[string]Features
 	cnt          [3][]int32 // shared tokens / concepts / numbers per cluster
@@ -226,7 +223,7 @@ func (s *State) setOptions(opts Options) {
 		opts.Text = &DefaultText
 	}
 	s.opts = opts
-	s.index = map[string][]int32{}
+	s.index = make(map[indexKey][]int32, 4*len(s.Clusters))
 	s.memo = map[string]memoHit{}
 	s.memoFeatures = map[string]Features{}
 	for i, c := range s.Clusters {
@@ -395,39 +392,6 @@ func (s *State) Challengers() []Run {
 		return nil
 	}
 	return top[1:]
-}
-
-// Marshal encodes the state for the registry cache.
-func (s *State) Marshal() ([]byte, error) {
-	s.Commits.compact()
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
-		return nil, fmt.Errorf("unable to encode registry state: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// ErrStateMismatch means a persisted state is of another version or goal and
-// must be rebuilt.
-var ErrStateMismatch = errors.New("registry state does not match")
-
-// Unmarshal decodes a state written by Marshal for the same goal.
-func Unmarshal(b []byte, opts Options) (*State, error) {
-	var s State
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStateMismatch, err)
-	}
-	if s.Version != StateVersion || s.Metric != opts.Goal.Metric || s.Max != opts.Goal.Max {
-		return nil, fmt.Errorf("%w: version %d, goal %s/%v", ErrStateMismatch, s.Version, s.Metric, s.Max)
-	}
-	if s.Counts == nil {
-		s.Counts = map[string]int{}
-	}
-	if s.Lineages == nil {
-		s.Lineages = map[string]*LineageAgg{}
-	}
-	s.setOptions(opts)
-	return &s, nil
 }
 
 // Registry is champion_challenger.json. Entries carry the metric value both
