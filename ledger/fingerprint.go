@@ -98,7 +98,7 @@ func (s *Store) ScanFrom(from int64, fn func(r *Record, line int, offset int64) 
 		return from, nil, err
 	}
 	end = from
-	warnings, err = ScanReader(io.LimitReader(f, size-from), func(r *Record, line int, off int64) error {
+	warnings, err = scanReader(io.LimitReader(f, size-from), int(min(max(size-from, 4096), 1<<20)), func(r *Record, line int, off int64) error {
 		return fn(r, line, from+off)
 	})
 	for i := range warnings {

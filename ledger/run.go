@@ -117,20 +117,31 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unable to create %s: %w", dir, err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// The new directory's entry in runs/ must survive a power loss too.
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return err
+		}
 	}
 	rel := func(name string) string {
 		return filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID), name))
 	}
 	r.Artifacts["run_dir"] = filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID)))
+	writes := make([]atomicFile, 0, len(files))
 	for _, f := range files {
 		if f.Name == "" || strings.ContainsAny(f.Name, `/\`) || f.Name == "." || f.Name == ".." {
 			return BadInputf("archive name %q", f.Name)
 		}
-		dst := filepath.Join(dir, f.Name)
+		write := func(w io.Writer) error {
+			_, err := w.Write(f.Data)
+			return err
+		}
 		if f.SrcPath != "" {
-			err = WriteAtomic(dst, 0o644, func(w io.Writer) error {
+			write = func(w io.Writer) error {
 				src, err := os.Open(f.SrcPath)
 				if err != nil {
 					return err
@@ -138,13 +149,14 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 				defer src.Close()
 				_, err = io.Copy(w, src)
 				return err
-			})
-		} else {
-			err = WriteFileAtomic(dst, f.Data, 0o644)
+			}
 		}
-		if err != nil {
-			return err
-		}
+		writes = append(writes, atomicFile{path: filepath.Join(dir, f.Name), perm: 0o644, write: write})
+	}
+	if err := writeAllAtomic(dir, writes); err != nil {
+		return err
+	}
+	for _, f := range files {
 		if f.Key != "" {
 			r.Artifacts[f.Key] = rel(f.Name)
 		}
@@ -164,9 +176,9 @@ type ArchiveFile struct {
 
 // runIDTailWindow is how much of the ledger's end ClaimRunIDLocked searches
 // for an id. Records are appended in time order, so any record of the same
-// second (the only possible collision) sits in the last few lines; 1 MiB
-// holds about 250 records of 4 KB and keeps the check flat in ledger size.
-const runIDTailWindow = 1 << 20
+// second (the only possible collision) sits in the last few lines; 256 KiB
+// holds about 60 records of 4 KB and keeps the check flat in ledger size.
+const runIDTailWindow = 256 << 10
 
 // ClaimRunIDLocked makes r.RunID unique in the store before anything is
 // written under it. The caller holds the store lock, so no other writer can

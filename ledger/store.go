@@ -310,7 +310,13 @@ func (s *Store) Scan(fn func(r *Record, line int, offset int64) error) ([]Warnin
 // calling goroutine: it reads no further than the line fn stops at, which
 // suits reading one record or a short tail.
 func ScanReader(rd io.Reader, fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
-	br := bufio.NewReaderSize(rd, 1<<20)
+	return scanReader(rd, 1<<20, fn)
+}
+
+// scanReader is ScanReader with a read buffer of bufSize bytes (catching a
+// cache up with a short ledger tail need not allocate and clear 1 MiB).
+func scanReader(rd io.Reader, bufSize int, fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
+	br := bufio.NewReaderSize(rd, bufSize)
 	var warnings []Warning
 	var offset int64
 	for lineNo := 1; ; lineNo++ {
