@@ -15,6 +15,7 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
 )
 
@@ -273,33 +274,59 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if err := loc.Repo.PinRun(rec.RunID, prov.Commit); err != nil {
 		return nil, err
 	}
-	// The lineage root from real ancestry (short form, as the Python tool wrote it);
-	// left empty when unknown (shallow clone). Never a reason to refuse the run.
-	if root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep); err != nil {
-		fmt.Fprintf(env.Err, "memorylab: warning: lineage not recorded: %v\n", err)
-	} else if state == ledger.LineageKnown {
-		rec.LineageRoot = ledger.Short(root)
+	// Three reads of three caches, side by side: the lineage root (git
+	// ancestry), the novelty verdict against every run before this one
+	// (bleve) and the registry state. None writes what another reads, and
+	// the lock keeps the ledger as it is until the append.
+	var (
+		lineageRoot string
+		lineageErr  error
+		nix         *ledger.NoveltyIndex
+		verdict     novelty.Result
+		st          *registry.State
+		cachedAt    int64
+	)
+	penv := *env
+	penv.Err = &syncWriter{w: env.Err}
+	err = parallel(
+		func() error {
+			// Short form, as the Python tool wrote it; left empty when unknown
+			// (shallow clone). Never a reason to refuse the run.
+			root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep)
+			if state == ledger.LineageKnown {
+				lineageRoot = ledger.Short(root)
+			}
+			lineageErr = err
+			return nil
+		},
+		func() error {
+			var err error
+			if nix, err = openNoveltyIndex(&penv, s, true); err != nil {
+				return err
+			}
+			vopts := noveltyOptions(s, opts.Mode, opts.Threshold)
+			vopts.Candidates = novelty.LogCandidateLimit
+			verdict, err = novelty.Check(nix, novelty.Probe{Description: rec.Description, Hypothesis: rec.Hypothesis,
+				Family: rec.Family, Tags: rec.Tags}, vopts)
+			return err
+		},
+		func() error {
+			var err error
+			st, _, cachedAt, err = loadRegistry(s, penv.Err, nil)
+			return err
+		},
+	)
+	if nix != nil {
+		defer nix.Close()
 	}
-	// Novelty verdict against every run before this one, under the lock.
-	nix, err := openNoveltyIndex(env, s, true)
 	if err != nil {
 		return nil, err
 	}
-	defer nix.Close()
-	vopts := noveltyOptions(s, opts.Mode, opts.Threshold)
-	vopts.Candidates = novelty.LogCandidateLimit
-	verdict, err := novelty.Check(nix, novelty.Probe{Description: rec.Description, Hypothesis: rec.Hypothesis,
-		Family: rec.Family, Tags: rec.Tags}, vopts)
-	if err != nil {
-		return nil, err
+	if lineageErr != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: lineage not recorded: %v\n", lineageErr)
 	}
+	rec.LineageRoot = lineageRoot
 	if rec.NoveltyGuard, err = json.Marshal(verdict.Verdict); err != nil {
-		return nil, err
-	}
-	// Registry and decision packet: fold this run into the cached registry
-	// state (caught up with the ledger, never re-read) before the append.
-	st, _, err := loadRegistry(s, env.Err, nil)
-	if err != nil {
 		return nil, err
 	}
 	packet := decisionPacket(st, rec)
@@ -315,23 +342,36 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if err := s.AppendLocked(rec); err != nil {
 		return nil, err
 	}
-	// The ledger line is the commit point; the index is a cache after it.
-	if err := nix.CatchUp(); err != nil {
-		fmt.Fprintf(env.Err, "memorylab: note: novelty index not updated (%v); the next check catches up\n", err)
-	}
+	// The ledger line is the commit point. What follows is derived from it
+	// and touches three different files, so it runs side by side: the
+	// index (a cache), results.tsv, and the registry (both rebuildable;
+	// their failures are a note and a warning, results.tsv's an error).
 	mem := memoryGB(rec)
 	row := results.Row{Commit: rec.Commit, Status: rec.Status, Description: rec.Description, MemoryGB: mem}
 	if v, ok := rec.Metric(s.Config.Metric); ok && rec.Status != ledger.StatusCrash {
 		row.Metric = &v
 	}
-	if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
-		return nil, err
+	var indexErr, registryErr error
+	err = parallel(
+		func() error { indexErr = nix.CatchUp(); return nil },
+		func() error { return s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()) },
+		func() error {
+			fp, err := s.CurrentFingerprint()
+			if err == nil {
+				err = saveRegistry(&penv, s, st, fp, cachedAt, registryCacheLag)
+			}
+			registryErr = err
+			return nil
+		},
+	)
+	if indexErr != nil {
+		fmt.Fprintf(env.Err, "memorylab: note: novelty index not updated (%v); the next check catches up\n", indexErr)
 	}
-	// Derived files: the run is committed, so a failure here is a warning.
-	if fp, err := s.CurrentFingerprint(); err != nil {
-		fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
-	} else if err := saveRegistry(env, s, st, fp); err != nil {
-		fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
+	if registryErr != nil {
+		fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", registryErr)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if opts.Report {
 		if _, err := writeReport(env, s, reportOptions{SinceHours: opts.SinceHours, Format: "md",

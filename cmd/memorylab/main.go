@@ -6,12 +6,29 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 )
 
 func main() {
+	tuneGC()
 	os.Exit(profiled(func() int { return run(os.Args) }))
+}
+
+// tuneGC sets the collector for a short-lived command, unless $GOGC or
+// $GOMEMLIMIT say otherwise: collect at 5x the live heap instead of 2x (a
+// warm log at 100k runs spent ~5 ms of ~50 in GC), but never let the heap
+// pass 256 MiB (the memory goal is 300 MB RSS). On first use at 100k runs,
+// rebuilding every cache, this cut peak RSS from 420 to 290 MB and time
+// from 15.7 to 14.3 s: the limit collects only when memory is short.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(256 << 20)
+	}
 }
 
 // profiled writes a CPU profile to $MEMORYLAB_CPUPROFILE when it is set: the

@@ -25,11 +25,19 @@ func registryOptions(s *ledger.Store) registry.Options {
 	return registry.Options{Goal: registry.GoalOf(s.Config), Lineage: lineageFunc}
 }
 
-// loadRegistry returns the registry state caught up with the ledger and the
-// ledger offset it covers. A missing, stale or unreadable state is rebuilt
-// from the catalog (with a notice on errw unless it was simply missing).
-// cat, when non-nil, is an already opened catalog to rebuild from.
-func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, error) {
+// registryCacheLag is how many ledger bytes the registry cache may lag
+// behind before log rewrites it (~30 records of the Python schema). Until
+// then each log folds the few records after the cache into the state it
+// loaded, which costs less than encoding and writing the whole state on
+// every run; champion_challenger.json is still written every time.
+var registryCacheLag int64 = 128 << 10
+
+// loadRegistry returns the registry state caught up with the ledger, the
+// ledger prefix it covers, and the ledger size the cache file on disk
+// covers (-1 when it was missing, stale or unreadable and the state was
+// rebuilt from the catalog, with a notice on errw unless it was simply
+// missing). cat, when non-nil, is an already opened catalog to rebuild from.
+func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, int64, error) {
 	opts := registryOptions(s)
 	fp, payload, err := s.ReadCache(registryStateFile, registry.StateVersion)
 	var st *registry.State
@@ -40,42 +48,46 @@ func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 			st, err = registry.Unmarshal(payload, opts)
 		}
 	}
+	cachedAt := fp.Size
 	if err != nil {
 		if !errors.Is(err, ledger.ErrCacheMissing) {
 			fmt.Fprintf(errw, "memorylab: rebuilding the registry cache (%v)\n", err)
 		}
 		if cat == nil {
 			if cat, _, err = s.OpenCatalog(s.Config.Metric, errw); err != nil {
-				return nil, fp, err
+				return nil, fp, -1, err
 			}
 		}
 		st = registry.Build(cat.Records, opts)
-		fp = cat.Covers
+		fp, cachedAt = cat.Covers, -1
 	}
 	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
 		st.Add(r)
 		return nil
 	})
 	if err != nil {
-		return nil, fp, err
+		return nil, fp, cachedAt, err
 	}
 	if end != fp.Size {
 		if fp, err = s.FingerprintAt(end); err != nil {
-			return nil, fp, err
+			return nil, fp, cachedAt, err
 		}
 	}
-	return st, fp, nil
+	return st, fp, cachedAt, nil
 }
 
-// saveRegistry writes the state cache (covering fp) and replaces
-// champion_challenger.json atomically.
-func saveRegistry(env *Env, s *ledger.Store, st *registry.State, fp ledger.Fingerprint) error {
-	b, err := st.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := s.WriteCache(registryStateFile, registry.StateVersion, fp, b); err != nil {
-		return err
+// saveRegistry replaces champion_challenger.json atomically and, when the
+// cache file (covering cachedAt bytes, -1 for none) lags fp by maxLag bytes
+// or more, writes the state cache covering fp.
+func saveRegistry(env *Env, s *ledger.Store, st *registry.State, fp ledger.Fingerprint, cachedAt, maxLag int64) error {
+	if cachedAt < 0 || fp.Size-cachedAt >= maxLag {
+		b, err := st.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := s.WriteCache(registryStateFile, registry.StateVersion, fp, b); err != nil {
+			return err
+		}
 	}
 	return writeRegistryJSON(env, s, st)
 }

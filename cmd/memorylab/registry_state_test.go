@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
+)
+
+// TestRegistryCacheDeferred: log rewrites the registry state cache only
+// when it lags the ledger by registryCacheLag bytes; until then each log
+// folds the tail into the state it loads. champion_challenger.json is
+// fresh after every log either way (TestLogWritesPacketsAndRegistry).
+func TestRegistryCacheDeferred(t *testing.T) {
+	repo := nightRepo(t)
+	s, err := ledger.OpenStore(filepath.Join(repo.Dir, "results", "memorylab"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := func() (cache, ledgerSize int64) {
+		t.Helper()
+		fp, _, err := s.ReadCache(registryStateFile, registry.StateVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(s.LedgerPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp.Size, st.Size()
+	}
+	// The first log wrote the cache (there was none); four small records
+	// since are well under the lag.
+	if c, l := covered(); c == 0 || c >= l {
+		t.Fatalf("cache covers %d of %d ledger bytes, want a deferred write", c, l)
+	}
+	defer func(old int64) { registryCacheLag = old }(registryCacheLag)
+	registryCacheLag = 1
+	mustRun(t, repo.Dir, nil, "log", "--description", "lag reached", "--status", "discard", "--metric", "val_bpb=0.999")
+	if c, l := covered(); c != l {
+		t.Errorf("cache covers %d of %d ledger bytes after a log past the lag", c, l)
+	}
+}
+
+// TestParallel: every function runs, and the error returned is the first
+// in argument order whatever finishes first.
+func TestParallel(t *testing.T) {
+	errA, errB := errors.New("a"), errors.New("b")
+	tests := []struct {
+		name string
+		errs []error
+		want error
+	}{
+		{"none", nil, nil},
+		{"all ok", []error{nil, nil, nil}, nil},
+		{"one", []error{nil, errB, nil}, errB},
+		{"first in order", []error{nil, errA, errB}, errA},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ran := make([]bool, len(tc.errs))
+			fns := make([]func() error, len(tc.errs))
+			for i, e := range tc.errs {
+				fns[i] = func() error { ran[i] = true; return e }
+			}
+			if got := parallel(fns...); got != tc.want {
+				t.Errorf("parallel = %v, want %v", got, tc.want)
+			}
+			for i, r := range ran {
+				if !r {
+					t.Errorf("function %d did not run", i)
+				}
+			}
+		})
+	}
+}
