@@ -206,6 +206,11 @@ func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResult, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	unlock, err := g.lockSync()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	rs, err := g.resolveRemote(opts.Remote)
 	if err != nil {
 		return nil, err
@@ -310,6 +315,18 @@ func isRejected(err error) bool {
 	return false
 }
 
+// lockSync serialises push and pull across processes on one repository.
+// Two fetches into the same repository race in go-git: one drops the
+// remote-tracking run refs the other is still fetching ("reference not
+// found"). It does not block log, which takes only the store lock.
+func (g *Repo) lockSync() (func(), error) {
+	lock, err := lockFile(filepath.Join(g.CommonDir, "memorylab-sync.lock"))
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = lock.Unlock() }, nil
+}
+
 // Pull fetches the remote ledger and run refs into refs/remotes/<remote>/
 // memorylab/..., creates local run refs for runs not pinned here, merges the
 // ledger by run id and appends records missing locally to experiments.jsonl
@@ -317,6 +334,11 @@ func isRejected(err error) bool {
 func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResult, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	unlock, err := g.lockSync()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	rs, err := g.resolveRemote(opts.Remote)
 	if err != nil {
 		return nil, err
