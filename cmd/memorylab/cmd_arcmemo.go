@@ -200,10 +200,10 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 	// and each solve pass gets its decision packet, as `log` does; memory
 	// snapshots are folded in too, so the cached state matches the ledger.
 	var st *registry.State
-	cachedAt := int64(-1)
+	behind := -1
 	var packetFilesOf = map[ledger.RunID][]ledger.ArchiveFile{}
 	if _, err := os.Stat(s.LedgerPath()); err == nil {
-		if st, _, cachedAt, err = loadRegistry(s, env.Err, nil); err != nil {
+		if st, _, behind, err = loadRegistry(s, env.Err, nil); err != nil {
 			return err
 		}
 		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
@@ -260,7 +260,7 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 		if st != nil {
 			if fp, err := s.CurrentFingerprint(); err != nil {
 				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
-			} else if err := saveRegistry(env, s, st, fp, cachedAt, 0); err != nil {
+			} else if err := saveRegistry(env, s, st, fp, behind, 0); err != nil {
 				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
 			}
 		}

@@ -284,7 +284,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		nix         *ledger.NoveltyIndex
 		verdict     novelty.Result
 		st          *registry.State
-		cachedAt    int64
+		behind      int
 	)
 	penv := *env
 	penv.Err = &syncWriter{w: env.Err}
@@ -312,7 +312,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		},
 		func() error {
 			var err error
-			st, _, cachedAt, err = loadRegistry(s, penv.Err, nil)
+			st, _, behind, err = loadRegistry(s, penv.Err, nil)
 			return err
 		},
 	)
@@ -357,8 +357,11 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		func() error { return s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()) },
 		func() error {
 			fp, err := s.CurrentFingerprint()
+			if behind >= 0 {
+				behind++ // this run
+			}
 			if err == nil {
-				err = saveRegistry(&penv, s, st, fp, cachedAt, registryCacheLag)
+				err = saveRegistry(&penv, s, st, fp, behind, registryCacheLag)
 			}
 			registryErr = err
 			return nil

@@ -116,11 +116,11 @@ func buildMorning(env *Env, s *ledger.Store, opts reportOptions) (report.Morning
 	if len(warnings) > 0 {
 		fmt.Fprintf(env.Err, "memorylab: %d ledger line(s) skipped, first: %s\n", len(warnings), warnings[0])
 	}
-	st, fp, cachedAt, err := loadRegistry(s, env.Err, cat)
+	st, fp, behind, err := loadRegistry(s, env.Err, cat)
 	if err != nil {
 		return report.Morning{}, err
 	}
-	if fp.Size != cachedAt {
+	if behind != 0 {
 		if b, err := st.Marshal(); err == nil {
 			_ = s.WriteCache(registryStateFile, registry.StateVersion, fp, b) // a cache: failure only costs time
 		}

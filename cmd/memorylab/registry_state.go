@@ -25,19 +25,20 @@ func registryOptions(s *ledger.Store) registry.Options {
 	return registry.Options{Goal: registry.GoalOf(s.Config), Lineage: lineageFunc}
 }
 
-// registryCacheLag is how many ledger bytes the registry cache may lag
-// behind before log rewrites it (~30 records of the Python schema). Until
-// then each log folds the few records after the cache into the state it
-// loaded, which costs less than encoding and writing the whole state on
-// every run; champion_challenger.json is still written every time.
-var registryCacheLag int64 = 128 << 10
+// registryCacheLag is how many records the registry cache may lag behind
+// the ledger before log rewrites it. Until then each log folds the records
+// after the cache into the state it loads (~25 µs each to decode), which
+// costs less than encoding and writing the whole state (a few MB at 100k
+// runs) on every run; champion_challenger.json is still written every time.
+var registryCacheLag = 16
 
 // loadRegistry returns the registry state caught up with the ledger, the
-// ledger prefix it covers, and the ledger size the cache file on disk
-// covers (-1 when it was missing, stale or unreadable and the state was
-// rebuilt from the catalog, with a notice on errw unless it was simply
-// missing). cat, when non-nil, is an already opened catalog to rebuild from.
-func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, int64, error) {
+// ledger prefix it covers, and how many records it folded past the cache
+// file on disk (-1 when that was missing, stale or unreadable and the
+// state was rebuilt from the catalog, with a notice on errw unless it was
+// simply missing). cat, when non-nil, is an already opened catalog to
+// rebuild from.
+func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, int, error) {
 	opts := registryOptions(s)
 	fp, payload, err := s.ReadCache(registryStateFile, registry.StateVersion)
 	var st *registry.State
@@ -48,7 +49,7 @@ func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 			st, err = registry.Unmarshal(payload, opts)
 		}
 	}
-	cachedAt := fp.Size
+	behind := 0
 	if err != nil {
 		if !errors.Is(err, ledger.ErrCacheMissing) {
 			fmt.Fprintf(errw, "memorylab: rebuilding the registry cache (%v)\n", err)
@@ -59,28 +60,31 @@ func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 			}
 		}
 		st = registry.Build(cat.Records, opts)
-		fp, cachedAt = cat.Covers, -1
+		fp, behind = cat.Covers, -1
 	}
 	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
 		st.Add(r)
+		if behind >= 0 {
+			behind++
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, fp, cachedAt, err
+		return nil, fp, behind, err
 	}
 	if end != fp.Size {
 		if fp, err = s.FingerprintAt(end); err != nil {
-			return nil, fp, cachedAt, err
+			return nil, fp, behind, err
 		}
 	}
-	return st, fp, cachedAt, nil
+	return st, fp, behind, nil
 }
 
-// saveRegistry replaces champion_challenger.json atomically and, when the
-// cache file (covering cachedAt bytes, -1 for none) lags fp by maxLag bytes
-// or more, writes the state cache covering fp.
-func saveRegistry(env *Env, s *ledger.Store, st *registry.State, fp ledger.Fingerprint, cachedAt, maxLag int64) error {
-	if cachedAt < 0 || fp.Size-cachedAt >= maxLag {
+// saveRegistry replaces champion_challenger.json atomically and, when st
+// holds maxBehind or more records past the cache file (behind; -1 for no
+// usable file), writes the state cache covering fp.
+func saveRegistry(env *Env, s *ledger.Store, st *registry.State, fp ledger.Fingerprint, behind, maxBehind int) error {
+	if behind < 0 || behind >= maxBehind {
 		b, err := st.Marshal()
 		if err != nil {
 			return err

@@ -37,7 +37,7 @@ func TestRegistryCacheDeferred(t *testing.T) {
 	if c, l := covered(); c == 0 || c >= l {
 		t.Fatalf("cache covers %d of %d ledger bytes, want a deferred write", c, l)
 	}
-	defer func(old int64) { registryCacheLag = old }(registryCacheLag)
+	defer func(old int) { registryCacheLag = old }(registryCacheLag)
 	registryCacheLag = 1
 	mustRun(t, repo.Dir, nil, "log", "--description", "lag reached", "--status", "discard", "--metric", "val_bpb=0.999")
 	if c, l := covered(); c != l {
