@@ -29,7 +29,7 @@ func (t *Text) rawSimilarity(u *Text) float64 {
 	if t.Norm == "" || u.Norm == "" {
 		return 0
 	}
-	return blend(sequenceRatio(t.Norm, u.Norm, u.b2j), t, u)
+	return blend(sequenceRatio(t.Norm, u.Norm, u.b2j()), t, u)
 }
 
 // upperBound is at least rawSimilarity(t, u), cheaply: difflib's

@@ -3,6 +3,7 @@ package novelty
 import (
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -217,12 +218,22 @@ func boundaryAfter(t string, i int) bool {
 // many times. The zero Text is the empty text. Fields are read-only sorted
 // sets.
 type Text struct {
-	Norm     string   // Normalize(raw)
-	Tokens   []string // token set: no stopwords, no short tokens except lr kv ve fa mlp oom
-	Concepts []string // concept set, including "num:<n>" for every number
-	Numbers  []string // number set: runs of digits in the normalised text
-	b2j      *b2jIndex
+	Norm     string    // Normalize(raw)
+	Tokens   []string  // token set: no stopwords, no short tokens except lr kv ve fa mlp oom
+	Concepts []string  // concept set, including "num:<n>" for every number
+	Numbers  []string  // number set: runs of digits in the normalised text
 	hist     [39]int32 // byte classes of Norm, for the quick_ratio bound
+
+	// b2j, difflib's position index of Norm, is built on first use: most
+	// texts a check prepares (hundreds of candidate groups) are dropped by
+	// upperBound and never reach the sequence matcher.
+	b2jOnce sync.Once
+	b2jIdx  *b2jIndex
+}
+
+func (t *Text) b2j() *b2jIndex {
+	t.b2jOnce.Do(func() { t.b2jIdx = newB2J(t.Norm) })
+	return t.b2jIdx
 }
 
 // Prepare normalises s and computes its token, concept and number sets.
@@ -232,7 +243,6 @@ func Prepare(s string) *Text {
 
 func prepareTokens(toks []string) *Text {
 	t := &Text{Norm: strings.Join(toks, " ")}
-	t.b2j = newB2J(t.Norm)
 	for i := 0; i < len(t.Norm); i++ {
 		t.hist[normClass[t.Norm[i]]]++
 	}
