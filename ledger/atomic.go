@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 )
 
 // WriteFileAtomic replaces path with data: it writes a temp file in the same
@@ -64,20 +63,19 @@ func writeAllAtomic(dir string, files []atomicFile) (err error) {
 			return fmt.Errorf("unable to write %s: %w", af.path, err)
 		}
 	}
-	errs := make([]error, len(tmps))
-	var wg sync.WaitGroup
+	syncs := make([]func() error, len(tmps))
 	for i, f := range tmps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = f.Sync()
-		}()
-	}
-	wg.Wait()
-	for i, f := range tmps {
-		if errs[i] != nil {
-			return fmt.Errorf("unable to write %s: %w", files[i].path, errs[i])
+		syncs[i] = func() error {
+			if err := f.Sync(); err != nil {
+				return fmt.Errorf("unable to write %s: %w", files[i].path, err)
+			}
+			return nil
 		}
+	}
+	if err := Parallel(syncs...); err != nil {
+		return err
+	}
+	for i, f := range tmps {
 		if err := f.Close(); err != nil {
 			return fmt.Errorf("unable to write %s: %w", files[i].path, err)
 		}

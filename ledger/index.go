@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -794,20 +793,17 @@ func (x *NoveltyIndex) candidates(norm, family string, limit int) ([]TextGroup, 
 		// by side (log's verdict asks for 400 hits each, ~8 ms apiece), then
 		// load each hit's group once (the two lists overlap).
 		found := make([][]string, len(queries))
-		errs := make([]error, len(queries))
-		var wg sync.WaitGroup
+		searches := make([]func() error, len(queries))
 		for i, q := range queries {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				found[i], errs[i] = x.search(q, limit)
-			}()
-		}
-		wg.Wait()
-		for i := range queries {
-			if errs[i] != nil {
-				return nil, errs[i]
+			searches[i] = func() (err error) {
+				found[i], err = x.search(q, limit)
+				return err
 			}
+		}
+		if err := Parallel(searches...); err != nil {
+			return nil, err
+		}
+		for i := range queries {
 			for _, id := range found[i] {
 				if _, ok := out[id]; ok {
 					continue

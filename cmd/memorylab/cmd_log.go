@@ -288,7 +288,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	)
 	penv := *env
 	penv.Err = &syncWriter{w: env.Err}
-	err = parallel(
+	err = ledger.Parallel(
 		func() error {
 			// Short form, as the Python tool wrote it; left empty when unknown
 			// (shallow clone). Never a reason to refuse the run.
@@ -352,7 +352,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		row.Metric = &v
 	}
 	var indexErr, registryErr error
-	err = parallel(
+	err = ledger.Parallel(
 		func() error { indexErr = nix.CatchUp(); return nil },
 		func() error { return s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()) },
 		func() error {
