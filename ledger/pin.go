@@ -75,6 +75,37 @@ func (g *Repo) PinRun(id RunID, commit string) error {
 	return fmt.Errorf("%w: %s keeps changing under us", ErrPinConflict, name)
 }
 
+// UnpinRun removes the pin PinRun wrote for a run whose log failed before
+// its ledger line, if the pin still names commit. Call it under the store
+// lock; run ids are claimed unique under it, so the pin is this run's own.
+func (g *Repo) UnpinRun(id RunID, commit string) error {
+	name, err := RunRef(id)
+	if err != nil {
+		return err
+	}
+	h, err := g.parseFullHash(commit)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rn := plumbing.ReferenceName(name)
+	cur, err := g.r.Storer.Reference(rn)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unable to read %s: %w", name, err)
+	}
+	if cur.Hash() != h {
+		return fmt.Errorf("%w: %s is %s, not %s", ErrPinConflict, name, Short(cur.Hash().String()), Short(commit))
+	}
+	if err := g.r.Storer.RemoveReference(rn); err != nil {
+		return fmt.Errorf("unable to remove %s: %w", name, err)
+	}
+	return nil
+}
+
 // ResolvePin returns the full commit a run's pin points at, or an error
 // wrapping ErrNotFound when the run has no pin (runs logged by the Python
 // tool, or before pinning existed).

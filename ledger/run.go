@@ -164,6 +164,20 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 	return nil
 }
 
+// AbandonRun undoes what a log wrote for run id before its ledger line, when
+// the log fails there: the run's archive directory and its pin (on commit).
+// Call it under the store lock and only while the ledger does not hold the
+// run: ClaimRunIDLocked made the id unique, so both are this run's own. It
+// is best effort; what it cannot remove, doctor lists as info.
+func (s *Store) AbandonRun(g *Repo, id RunID, commit string) {
+	if dir, err := s.RunDir(id); err == nil {
+		_ = os.RemoveAll(dir)
+	}
+	if g != nil {
+		_ = g.UnpinRun(id, commit)
+	}
+}
+
 // ArchiveFile is one file stored with a run.
 type ArchiveFile struct {
 	Key  string // artifacts key, e.g. "archived_log_path"

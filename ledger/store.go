@@ -229,10 +229,16 @@ func (s *Store) AppendLocked(recs ...*Record) error {
 		return fmt.Errorf("unable to append to ledger: %w", errOr(err, io.ErrShortWrite))
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("unable to sync ledger: %w", err)
+		return fmt.Errorf("%w: unable to sync ledger: %w", ErrUnsynced, err)
 	}
 	return nil
 }
+
+// ErrUnsynced is wrapped by AppendLocked when the records were written but
+// the fsync failed: they are in the ledger (and readers see them) though
+// maybe not on disk. Every other AppendLocked error leaves the ledger as it
+// was (a short write is cut back), so the caller may undo its archive.
+var ErrUnsynced = errors.New("records appended but not synced")
 
 // testSplitAppend, set only through TestSetSplitAppend, makes every ledger
 // append go out as two writes with a pause between them, so crash tests can

@@ -333,6 +333,7 @@ func TestBadInput(t *testing.T) {
 			before, _ := os.ReadFile(ledgerPath)
 			tsvBefore := fileHash(t, r.tsvPath())
 			refsBefore := refFiles(t, r.Dir)
+			runsBefore := runDirs(filepath.Dir(ledgerPath))
 
 			var code int
 			var stdout, stderr string
@@ -381,15 +382,13 @@ func TestBadInput(t *testing.T) {
 			if !bytes.Equal(before, after) {
 				t.Fatalf("ledger changed: %d bytes before, %d after", len(before), len(after))
 			}
-			got := refFiles(t, r.Dir)
-			if tc.code == ExitNotWritable {
-				// The run's pin is written before the ledger line (the
-				// commit point); a log that then fails leaves an orphan pin,
-				// which doctor lists as info. Nothing else may change.
-				got = dropNewPins(got, refsBefore)
-			}
-			if got != refsBefore {
+			// The pin and the archive are written before the ledger line
+			// (the commit point); a log that fails after them removes both.
+			if got := refFiles(t, r.Dir); got != refsBefore {
 				t.Fatalf("git refs changed:\n%s\nwas:\n%s", got, refsBefore)
+			}
+			if got := runDirs(filepath.Dir(ledgerPath)); got != runsBefore {
+				t.Fatalf("run archives changed:\n%s\nwas:\n%s", got, runsBefore)
 			}
 			if tc.name != "store/results.tsv is a directory" && fileHash(t, r.tsvPath()) != tsvBefore {
 				t.Fatal("results.tsv changed")
@@ -512,13 +511,12 @@ func refFiles(t *testing.T, dir string) string {
 	return strings.Join(out, "\n")
 }
 
-func dropNewPins(after, before string) string {
-	var keep []string
-	for _, l := range strings.Split(after, "\n") {
-		if strings.HasPrefix(l, "refs/memorylab/runs/") && !strings.Contains(before, l) {
-			continue
-		}
-		keep = append(keep, l)
+// runDirs lists the run archive directories of the store at dir.
+func runDirs(dir string) string {
+	ents, _ := os.ReadDir(filepath.Join(dir, ledger.RunsDir))
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
 	}
-	return strings.Join(keep, "\n")
+	return strings.Join(names, "\n")
 }

@@ -274,6 +274,14 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if err := loc.Repo.PinRun(rec.RunID, prov.Commit); err != nil {
 		return nil, err
 	}
+	// Until the ledger line is written, a failure undoes the pin and the
+	// archive (before the lock is released: deferred after it).
+	committed := false
+	defer func() {
+		if !committed {
+			s.AbandonRun(loc.Repo, rec.RunID, prov.Commit)
+		}
+	}()
 	// Three reads of three caches, side by side: the lineage root (git
 	// ancestry), the novelty verdict against every run before this one
 	// (bleve) and the registry state. None writes what another reads, and
@@ -340,8 +348,11 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		}
 	}
 	if err := s.AppendLocked(rec); err != nil {
+		// Written but not synced: the run is in the ledger, keep its files.
+		committed = errors.Is(err, ledger.ErrUnsynced)
 		return nil, err
 	}
+	committed = true
 	// The ledger line is the commit point. What follows is derived from it
 	// and touches three different files, so it runs side by side: the
 	// index (a cache), results.tsv, and the registry (both rebuildable;
