@@ -204,18 +204,11 @@ func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 // fetches the remote ledger, merges by run id (records that arrive are
 // appended to experiments.jsonl) and retries, up to MaxAttempts rounds.
 func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResult, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	unlock, err := g.lockSync()
+	rs, res, done, err := g.beginSync(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	rs, err := g.resolveRemote(opts.Remote)
-	if err != nil {
-		return nil, err
-	}
-	res := &SyncResult{Remote: rs.label, Merges: []string{}, Warnings: []string{}}
+	defer done()
 	if err := g.foldAndMerge(s, plumbing.ZeroHash, opts.Now, res); err != nil {
 		return nil, err
 	}
@@ -315,16 +308,27 @@ func isRejected(err error) bool {
 	return false
 }
 
-// lockSync serialises push and pull across processes on one repository.
-// Two fetches into the same repository race in go-git: one drops the
-// remote-tracking run refs the other is still fetching ("reference not
-// found"). It does not block log, which takes only the store lock.
-func (g *Repo) lockSync() (func(), error) {
+// beginSync starts a push or pull: it takes the repository's sync lock
+// (one push or pull at a time per repository, across processes: two
+// fetches into one repository race in go-git, one dropping the
+// remote-tracking run refs the other is still fetching; log never takes
+// this lock) and resolves the remote. done releases the lock.
+func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, done func(), err error) {
+	g.mu.Lock()
 	lock, err := lockFile(filepath.Join(g.CommonDir, "memorylab-sync.lock"))
 	if err != nil {
-		return nil, err
+		g.mu.Unlock()
+		return nil, nil, nil, err
 	}
-	return func() { _ = lock.Unlock() }, nil
+	done = func() {
+		_ = lock.Unlock()
+		g.mu.Unlock()
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return rs, &SyncResult{Remote: rs.label, Merges: []string{}, Warnings: []string{}}, done, nil
 }
 
 // Pull fetches the remote ledger and run refs into refs/remotes/<remote>/
@@ -332,18 +336,11 @@ func (g *Repo) lockSync() (func(), error) {
 // ledger by run id and appends records missing locally to experiments.jsonl
 // in (timestamp, run id) order.
 func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResult, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	unlock, err := g.lockSync()
+	rs, res, done, err := g.beginSync(opts)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	rs, err := g.resolveRemote(opts.Remote)
-	if err != nil {
-		return nil, err
-	}
-	res := &SyncResult{Remote: rs.label, Merges: []string{}, Warnings: []string{}}
+	defer done()
 	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
 	if err != nil {
 		return nil, err
