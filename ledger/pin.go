@@ -29,11 +29,7 @@ var ErrPinConflict = errors.New("run ref already points at another commit")
 // serialise on the store lock and run ids carry a random suffix, and the
 // ref is read back after writing to catch a lost race.
 func (g *Repo) PinRun(id RunID, commit string) error {
-	name, err := RunRef(id)
-	if err != nil {
-		return err
-	}
-	h, err := g.parseFullHash(commit)
+	name, h, err := g.pinTarget(id, commit)
 	if err != nil {
 		return err
 	}
@@ -79,11 +75,7 @@ func (g *Repo) PinRun(id RunID, commit string) error {
 // its ledger line, if the pin still names commit. Call it under the store
 // lock; run ids are claimed unique under it, so the pin is this run's own.
 func (g *Repo) UnpinRun(id RunID, commit string) error {
-	name, err := RunRef(id)
-	if err != nil {
-		return err
-	}
-	h, err := g.parseFullHash(commit)
+	name, h, err := g.pinTarget(id, commit)
 	if err != nil {
 		return err
 	}
@@ -104,6 +96,16 @@ func (g *Repo) UnpinRun(id RunID, commit string) error {
 		return fmt.Errorf("unable to remove %s: %w", name, err)
 	}
 	return nil
+}
+
+// pinTarget is a run's ref name and the full hash of commit.
+func (g *Repo) pinTarget(id RunID, commit string) (string, plumbing.Hash, error) {
+	name, err := RunRef(id)
+	if err != nil {
+		return "", plumbing.ZeroHash, err
+	}
+	h, err := g.parseFullHash(commit)
+	return name, h, err
 }
 
 // ResolvePin returns the full commit a run's pin points at, or an error
