@@ -17,23 +17,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// corpusDir finds shared/corpus/arcmemo above the working directory (the
-// worktree depth differs between checkouts).
+// corpusDir is the ArcMemo corpus in the module's testdata/arcmemo.
 func corpusDir(t testing.TB) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "shared", "corpus", "arcmemo")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("shared/corpus/arcmemo not found above %s", wd)
-		}
-	}
+	return ledger.TestCorpus(t, "arcmemo")
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -12,17 +12,14 @@ import (
 )
 
 // corpusLedgerLines seeds fuzzers with real ledger lines from the Python
-// tool's store in /work/shared/corpus (and synthetic ones when it is absent).
+// tool's store in ../testdata/memorylab-python, plus a synthetic one.
 func corpusLedgerLines(f *testing.F) []string {
 	f.Helper()
 	lines := []string{`{"run_id":"20261122T010000Z-abc1234","status":"keep","timestamp_utc":"2026-11-22T01:00:00Z"}`}
-	b, err := os.ReadFile("/work/shared/corpus/memorylab-python/experiments.jsonl")
-	if err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
+	sc := bufio.NewScanner(bytes.NewReader(corpusFile(f, "experiments.jsonl")))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
 	}
 	return lines
 }
@@ -116,9 +113,7 @@ func FuzzDoctorRepair(f *testing.F) {
 // Properties: no panic; every metric they return is finite or missing;
 // the crash summary is one of the log's lines.
 func FuzzRunLogInputs(f *testing.F) {
-	if b, err := os.ReadFile("/work/shared/corpus/memorylab-python/runs/20261122T022416Z-06e29ac/run.log"); err == nil {
-		f.Add(b)
-	}
+	f.Add(corpusFile(f, "runs/20261122T022416Z-06e29ac/run.log"))
 	f.Add([]byte("---\nval_bpb: 0.99\npeak_vram_mb: 45060.2\n"))
 	f.Add([]byte("---\r\nval_bpb: nan\r\n"))
 	f.Add([]byte("Traceback (most recent call last):\n  File \"train.py\"\ntorch.OutOfMemoryError: CUDA out of memory\n"))

@@ -299,7 +299,7 @@ func TestDiagnoseRefs(t *testing.T) {
 // TestDiagnosePythonStore checks the Python tool's real store from the
 // shared corpus: every line reads, every archived file is there.
 func TestDiagnosePythonStore(t *testing.T) {
-	src := "/work/shared/corpus/memorylab-python"
+	src := corpusDir
 	dst := t.TempDir()
 	if err := copyTree(src, dst); err != nil {
 		t.Fatal(err)

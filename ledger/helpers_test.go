@@ -10,9 +10,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// corpusDir holds a copy of shared/corpus/memorylab-python (the Python
-// MemoryLab's ledger, results.tsv and run logs), so tests run on a clean clone.
-const corpusDir = "testdata/python"
+// corpusDir is the Python MemoryLab's store (ledger, results.tsv, run
+// archives) in the module's testdata/memorylab-python.
+const corpusDir = "../testdata/memorylab-python"
 
 func ok(t *testing.T, err error) {
 	t.Helper()
@@ -57,7 +57,7 @@ func corpusFile(t testing.TB, rel string) []byte {
 // corpusRunLogs returns every archived run.log of the Python corpus.
 func corpusRunLogs(t testing.TB) map[string][]byte {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(corpusDir, "runs", "*.log"))
+	paths, err := filepath.Glob(filepath.Join(corpusDir, "runs", "*", "run.log"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("corpus run logs missing: %v", err)
 	}
@@ -67,7 +67,7 @@ func corpusRunLogs(t testing.TB) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[strings.TrimSuffix(filepath.Base(p), ".log")] = b
+		out[filepath.Base(filepath.Dir(p))] = b
 	}
 	return out
 }

@@ -525,11 +525,9 @@ func BenchmarkSync300(b *testing.B) {
 // fails cleanly or yields a record named by its blob that survives a
 // marshal → decode round trip unchanged.
 func FuzzDecodeRemoteRecord(f *testing.F) {
-	if b, err := os.ReadFile("/work/shared/corpus/memorylab-python/experiments.jsonl"); err == nil {
-		for i, line := range strings.Split(string(b), "\n") {
-			if line != "" && i < 40 {
-				f.Add(line)
-			}
+	for i, line := range strings.Split(string(corpusFile(f, "experiments.jsonl")), "\n") {
+		if line != "" && i < 40 {
+			f.Add(line)
 		}
 	}
 	f.Add(`{"run_id":"20261122T010000Z-abcdef0-1a2b","status":"keep","metrics":{"val_bpb":0.99}}`)

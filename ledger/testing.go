@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +44,37 @@ func TestGolden(t testing.TB, path string, got []byte, update bool) {
 	}
 	if string(want) != string(got) {
 		t.Errorf("%s differs from golden (run with -update after checking):\n%s", path, got)
+	}
+}
+
+// ModulePath is this module's import path; TestCorpus finds the module root
+// by it.
+const ModulePath = "github.com/memorylab/memorylab"
+
+// TestCorpus returns the path of elem under the module's top-level
+// testdata/ (the corpora copied into the repository: results-tsv,
+// memorylab-python, arcmemo; see testdata/README.md). It looks for this
+// module's go.mod from the working directory up, so a package at any depth
+// finds it, and it never leaves the module: a missing corpus fails the test.
+func TestCorpus(t testing.TB, elem ...string) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			if !strings.Contains(string(b), "module "+ModulePath+"\n") {
+				t.Fatalf("go.mod above %s is not %s's", wd, ModulePath)
+			}
+			p := filepath.Join(append([]string{d, "testdata"}, elem...)...)
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("corpus missing: %v", err)
+			}
+			return p
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no go.mod above %s", wd)
+		}
 	}
 }

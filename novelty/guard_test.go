@@ -10,11 +10,13 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-const pythonLedger = "/work/shared/corpus/memorylab-python/experiments.jsonl"
+func pythonLedger(t testing.TB) string {
+	return ledger.TestCorpus(t, "memorylab-python", "experiments.jsonl")
+}
 
 func readCorpus(t *testing.T) []*ledger.Record {
 	t.Helper()
-	f, err := os.Open(pythonLedger)
+	f, err := os.Open(pythonLedger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

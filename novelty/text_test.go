@@ -272,8 +272,11 @@ func FuzzNormalize(f *testing.F) {
 }
 
 func seedFromCorpus(f *testing.F) {
-	b, err := os.ReadFile("/work/shared/corpus/memorylab-python/experiments.jsonl")
-	if err == nil {
+	b, err := os.ReadFile(pythonLedger(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	{
 		prev := ""
 		for _, line := range strings.Split(string(b), "\n") {
 			var r struct {

@@ -15,10 +15,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // corpusDir is the registry package's copy of shared/corpus/memorylab-python.
-const corpusDir = "../registry/testdata/python"
+func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "memorylab-python") }
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	return ledger.TestRecords(t, filepath.Join(corpusDir, "experiments.jsonl"))
+	return ledger.TestRecords(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
 }
 
 // BuildAll folds recs and builds each run's packet as `log` does.

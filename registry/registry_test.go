@@ -18,10 +18,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // corpusDir holds a copy of shared/corpus/memorylab-python (ledger, registry,
 // report and decision packets written by the Python tool).
-const corpusDir = "testdata/python"
+func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "memorylab-python") }
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	return ledger.TestRecords(t, filepath.Join(corpusDir, "experiments.jsonl"))
+	return ledger.TestRecords(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
 }
 
 var minGoal = Goal{Metric: "val_bpb"}
@@ -59,7 +59,7 @@ func TestCorpusMatchesPython(t *testing.T) {
 		StatusCounts map[string]int `json:"status_counts"`
 		N            int            `json:"num_experiments"`
 	}
-	b, err := os.ReadFile(filepath.Join(corpusDir, "champion_challenger.json"))
+	b, err := os.ReadFile(filepath.Join(corpusDir(t), "champion_challenger.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

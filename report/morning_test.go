@@ -16,13 +16,13 @@ import (
 )
 
 // corpusDir is the registry package's copy of shared/corpus/memorylab-python.
-const corpusDir = "../registry/testdata/python"
+func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "memorylab-python") }
 
 // corpusNow is when the Python tool wrote its report.
 var corpusNow = time.Date(2026, 11, 22, 2, 24, 18, 0, time.UTC)
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	return ledger.TestRecords(t, filepath.Join(corpusDir, "experiments.jsonl"))
+	return ledger.TestRecords(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
 }
 
 func morningOf(recs []ledger.Record, g registry.Goal, now time.Time) Morning {
@@ -43,7 +43,7 @@ func writeGolden(t *testing.T, name string, got []byte) {
 // tool's reports/latest.md, in order.
 func pythonSection(t *testing.T, heading string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(corpusDir, "reports", "latest.md"))
+	f, err := os.Open(filepath.Join(corpusDir(t), "reports", "latest.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,14 +7,16 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // corpusDir holds the real results.tsv files collected from public forks.
-const corpusDir = "/work/shared/corpus/results-tsv"
+func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "results-tsv") }
 
 func corpusFiles(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(corpusDir, "*.tsv"))
+	files, err := filepath.Glob(filepath.Join(corpusDir(t), "*.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}

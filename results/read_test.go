@@ -431,7 +431,7 @@ func TestPlanIdempotent(t *testing.T) {
 }
 
 func TestPlanTimestampsAndIDs(t *testing.T) {
-	data, err := os.ReadFile(corpusDir + "/EthanBobbyTR__mamba-auto-full.tsv")
+	data, err := os.ReadFile(corpusDir(t) + "/EthanBobbyTR__mamba-auto-full.tsv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func BenchmarkRead(b *testing.B) {
 // manifest says "some >1,500 chars", but the longest in this file is 1,014
 // bytes; TestRead's "long description" case covers 2,200.
 func TestLongDescriptions(t *testing.T) {
-	data, err := os.ReadFile(corpusDir + "/ArnaudGardille__driving-policy-autosearch.tsv")
+	data, err := os.ReadFile(corpusDir(t) + "/ArnaudGardille__driving-policy-autosearch.tsv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 # one after another, for a fixed time each. Targets are discovered with
 # `go test -list 'Fuzz.*'`, so new ones are picked up without editing this.
 # Seed corpora come from the targets' f.Add calls (seeded from
-# /work/shared/corpus) plus any testdata/fuzz/<Target>/ files; new crashers
+# the module's testdata/) plus any testdata/fuzz/<Target>/ files; new crashers
 # are written there by `go test` and should be committed with the fix.
 #
 # Usage: scripts/fuzz.sh [-fuzztime DURATION] [PACKAGE...]

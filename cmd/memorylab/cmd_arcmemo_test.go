@@ -19,16 +19,7 @@ var updateArcmemo = flag.Bool("update-arcmemo", false, "rewrite cmd/memorylab/te
 
 func arcmemoCorpus(t *testing.T) string {
 	t.Helper()
-	wd, _ := os.Getwd()
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "shared", "corpus", "arcmemo")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("shared/corpus/arcmemo not found above %s", wd)
-		}
-	}
+	return ledger.TestCorpus(t, "arcmemo")
 }
 
 type cliResult struct {

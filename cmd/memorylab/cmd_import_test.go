@@ -12,7 +12,8 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-const tsvCorpus = "/work/shared/corpus/results-tsv"
+// tsvCorpus is the real results.tsv files in the module's testdata/.
+var tsvCorpus = filepath.Join("..", "..", "testdata", "results-tsv")
 
 // tsvRepo makes a git repository with one commit and returns its directory.
 func tsvRepo(t *testing.T) string {

@@ -4,8 +4,10 @@
 //
 //	go run ./cmd/mlbench [-sizes 1000,10000,100000] [-reps 5] [-keep DIR]
 //
-// Ledgers come from python3 /work/shared/tools/gen_ledger.py (seed 1234)
-// when it is present, else from the Go generator novelty.SyntheticRecords.
+// Run it from the module root. Ledgers come from python3
+// scripts/gen_ledger.py (seed 1234; the Python tool's schema, for
+// side-by-side runs with it) when python3 is installed, else from the Go
+// generator novelty.SyntheticRecords.
 // The memorylab binary is built once. To add a row, add an entry to
 // benchCommands.
 package main
@@ -110,7 +112,8 @@ func benchRepo(root string) (string, error) {
 
 func dropIndex(store string) error { return os.RemoveAll(filepath.Join(store, ledger.IndexDir)) }
 
-const genLedger = "/work/shared/tools/gen_ledger.py"
+// genLedger is the Python ledger generator, relative to the module root.
+const genLedger = "scripts/gen_ledger.py"
 
 func main() {
 	sizesFlag := flag.String("sizes", "1000,10000,100000", "comma-separated ledger sizes")
