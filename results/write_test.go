@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -42,7 +44,7 @@ func TestRowFormatGolden(t *testing.T) {
 
 // TestRowsMatchPythonTSV re-renders the rows the Python MemoryLab wrote.
 func TestRowsMatchPythonTSV(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "ledger", "testdata", "python", "results.tsv"))
+	raw, err := os.ReadFile(ledger.TestCorpus(t, "memorylab-python", "results.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}

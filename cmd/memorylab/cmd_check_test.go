@@ -13,7 +13,7 @@ import (
 	"github.com/memorylab/memorylab/novelty"
 )
 
-var pythonCorpusLedger = filepath.Join("..", "..", "testdata", "memorylab-python", "experiments.jsonl")
+var pythonCorpusLedger = testdataPath("memorylab-python", "experiments.jsonl")
 
 // corpusStore is a store (outside any repository, via --store) holding
 // the first n records of the Python MemoryLab's ledger.

@@ -12,8 +12,18 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-// tsvCorpus is the real results.tsv files in the module's testdata/.
-var tsvCorpus = filepath.Join("..", "..", "testdata", "results-tsv")
+// tsvCorpus is the real results.tsv files in the module's testdata/, as an
+// absolute path: the commands under test run in scratch directories.
+var tsvCorpus = testdataPath("results-tsv")
+
+// testdataPath is elem under the module's top-level testdata/, absolute.
+func testdataPath(elem ...string) string {
+	p, err := filepath.Abs(filepath.Join(append([]string{"..", "..", "testdata"}, elem...)...))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
 
 // tsvRepo makes a git repository with one commit and returns its directory.
 func tsvRepo(t *testing.T) string {
