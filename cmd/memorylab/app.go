@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -22,9 +24,14 @@ func newApp(env *Env) *cli.App {
 		Writer:    env.Out,
 		ErrWriter: env.Err,
 		Suggest:   true,
+		// Completion candidates for the scripts `memorylab completion` prints.
+		EnableBashCompletion: true,
+		// --version is ours (versionText), not urfave/cli's one-line printer.
+		HideVersion: true,
 		// Never let urfave/cli call os.Exit: deferred unlocks would be skipped.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print the version and exit (same as `memorylab version`)"},
 			&cli.StringFlag{Name: "store", Usage: "store directory (default: results/memorylab in the main worktree)", EnvVars: []string{ledger.StoreEnv}},
 		},
 		Commands: []*cli.Command{
@@ -45,12 +52,19 @@ func newApp(env *Env) *cli.App {
 			runCommand(env),
 			pushCommand(env),
 			pullCommand(env),
+			versionCommand(env),
+			completionCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				bi, ok := debug.ReadBuildInfo()
+				fmt.Fprint(env.Out, versionText(bi, ok))
+				return nil
+			}
 			if c.NArg() > 0 {
-				return usagef("unknown command %q; see `memorylab help`", c.Args().First())
+				return unknownCommand(c.App.Commands, c.Args().First())
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -63,6 +77,46 @@ func newApp(env *Env) *cli.App {
 		}
 	}
 	return app
+}
+
+// unknownCommand is the usage error for a command that does not exist,
+// naming the nearest one when there is one close enough.
+func unknownCommand(cmds []*cli.Command, name string) error {
+	if s := nearestCommand(cmds, name); s != "" {
+		return usagef("unknown command %q; did you mean `memorylab %s`? (see `memorylab help`)", name, s)
+	}
+	return usagef("unknown command %q; see `memorylab help`", name)
+}
+
+// nearestCommand is the visible command closest to name: among the names
+// within a third of name's length in edit (Levenshtein) distance, at least
+// 2, the one with the highest Jaro-Winkler similarity (so a transposition
+// like "lsit" finds "list", not "init"); failing that, the only command
+// name is a prefix of. "" when nothing is close.
+func nearestCommand(cmds []*cli.Command, name string) string {
+	limit := max(len(name)/3, 2)
+	best, bestSim := "", 0.0
+	var prefixed []string
+	for _, c := range cmds {
+		if c.Hidden {
+			continue
+		}
+		for _, n := range c.Names() {
+			if strings.HasPrefix(n, name) {
+				prefixed = append(prefixed, c.Name)
+			}
+			if smetrics.WagnerFischer(name, n, 1, 1, 1) > limit {
+				continue
+			}
+			if sim := smetrics.JaroWinkler(name, n, 0.7, 4); sim > bestSim {
+				best, bestSim = c.Name, sim
+			}
+		}
+	}
+	if best == "" && len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return best
 }
 
 func onUsageError(_ *cli.Context, err error, _ bool) error {

@@ -172,7 +172,8 @@ func badInputs() []badInput {
 		{name: "flags/non-UTF-8 description", code: ExitBadInput, msg: `--description is not valid UTF-8`, prep: static("log", "-d", "caf\xe9 \xff\xfe", "--status", "keep", "--metric", "val_bpb=1")},
 		{name: "flags/non-UTF-8 tags", code: ExitBadInput, msg: `--tags is not valid UTF-8`, prep: static(keep("--metric", "val_bpb=1", "--tags", "lr,\xc3\x28")...)},
 		{name: "flags/stray argument", code: ExitBadInput, msg: `log takes no arguments, got "extra"`, prep: static(keep("--metric", "val_bpb=1", "extra")...)},
-		{name: "flags/unknown command", code: ExitBadInput, msg: `unknown command "lgo"; see .memorylab help.`, prep: static("lgo")},
+		{name: "flags/unknown command", code: ExitBadInput, msg: `unknown command "lgo"; did you mean .memorylab log.\? \(see .memorylab help.\)`, prep: static("lgo")},
+		{name: "flags/unknown command, nothing near", code: ExitBadInput, msg: `unknown command "frobnicate"; see .memorylab help.$`, prep: static("frobnicate")},
 		{name: "flags/init --goal sideways", code: ExitBadInput, msg: `--goal must be min or max, got "sideways"`, prep: static("init", "--goal", "sideways")},
 		{name: "flags/init --metric empty", code: ExitBadInput, msg: `--metric must not be empty`, prep: static("init", "--metric", "")},
 		{name: "flags/doctor argument", code: ExitBadInput, msg: `doctor takes no arguments, got "now"`, prep: static("doctor", "now")},
@@ -251,8 +252,14 @@ func badInputs() []badInput {
 			}
 			return keep("--metric", "val_bpb=1", "--skip-archive")
 		}},
-		{name: "demo/--dir is a regular file", code: ExitFailure, msg: `train\.py: not a directory`, prep: func(t *testing.T, r testRepo) []string {
+		{name: "demo/--dir is a regular file", code: ExitBadInput, msg: `demo: --dir .*train\.py is not a directory`, prep: func(t *testing.T, r testRepo) []string {
 			return []string{"demo", "--dir", filepath.Join(r.Dir, "train.py")}
+		}},
+		{name: "demo/--dir is an existing repository", code: ExitBadInput, msg: `demo: --dir .* is not empty`, prep: func(t *testing.T, r testRepo) []string {
+			return []string{"demo", "--dir", r.Dir}
+		}},
+		{name: "completion/unknown shell", code: ExitBadInput, msg: `completion: unknown shell "ksh"`, prep: func(t *testing.T, r testRepo) []string {
+			return []string{"completion", "ksh"}
 		}},
 
 		// Unwritable store and full disk.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -13,22 +16,29 @@ import (
 )
 
 type demoOptions struct {
-	Dir string // where to build the repository; a temp dir when empty
+	Dir  string // where to build the repository (kept); a temp dir when empty
+	Keep bool   // keep the temp dir instead of removing it at the end
 }
 
 func demoCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "demo",
 		Usage:     "replay an overnight of 30 experiments in a throwaway repository and print where the report is",
-		UsageText: "memorylab demo [--dir DIR]",
+		UsageText: "memorylab demo [--keep | --dir DIR]",
 		Description: "Builds a scratch git repository, then for each experiment edits train.py, commits, writes a\n" +
 			"run.log (summary block or traceback), logs it through the same code as `memorylab log`, and\n" +
-			"resets discarded and crashed commits away, exactly as the autoresearch loop does. Works offline.",
+			"resets discarded and crashed commits away, exactly as the autoresearch loop does. Works offline.\n" +
+			"It prints the morning report and removes the scratch repository, unless --keep (keep the temp\n" +
+			"dir) or --dir DIR (build in DIR, a new or empty directory, and keep it) says otherwise.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: "build the demo repository here instead of a temp dir"},
+			&cli.StringFlag{Name: "dir", Usage: "build the demo repository in this new or empty directory and keep it"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the temp dir (repository, ledger, reports) instead of removing it"},
 		},
 		Action: func(c *cli.Context) error {
-			return runDemo(env, demoOptions{Dir: c.String("dir")})
+			if c.NArg() > 0 {
+				return usagef("demo takes no arguments, got %q", c.Args().First())
+			}
+			return runDemo(env, demoOptions{Dir: c.String("dir"), Keep: c.Bool("keep")})
 		},
 	}
 }
@@ -75,15 +85,23 @@ var demoNight = []demoStep{
 	{desc: "Muon momentum 0.965", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9704},
 }
 
-func runDemo(env *Env, opts demoOptions) error {
+func runDemo(env *Env, opts demoOptions) (err error) {
 	dir := opts.Dir
+	cleanup := dir == "" && !opts.Keep
 	if dir == "" {
 		d, err := os.MkdirTemp("", "memorylab-demo-")
 		if err != nil {
 			return err
 		}
 		dir = d
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		if cleanup {
+			defer func() {
+				if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
+					err = fmt.Errorf("unable to remove the demo repository: %w", rerr)
+				}
+			}()
+		}
+	} else if err := demoDirUsable(dir); err != nil {
 		return err
 	}
 	repo, err := ledger.InitScratchRepo(dir, "autoresearch/demo")
@@ -150,8 +168,10 @@ func runDemo(env *Env, opts demoOptions) error {
 	store := filepath.Join(dir, filepath.FromSlash(ledger.DefaultStoreDir))
 	fmt.Fprintf(env.Out, "demo: replayed %d experiments (%d keep, %d discard, %d crash) in %s\n",
 		len(demoNight), logged["keep"], logged["discard"], logged["crash"], dir)
-	fmt.Fprintf(env.Out, "  ledger:  %s\n", filepath.Join(store, ledger.LedgerFile))
-	fmt.Fprintf(env.Out, "  results: %s\n", filepath.Join(dir, ledger.TSVFile))
+	if !cleanup {
+		fmt.Fprintf(env.Out, "  ledger:  %s\n", filepath.Join(store, ledger.LedgerFile))
+		fmt.Fprintf(env.Out, "  results: %s\n", filepath.Join(dir, ledger.TSVFile))
+	}
 	s, _, err := openStore(&denv, "")
 	if err != nil {
 		return err
@@ -162,7 +182,38 @@ func runDemo(env *Env, opts demoOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Out, "  report:  %s\n", paths[0])
+		if !cleanup {
+			fmt.Fprintf(env.Out, "  report:  %s\n", paths[0])
+		} else if format == "md" {
+			md, err := os.ReadFile(paths[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Out, "\n%s\n", md)
+		}
+	}
+	if cleanup {
+		fmt.Fprintf(env.Out, "demo: removed %s; `memorylab demo --keep` (or --dir DIR) keeps the repository, ledger and reports\n", dir)
+	}
+	return nil
+}
+
+// demoDirUsable accepts a --dir that is missing (it is created) or an empty
+// directory. Anything else is bad usage: the demo builds a repository of its
+// own and must never write into one that exists.
+func demoDirUsable(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) && errors.Is(pe.Err, syscall.ENOTDIR) {
+			return usagef("demo: --dir %s is not a directory", dir)
+		}
+		return err
+	case len(entries) > 0:
+		return usagef("demo: --dir %s is not empty; the demo builds its own repository in a new or empty directory", dir)
 	}
 	return nil
 }
