@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -149,4 +150,25 @@ func ComparisonText(description, hypothesis, family string, tags []string) strin
 		add(t)
 	}
 	return out
+}
+
+// ValidateRecord checks r with the rules every reader relies on (doctor's
+// validateRecord: schema version, run id, status, timestamp, ...). Records
+// that come from elsewhere (a pulled ledger) pass through it before they are
+// written, so a rule added there applies to them too. The error wraps
+// ErrBadInput (or ErrNewerVersion for a newer schema) and names the run.
+func ValidateRecord(r *Record) error {
+	probs := validateRecord(r)
+	if len(probs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(probs))
+	for i, p := range probs {
+		msgs[i] = p.msg
+	}
+	kind := ErrBadInput
+	if r.SchemaVersion > SchemaVersion {
+		kind = ErrNewerVersion
+	}
+	return fmt.Errorf("%w: record %s: %s", kind, truncate(string(r.RunID), 80), strings.Join(msgs, "; "))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -158,4 +159,19 @@ func (s *ScratchRepo) Parent(commit string) (string, error) {
 		return "", fmt.Errorf("%s is a root commit", commit)
 	}
 	return c.ParentHashes[0].String(), nil
+}
+
+// InitBareScratchRepo creates an empty bare repository at dir: a shared
+// remote for sync tests and the swarm set-up.
+func InitBareScratchRepo(dir string) error {
+	if _, err := git.PlainInit(dir, true); err != nil {
+		return fmt.Errorf("unable to init bare repository: %w", err)
+	}
+	return nil
+}
+
+// AddRemote configures a remote named name with url.
+func (s *ScratchRepo) AddRemote(name, url string) error {
+	_, err := s.r.CreateRemote(&config.RemoteConfig{Name: name, URLs: []string{url}})
+	return err
 }

@@ -8,11 +8,24 @@ package ledger
 //	   with 256 shard trees named by the first byte of sha1(run id) in hex;
 //	   each shard holds one blob per run named <run_id>, whose content is
 //	   the record's JSON line plus "\n".
+//	2: adds "config.json" (the store config: metric, goal, train file,
+//	   config version) and an optional "archives" tree, sharded like "runs",
+//	   holding one tree per run named <run_id> with its archive files
+//	   (files over the cap are kept as head and tail, see boundArchive).
+//	   Format 1 trees are read and merged; every new commit is format 2.
+//
+// Objects are written as one packfile per sync (packBuilder), never as one
+// loose object per run.
 //
 // Invariants (MUST):
 //   - Every record in the tree of the local ledger ref is also a line of
-//     experiments.jsonl: records that arrive from a remote are appended to
-//     the JSONL (under the store lock) before the ref moves.
+//     experiments.jsonl, except remote records refused by validation (they
+//     stay in the shared tree so that all machines converge, and are
+//     reported): records that arrive from a remote are appended to the
+//     JSONL (under the store lock), after their archives, before the ref
+//     moves.
+//   - A remote ledger whose config.json names another metric or goal is
+//     refused before anything is written.
 //   - The ref only grows: a fold or a merge adds blobs, nothing removes one.
 //     Every update is a compare-and-swap against the tip it was built from.
 //   - Remote data lands in refs/remotes/<remote>/memorylab/... first and is
@@ -21,8 +34,9 @@ package ledger
 //     run id (never written by memorylab itself) resolve to the smaller blob
 //     hash, so every machine converges on the same tree.
 //
-// Read and write order: fold (JSONL → ledger ref) and merge (tracking ref →
-// JSONL → ledger ref) run under the store lock; network I/O (list, fetch,
+// Read and write order: fold (JSONL → pack) and merge (tracking ref → pack)
+// run without the store lock; appending arrivals and moving the ref run
+// under it; network I/O (list, fetch,
 // push) runs outside it so `log` never waits for the network.
 
 import (
@@ -46,15 +60,13 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
 )
 
 // ledgerFormatVersion is the version of the tree layout under LedgerRef; see
 // the comment at the top of this file for what each version holds.
-const ledgerFormatVersion = 1
+const ledgerFormatVersion = 2
 
 // syncStateVersion versions cache/sync.json.
 const syncStateVersion = 1
@@ -67,6 +79,9 @@ var (
 	// ErrNoRemote is wrapped when the remote name is not configured and is
 	// not a path or URL either.
 	ErrNoRemote = errors.New("no such remote")
+	// ErrConfigMismatch is wrapped (with ErrBadInput) when the remote
+	// ledger tracks another metric or goal than this store.
+	ErrConfigMismatch = errors.New("store configs differ")
 )
 
 // Merge cases between the local ledger ref and the remote one, spelled out
@@ -85,6 +100,34 @@ type SyncOptions struct {
 	Remote      string    // remote name, path or URL; "" means origin
 	Now         time.Time // commit time of ledger commits
 	MaxAttempts int       // push rounds before giving up; 0 means 8
+	// NoArchives leaves run archives (runs/<id>/) out of the shared ledger
+	// and does not write the archives that arrive.
+	NoArchives bool
+	// ArchiveCap is the largest archive file shared whole; bigger ones
+	// travel as head and tail with a note. 0 means DefaultArchiveCap.
+	ArchiveCap int64
+	// OnArrive is called under the store lock after each batch of arriving
+	// records is appended (cmd appends their results.tsv rows).
+	OnArrive func([]*Record) error
+	// Progress reports long steps; nil reports nothing.
+	Progress Progress
+}
+
+// DefaultArchiveCap is the archive file size shared whole (1 MiB).
+const DefaultArchiveCap = 1 << 20
+
+func (o SyncOptions) archiveCap() int64 {
+	if o.ArchiveCap > 0 {
+		return o.ArchiveCap
+	}
+	return DefaultArchiveCap
+}
+
+func (o SyncOptions) progress() Progress {
+	if o.Progress == nil {
+		return noProgress{}
+	}
+	return o.Progress
 }
 
 // SyncResult says what a Push or Pull did.
@@ -97,6 +140,8 @@ type SyncResult struct {
 	Attempts       int      `json:"attempts"`         // push rounds (1 when the first push went through)
 	Merges         []string `json:"merges"`           // merge case of each merge, in order
 	Records        int      `json:"records"`          // records in the ledger ref afterwards
+	Conflicts      []string `json:"conflicts"`        // run ids with different content here and there
+	Refused        []string `json:"refused"`          // remote records that failed validation
 	Warnings       []string `json:"warnings"`
 }
 
@@ -114,6 +159,7 @@ var installFileTransport sync.Once
 // refs/remotes/<track>/memorylab/....
 type remoteSpec struct {
 	remote *git.Remote
+	push   *git.Remote // the same remote over undeltifiedStorer
 	track  string
 	label  string
 }
@@ -127,7 +173,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	}
 	if remoteNamePattern.MatchString(name) && !strings.Contains(name, "..") {
 		if rem, err := g.r.Remote(name); err == nil {
-			return &remoteSpec{remote: rem, track: name, label: name}, nil
+			return &remoteSpec{remote: rem, push: git.NewRemote(undeltifiedStorer{g.r.Storer}, rem.Config()), track: name, label: name}, nil
 		}
 	}
 	url := name
@@ -146,8 +192,8 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	}
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
-	rem := git.NewRemote(g.r.Storer, &config.RemoteConfig{Name: track, URLs: []string{url}})
-	return &remoteSpec{remote: rem, track: track, label: url}, nil
+	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
+	return &remoteSpec{remote: git.NewRemote(g.r.Storer, rc), push: git.NewRemote(undeltifiedStorer{g.r.Storer}, rc), track: track, label: url}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {
@@ -200,29 +246,41 @@ func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 }
 
 // Push folds local records into refs/memorylab/ledger and pushes it, plus
-// every pinned run the remote lacks. A rejected (non-fast-forward) push
+// every pinned run the remote lacks. A remote ledger this repository has not
+// seen is fetched and merged first, so a store with another metric is
+// refused before anything is pushed. A rejected (non-fast-forward) push
 // fetches the remote ledger, merges by run id (records that arrive are
-// appended to experiments.jsonl) and retries, up to MaxAttempts rounds.
+// appended to experiments.jsonl), backs off with jitter and retries, up to
+// MaxAttempts rounds.
 func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResult, error) {
 	rs, res, done, err := g.beginSync(opts)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if err := g.foldAndMerge(s, plumbing.ZeroHash, opts.Now, res); err != nil {
+	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := g.knownTip(ctx, rs, remoteTip)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.foldAndMerge(ctx, s, theirs, opts, res); err != nil {
 		return nil, err
 	}
 	attempts := opts.MaxAttempts
 	if attempts <= 0 {
-		attempts = 8
+		attempts = defaultPushAttempts
 	}
 	for res.Attempts = 1; ; res.Attempts++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
-		if err != nil {
-			return nil, err
+		if res.Attempts > 1 {
+			if remoteTip, remoteRuns, err = g.remoteRefs(ctx, rs, res); err != nil {
+				return nil, err
+			}
 		}
 		specs := []config.RefSpec{config.RefSpec(LedgerRef + ":" + LedgerRef)}
 		local, err := g.localRunRefs()
@@ -235,7 +293,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			switch {
 			case !ok:
 				missing = append(missing, id)
-			case rh != h:
+			case rh != h && res.Attempts == 1:
 				res.Warnings = append(res.Warnings, fmt.Sprintf("run %s is pinned to %s here but %s on %s: kept both as they are", id, Short(h.String()), Short(rh.String()), rs.label))
 			}
 		}
@@ -248,20 +306,22 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if err != nil {
 			return nil, err
 		}
-		if localTip.IsZero() {
-			specs = specs[1:] // nothing logged and nothing pulled yet
+		if localTip.IsZero() || localTip == remoteTip {
+			specs = specs[1:] // nothing logged and nothing pulled yet, or nothing new
 		}
-		if len(specs) == 0 || (localTip == remoteTip && len(missing) == 0) {
+		if len(specs) == 0 {
 			res.RunRefsPushed = 0
-			return g.finish(res)
+			return res, nil
 		}
 		if hook, ok := ctx.Value(pushRoundHookKey{}).(func()); ok {
 			hook()
 		}
-		err = rs.remote.PushContext(ctx, &git.PushOptions{RemoteName: rs.track, RefSpecs: specs})
+		step := opts.progress().Start("pushing to "+rs.label, 0)
+		err = rs.push.PushContext(ctx, &git.PushOptions{RemoteName: rs.track, RefSpecs: specs})
+		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 			res.RunRefsPushed = len(missing)
-			return g.finish(res)
+			return res, nil
 		}
 		if !isRejected(err) {
 			return nil, fmt.Errorf("unable to push to %s: %w", rs.label, err)
@@ -269,22 +329,50 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if res.Attempts >= attempts {
 			return nil, fmt.Errorf("%w by %s after %d rounds of fetch and merge (%v): try again", ErrPushRejected, rs.label, res.Attempts, err)
 		}
-		// Rejected: someone pushed first. Fetch their ledger, merge, retry.
+		// Rejected: someone pushed first. Back off, fetch their ledger,
+		// merge, retry.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pushBackoff(res.Attempts)):
+		}
 		tip, err := g.fetchLedger(ctx, rs)
 		if err != nil {
 			return nil, err
 		}
-		if err := g.foldAndMerge(s, tip, opts.Now, res); err != nil {
+		if err := g.foldAndMerge(ctx, s, tip, opts, res); err != nil {
 			return nil, err
 		}
-		// Back off a little, with jitter, so racing machines spread out.
-		d := time.Duration(rand.IntN(20*res.Attempts)+5) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(d):
-		}
 	}
+}
+
+// defaultPushAttempts is how many push rounds a contended push tries. With
+// pushBackoff, 16 rounds wait up to about 14 s in all; 8 rounds without
+// growth gave up under 3 concurrent pushers (issue 17.13).
+const defaultPushAttempts = 16
+
+// pushBackoff is the wait before push round n+1: exponential from 20 ms,
+// capped at 1.6 s, with full jitter (a uniform draw from [d/2, d)), so
+// machines that lost one race spread out instead of racing again in step.
+func pushBackoff(n int) time.Duration {
+	d := 20 * time.Millisecond << min(n-1, 6)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
+// knownTip returns the remote ledger tip as a local commit: when this
+// repository already holds it, only the tracking ref is set; otherwise it is
+// fetched. Zero when the remote has no ledger.
+func (g *Repo) knownTip(ctx context.Context, rs *remoteSpec, remoteTip plumbing.Hash) (plumbing.Hash, error) {
+	if remoteTip.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	if _, err := g.r.CommitObject(remoteTip); err == nil {
+		if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
+		}
+		return remoteTip, nil
+	}
+	return g.fetchLedger(ctx, rs)
 }
 
 // pushRoundHookKey carries a func that tests run before every push round
@@ -324,17 +412,35 @@ func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, don
 		_ = lock.Unlock()
 		g.mu.Unlock()
 	}
+	// A fresh handle: go-git's object storage lists the packs once and
+	// keeps that list, so a handle that outlived a repack (git gc, or
+	// go-git's RepackObjects) fails with "packfile not found" (issue 17.13,
+	// go-git#2242). One sync is short; the handle it uses is its own.
+	if err := g.reopen(); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
 	if rs, err = g.resolveRemote(opts.Remote); err != nil {
 		done()
 		return nil, nil, nil, err
 	}
-	return rs, &SyncResult{Remote: rs.label, Merges: []string{}, Warnings: []string{}}, done, nil
+	return rs, &SyncResult{Remote: rs.label, Merges: []string{}, Conflicts: []string{}, Refused: []string{}, Warnings: []string{}}, done, nil
+}
+
+// reopen replaces the go-git handle with a fresh one (see beginSync).
+func (g *Repo) reopen() error {
+	r, err := git.PlainOpenWithOptions(g.WorktreeRoot, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
+	if err != nil {
+		return translateOpenError(g.WorktreeRoot, err)
+	}
+	g.r = r
+	return nil
 }
 
 // Pull fetches the remote ledger and run refs into refs/remotes/<remote>/
 // memorylab/..., creates local run refs for runs not pinned here, merges the
 // ledger by run id and appends records missing locally to experiments.jsonl
-// in (timestamp, run id) order.
+// in (timestamp, run id) order, after writing their archives.
 func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResult, error) {
 	rs, res, done, err := g.beginSync(opts)
 	if err != nil {
@@ -351,7 +457,11 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	}
 	var specs []config.RefSpec
 	if !remoteTip.IsZero() {
-		specs = append(specs, config.RefSpec("+"+LedgerRef+":"+rs.trackLedger().String()))
+		if _, err := g.r.CommitObject(remoteTip); err != nil {
+			specs = append(specs, config.RefSpec("+"+LedgerRef+":"+rs.trackLedger().String()))
+		} else if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
+			return nil, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
+		}
 	}
 	var wanted []RunID
 	for id := range remoteRuns {
@@ -360,16 +470,16 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		}
 	}
 	sort.Slice(wanted, func(i, j int) bool { return wanted[i] < wanted[j] })
-	if len(wanted) > 0 {
-		// Explicit refspecs for exactly the validated names: a wildcard
-		// would also fetch names we refused above.
-		for _, id := range wanted {
-			ref, _ := RunRef(id)
-			specs = append(specs, config.RefSpec("+"+ref+":"+rs.trackRun(id).String()))
-		}
+	// Explicit refspecs for exactly the validated names: a wildcard would
+	// also fetch names we refused above.
+	for _, id := range wanted {
+		ref, _ := RunRef(id)
+		specs = append(specs, config.RefSpec("+"+ref+":"+rs.trackRun(id).String()))
 	}
 	if len(specs) > 0 {
+		step := opts.progress().Start("fetching from "+rs.label, 0)
 		err := rs.remote.FetchContext(ctx, &git.FetchOptions{RemoteName: rs.track, RefSpecs: specs, Tags: git.NoTags})
+		step.Done()
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return nil, fmt.Errorf("unable to fetch from %s: %w", rs.label, err)
 		}
@@ -402,23 +512,37 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			return nil, err
 		}
 	}
-	if err := g.foldAndMerge(s, tip, opts.Now, res); err != nil {
+	if err := g.foldAndMerge(ctx, s, tip, opts, res); err != nil {
 		return nil, err
 	}
-	return g.finish(res)
+	return res, nil
 }
 
-func (g *Repo) finish(res *SyncResult) (*SyncResult, error) {
-	tip, err := g.localRef(LedgerRef)
+// RemoteConfig fetches the remote's ledger and returns the store config it
+// carries; ok is false when the remote has no ledger or its ledger predates
+// shared configs (format 1). A fresh clone uses it to create its store.
+func (g *Repo) RemoteConfig(ctx context.Context, remote string) (cfg Config, ok bool, err error) {
+	rs, res, done, err := g.beginSync(SyncOptions{Remote: remote})
 	if err != nil {
-		return nil, err
+		return Config{}, false, err
+	}
+	defer done()
+	remoteTip, _, err := g.remoteRefs(ctx, rs, res)
+	if err != nil || remoteTip.IsZero() {
+		return Config{}, false, err
+	}
+	tip, err := g.knownTip(ctx, rs, remoteTip)
+	if err != nil || tip.IsZero() {
+		return Config{}, false, err
 	}
 	set, err := g.readLedgerSet(tip)
 	if err != nil {
-		return nil, err
+		return Config{}, false, fmt.Errorf("remote ledger: %w", err)
 	}
-	res.Records = set.count()
-	return res, nil
+	if set.config == nil {
+		return Config{}, false, nil
+	}
+	return *set.config, true, nil
 }
 
 // createRef creates name at h unless it exists (create-only).
@@ -485,12 +609,25 @@ func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, 
 // this machine got there first). Records logged meanwhile are simply folded
 // by the next sync: the ref never has to hold every JSONL line, only no
 // line that is missing from the JSONL.
-func (g *Repo) foldAndMerge(s *Store, remoteTip plumbing.Hash, now time.Time, res *SyncResult) error {
-	if now.IsZero() {
-		now = time.Now()
+// foldAndMerge folds the local JSONL into the local ledger ref, merging
+// remoteTip (when not zero) into it, appending the records that arrive to
+// experiments.jsonl before the ref moves.
+//
+// The slow part (scanning the JSONL, writing the pack, reading and
+// validating remote records) runs without the store lock, so a long first
+// sync never makes `log` wait. Only the final step takes the lock: if the
+// ledger ref still is the tip everything was computed from, write the
+// arrivals' archives, append the arrivals and compare-and-swap the ref;
+// otherwise start over (another push or pull on this machine got there
+// first). Records logged meanwhile are simply folded by the next sync: the
+// ref never has to hold every JSONL line, only no line that is missing from
+// the JSONL (refused remote records aside, see mergeLedger).
+func (g *Repo) foldAndMerge(ctx context.Context, s *Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) error {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		done, err := g.foldAndMergeOnce(s, remoteTip, now, res)
+		done, err := g.foldAndMergeOnce(ctx, s, remoteTip, opts, res)
 		if err != nil || done {
 			return err
 		}
@@ -498,7 +635,7 @@ func (g *Repo) foldAndMerge(s *Store, remoteTip plumbing.Hash, now time.Time, re
 	return fmt.Errorf("unable to update %s: it keeps moving under another memorylab process; run the command again", LedgerRef)
 }
 
-func (g *Repo) foldAndMergeOnce(s *Store, remoteTip plumbing.Hash, now time.Time, res *SyncResult) (bool, error) {
+func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) (bool, error) {
 	tip, err := g.localRef(LedgerRef)
 	if err != nil {
 		return false, err
@@ -507,47 +644,85 @@ func (g *Repo) foldAndMergeOnce(s *Store, remoteTip plumbing.Hash, now time.Time
 	if err != nil {
 		return false, err
 	}
+	pb := g.newPack()
+	defer pb.discard()
+
+	// 1. Fold: local records the ref lacks become blobs in the pack.
 	from := int64(0)
 	st := g.readSyncState(s)
 	if !tip.IsZero() && st != nil && st.LedgerTip != "" && s.StillCovers(st.Fingerprint) {
 		from = st.Fingerprint.Size
 	}
-	added := 0
-	end, warnings, err := s.ScanFrom(from, func(r *Record, _ int, _ int64) error {
+	total := 0
+	if size, err := fileSize(s.LedgerPath()); err == nil {
+		total = int(size - from)
+	}
+	prog := opts.progress().Start("folding local records", total)
+	folded := map[RunID]bool{}
+	var conflicts []string
+	end, warnings, err := s.ScanFrom(from, func(r *Record, _ int, off int64) error {
+		prog.Set(int(off - from))
 		if _, err := RunRef(r.RunID); err != nil {
 			return nil // not a run id (hand-edited line): cannot be a file name
-		}
-		if set.has(r.RunID) {
-			return nil
 		}
 		line, err := MarshalRecord(r)
 		if err != nil {
 			return err
 		}
-		h, err := g.writeBlob(append(line, '\n'))
+		line = append(line, '\n')
+		if cur, ok := set.get(r.RunID); ok {
+			if !folded[r.RunID] && cur != plumbing.ComputeHash(plumbing.BlobObject, line) {
+				conflicts = append(conflicts, string(r.RunID))
+			}
+			return nil
+		}
+		h, err := pb.add(plumbing.BlobObject, line)
 		if err != nil {
 			return err
 		}
 		set.put(r.RunID, h)
-		added++
+		folded[r.RunID] = true
+		if !opts.NoArchives {
+			ah, ok, err := g.archiveTree(pb, s, r.RunID, opts.archiveCap())
+			if err != nil {
+				return err
+			}
+			if ok {
+				set.putArchive(r.RunID, ah)
+			}
+		}
 		return nil
 	})
+	prog.Done()
 	if err != nil {
 		return false, err
 	}
-	newTip := tip
-	if added > 0 || tip.IsZero() && set.count() > 0 {
-		newTip, err = g.commitLedger(set, []plumbing.Hash{tip}, fmt.Sprintf("memorylab: fold %d local runs", added), now)
-		if err != nil {
+	for _, id := range conflicts {
+		res.Conflicts = append(res.Conflicts, id)
+		res.Warnings = append(res.Warnings, fmt.Sprintf("run %s: the local ledger line differs from the shared ledger's record; kept both as they are (compare them and fix the line by hand)", id))
+	}
+
+	// 2. Merge the remote tip.
+	m := mergeResult{kind: "", base: tip}
+	if !remoteTip.IsZero() {
+		if m, err = g.mergeLedger(ctx, s, tip, remoteTip, set, opts, res); err != nil {
 			return false, err
 		}
 	}
-	var arrivals []arrival
-	kind := ""
-	if !remoteTip.IsZero() {
-		if newTip, kind, arrivals, err = g.mergeLedger(newTip, remoteTip, set, now); err != nil {
+
+	// 3. Commit when the union differs from the commit we would point at.
+	newTip := m.base
+	if len(folded) > 0 || m.commit || (tip.IsZero() && remoteTip.IsZero() && set.count() > 0) {
+		msg := fmt.Sprintf("memorylab: fold %d local runs", len(folded))
+		if m.kind == MergeDiverged {
+			msg = fmt.Sprintf("memorylab: fold %d local runs, merge %d remote runs", len(folded), len(m.arrivals))
+		}
+		if newTip, err = pb.commitLedger(set, s.Config, m.parents(tip), msg, opts.Now); err != nil {
 			return false, err
 		}
+	}
+	if err := pb.flush(); err != nil {
+		return false, err
 	}
 
 	lock, err := s.Lock()
@@ -560,26 +735,9 @@ func (g *Repo) foldAndMergeOnce(s *Store, remoteTip plumbing.Hash, now time.Time
 	} else if cur != tip {
 		return false, nil // moved since we read it: recompute
 	}
-	// Append in batches, reading each blob again, so memory stays bounded
-	// by the batch, not by the number of arriving records. A failure
-	// part-way leaves the ref unmoved; the appended records are folded by
-	// the next sync and never appended twice.
-	arrived := 0
-	for len(arrivals) > 0 {
-		n := min(len(arrivals), appendBatch)
-		batch := make([]*Record, 0, n)
-		for _, a := range arrivals[:n] {
-			r, err := g.readRecordBlob(a.id, a.blob)
-			if err != nil {
-				return false, err
-			}
-			batch = append(batch, r)
-		}
-		if err := s.AppendLocked(batch...); err != nil {
-			return false, err
-		}
-		arrived += n
-		arrivals = arrivals[n:]
+	arrived, err := g.appendArrivals(s, m.arrivals, opts)
+	if err != nil {
+		return false, err
 	}
 	if newTip != tip {
 		if err := g.casRef(LedgerRef, newTip, tip); err != nil {
@@ -589,10 +747,14 @@ func (g *Repo) foldAndMergeOnce(s *Store, remoteTip plumbing.Hash, now time.Time
 	for _, w := range warnings {
 		res.Warnings = append(res.Warnings, "local ledger "+w.String())
 	}
-	res.Folded += added
+	res.Folded += len(folded)
 	res.Arrived += arrived
-	if kind != "" {
-		res.Merges = append(res.Merges, kind)
+	res.Records = set.count()
+	if m.kind == MergeSame && newTip != tip {
+		m.kind = MergeLocalAhead // what the remote will see
+	}
+	if m.kind != "" {
+		res.Merges = append(res.Merges, m.kind)
 	}
 	if fp, err := s.FingerprintAt(end); err == nil {
 		g.writeSyncState(s, &syncState{Version: syncStateVersion, Fingerprint: fp, LedgerTip: newTip.String()})
@@ -600,98 +762,222 @@ func (g *Repo) foldAndMergeOnce(s *Store, remoteTip plumbing.Hash, now time.Time
 	return true, nil
 }
 
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// appendArrivals writes the arrivals' archives, then appends their records
+// in batches, reading each blob again, so memory stays bounded by the batch,
+// not by the number of arriving records. The caller holds the store lock.
+// A failure part-way leaves the ref unmoved; the appended records are folded
+// by the next sync and never appended twice.
+func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions) (int, error) {
+	prog := opts.progress().Start("appending arrived records", len(arrivals))
+	defer prog.Done()
+	arrived := 0
+	for len(arrivals) > 0 {
+		n := min(len(arrivals), appendBatch)
+		batch := make([]*Record, 0, n)
+		for _, a := range arrivals[:n] {
+			r, err := g.readRecordBlob(a.id, a.blob)
+			if err != nil {
+				return arrived, err
+			}
+			if !a.archive.IsZero() && !opts.NoArchives {
+				if err := g.writeArchive(s, a.id, a.archive); err != nil {
+					return arrived, err
+				}
+			}
+			batch = append(batch, r)
+		}
+		if err := s.AppendLocked(batch...); err != nil {
+			return arrived, err
+		}
+		if opts.OnArrive != nil {
+			if err := opts.OnArrive(batch); err != nil {
+				return arrived + n, err
+			}
+		}
+		arrived += n
+		arrivals = arrivals[n:]
+		prog.Set(arrived)
+	}
+	return arrived, nil
+}
+
 // appendBatch is how many arriving records are decoded and appended at once.
 const appendBatch = 512
 
-// arrival is a remote record missing locally: its sort key and its blob.
-// Every one has been decoded and validated once before anything is written.
+// arrival is a remote record missing locally: its sort key, its blob and
+// its archive tree (zero when none). Every one has been decoded and
+// validated once before anything is written.
 type arrival struct {
-	at   time.Time
-	id   RunID
-	blob plumbing.Hash
+	at      time.Time
+	id      RunID
+	blob    plumbing.Hash
+	archive plumbing.Hash
 }
 
-// mergeLedger merges the remote tip into ours (which may be zero) and
-// returns the new tip, the merge case and the records that exist only on
-// the remote side (decoded and validated, kept as blob references), in
-// (timestamp, run id) order.
-func (g *Repo) mergeLedger(ours, theirs plumbing.Hash, ourSet *ledgerSet, now time.Time) (plumbing.Hash, string, []arrival, error) {
-	if ours == theirs {
-		return ours, MergeSame, nil, nil
+// mergeResult is what merging a remote tip into the local set decided.
+type mergeResult struct {
+	kind     string
+	base     plumbing.Hash // the commit the ref points at when nothing is committed
+	theirs   plumbing.Hash
+	commit   bool // the union differs from base: a commit is needed
+	arrivals []arrival
+}
+
+// parents of a new ledger commit made on top of tip.
+func (m mergeResult) parents(tip plumbing.Hash) []plumbing.Hash {
+	switch m.kind {
+	case MergeDiverged:
+		return []plumbing.Hash{tip, m.theirs}
+	case MergeNew, MergeFastForward:
+		return []plumbing.Hash{m.theirs}
 	}
-	theirSet, err := g.readLedgerSet(theirs)
-	if err != nil {
-		return plumbing.ZeroHash, "", nil, fmt.Errorf("remote ledger: %w", err)
-	}
-	kind := MergeDiverged
-	var result plumbing.Hash
+	return []plumbing.Hash{tip}
+}
+
+// mergeLedger merges the remote tip theirs into set (the local tip ours plus
+// the records just folded) and returns the merge case and the records that
+// exist only on the remote side (decoded and validated, kept as blob
+// references), in (timestamp, run id) order. It writes nothing.
+//
+// A remote store with another metric or goal is refused before anything is
+// written. A remote record that fails validation (ValidateRecord) or is over
+// MaxRecordBytes is refused: it stays in the shared tree, so every machine
+// converges on the same tree, but is never appended to experiments.jsonl;
+// it is reported once, on the sync that first sees it.
+func (g *Repo) mergeLedger(ctx context.Context, s *Store, ours, theirs plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult) (mergeResult, error) {
+	m := mergeResult{base: ours, theirs: theirs}
 	switch {
+	case ours == theirs:
+		m.kind = MergeSame
+		return m, nil
 	case ours.IsZero():
-		kind, result = MergeNew, theirs
+		m.kind, m.base = MergeNew, theirs
 	default:
 		oc, err := g.r.CommitObject(ours)
 		if err != nil {
-			return plumbing.ZeroHash, "", nil, err
+			return m, err
 		}
 		tc, err := g.r.CommitObject(theirs)
 		if err != nil {
-			return plumbing.ZeroHash, "", nil, err
+			return m, err
 		}
 		if ok, err := tc.IsAncestor(oc); err == nil && ok {
-			return ours, MergeLocalAhead, nil, nil
+			m.kind = MergeLocalAhead
+			return m, nil
 		}
+		m.kind = MergeDiverged
 		if ok, err := oc.IsAncestor(tc); err == nil && ok {
-			kind, result = MergeFastForward, theirs
+			m.kind, m.base = MergeFastForward, theirs
 		}
 	}
-	// Records that are new to us, validated before anything is written.
-	var arrivals []arrival
-	for shard, entries := range theirSet.shards {
+	theirSet, err := g.readLedgerSet(theirs)
+	if err != nil {
+		return m, fmt.Errorf("remote ledger: %w", err)
+	}
+	if err := checkConfig(s.Config, theirSet.config); err != nil {
+		return m, err
+	}
+	total := theirSet.count()
+	prog := opts.progress().Start("reading remote records", total)
+	defer prog.Done()
+	seen := 0
+	for _, entries := range theirSet.shards {
 		for id, h := range entries {
-			if cur, ok := ourSet.get(id); ok {
-				if cur != h && kind == MergeDiverged && h.String() < cur.String() {
-					ourSet.put(id, h)
+			seen++
+			if seen%256 == 0 {
+				prog.Set(seen)
+				if err := ctx.Err(); err != nil {
+					return m, err
+				}
+			}
+			ah, hasArchive := theirSet.archive(id)
+			if _, ok := set.archive(id); !ok && hasArchive {
+				set.putArchive(id, ah)
+			}
+			if cur, ok := set.get(id); ok {
+				if cur != h {
+					res.Conflicts = append(res.Conflicts, string(id))
+					res.Warnings = append(res.Warnings, fmt.Sprintf("conflict: run %s has different content here and on the remote; the local ledger line was kept (compare the two and fix one by hand)", id))
+					// The shared tree keeps the smaller blob hash so every
+					// machine converges on one tree.
+					if h.String() < cur.String() {
+						set.put(id, h)
+					}
 				}
 				continue
 			}
-			if sum := shardOf(id); sum != shard {
-				return plumbing.ZeroHash, "", nil, fmt.Errorf("%w: remote ledger holds %s in shard %s, not %s", ErrBadInput, id, shard, sum)
-			}
+			set.put(id, h)
 			r, err := g.readRecordBlob(id, h)
-			if err != nil {
-				return plumbing.ZeroHash, "", nil, err
+			if err == nil {
+				err = ValidateRecord(r)
 			}
-			arrivals = append(arrivals, arrival{at: r.Time(), id: id, blob: h})
-			ourSet.put(id, h)
+			if err != nil {
+				if errors.Is(err, ErrNewerVersion) {
+					return m, err
+				}
+				res.Refused = append(res.Refused, string(id))
+				res.Warnings = append(res.Warnings, fmt.Sprintf("refused remote record %s: %s (not added to the ledger; fix it on the machine that logged it)", id, unwrapBadInput(err)))
+				continue
+			}
+			m.arrivals = append(m.arrivals, arrival{at: r.Time(), id: id, blob: h, archive: ah})
 		}
 	}
-	sort.Slice(arrivals, func(i, j int) bool {
-		if !arrivals[i].at.Equal(arrivals[j].at) {
-			return arrivals[i].at.Before(arrivals[j].at)
+	m.commit = m.kind == MergeDiverged || theirSet.version < ledgerFormatVersion || !sameSet(set, theirSet)
+	sort.Slice(m.arrivals, func(i, j int) bool {
+		if !m.arrivals[i].at.Equal(m.arrivals[j].at) {
+			return m.arrivals[i].at.Before(m.arrivals[j].at)
 		}
-		return arrivals[i].id < arrivals[j].id
+		return m.arrivals[i].id < m.arrivals[j].id
 	})
-	if kind == MergeDiverged {
-		result, err = g.commitLedger(ourSet, []plumbing.Hash{ours, theirs}, fmt.Sprintf("memorylab: merge %d remote runs", len(arrivals)), now)
-		if err != nil {
-			return plumbing.ZeroHash, "", nil, err
-		}
-	}
-	return result, kind, arrivals, nil
+	return m, nil
 }
 
-// readRecordBlob decodes one remote record and checks it names itself.
+// unwrapBadInput drops the leading "bad input: " of a refusal reason.
+func unwrapBadInput(err error) string {
+	return strings.TrimPrefix(err.Error(), ErrBadInput.Error()+": ")
+}
+
+// checkConfig refuses to mix stores with different metrics or goals.
+// A remote ledger without a config (format 1) is accepted.
+func checkConfig(local Config, remote *Config) error {
+	if remote == nil {
+		return nil
+	}
+	if local.Metric != remote.Metric || local.Goal != remote.Goal {
+		return fmt.Errorf("%w: %w: the remote ledger tracks %s (goal %s) but this store tracks %s (goal %s); nothing was written: use a separate --store for the other metric, or fix config.json on one side",
+			ErrBadInput, ErrConfigMismatch, remote.Metric, remote.Goal, local.Metric, local.Goal)
+	}
+	return nil
+}
+
+// MaxRecordBytes is the largest record a reader accepts from a remote
+// ledger blob (and the longest ledger line doctor reads).
+const MaxRecordBytes = 16 << 20
+
+// readRecordBlob decodes one remote record and checks it names itself. A
+// blob over MaxRecordBytes is refused without being read.
 func (g *Repo) readRecordBlob(id RunID, h plumbing.Hash) (*Record, error) {
 	b, err := g.r.BlobObject(h)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read remote record %s: %w", id, err)
+	}
+	if b.Size > MaxRecordBytes {
+		return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ErrBadInput, id, b.Size, MaxRecordBytes>>20)
 	}
 	rd, err := b.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
-	data, err := io.ReadAll(io.LimitReader(rd, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(rd, MaxRecordBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -754,182 +1040,4 @@ func (g *Repo) writeSyncState(s *Store, st *syncState) {
 		return
 	}
 	_ = WriteFileAtomic(g.syncStatePath(s), append(b, '\n'), 0o644)
-}
-
-// ledgerSet is the decoded tree of a ledger commit: shard → run id → blob.
-// Unchanged shards keep their tree hash so a commit rewrites only the
-// shards that gained runs.
-type ledgerSet struct {
-	shards    map[string]map[RunID]plumbing.Hash
-	shardTree map[string]plumbing.Hash // tree hash of shards not changed since reading
-}
-
-func shardOf(id RunID) string {
-	sum := sha1.Sum([]byte(id))
-	return hex.EncodeToString(sum[:1])
-}
-
-func (ls *ledgerSet) get(id RunID) (plumbing.Hash, bool) {
-	h, ok := ls.shards[shardOf(id)][id]
-	return h, ok
-}
-
-func (ls *ledgerSet) has(id RunID) bool { _, ok := ls.get(id); return ok }
-
-func (ls *ledgerSet) put(id RunID, h plumbing.Hash) {
-	sh := shardOf(id)
-	m := ls.shards[sh]
-	if m == nil {
-		m = map[RunID]plumbing.Hash{}
-		ls.shards[sh] = m
-	}
-	m[id] = h
-	delete(ls.shardTree, sh)
-}
-
-func (ls *ledgerSet) count() int {
-	n := 0
-	for _, m := range ls.shards {
-		n += len(m)
-	}
-	return n
-}
-
-// readLedgerSet decodes the ledger tree of commit; the zero hash gives an
-// empty set. A newer format version is refused.
-func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
-	ls := &ledgerSet{shards: map[string]map[RunID]plumbing.Hash{}, shardTree: map[string]plumbing.Hash{}}
-	if commit.IsZero() {
-		return ls, nil
-	}
-	c, err := g.r.CommitObject(commit)
-	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger commit %s: %w", Short(commit.String()), err)
-	}
-	root, err := c.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger tree: %w", err)
-	}
-	vf, err := root.File("version")
-	if err != nil {
-		return nil, fmt.Errorf("%w: ledger commit %s has no version file", ErrBadInput, Short(commit.String()))
-	}
-	vs, err := vf.Contents()
-	if err != nil {
-		return nil, err
-	}
-	var v int
-	if _, err := fmt.Sscanf(strings.TrimSpace(vs), "%d", &v); err != nil {
-		return nil, fmt.Errorf("%w: ledger version %q is not a number", ErrBadInput, vs)
-	}
-	if v > ledgerFormatVersion {
-		return nil, fmt.Errorf("ledger ref format %d is %w (%d): upgrade memorylab", v, ErrNewerVersion, ledgerFormatVersion)
-	}
-	runs, err := root.Tree("runs")
-	if errors.Is(err, object.ErrDirectoryNotFound) {
-		return ls, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger runs tree: %w", err)
-	}
-	for _, e := range runs.Entries {
-		if e.Mode != filemode.Dir || len(e.Name) != 2 {
-			return nil, fmt.Errorf("%w: unexpected entry %q in the ledger runs tree", ErrBadInput, e.Name)
-		}
-		t, err := g.r.TreeObject(e.Hash)
-		if err != nil {
-			return nil, fmt.Errorf("unable to read ledger shard %s: %w", e.Name, err)
-		}
-		m := make(map[RunID]plumbing.Hash, len(t.Entries))
-		for _, f := range t.Entries {
-			id := RunID(f.Name)
-			if _, err := RunRef(id); err != nil || !f.Mode.IsFile() {
-				return nil, fmt.Errorf("%w: ledger entry %q is not a run id (refusing it)", ErrBadInput, f.Name)
-			}
-			m[id] = f.Hash
-		}
-		ls.shards[e.Name] = m
-		ls.shardTree[e.Name] = e.Hash
-	}
-	return ls, nil
-}
-
-func (g *Repo) writeBlob(data []byte) (plumbing.Hash, error) {
-	obj := g.r.Storer.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return g.r.Storer.SetEncodedObject(obj)
-}
-
-func (g *Repo) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
-	// Git orders tree entries by name, with directories compared as name+"/".
-	key := func(e object.TreeEntry) string {
-		if e.Mode == filemode.Dir {
-			return e.Name + "/"
-		}
-		return e.Name
-	}
-	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
-	obj := g.r.Storer.NewEncodedObject()
-	if err := (&object.Tree{Entries: entries}).Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return g.r.Storer.SetEncodedObject(obj)
-}
-
-// commitLedger writes the set's tree (only changed shards are rebuilt) and a
-// commit with the given parents (zero parents are dropped).
-func (g *Repo) commitLedger(ls *ledgerSet, parents []plumbing.Hash, msg string, now time.Time) (plumbing.Hash, error) {
-	var shardEntries []object.TreeEntry
-	for sh, m := range ls.shards {
-		h, ok := ls.shardTree[sh]
-		if !ok {
-			entries := make([]object.TreeEntry, 0, len(m))
-			for id, bh := range m {
-				entries = append(entries, object.TreeEntry{Name: string(id), Mode: filemode.Regular, Hash: bh})
-			}
-			var err error
-			if h, err = g.writeTree(entries); err != nil {
-				return plumbing.ZeroHash, fmt.Errorf("unable to write ledger shard: %w", err)
-			}
-			ls.shardTree[sh] = h
-		}
-		shardEntries = append(shardEntries, object.TreeEntry{Name: sh, Mode: filemode.Dir, Hash: h})
-	}
-	runsTree, err := g.writeTree(shardEntries)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	version, err := g.writeBlob([]byte(fmt.Sprintf("%d\n", ledgerFormatVersion)))
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	root, err := g.writeTree([]object.TreeEntry{
-		{Name: "runs", Mode: filemode.Dir, Hash: runsTree},
-		{Name: "version", Mode: filemode.Regular, Hash: version},
-	})
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	sig := object.Signature{Name: "memorylab", Email: "memorylab@localhost", When: now.UTC().Truncate(time.Second)}
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg + "\n", TreeHash: root}
-	for _, p := range parents {
-		if !p.IsZero() {
-			c.ParentHashes = append(c.ParentHashes, p)
-		}
-	}
-	obj := g.r.Storer.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return g.r.Storer.SetEncodedObject(obj)
 }

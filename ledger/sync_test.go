@@ -255,10 +255,19 @@ func TestPushRejectedFetchesMergesRetries(t *testing.T) {
 		a.logRun(t)
 		b.logRun(t)
 	}
-	if res := a.push(t, ctx); res.Attempts != 1 || res.Folded != 3 || res.RunRefsPushed != 3 {
-		t.Fatalf("first push: %+v", res)
+	// A pushes between B's look at the remote and B's push.
+	first := true
+	res, err := b.sync(ctxWithHook(ctx, func() {
+		if first {
+			first = false
+			if res := a.push(t, ctx); res.Attempts != 1 || res.Folded != 3 || res.RunRefsPushed != 3 {
+				t.Errorf("first push: %+v", res)
+			}
+		}
+	}), true)
+	if err != nil {
+		t.Fatal(err)
 	}
-	res := b.push(t, ctx)
 	if res.Attempts != 2 || res.Arrived != 3 || !reflect.DeepEqual(res.Merges, []string{MergeDiverged}) || res.Records != 6 {
 		t.Fatalf("rejected push: attempts %d arrived %d merges %v records %d, want 2, 3, [diverged], 6", res.Attempts, res.Arrived, res.Merges, res.Records)
 	}
@@ -304,7 +313,11 @@ func TestPushRetriesAreBounded(t *testing.T) {
 	_, err = g.Push(ctxWithHook(ctx, func() {
 		// Each round, someone else pushes a fresh unrelated ledger commit.
 		rounds++
-		h, err := rg.commitLedger(set, nil, fmt.Sprintf("racer %d", rounds), start)
+		pb := rg.newPack()
+		h, err := pb.commitLedger(set, DefaultConfig(), nil, fmt.Sprintf("racer %d", rounds), start)
+		if err == nil {
+			err = pb.flush()
+		}
 		if err != nil {
 			t.Error(err)
 			return
@@ -594,5 +607,137 @@ func TestConcurrentPullsIntoOneStore(t *testing.T) {
 	}
 	if res := b.pull(t, ctx); res.Arrived != 0 {
 		t.Fatalf("a settled pull brought %d records", res.Arrived)
+	}
+}
+
+// tamperRemote adds (or replaces) ledger blobs on the remote, as a hostile
+// or buggy machine could, in a commit on top of the remote's tip.
+func tamperRemote(t *testing.T, remote string, blobs map[RunID][]byte) {
+	t.Helper()
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := &Repo{r: rr}
+	tip := mustRef(t, rr, LedgerRef)
+	set, err := rg.readLedgerSet(tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := rg.newPack()
+	for id, b := range blobs {
+		h, err := pb.add(plumbing.BlobObject, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.put(id, h)
+	}
+	h, err := pb.commitLedger(set, *set.config, []plumbing.Hash{tip}, "tampered", time.Now())
+	if err == nil {
+		err = pb.flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(LedgerRef, h)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPullValidatesRemoteRecords (issue 17.2, 17.4): remote records are
+// validated with ValidateRecord, as the ledger's own; a bad one and one over
+// MaxRecordBytes are skipped and named, the good ones arrive, and the next
+// sync neither re-reports nor fails. A run id whose content differs on both
+// sides is reported as a conflict. Before the fix, the bad records landed in
+// the ledger and the big one failed every sync.
+func TestPullValidatesRemoteRecords(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	shared := a.logRun(t)
+	a.push(t, ctx)
+	b.pull(t, ctx)
+
+	good := a.logRun(t)
+	a.push(t, ctx)
+	bad := map[RunID][]byte{
+		"20261122T010000Z-badstat": []byte(`{"run_id":"20261122T010000Z-badstat","timestamp_utc":"2026-11-22T01:00:00Z","status":"pwn","metrics":{}}` + "\n"),
+		"20261122T010000Z-badtime": []byte(`{"run_id":"20261122T010000Z-badtime","timestamp_utc":"garbage","status":"keep","metrics":{}}` + "\n"),
+		"20261122T010000Z-onlyid":  []byte(`{"run_id":"20261122T010000Z-onlyid"}` + "\n"),
+		"20261122T010000Z-huge": []byte(`{"run_id":"20261122T010000Z-huge","timestamp_utc":"2026-11-22T01:00:00Z","status":"crash","notes":"` +
+			strings.Repeat("x", MaxRecordBytes+1) + `"}` + "\n"),
+	}
+	// A different record under a run id both machines already hold.
+	recs, _, err := a.store.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := recs[0]
+	changed.Description = "rewritten elsewhere"
+	line, _ := MarshalRecord(&changed)
+	bad[shared] = append(line, '\n')
+	tamperRemote(t, remote, bad)
+
+	before := len(b.ids(t))
+	res := b.pull(t, ctx)
+	wantRefused := []string{"20261122T010000Z-badstat", "20261122T010000Z-badtime", "20261122T010000Z-huge", "20261122T010000Z-onlyid"}
+	if !reflect.DeepEqual(sorted(res.Refused), wantRefused) || res.Arrived != 1 {
+		t.Fatalf("refused %v arrived %d, want %v and 1", res.Refused, res.Arrived, wantRefused)
+	}
+	if !reflect.DeepEqual(res.Conflicts, []string{string(shared)}) {
+		t.Fatalf("conflicts %v, want [%s]", res.Conflicts, shared)
+	}
+	ids := b.ids(t)
+	if len(ids) != before+1 || ids[len(ids)-1] != string(good) {
+		t.Fatalf("b's ledger after the pull: %v", ids)
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "badstat") && !strings.Contains(w, `status "pwn"`) {
+			t.Fatalf("the refusal does not say why: %s", w)
+		}
+	}
+	if res := b.push(t, ctx); len(res.Refused) != 0 {
+		t.Fatalf("the push re-reported refused records: %v", res.Refused)
+	}
+	if res := b.pull(t, ctx); res.Arrived != 0 || len(res.Refused) != 0 {
+		t.Fatalf("a settled pull: %+v", res)
+	}
+}
+
+// TestSyncAfterConcurrentRepack (issue 17.13, "unable to read ledger shard
+// 7c: packfile not found"): go-git's object storage lists the packs once per
+// handle, so a handle that outlived a repack (git gc, or go-git's
+// RepackObjects: a new pack, the old ones deleted) read a deleted pack. Each
+// sync now starts from a fresh handle.
+func TestSyncAfterConcurrentRepack(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	for range 3 {
+		a.logRun(t)
+	}
+	g, err := OpenRepo(a.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Push(ctx, a.store, SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.logRun(t)
+	other, err := git.PlainOpen(a.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.RepackObjects(&git.RepackConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Push(ctx, a.store, SyncOptions{})
+	if err != nil {
+		t.Fatalf("push with a handle older than the repack: %v", err)
+	}
+	if res.Records != 4 {
+		t.Fatalf("records %d, want 4", res.Records)
 	}
 }

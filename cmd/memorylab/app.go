@@ -52,6 +52,7 @@ func newApp(env *Env) *cli.App {
 			runCommand(env),
 			pushCommand(env),
 			pullCommand(env),
+			syncCommand(env),
 			versionCommand(env),
 			completionCommand(env),
 		},

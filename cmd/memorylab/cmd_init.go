@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -14,6 +18,9 @@ type initOptions struct {
 	Metric    string
 	Goal      string
 	TrainFile string
+	// FlagsSet: --metric or --goal was given (a remote's different config
+	// is then refused rather than adopted).
+	FlagsSet bool
 }
 
 func initCommand(env *Env) *cli.Command {
@@ -32,7 +39,8 @@ func initCommand(env *Env) *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("init takes no arguments, got %q", c.Args().First())
 			}
-			return runInit(env, initOptions{Store: c.String("store"), Metric: c.String("metric"), Goal: c.String("goal"), TrainFile: c.String("train-file")})
+			return runInit(env, initOptions{Store: c.String("store"), Metric: c.String("metric"), Goal: c.String("goal"), TrainFile: c.String("train-file"),
+				FlagsSet: c.IsSet("metric") || c.IsSet("goal")})
 		},
 	}
 }
@@ -50,7 +58,10 @@ func runInit(env *Env, opts initOptions) error {
 	}
 	cfg := ledger.DefaultConfig()
 	cfg.Metric, cfg.Goal, cfg.TrainFile = opts.Metric, opts.Goal, opts.TrainFile
-	s, created, err := ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(opts.Metric))
+	if cfg, err = adoptRemoteConfig(env, loc, cfg, opts.FlagsSet); err != nil {
+		return err
+	}
+	s, created, err := ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(cfg.Metric))
 	if err != nil {
 		return err
 	}
@@ -66,4 +77,35 @@ func runInit(env *Env, opts initOptions) error {
 		fmt.Fprintf(env.Out, "  created %s\n", p)
 	}
 	return nil
+}
+
+// adoptRemoteConfig returns the config a new store should get: in a clone
+// whose origin already holds a shared ledger, the remote's config (said on
+// stderr), so the machines of one lab never mix metrics. Flags that ask for
+// another metric or goal are refused. Without a reachable origin ledger, cfg
+// is kept.
+func adoptRemoteConfig(env *Env, loc ledger.Location, cfg ledger.Config, flagsSet bool) (ledger.Config, error) {
+	if loc.Repo == nil {
+		return cfg, nil
+	}
+	if _, err := os.Stat(filepath.Join(loc.StoreDir, ledger.ConfigFile)); err == nil {
+		return cfg, nil // an existing store keeps its config
+	}
+	remote, ok, err := loc.Repo.RemoteConfig(context.Background(), "")
+	if errors.Is(err, ledger.ErrNoRemote) {
+		return cfg, nil
+	}
+	if err != nil {
+		fmt.Fprintf(env.Err, "memorylab: note: could not read origin's shared ledger (%v); using the flags' config\n", err)
+		return cfg, nil
+	}
+	if !ok {
+		return cfg, nil
+	}
+	if flagsSet && (remote.Metric != cfg.Metric || remote.Goal != cfg.Goal) {
+		return cfg, fmt.Errorf("%w: %w: origin's shared ledger tracks %s (goal %s) but --metric/--goal ask for %s (goal %s): drop the flags to adopt origin's config, or use a separate --store",
+			ledger.ErrBadInput, ledger.ErrConfigMismatch, remote.Metric, remote.Goal, cfg.Metric, cfg.Goal)
+	}
+	fmt.Fprintf(env.Err, "memorylab: adopting origin's shared config: metric %s, goal %s, train file %s\n", remote.Metric, remote.Goal, remote.TrainFile)
+	return remote, nil
 }

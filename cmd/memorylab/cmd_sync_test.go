@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestPushPullCommands: two machines share runs through a path remote (a
@@ -23,14 +26,14 @@ func TestPushPullCommands(t *testing.T) {
 		}
 	}
 	a.out.Reset()
-	if err := runSync(context.Background(), a.env, syncOptions{Remote: remote.dir}, true); err != nil {
+	if err := runSync(context.Background(), a.env, syncOptions{Remote: remote.dir, Push: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := a.out.String(); !strings.Contains(got, "1 new local runs") || !strings.Contains(got, "ledger holds 1 records") {
 		t.Fatalf("push output: %q", got)
 	}
 	b.out.Reset()
-	if err := runSync(context.Background(), b.env, syncOptions{Remote: remote.dir, JSON: true}, false); err != nil {
+	if err := runSync(context.Background(), b.env, syncOptions{Remote: remote.dir, JSON: true}); err != nil {
 		t.Fatal(err)
 	}
 	var res struct {
@@ -42,7 +45,7 @@ func TestPushPullCommands(t *testing.T) {
 	if err := json.Unmarshal(b.out.Bytes(), &res); err != nil {
 		t.Fatalf("pull --json: %v: %q", err, b.out)
 	}
-	if res.MessageType != "pull" || res.Arrived != 1 || res.Records != 2 || len(res.Merges) != 1 || res.Merges[0] != "diverged" {
+	if res.MessageType != "pull" || res.Arrived != 1 || res.Records != 2 || len(res.Merges) != 1 || res.Merges[0] != "new" {
 		t.Fatalf("pull --json: %+v", res)
 	}
 	if n := len(b.records()); n != 2 {
@@ -67,7 +70,7 @@ func TestSyncCommandErrors(t *testing.T) {
 		for _, push := range []bool{true, false} {
 			t.Run(tc.name, func(t *testing.T) {
 				before, _ := os.ReadFile(filepath.Join(f.dir, "results", "memorylab", "experiments.jsonl"))
-				err := runSync(context.Background(), f.env, syncOptions{Remote: tc.remote}, push)
+				err := runSync(context.Background(), f.env, syncOptions{Remote: tc.remote, Push: push})
 				if exitCode(err) != tc.code || err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("got %v (exit %d), want exit %d with %q", err, exitCode(err), tc.code, tc.want)
 				}
@@ -76,6 +79,113 @@ func TestSyncCommandErrors(t *testing.T) {
 					t.Fatal("the ledger changed")
 				}
 			})
+		}
+	}
+}
+
+// machine is a repository whose origin is a shared bare remote.
+func machine(t *testing.T, remote string) *ledger.ScratchRepo {
+	t.Helper()
+	repo, err := ledger.InitScratchRepo(t.TempDir(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Commit("baseline", map[string]string{"train.py": trainPy, ".gitignore": "run.log\nresults/\nresults.tsv\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.AddRemote("origin", remote); err != nil {
+		t.Fatal(err)
+	}
+	return repo
+}
+
+func sharedRemote(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "lab.git")
+	if err := ledger.InitBareScratchRepo(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestSyncFreshCloneAndConfig (issue 19.1-19.3): a machine without a store
+// pulls the whole lab in one command — config, records, archives,
+// results.tsv rows — and doctor is healthy; init adopts the remote's config;
+// a store with another metric is refused before anything is written.
+func TestSyncFreshCloneAndConfig(t *testing.T) {
+	remote := sharedRemote(t)
+	a := machine(t, remote)
+	if r := memorylab(t, a.Dir, nil, "init", "--metric", "acc", "--goal", "max"); r.code != 0 {
+		t.Fatalf("init: %s", r.errOut)
+	}
+	bigLog := strings.Repeat("epoch line\n", 20000) + "Traceback: the tail survives\n"
+	writeFile(t, filepath.Join(a.Dir, "run.log"), bigLog)
+	for i := range 4 {
+		if r := memorylab(t, a.Dir, nil, "log", "-d", fmt.Sprintf("idea %d", i), "--status", "keep", "--metric", fmt.Sprintf("acc=0.7%d", i), "--log", "run.log"); r.code != 0 {
+			t.Fatalf("log: %s", r.errOut)
+		}
+	}
+	if r := memorylab(t, a.Dir, nil, "push", "--archive-cap", "65536"); r.code != 0 {
+		t.Fatalf("push: %s", r.errOut)
+	}
+
+	b := machine(t, remote)
+	r := memorylab(t, b.Dir, nil, "pull")
+	if r.code != 0 || !strings.Contains(r.errOut, "metric acc, goal max") || !strings.Contains(r.out, "4 records arrived") {
+		t.Fatalf("pull in a fresh clone: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+	recs := records(t, b.Dir)
+	if len(recs) != 4 {
+		t.Fatalf("b holds %d records", len(recs))
+	}
+	tsv := readFile(t, filepath.Join(b.Dir, "results.tsv"))
+	if !strings.HasPrefix(tsv, "commit\tacc\t") || strings.Count(tsv, "\n") != 5 {
+		t.Fatalf("results.tsv on b:\n%s", tsv)
+	}
+	arch := readFile(t, filepath.Join(b.Dir, "results", "memorylab", "runs", string(recs[0].RunID), "run.log"))
+	if !strings.HasSuffix(arch, "the tail survives\n") || !strings.Contains(arch, "shared as head and tail") || len(arch) > 66000 {
+		t.Fatalf("archived run.log on b: %d bytes", len(arch))
+	}
+	if r := memorylab(t, b.Dir, nil, "doctor"); r.code != 0 {
+		t.Fatalf("doctor after a fresh pull: %s%s", r.out, r.errOut)
+	}
+	if r := memorylab(t, b.Dir, nil, "list", "--best", "2"); r.code != 0 || !strings.Contains(r.out, "idea 3") {
+		t.Fatalf("list --best 2 on b: %s%s", r.out, r.errOut)
+	}
+
+	c := machine(t, remote)
+	if r := memorylab(t, c.Dir, nil, "init", "--metric", "val_bpb", "--goal", "min"); r.code != ExitBadInput || !strings.Contains(r.errOut, "acc (goal max)") || !strings.Contains(r.errOut, "val_bpb (goal min)") {
+		t.Fatalf("init with other flags: exit %d %s", r.code, r.errOut)
+	}
+	if r := memorylab(t, c.Dir, nil, "init"); r.code != 0 || !strings.Contains(r.errOut, "adopting origin's shared config: metric acc, goal max") {
+		t.Fatalf("init in a clone: exit %d %s", r.code, r.errOut)
+	}
+
+	d, err := ledger.InitScratchRepo(t.TempDir(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Commit("baseline", map[string]string{"train.py": trainPy}); err != nil {
+		t.Fatal(err)
+	}
+	if r := memorylab(t, d.Dir, nil, "init"); r.code != 0 {
+		t.Fatal(r.errOut)
+	}
+	writeFile(t, filepath.Join(d.Dir, "run.log"), summaryLog)
+	if r := memorylab(t, d.Dir, nil, "log", "-d", "bpb run", "--status", "keep", "--log", "run.log"); r.code != 0 {
+		t.Fatal(r.errOut)
+	}
+	if err := d.AddRemote("origin", remote); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, ledgerPath(d.Dir))
+	for _, verb := range []string{"pull", "push", "sync"} {
+		r := memorylab(t, d.Dir, nil, verb)
+		if r.code != ExitBadInput || !strings.Contains(r.errOut, "acc (goal max)") || !strings.Contains(r.errOut, "val_bpb (goal min)") {
+			t.Fatalf("%s between different metrics: exit %d %s", verb, r.code, r.errOut)
+		}
+		if readFile(t, ledgerPath(d.Dir)) != before {
+			t.Fatalf("%s changed the ledger", verb)
 		}
 	}
 }

@@ -1,0 +1,25 @@
+package ledger
+
+// Progress reports a long operation (a first push or pull, a cache build on
+// a big ledger). The front-end decides whether to draw anything: cmd draws
+// a bar on a terminal and nothing otherwise.
+type Progress interface {
+	// Start begins a step described by what, with total units (0 when
+	// unknown), and returns the step's tracker.
+	Start(what string, total int) Step
+}
+
+// Step is one tracked step of a Progress.
+type Step interface {
+	Set(done int) // units done so far
+	Done()        // the step finished (or failed)
+}
+
+type noProgress struct{}
+
+func (noProgress) Start(string, int) Step { return noStep{} }
+
+type noStep struct{}
+
+func (noStep) Set(int) {}
+func (noStep) Done()   {}
