@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/memorylab/memorylab/display"
 )
 
 // Markdown renders the packet as decision_packet.md (the Python layout).
@@ -89,7 +91,7 @@ func code(s string) string {
 // spaces, and characters that could start markup (backticks, heading and
 // list markers, brackets, angle brackets, pipes) are backslash-escaped.
 func Inline(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = display.Fields(s)
 	var b strings.Builder
 	for _, r := range s {
 		switch r {

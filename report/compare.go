@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -304,7 +305,7 @@ func WriteComparisonText(w io.Writer, c Comparison) error {
 	default:
 		b.WriteString(c.CodeDiff)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, display.Text(b.String()))
 	return err
 }
 
@@ -315,6 +316,4 @@ func orDash(s string) string {
 	return s
 }
 
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
+func oneLine(s string) string { return display.Fields(s) }

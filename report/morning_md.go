@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/packets"
 )
 
@@ -15,7 +16,9 @@ func (m *Morning) Markdown() []byte {
 	var b bytes.Buffer
 	m.writeTop(&b)
 	m.writeRest(&b)
-	return b.Bytes()
+	// Run ids, commits and labels come from records too: the whole
+	// document goes through the one sanitiser, not only the cells.
+	return []byte(display.Text(b.String()))
 }
 
 // writeTop is the title and headline (the HTML puts the chart after it).
@@ -155,7 +158,7 @@ func cell(s string) string {
 
 // code makes s safe inside a code span (no backticks, one line).
 func code(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = display.Fields(s)
 	s = strings.NewReplacer("`", "'", "|", "/").Replace(s)
 	if s == "" {
 		return "-"

@@ -3,6 +3,8 @@ package results
 import (
 	"fmt"
 	"strings"
+
+	"github.com/memorylab/memorylab/display"
 )
 
 // Header returns the canonical header line for a table whose metric column
@@ -36,7 +38,9 @@ func (r Row) Format() string {
 	return fmt.Sprintf("%s\t%.6f\t%.1f\t%s\t%s\n", quoteField(CleanField(r.Commit)), metric, mem, quoteField(CleanField(r.Status)), quoteField(CleanField(r.Description)))
 }
 
-// CleanField folds tabs, carriage returns and newlines into single spaces.
+// CleanField folds tabs, carriage returns and newlines into single spaces
+// and drops terminal controls (display.Text): results.tsv is printed by
+// export-tsv and read with cat.
 func CleanField(s string) string {
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\t' || r == '\n' || r == '\r' }), " ")
+	return display.Text(strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\t' || r == '\n' || r == '\r' }), " "))
 }

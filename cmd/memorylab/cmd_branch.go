@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -69,9 +70,9 @@ func runBranch(env *Env, opts branchOptions) error {
 		return err
 	}
 	if old != "" && old != commit {
-		fmt.Fprintf(env.Out, "moved branch %s from %s to %s (run %s: %s)\n", opts.Name, ledger.Short(old), ledger.Short(commit), rec.RunID, oneLine(rec.Description))
+		fmt.Fprintf(env.Out, "moved branch %s from %s to %s (run %s: %s)\n", opts.Name, ledger.Short(old), ledger.Short(commit), rec.RunID, display.Line(rec.Description))
 		return nil
 	}
-	fmt.Fprintf(env.Out, "created branch %s at %s (run %s: %s)\n", opts.Name, ledger.Short(commit), rec.RunID, oneLine(rec.Description))
+	fmt.Fprintf(env.Out, "created branch %s at %s (run %s: %s)\n", opts.Name, ledger.Short(commit), rec.RunID, display.Line(rec.Description))
 	return nil
 }

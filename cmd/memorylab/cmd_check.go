@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 )
@@ -169,10 +170,8 @@ func formatMatch(m novelty.Match, metric string) string {
 	if m.Value != nil {
 		v = strconv.FormatFloat(*m.Value, 'f', -1, 64)
 	}
-	return fmt.Sprintf("%s score=%.3f run=%s commit=%s status=%s %s=%s %s",
-		m.Category, m.Score, m.RunID, m.Commit, m.Status, metric, v, oneLineText(m.Description))
+	return display.Line(fmt.Sprintf("%s score=%.3f run=%s commit=%s status=%s %s=%s %s",
+		m.Category, m.Score, m.RunID, m.Commit, m.Status, metric, v, oneLineText(m.Description)))
 }
 
-func oneLineText(s string) string {
-	return strings.Join(strings.Fields(s), " ")
-}
+func oneLineText(s string) string { return display.Fields(s) }

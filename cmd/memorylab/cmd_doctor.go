@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -131,7 +132,7 @@ func printDoctor(env *Env, rep *ledger.DoctorReport, title string) {
 			fmt.Fprintf(env.Out, "  … %d more (use --json for all)\n", len(rep.Findings)-maxShown)
 			break
 		}
-		fmt.Fprintf(env.Out, "  %s\n", f)
+		fmt.Fprintf(env.Out, "  %s\n", display.Line(f.String()))
 	}
 	e, w, n := rep.Count(ledger.SevError), rep.Count(ledger.SevWarning), rep.Count(ledger.SevInfo)
 	if rep.Healthy() {

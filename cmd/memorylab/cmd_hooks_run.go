@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 )
@@ -111,10 +112,10 @@ func hookCheck(env *Env, store, subject string) (novelty.Result, error) {
 // hookWarning is the one line a hook prints. Ledger text is folded to one
 // line and stripped of control characters: it is only ever printed.
 func hookWarning(subject string, res novelty.Result) string {
-	line := fmt.Sprintf("memorylab: novelty %s (policy: %s): %q", res.Classification, res.Policy.Decision, oneLine(subject))
+	line := fmt.Sprintf("memorylab: novelty %s (policy: %s): %q", res.Classification, res.Policy.Decision, display.Line(subject))
 	if len(res.TopMatches) > 0 {
 		m := res.TopMatches[0]
-		line += fmt.Sprintf(" resembles run %s (%s, score %.2f): %s", m.RunID, m.Status, m.Score, oneLine(m.Description))
+		line += fmt.Sprintf(" resembles run %s (%s, score %.2f): %s", m.RunID, m.Status, m.Score, display.Line(m.Description))
 	}
 	if r := []rune(line); len(r) > hookWarnWidth {
 		line = string(r[:hookWarnWidth-1]) + "…"

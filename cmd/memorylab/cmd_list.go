@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -138,14 +139,14 @@ func runList(env *Env, opts listOptions) error {
 		if it.Value != nil {
 			val = strconv.FormatFloat(*it.Value, 'f', 6, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.RunID, it.Status, val, cell(it.Branch, 24), cell(it.Family, 16), cell(it.Description, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(string(it.RunID), 64), cell(it.Status, 16), val, cell(it.Branch, 24), cell(it.Family, 16), cell(it.Description, 60))
 	}
 	return tw.Flush()
 }
 
 // cell makes ledger text safe and short for one table cell.
 func cell(s string, max int) string {
-	s = strings.ReplaceAll(oneLine(s), "\t", " ")
+	s = strings.ReplaceAll(display.Line(s), "\t", " ")
 	if s == "" {
 		return "-"
 	}

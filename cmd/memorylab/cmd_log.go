@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/registry"
@@ -400,7 +401,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		return rec, enc.Encode(rec)
 	}
 	fmt.Fprintf(env.Out, "logged %s %s %s=%s %s\n", rec.RunID, rec.Status, s.Config.Metric,
-		ledger.FormatMetricValue(rec.Metrics[s.Config.Metric], -1), rec.Description)
+		ledger.FormatMetricValue(rec.Metrics[s.Config.Metric], -1), display.Line(rec.Description))
 	return rec, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -126,7 +127,7 @@ func runShow(env *Env, opts showOptions) error {
 			fmt.Fprintf(env.Out, "diff %s..%s: no changes\n", ledger.Short(out.Parent), ledger.Short(out.Commit))
 		} else {
 			fmt.Fprintf(env.Out, "diff %s..%s:\n", orRoot(out.Parent), ledger.Short(out.Commit))
-			env.Out.Write(diff)
+			io.WriteString(env.Out, display.Text(string(diff)))
 		}
 	}
 	return nil
@@ -149,7 +150,7 @@ func orRoot(parent string) string {
 func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	line := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "%-12s %s\n", k, oneLine(v))
+			fmt.Fprintf(w, "%-12s %s\n", k, display.Line(v))
 		}
 	}
 	line("run", string(rec.RunID))
@@ -199,24 +200,10 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	}
 	var buf bytes.Buffer
 	if json.Indent(&buf, rec.DecisionPacket, "  ", "  ") != nil {
-		fmt.Fprintf(w, "  %s\n", oneLine(string(rec.DecisionPacket)))
+		fmt.Fprintf(w, "  %s\n", display.Line(string(rec.DecisionPacket)))
 		return
 	}
-	fmt.Fprintf(w, "  %s\n", buf.String())
-}
-
-// oneLine folds newlines and control characters so ledger text cannot
-// forge lines of our output.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == '\t' {
-			return ' '
-		}
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
+	fmt.Fprintf(w, "  %s\n", display.Text(buf.String()))
 }
 
 // readRecordsWarn reads the whole ledger, printing one line per skipped line.
