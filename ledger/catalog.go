@@ -33,7 +33,7 @@ const catalogMagic = "memorylab-catalog\n"
 
 // Catalog is the slim view of the ledger.
 type Catalog struct {
-	Records []Record // slim records, ledger order
+	Records []Record // slim records, in (timestamp, run id) order (order.go)
 	Offsets []int64  // ledger byte offset of each record (for ReadRecordAt)
 	Covers  Fingerprint
 	Metric  string
@@ -161,6 +161,8 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 	if err != nil {
 		return nil, warnings, err
 	}
+	// The one order of runs (order.go), whatever order a pull appended them in.
+	sortRecordsWith(c.Records, c.Offsets)
 	if end != c.Covers.Size || len(c.Records) != before {
 		fp, err := s.FingerprintAt(end)
 		if err != nil {

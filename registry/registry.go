@@ -257,16 +257,14 @@ func (s *State) RunOf(r *ledger.Record, root string) Run {
 		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: MemoryGB(r)}
 }
 
-// better orders runs: better metric first, ties by earlier timestamp, then
-// fold order.
+// better orders runs: better metric first, ties in the one order of runs
+// (earlier timestamp, then run id; ledger.TimestampBefore), never fold
+// order, which differs between machines that pulled from each other.
 func (s *State) better(a, b *Run) bool {
 	if a.Value != b.Value {
 		return s.Goal().Better(a.Value, b.Value)
 	}
-	if a.Timestamp != b.Timestamp {
-		return a.Timestamp < b.Timestamp
-	}
-	return a.Seq < b.Seq
+	return ledger.TimestampBefore(a.Timestamp, ledger.RunID(a.RunID), b.Timestamp, ledger.RunID(b.RunID))
 }
 
 func (s *State) insertTop(top []Run, r Run) []Run {
@@ -309,7 +307,7 @@ func (s *State) Add(r *ledger.Record) {
 		if !ok {
 			return
 		}
-		probe := Run{Seq: seq, Timestamp: r.Timestamp, Value: v}
+		probe := Run{Seq: seq, RunID: string(r.RunID), Timestamp: r.Timestamp, Value: v}
 		enters := func(top []Run) bool { return len(top) <= NumChallengers || s.better(&probe, &top[len(top)-1]) }
 		if enters(s.TopAll) || (r.Status == ledger.StatusKeep && enters(s.TopKept)) {
 			run := s.RunOf(r, "")

@@ -20,7 +20,7 @@ func exportTSVCommand(env *Env) *cli.Command {
 		Usage:     "write a canonical results.tsv regenerated from the ledger",
 		UsageText: "memorylab export-tsv [--output FILE]",
 		Description: "Writes karpathy's five columns (commit, <metric>, memory_gb, status, description), one row per\n" +
-			"ledger record in ledger order, to stdout or atomically to --output. Crashes show 0.000000 and\n" +
+			"ledger record in (timestamp, run id) order, to stdout or atomically to --output. Crashes show 0.000000 and\n" +
 			"0.0; memory comes from memory_gb or peak_vram_mb / 1024. Records imported without a git commit\n" +
 			"show the id they were imported with. Importing the output again adds nothing.\n\n" +
 			"Examples:\n" +
@@ -43,7 +43,7 @@ func runExportTSV(env *Env, opts exportTSVOptions) error {
 	if err != nil {
 		return err
 	}
-	recs, warns, err := s.ReadAll()
+	recs, warns, err := s.ReadOrdered()
 	if err != nil {
 		return err
 	}

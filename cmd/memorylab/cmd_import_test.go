@@ -373,8 +373,9 @@ func TestImportOwnResultsTSV(t *testing.T) {
 		{"-d", "double model width", "--status", "crash", "--error", "CUDA out of memory"},
 		{"-d", "baseline", "--status", "keep"},
 	}
-	for _, args := range runs {
-		if r := memorylab(t, repo.Dir, nil, append([]string{"log", "--skip-archive"}, args...)...); r.code != 0 {
+	for i, args := range runs {
+		// One minute apart: runs of one second order by run id (ledger/order.go).
+		if r := memorylabAt(t, repo.Dir, testNow.Add(time.Duration(i)*time.Minute), append([]string{"log", "--skip-archive"}, args...)...); r.code != 0 {
 			t.Fatalf("log %v: %d %s", args, r.code, r.errOut)
 		}
 	}

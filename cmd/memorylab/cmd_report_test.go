@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
@@ -23,14 +24,18 @@ func nightRepo(t *testing.T) *ledger.ScratchRepo {
 		{"<script>alert(1)</script> halve batch", "keep", "0.9932"},
 		{"warmdown 0.5", "discard", "0.9990"},
 	}
-	for _, r := range runs {
+	for i, r := range runs {
 		args := []string{"log", "--description", r.desc, "--status", r.status}
 		if r.val != "" {
 			args = append(args, "--metric", "val_bpb="+r.val, "--metric", "peak_vram_mb=45000")
 		} else {
 			args = append(args, "--error", "torch.OutOfMemoryError: CUDA out of memory")
 		}
-		mustRun(t, repo.Dir, nil, args...)
+		// A second apart, ending at testNow: runs of one second order by run
+		// id (ledger/order.go), not by when they were logged.
+		if r := memorylabAt(t, repo.Dir, testNow.Add(time.Duration(i+1-len(runs))*time.Second), args...); r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.errOut)
+		}
 	}
 	return repo
 }

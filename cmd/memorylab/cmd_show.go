@@ -206,9 +206,10 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	fmt.Fprintf(w, "  %s\n", display.Text(buf.String()))
 }
 
-// readRecordsWarn reads the whole ledger, printing one line per skipped line.
+// readRecordsWarn reads the whole ledger in (timestamp, run id) order,
+// printing one line per skipped line.
 func readRecordsWarn(env *Env, s *ledger.Store) ([]ledger.Record, error) {
-	recs, warns, err := s.ReadAll()
+	recs, warns, err := s.ReadOrdered()
 	for _, w := range warns {
 		fmt.Fprintf(env.Err, "memorylab: warning: %s: %s\n", s.LedgerPath(), w)
 	}

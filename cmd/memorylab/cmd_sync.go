@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -113,9 +115,34 @@ func runSync(ctx context.Context, env *Env, opts syncOptions) error {
 		if err != nil {
 			return err
 		}
+		if res.Arrived > 0 {
+			if err := refreshRegistry(env, s); err != nil {
+				fmt.Fprintf(env.Err, "memorylab: warning: champion_challenger.json not refreshed (the next log or report does it): %v\n", err)
+			}
+		}
 		printSync(env, opts, res, push, created)
 	}
 	return nil
+}
+
+// refreshRegistry rebuilds the registry after records arrived: they were
+// appended after the local ones, while the registry folds runs in the one
+// order of runs (timestamp, run id), so its cache is dropped and rebuilt
+// from the catalog, and champion_challenger.json rewritten.
+func refreshRegistry(env *Env, s *ledger.Store) error {
+	lock, err := s.Lock()
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	if err := os.Remove(s.CachePath(registryStateFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	st, fp, behind, err := loadRegistry(s, env.Err, nil)
+	if err != nil {
+		return err
+	}
+	return saveRegistry(env, s, st, fp, behind, 0)
 }
 
 // storeFromRemote creates the store of a fresh clone with the config the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -188,4 +189,70 @@ func TestSyncFreshCloneAndConfig(t *testing.T) {
 			t.Fatalf("%s changed the ledger", verb)
 		}
 	}
+}
+
+// TestOneOrderOnEveryMachine (issue 19.4, 17.12): two machines log
+// interleaved runs with equal timestamps and sync; their ledgers hold the
+// records in different file orders, yet report --json, export-tsv, list and
+// compare latest/previous/champion agree, because every reader orders runs
+// by (timestamp, run id).
+func TestOneOrderOnEveryMachine(t *testing.T) {
+	remote := sharedRemote(t)
+	a, b := machine(t, remote), machine(t, remote)
+	for _, m := range []*ledger.ScratchRepo{a, b} {
+		if r := memorylab(t, m.Dir, nil, "init"); r.code != 0 {
+			t.Fatal(r.errOut)
+		}
+		writeFile(t, filepath.Join(m.Dir, "run.log"), summaryLog)
+	}
+	for i := range 3 {
+		for _, m := range []*ledger.ScratchRepo{a, b} {
+			// The same metric everywhere: the champion is decided by the order alone.
+			if r := memorylab(t, m.Dir, nil, "log", "-d", fmt.Sprintf("idea %d on %s", i, filepath.Base(m.Dir)), "--status", "keep", "--log", "run.log"); r.code != 0 {
+				t.Fatal(r.errOut)
+			}
+		}
+	}
+	for _, step := range []struct {
+		m    *ledger.ScratchRepo
+		verb string
+	}{{a, "push"}, {b, "sync"}, {a, "pull"}} {
+		if r := memorylab(t, step.m.Dir, nil, step.verb); r.code != 0 {
+			t.Fatalf("%s: %s", step.verb, r.errOut)
+		}
+	}
+	ra, rb := records(t, a.Dir), records(t, b.Dir)
+	if len(ra) != 6 || len(rb) != 6 || ra[0].RunID == rb[0].RunID {
+		t.Fatalf("want 6 records in different file orders, got %d and %d", len(ra), len(rb))
+	}
+	for _, args := range [][]string{
+		{"export-tsv"},
+		{"report", "--format", "json", "--output", "-"},
+		{"list", "--json"},
+		{"list", "--best", "3", "--json"},
+		{"compare", "latest", "previous", "--json"},
+		{"compare", "champion", "latest", "--json"},
+	} {
+		oa, ob := memorylab(t, a.Dir, nil, args...), memorylab(t, b.Dir, nil, args...)
+		if oa.code != 0 || ob.code != 0 {
+			t.Fatalf("%v: exit %d/%d: %s%s", args, oa.code, ob.code, oa.errOut, ob.errOut)
+		}
+		if len(oa.out) < 50 {
+			t.Errorf("%v printed almost nothing: %q", args, oa.out)
+		}
+		norm := func(s, dir string) string { return strings.ReplaceAll(s, dir, "<repo>") }
+		if na, nb := norm(oa.out, a.Dir), norm(ob.out, b.Dir); na != nb {
+			t.Errorf("%v differs between the machines:\n--- a\n%s\n--- b\n%s", args, na, nb)
+		}
+	}
+}
+
+// memorylabAt runs memorylab in dir as memorylab does, with the clock at now.
+func memorylabAt(t *testing.T, dir string, now time.Time, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := &Env{In: strings.NewReader(""), Out: &out, Err: &errOut, Dir: dir,
+		Now: func() time.Time { return now }, Getenv: func(string) string { return "" }}
+	code := runEnv(env, append([]string{"memorylab"}, args...))
+	return result{code, out.String(), errOut.String()}
 }
