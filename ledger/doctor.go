@@ -433,6 +433,12 @@ type RepairResult struct {
 // caches under index/ and cache/ so they rebuild from the ledger. Records
 // with schema problems are real data and stay. now names the backup.
 func (s *Store) Repair(now time.Time) (*RepairResult, error) {
+	// The rewrite renames a new file over the ledger: through a link it
+	// would replace the link with a copy and later records would stop
+	// reaching the link's target. Refuse instead (issue 17 item 8).
+	if isSymlink(s.LedgerPath()) {
+		return nil, symlinkError(s.LedgerPath())
+	}
 	lock, err := s.Lock()
 	if err != nil {
 		return nil, err
@@ -466,7 +472,7 @@ func (s *Store) Repair(now time.Time) (*RepairResult, error) {
 	if res.Moved > 0 || res.Dropped > 0 {
 		if res.Moved > 0 {
 			res.Backup = s.LedgerPath() + ".corrupt-" + now.UTC().Format("20060102T150405Z")
-			bf, err := os.OpenFile(res.Backup, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			bf, err := OpenForWriting(res.Backup, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 			if err != nil {
 				return nil, fmt.Errorf("unable to write backup %s: %w", res.Backup, err)
 			}
@@ -563,19 +569,26 @@ func OpenStoreForDoctor(dir, tsvPath string) (s *Store, configErr error, err err
 	return nil, nil, err
 }
 
-// CheckTSVWritable fails when results.tsv exists but is not a regular file,
-// so `log` refuses before its commit point (the ledger line) instead of
-// leaving a record without a row.
-func (s *Store) CheckTSVWritable() error {
+// CheckWritable fails when the ledger or results.tsv is a symbolic link, or
+// results.tsv exists but is not a regular file, so `log` refuses before its
+// commit point (the ledger line) instead of leaving a record without a row,
+// and before it takes the lock.
+func (s *Store) CheckWritable() error {
+	if isSymlink(s.LedgerPath()) {
+		return symlinkError(s.LedgerPath())
+	}
 	if s.TSVPath == "" {
 		return nil
 	}
-	st, err := os.Stat(s.TSVPath)
+	st, err := os.Lstat(s.TSVPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("unable to use %s: %w", s.TSVPath, err)
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return symlinkError(s.TSVPath)
 	}
 	if !st.Mode().IsRegular() {
 		return BadInputf("%s is not a regular file: move it away so memorylab can recreate it", s.TSVPath)

@@ -28,14 +28,14 @@ func Locate(dir, override string) (Location, error) {
 		}
 		loc.StoreDir = abs
 		loc.TSVPath = filepath.Join(abs, TSVFile)
-		return loc, nil
+		return loc, checkStoreInside(abs, "")
 	}
 	if loc.RepoErr != nil {
 		return loc, loc.RepoErr
 	}
 	loc.StoreDir = filepath.Join(loc.Repo.MainRoot, filepath.FromSlash(DefaultStoreDir))
 	loc.TSVPath = filepath.Join(loc.Repo.MainRoot, TSVFile)
-	return loc, nil
+	return loc, checkStoreInside(loc.StoreDir, loc.Repo.MainRoot)
 }
 
 // Open opens the located store.

@@ -43,7 +43,7 @@ type Lock struct {
 // lockFile takes an exclusive flock on path, waiting with backoff up to
 // lockTimeout. On timeout the error wraps ErrLocked and names the holder.
 func lockFile(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := OpenForWriting(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("unable to open lock %s: %w", path, err)
 	}

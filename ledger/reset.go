@@ -181,7 +181,23 @@ func restoreTracked(root string, from, to *object.Commit) error {
 		if ch.To.TreeEntry.Mode == filemode.Executable {
 			perm = 0o755
 		}
-		if err := os.WriteFile(p, []byte(content), perm); err != nil {
+		// A tracked path may be a symbolic link in the working tree (a
+		// committed link, or one put there by hand): replace the link as
+		// git does, never write through it, and never write below a
+		// directory that a link moves out of the working tree.
+		if dir, err := resolveExisting(filepath.Dir(p)); err != nil {
+			return err
+		} else if r, err := resolveExisting(root); err != nil {
+			return err
+		} else if !within(dir, r) {
+			return fmt.Errorf("%w: %w: %s resolves outside the working tree", ErrBadInput, ErrSymlink, filepath.Dir(p))
+		}
+		if isSymlink(p) {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+		}
+		if err := WriteFileNoFollow(p, []byte(content), perm); err != nil {
 			return err
 		}
 		if err := os.Chmod(p, perm); err != nil {

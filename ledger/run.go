@@ -249,7 +249,7 @@ func (s *Store) AppendTSVLocked(header, line string) error {
 	} else if len(tail) == 1 && tail[0] != '\n' {
 		line = "\n" + line // a hand-edited file without a final newline
 	}
-	f, err := os.OpenFile(s.TSVPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := OpenForWriting(s.TSVPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("unable to open %s: %w", s.TSVPath, err)
 	}

@@ -25,6 +25,9 @@ const (
 	IndexDir     = "index"
 	CacheDir     = "cache"
 
+	// GitignoreFile keeps the store's caches and lock out of git.
+	GitignoreFile = ".gitignore"
+
 	// DefaultStoreDir is the store's place relative to the main worktree.
 	DefaultStoreDir = "results/memorylab"
 	// TSVFile is the karpathy-compatible results table.
@@ -32,6 +35,17 @@ const (
 	// StoreEnv overrides the store directory, like --store.
 	StoreEnv = "MEMORYLAB_STORE"
 )
+
+// storeGitignore is what init writes to <store>/.gitignore: the rebuildable
+// caches, the lock and temp files never belong in a commit. The ledger is
+// not listed here: whether it is committed is the repository's choice (see
+// README, "Keep the ledger out of git reset --hard").
+const storeGitignore = `# written by memorylab init: rebuildable caches, the lock and temp files
+/index/
+/cache/
+/ledger.lock
+.*.tmp-*
+`
 
 // ConfigVersion is the version of config.json written by this build.
 const ConfigVersion = 1
@@ -101,6 +115,9 @@ func InitStore(dir, tsvPath string, cfg Config, tsvHeader string) (s *Store, cre
 			created = append(created, d)
 		}
 	}
+	if err := createIfMissing(filepath.Join(dir, GitignoreFile), []byte(storeGitignore), &created); err != nil {
+		return nil, nil, err
+	}
 	if err := createIfMissing(filepath.Join(dir, LedgerFile), nil, &created); err != nil {
 		return nil, nil, err
 	}
@@ -123,7 +140,7 @@ func InitStore(dir, tsvPath string, cfg Config, tsvHeader string) (s *Store, cre
 }
 
 func createIfMissing(path string, content []byte, created *[]string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := OpenForWriting(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
@@ -201,7 +218,7 @@ func (s *Store) AppendLocked(recs ...*Record) error {
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
-	f, err := os.OpenFile(s.LedgerPath(), os.O_RDWR|os.O_APPEND, 0o644)
+	f, err := OpenForWriting(s.LedgerPath(), os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("unable to open ledger: %w", err)
 	}

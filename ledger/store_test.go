@@ -96,7 +96,7 @@ func TestInitStoreIdempotent(t *testing.T) {
 	cfg := Config{Version: ConfigVersion, Metric: "acc", Goal: GoalMax, TrainFile: "finetune.py"}
 	s, created, err := InitStore(storeDir, tsv, cfg, header)
 	ok(t, err)
-	equals(t, 7, len(created)) // 3 dirs, ledger, registry, tsv, config
+	equals(t, 8, len(created)) // 3 dirs, .gitignore, ledger, registry, tsv, config
 	equals(t, "acc", s.Config.Metric)
 	equals(t, false, s.Config.LowerIsBetter())
 

@@ -258,6 +258,29 @@ func badInputs() []badInput {
 		{name: "demo/--dir is an existing repository", code: ExitBadInput, msg: `demo: --dir .* is not empty`, prep: func(t *testing.T, r testRepo) []string {
 			return []string{"demo", "--dir", r.Dir}
 		}},
+		// Hostile repositories (issue 17 item 1): links where memorylab writes.
+		{name: "hostile/ledger.lock is a link", code: ExitBadInput, msg: `ledger\.lock points at .*victim"; memorylab never writes through links`, prep: func(t *testing.T, r testRepo) []string {
+			symlink(t, victimFile(t), filepath.Join(r.Store, ledger.LockFile))
+			return keep("--metric", "val_bpb=1")
+		}},
+		{name: "hostile/results.tsv is a link", code: ExitBadInput, msg: `results\.tsv points at .*victim"; memorylab never writes through links`, prep: func(t *testing.T, r testRepo) []string {
+			symlink(t, victimFile(t), r.tsvPath())
+			return keep("--metric", "val_bpb=1")
+		}},
+		{name: "hostile/experiments.jsonl is a link", code: ExitBadInput, msg: `experiments\.jsonl points at .*; memorylab never writes through links`, prep: func(t *testing.T, r testRepo) []string {
+			moved := filepath.Join(t.TempDir(), "ledger.jsonl")
+			copyFile(t, r.ledgerPath(), moved)
+			symlink(t, moved, r.ledgerPath())
+			return keep("--metric", "val_bpb=1")
+		}},
+		{name: "hostile/store linked outside the repository", code: ExitBadInput, msg: `store .*results/memorylab resolves to .*, outside the repository`, prep: func(t *testing.T, r testRepo) []string {
+			outside := filepath.Join(t.TempDir(), "store")
+			if err := os.Rename(r.Store, outside); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, outside, r.Store)
+			return keep("--metric", "val_bpb=1")
+		}},
 		{name: "completion/unknown shell", code: ExitBadInput, msg: `completion: unknown shell "ksh"`, prep: func(t *testing.T, r testRepo) []string {
 			return []string{"completion", "ksh"}
 		}},
@@ -526,4 +549,14 @@ func runDirs(dir string) string {
 		names = append(names, e.Name())
 	}
 	return strings.Join(names, "\n")
+}
+
+// victimFile is a file outside the repository that a hostile link targets.
+func victimFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(p, []byte(victimContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

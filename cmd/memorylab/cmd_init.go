@@ -65,6 +65,9 @@ func runInit(env *Env, opts initOptions) error {
 	if err != nil {
 		return err
 	}
+	if loc.Repo != nil {
+		adviseLedgerGit(env, loc.Repo, s)
+	}
 	if len(created) == 0 {
 		fmt.Fprintf(env.Out, "store already initialised at %s (metric %s, goal %s); nothing changed\n", s.Dir, s.Config.Metric, s.Config.Goal)
 		if opts.Metric != s.Config.Metric || opts.Goal != s.Config.Goal {
@@ -77,6 +80,23 @@ func runInit(env *Env, opts initOptions) error {
 		fmt.Fprintf(env.Out, "  created %s\n", p)
 	}
 	return nil
+}
+
+// adviseLedgerGit says how to keep the ledger out of `git reset --hard`: a
+// committed experiments.jsonl is rolled back with the code (issue 17 item 1).
+func adviseLedgerGit(env *Env, g *ledger.Repo, s *ledger.Store) {
+	rel, err := filepath.Rel(g.MainRoot, s.LedgerPath())
+	if err != nil {
+		return
+	}
+	switch g.LedgerGitState(s.LedgerPath()) {
+	case ledger.LedgerTracked:
+		fmt.Fprintf(env.Err, "memorylab: warning: %s is committed, so `git reset --hard` rolls it back and loses the runs logged since; "+
+			"run `git rm --cached %s`, add `results/` and `results.tsv` to .gitignore, and share runs with `memorylab push`\n", rel, rel)
+	case ledger.LedgerUntracked:
+		fmt.Fprintf(env.Err, "memorylab: note: git does not ignore %s; if it is ever committed, `git reset --hard` rolls the ledger back: "+
+			"add `results/` and `results.tsv` to .gitignore (or .git/info/exclude) and share runs with `memorylab push`\n", rel)
+	}
 }
 
 // adoptRemoteConfig returns the config a new store should get: in a clone

@@ -259,7 +259,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 		archive = append(archive, ledger.ArchiveFile{Key: "train_diff_path", Name: "train.patch", Data: prov.TrainPatch})
 	}
 
-	if err := s.CheckTSVWritable(); err != nil {
+	if err := s.CheckWritable(); err != nil {
 		return nil, err
 	}
 	lock, err := s.Lock()

@@ -172,7 +172,7 @@ func newSummaryPath(s *ledger.Store) (string, error) {
 // after the grace period) and returns the context's error.
 func runTraining(ctx context.Context, env *Env, opts runOptions, summary string) (runOutcome, error) {
 	logPath := env.abs(opts.Log.LogPath)
-	lf, err := os.Create(logPath)
+	lf, err := ledger.OpenForWriting(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644) // never through a committed link
 	if err != nil {
 		return runOutcome{}, fmt.Errorf("unable to create %s: %w", opts.Log.LogPath, err)
 	}
