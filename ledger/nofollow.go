@@ -100,7 +100,10 @@ func resolveExisting(path string) (string, error) {
 		if err == nil {
 			return filepath.Join(r, rest), nil
 		}
-		if !errors.Is(err, os.ErrNotExist) {
+		// ENOTDIR: a prefix is a regular file, so path cannot exist
+		// either; judge it by the prefix like a missing one (opening
+		// the store then says there is none).
+		if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return "", err
 		}
 		parent := filepath.Dir(path)
