@@ -236,23 +236,66 @@ func TestStatusAgainstChampion(t *testing.T) {
 	}
 }
 
-func TestCrashPass(t *testing.T) {
-	r := &Run{Producer: ProducerMem2, RunID: "x", RunType: "t", Rule: RuleMem2, ProblemCount: 1,
-		Passes: []Pass{{Index: 0, Attempts: 2, ParseErrors: 2, FirstError: "empty completion.", Hash: "h", Folder: "iteration_1"}}}
-	cfg := ledger.Config{Version: 1, Metric: "official_score", Goal: ledger.GoalMax}
-	plan, err := BuildRecords(r, NewExisting(cfg), Provenance{}, BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := plan.Records[0]
-	if rec.Status != ledger.StatusCrash || rec.Error == nil || !strings.Contains(rec.Error.Summary, "no scorable attempts") {
-		t.Fatalf("crash record: %+v", rec)
-	}
-	if v, ok := rec.Metrics["official_score"]; !ok || v != nil {
-		t.Errorf("official_score of a crash must be null, got %v", v)
-	}
-	if _, ok := rec.Metric("pass_attempts"); !ok {
-		t.Errorf("counts must stay on a crash record")
+// TestPassWithoutScorableAttempts: issue 20.1. mem2 reports cumulative
+// scores after every pass, also one that scored nothing; the record keeps
+// them. A pass whose jobs all failed (no attempt) is a crash; one whose
+// attempts were all unreadable ran, and is judged like any other.
+func TestPassWithoutScorableAttempts(t *testing.T) {
+	cum := Scores{Official: 1.5, Strict: 1, StrictSolved: 1, OfficialSum: 1.5, Accuracy: 0.25, Attempts: 4, Correct: 1, ScorableAttempts: 4}
+	for _, tc := range []struct {
+		name       string
+		passes     []Pass
+		wantStatus []string
+		wantScore  []float64 // official_score of each record
+		wantError  string    // in the last record's error summary
+	}{
+		{"first pass, every completion unreadable",
+			[]Pass{{Index: 0, Attempts: 2, ParseErrors: 2, FirstError: "empty completion.", Hash: "h", Folder: "iteration_1"}},
+			[]string{"keep"}, []float64{0}, "no scorable attempts: 2 attempts, 2 parsing errors (first: empty completion.)"},
+		{"later passes only had failing jobs",
+			[]Pass{{Index: 0, Attempts: 4, Correct: 1, Scorable: 4, Cum: cum, Hash: "h0", Folder: "iteration_1"},
+				{Index: 1, Cum: cum, Hash: "h1", Folder: "iteration_2"},
+				{Index: 2, Cum: cum, Hash: "h2", Folder: "iteration_3"}},
+			[]string{"keep", "crash", "crash"}, []float64{1.5, 1.5, 1.5}, "every job failed"},
+		{"a retry pass whose completions were all unreadable",
+			[]Pass{{Index: 0, Attempts: 4, Correct: 1, Scorable: 4, Cum: cum, Hash: "h0", Folder: "iteration_1"},
+				{Index: 1, Attempts: 3, ParseErrors: 3, FirstError: "no code block", Cum: Scores{Official: 1.5, Strict: 1, StrictSolved: 1, OfficialSum: 1.5, Accuracy: 1.0 / 7, Attempts: 7, Correct: 1, ScorableAttempts: 4}, Hash: "h1", Folder: "iteration_2"}},
+			[]string{"keep", "discard"}, []float64{1.5, 1.5}, "no scorable attempts: 3 attempts, 3 parsing errors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Run{Producer: ProducerMem2, RunID: "x", RunType: "t", Rule: RuleMem2, ProblemCount: 2, Passes: tc.passes}
+			cfg := ledger.Config{Version: 1, Metric: "official_score", Goal: ledger.GoalMax}
+			plan, err := BuildRecords(r, NewExisting(cfg), Provenance{}, BuildOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var passes []*ledger.Record
+			for _, rec := range plan.Records {
+				if rec.Source["kind"] == KindSolvePass {
+					passes = append(passes, rec)
+				}
+			}
+			if len(passes) != len(tc.wantStatus) {
+				t.Fatalf("%d pass records, want %d", len(passes), len(tc.wantStatus))
+			}
+			for i, rec := range passes {
+				if rec.Status != tc.wantStatus[i] {
+					t.Errorf("pass %d: status %s, want %s", i+1, rec.Status, tc.wantStatus[i])
+				}
+				for _, k := range []string{"official_score", "strict_score", "strict_solved_puzzles", "official_score_sum", "accuracy_per_attempt", "pass_attempts"} {
+					if _, ok := rec.Metric(k); !ok {
+						t.Errorf("pass %d: %s missing", i+1, k)
+					}
+				}
+				if v, _ := rec.Metric("official_score"); v != tc.wantScore[i] {
+					t.Errorf("pass %d: official_score %v, want %v", i+1, v, tc.wantScore[i])
+				}
+			}
+			last := passes[len(passes)-1]
+			if last.Error == nil || !strings.Contains(last.Error.Summary, tc.wantError) {
+				t.Errorf("last pass error %+v lacks %q", last.Error, tc.wantError)
+			}
+		})
 	}
 }
 

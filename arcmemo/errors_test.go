@@ -60,7 +60,7 @@ func TestReadRunErrors(t *testing.T) {
 		}, []string{"iteration_1 is missing", "found iteration_2"}},
 		{"missing last iteration folder", func(t *testing.T, dir string) {
 			os.RemoveAll(filepath.Join(dir, "iteration_2"))
-		}, []string{"iteration_2 is missing", "eval_records.jsonl has attempts of pass 1"}},
+		}, []string{"iteration_2 is missing", "eval_records.jsonl has attempts of pass 2"}},
 		{"missing solution_trees.json", func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, "iteration_2", "solution_trees.json"))
 		}, []string{"iteration_2/solution_trees.json is missing"}},

@@ -154,7 +154,7 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 				return nil, badInput("%s: a record of %s has no metadata.pass_idx: not a mem2 eval record", p("eval_records.jsonl"), a.Puzzle)
 			}
 			if a.Pass+1 > nPass {
-				return nil, badInput("%s is missing, but eval_records.jsonl has attempts of pass %d: copy the whole run directory", p(fmt.Sprintf("iteration_%d", a.Pass+1)), a.Pass)
+				return nil, badInput("%s is missing, but eval_records.jsonl has attempts of pass %d: copy the whole run directory", p(fmt.Sprintf("iteration_%d", a.Pass+1)), a.Pass+1)
 			}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -26,9 +26,6 @@ var PassMetrics = []string{"official_score", "strict_score", "strict_solved_puzz
 	"attempts", "correct_attempts", "accuracy_per_attempt", "official_score_sum",
 	"pass_attempts", "pass_correct_attempts", "pass_parse_errors", "jobs"}
 
-// scoreMetrics are nulled on a crash pass (nothing was scored).
-var scoreMetrics = []string{"official_score", "strict_score", "strict_solved_puzzles", "accuracy_per_attempt", "official_score_sum"}
-
 // Provenance is the git state the records are attributed to; empty when
 // the import runs outside a repository.
 type Provenance struct {
@@ -332,7 +329,9 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 		m.Set("jobs", float64(p.Jobs))
 	}
 	if u := p.Usage; u.Known {
-		if u.Calls > 0 {
+		// By the kind of file read: a mock provider counts calls (0 on a
+		// replayed pass or one whose jobs all failed), a real one tokens.
+		if u.Mock {
 			m.Set("pass_provider_calls", u.Calls)
 		} else {
 			m.Set("pass_input_tokens", u.InputTokens)
@@ -363,12 +362,27 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 		Artifacts:   map[string]string{"source_path": filepath.Join(run.Dir, p.Folder)},
 		Source:      src,
 	}
+	// The cumulative scores are stored whatever the pass produced: they
+	// are what mem2's driver.log and summary.json report after this pass
+	// (a pass without scorable attempts repeats the previous figures, or
+	// 0 on a first pass). A pass whose every job failed made no attempt:
+	// it did not run, so it is a crash. A pass with attempts that were all
+	// unreadable did run and measured something (no gain): it is judged
+	// against the champion like any other, with the reason in its error.
+	champ, ok := champion()
+	v, _ := m.Get(cfg.Metric)
 	switch {
-	case p.Scorable == 0:
+	case p.Attempts == 0:
 		rec.Status = ledger.StatusCrash
-		for _, k := range scoreMetrics {
-			m.SetMissing(k)
-		}
+	case !ok || cfg.Better(v, champ):
+		rec.Status = ledger.StatusKeep
+	default:
+		rec.Status = ledger.StatusDiscard
+	}
+	if ok && rec.Status != ledger.StatusCrash {
+		src["champion_before"] = champ
+	}
+	if p.Scorable == 0 {
 		why := fmt.Sprintf("pass %d produced no scorable attempts: %d attempts", p.Index+1, p.Attempts)
 		if p.ParseErrors > 0 {
 			why += fmt.Sprintf(", %d parsing errors (first: %s)", p.ParseErrors, p.FirstError)
@@ -377,17 +391,6 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 			why += " (every job failed; see events.jsonl)"
 		}
 		rec.Error = &ledger.ErrorInfo{Summary: why, Tail: []string{}, Source: filepath.Join(run.Dir, p.Folder)}
-	default:
-		v, _ := m.Get(cfg.Metric)
-		champ, ok := champion()
-		if !ok || cfg.Better(v, champ) {
-			rec.Status = ledger.StatusKeep
-		} else {
-			rec.Status = ledger.StatusDiscard
-		}
-		if ok {
-			src["champion_before"] = champ
-		}
 	}
 	return rec
 }

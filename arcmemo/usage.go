@@ -13,6 +13,7 @@ type Usage struct {
 	ReasoningTokens float64
 	Requests        float64
 	Calls           float64 // mock provider
+	Mock            bool    // the file counts calls (a mock provider), not tokens
 	Known           bool
 }
 
@@ -38,7 +39,7 @@ func readUsage(path string) Usage {
 	}
 	if _, mock := f.After["calls"]; mock {
 		u.Calls = num(f.After, "calls") - num(f.Before, "calls")
-		u.Known = true
+		u.Mock, u.Known = true, true
 		return u
 	}
 	for model, raw := range f.After {

@@ -18,7 +18,8 @@ func TestReadUsage(t *testing.T) {
 		in   string
 		want Usage
 	}{
-		{"mock", `{"before":{"provider":"mock","calls":10},"after":{"provider":"mock","calls":16}}`, Usage{Calls: 6, Known: true}},
+		{"mock", `{"before":{"provider":"mock","calls":10},"after":{"provider":"mock","calls":16}}`, Usage{Calls: 6, Mock: true, Known: true}},
+		{"mock, no calls this pass", `{"before":{"provider":"mock","calls":16},"after":{"provider":"mock","calls":16}}`, Usage{Mock: true, Known: true}},
 		{"two models", `{"before":{"o4-mini":{"input_tokens":100,"output_tokens":50,"reasoning_tokens":20,"requests":1,"completions":1}},
 		  "after":{"o4-mini":{"input_tokens":300,"output_tokens":150,"reasoning_tokens":70,"requests":3,"completions":3},"gpt-4.1":{"input_tokens":10,"output_tokens":5,"reasoning_tokens":0,"requests":1}}}`,
 			Usage{InputTokens: 210, OutputTokens: 105, ReasoningTokens: 50, Requests: 3, Known: true}},

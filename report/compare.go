@@ -65,7 +65,7 @@ type SourceDifference struct {
 type PassScore struct {
 	Side          string   `json:"side"`
 	RunID         string   `json:"run_id"`
-	Pass          string   `json:"pass"`
+	Pass          int      `json:"pass"` // 1-based, as in "pass 1 of N"
 	OfficialScore *float64 `json:"official_score"`
 	StrictScore   *float64 `json:"strict_score"`
 }
@@ -150,7 +150,7 @@ func Compare(a, b *ledger.Record, cfg ledger.Config, related func(*ledger.Record
 				if _, ok := p.Metrics["official_score"]; !ok {
 					continue
 				}
-				ps := PassScore{Side: side, RunID: string(p.RunID), Pass: fmt.Sprint(p.Source["pass_index"])}
+				ps := PassScore{Side: side, RunID: string(p.RunID), Pass: passNumber(p.Source["pass_index"])}
 				if v, ok := p.Metrics.Get("official_score"); ok {
 					ps.OfficialScore = &v
 				}
@@ -168,6 +168,18 @@ func Compare(a, b *ledger.Record, cfg ledger.Config, related func(*ledger.Record
 		})
 	}
 	return c
+}
+
+// passNumber is the 1-based pass number of a stored 0-based pass_index
+// (an int when fresh, a float64 once read back from JSON); 0 when absent.
+func passNumber(v any) int {
+	switch x := v.(type) {
+	case int:
+		return x + 1
+	case float64:
+		return int(x) + 1
+	}
+	return 0
 }
 
 func compareRun(r *ledger.Record) CompareRun {
@@ -293,7 +305,7 @@ func WriteComparisonText(w io.Writer, c Comparison) error {
 	if len(c.PassScores) > 0 {
 		b.WriteString("\nper-pass scores:\n")
 		for _, p := range c.PassScores {
-			fmt.Fprintf(&b, "  %s pass %s  official %s  strict %s  (%s)\n", strings.ToUpper(p.Side), p.Pass, fmtNum(p.OfficialScore, 4, false), fmtNum(p.StrictScore, 4, false), p.RunID)
+			fmt.Fprintf(&b, "  %s pass %d  official %s  strict %s  (%s)\n", strings.ToUpper(p.Side), p.Pass, fmtNum(p.OfficialScore, 4, false), fmtNum(p.StrictScore, 4, false), p.RunID)
 		}
 	}
 	b.WriteString("\ncode diff (A → B):\n")
