@@ -269,6 +269,9 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	if err := g.foldAndMerge(ctx, s, theirs, opts, res); err != nil {
 		return nil, err
 	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fold reopened the handle
+		return nil, err
+	}
 	attempts := opts.MaxAttempts
 	if attempts <= 0 {
 		attempts = defaultPushAttempts
@@ -341,6 +344,9 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			return nil, err
 		}
 		if err := g.foldAndMerge(ctx, s, tip, opts, res); err != nil {
+			return nil, err
+		}
+		if rs, err = g.resolveRemote(opts.Remote); err != nil {
 			return nil, err
 		}
 	}
@@ -429,6 +435,14 @@ func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, don
 
 // reopen replaces the go-git handle with a fresh one (see beginSync).
 func (g *Repo) reopen() error {
+	if g.WorktreeRoot == "" { // a bare repository opened by tests as a remote
+		r, err := git.PlainOpen(g.gitDirOfStorage())
+		if err != nil {
+			return err
+		}
+		g.r = r
+		return nil
+	}
 	r, err := git.PlainOpenWithOptions(g.WorktreeRoot, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
 	if err != nil {
 		return translateOpenError(g.WorktreeRoot, err)
@@ -660,7 +674,7 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	prog := opts.progress().Start("folding local records", total)
 	folded := map[RunID]bool{}
 	var conflicts []string
-	end, warnings, err := s.ScanFrom(from, func(r *Record, _ int, off int64) error {
+	end, warnings, err := scanFromParallel(s, from, func(r *Record, _ int, off int64) error {
 		prog.Set(int(off - from))
 		if _, err := RunRef(r.RunID); err != nil {
 			return nil // not a run id (hand-edited line): cannot be a file name
@@ -735,7 +749,7 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	} else if cur != tip {
 		return false, nil // moved since we read it: recompute
 	}
-	arrived, err := g.appendArrivals(s, m.arrivals, opts)
+	arrived, err := g.appendArrivals(s, m.arrivals, opts, res)
 	if err != nil {
 		return false, err
 	}
@@ -762,6 +776,35 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	return true, nil
 }
 
+// scanFromParallel is Store.ScanFrom with JSON decoding spread over the
+// cores (ScanReaderParallel): a first push reads every record of the ledger.
+func scanFromParallel(s *Store, from int64, fn func(r *Record, line int, offset int64) error) (end int64, warnings []Warning, err error) {
+	f, err := os.Open(s.LedgerPath())
+	if err != nil {
+		return from, nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return from, nil, err
+	}
+	if st.Size()-from < 1<<20 {
+		return s.ScanFrom(from, fn)
+	}
+	warnings, err = ScanReaderParallel(io.NewSectionReader(f, from, st.Size()-from), func(r *Record, line int, off int64) error {
+		return fn(r, line, from+off)
+	})
+	end = st.Size()
+	for i := range warnings {
+		warnings[i].Offset += from
+		// Do not claim to cover a torn tail: a writer may still be finishing it.
+		if warnings[i].Torn {
+			end = warnings[i].Offset
+		}
+	}
+	return end, warnings, err
+}
+
 func fileSize(path string) (int64, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -770,22 +813,34 @@ func fileSize(path string) (int64, error) {
 	return st.Size(), nil
 }
 
-// appendArrivals writes the arrivals' archives, then appends their records
-// in batches, reading each blob again, so memory stays bounded by the batch,
-// not by the number of arriving records. The caller holds the store lock.
-// A failure part-way leaves the ref unmoved; the appended records are folded
-// by the next sync and never appended twice.
-func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions) (int, error) {
+// appendArrivals decodes each arriving record and validates it with
+// ValidateRecord, the rules of the ledger's own records; a record that fails
+// or is over MaxRecordBytes is refused: it stays in the shared tree, so every
+// machine converges on one tree, but is never appended, and is named once,
+// by the sync that first sees it. The others get their archives written,
+// then are appended in batches, so memory stays bounded by the batch, not by
+// the number of arriving records. The caller holds the store lock. A failure
+// part-way leaves the ref unmoved; the appended records are folded by the
+// next sync and never appended twice.
+func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, res *SyncResult) (int, error) {
 	prog := opts.progress().Start("appending arrived records", len(arrivals))
 	defer prog.Done()
 	arrived := 0
-	for len(arrivals) > 0 {
-		n := min(len(arrivals), appendBatch)
+	for i := 0; i < len(arrivals); {
+		n := min(len(arrivals)-i, appendBatch)
 		batch := make([]*Record, 0, n)
-		for _, a := range arrivals[:n] {
+		for _, a := range arrivals[i : i+n] {
 			r, err := g.readRecordBlob(a.id, a.blob)
+			if err == nil {
+				err = ValidateRecord(r)
+			}
 			if err != nil {
-				return arrived, err
+				if errors.Is(err, ErrNewerVersion) {
+					return arrived, err
+				}
+				res.Refused = append(res.Refused, string(a.id))
+				res.Warnings = append(res.Warnings, fmt.Sprintf("refused remote record %s: %s (not added to the ledger; fix it on the machine that logged it)", a.id, unwrapBadInput(err)))
+				continue
 			}
 			if !a.archive.IsZero() && !opts.NoArchives {
 				if err := g.writeArchive(s, a.id, a.archive); err != nil {
@@ -794,27 +849,42 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions) (i
 			}
 			batch = append(batch, r)
 		}
-		if err := s.AppendLocked(batch...); err != nil {
-			return arrived, err
-		}
-		if opts.OnArrive != nil {
-			if err := opts.OnArrive(batch); err != nil {
-				return arrived + n, err
+		if len(batch) > 0 {
+			if err := s.AppendLocked(batch...); err != nil {
+				return arrived, err
+			}
+			arrived += len(batch)
+			if opts.OnArrive != nil {
+				if err := opts.OnArrive(batch); err != nil {
+					return arrived, err
+				}
 			}
 		}
-		arrived += n
-		arrivals = arrivals[n:]
-		prog.Set(arrived)
+		i += n
+		prog.Set(i)
 	}
 	return arrived, nil
+}
+
+// runIDTime is the time a run id starts with (zero when it has none).
+func runIDTime(id RunID) time.Time {
+	s := string(id)
+	if len(s) < 16 {
+		return time.Time{}
+	}
+	t, err := time.Parse("20060102T150405Z", s[:16])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // appendBatch is how many arriving records are decoded and appended at once.
 const appendBatch = 512
 
-// arrival is a remote record missing locally: its sort key, its blob and
-// its archive tree (zero when none). Every one has been decoded and
-// validated once before anything is written.
+// arrival is a remote record missing locally: its sort key (the time in
+// its run id, which memorylab takes from the same clock reading as
+// timestamp_utc), its blob and its archive tree (zero when none).
 type arrival struct {
 	at      time.Time
 	id      RunID
@@ -844,14 +914,12 @@ func (m mergeResult) parents(tip plumbing.Hash) []plumbing.Hash {
 
 // mergeLedger merges the remote tip theirs into set (the local tip ours plus
 // the records just folded) and returns the merge case and the records that
-// exist only on the remote side (decoded and validated, kept as blob
-// references), in (timestamp, run id) order. It writes nothing.
+// exist only on the remote side (as blob references), in the order of the
+// time their run ids carry, then run id. It writes nothing and reads no
+// record: each arriving record is decoded once, by appendArrivals.
 //
 // A remote store with another metric or goal is refused before anything is
-// written. A remote record that fails validation (ValidateRecord) or is over
-// MaxRecordBytes is refused: it stays in the shared tree, so every machine
-// converges on the same tree, but is never appended to experiments.jsonl;
-// it is reported once, on the sync that first sees it.
+// written.
 func (g *Repo) mergeLedger(ctx context.Context, s *Store, ours, theirs plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult) (mergeResult, error) {
 	m := mergeResult{base: ours, theirs: theirs}
 	switch {
@@ -915,19 +983,7 @@ func (g *Repo) mergeLedger(ctx context.Context, s *Store, ours, theirs plumbing.
 				continue
 			}
 			set.put(id, h)
-			r, err := g.readRecordBlob(id, h)
-			if err == nil {
-				err = ValidateRecord(r)
-			}
-			if err != nil {
-				if errors.Is(err, ErrNewerVersion) {
-					return m, err
-				}
-				res.Refused = append(res.Refused, string(id))
-				res.Warnings = append(res.Warnings, fmt.Sprintf("refused remote record %s: %s (not added to the ledger; fix it on the machine that logged it)", id, unwrapBadInput(err)))
-				continue
-			}
-			m.arrivals = append(m.arrivals, arrival{at: r.Time(), id: id, blob: h, archive: ah})
+			m.arrivals = append(m.arrivals, arrival{at: runIDTime(id), id: id, blob: h, archive: ah})
 		}
 	}
 	m.commit = m.kind == MergeDiverged || theirSet.version < ledgerFormatVersion || !sameSet(set, theirSet)

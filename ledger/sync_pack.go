@@ -2,17 +2,22 @@ package ledger
 
 import (
 	"bufio"
+	"bytes"
 	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // packBuilder gathers the objects one sync writes (record blobs, archive
@@ -21,18 +26,28 @@ import (
 // 10,000 runs wrote ~10,000 files into .git/objects (41 MB), which made it
 // take 75 s and every later plain `git` command on the repository slow.
 //
-// Objects are appended, zlib-compressed and undeltified, to a temporary file;
-// flush writes the pack header and trailer and hands the file to go-git's
-// PackfileWriter (storage/filesystem: it indexes the pack and makes its
-// objects visible to the same Storer at once). Memory stays bounded by one
-// object, whatever the number of runs.
+// Objects are appended, zlib-compressed (BestSpeed) and undeltified, to a
+// temporary file in objects/pack; flush writes the pack header and trailer,
+// builds the .idx from the offsets and CRCs recorded while writing (go-git's
+// PackfileWriter would inflate every object again to index it: 15 % of a
+// first push), renames the .idx and then the .pack into place, as git and
+// go-git do, and reopens the repository handle so the objects are visible.
+// Memory stays bounded by one object plus 28 bytes per object.
 type packBuilder struct {
-	g    *Repo
-	f    *os.File
-	bw   *bufio.Writer
-	zw   *zlib.Writer
-	n    uint32
-	seen map[plumbing.Hash]struct{}
+	g       *Repo
+	f       *os.File
+	bw      *bufio.Writer
+	zw      *zlib.Writer
+	off     int64
+	entries []packEntry
+	seen    map[plumbing.Hash]struct{}
+	buf     bytes.Buffer
+}
+
+type packEntry struct {
+	h   plumbing.Hash
+	off int64
+	crc uint32
 }
 
 // packHeaderSize is "PACK", version 2 and the object count.
@@ -42,6 +57,19 @@ func (g *Repo) newPack() *packBuilder {
 	return &packBuilder{g: g, seen: map[plumbing.Hash]struct{}{}}
 }
 
+func (pb *packBuilder) packDir() string {
+	return filepath.Join(pb.g.gitDirOfStorage(), "objects", "pack")
+}
+
+// gitDirOfStorage is the directory of the repository's object and ref
+// storage (the common git dir, or a bare repository).
+func (g *Repo) gitDirOfStorage() string {
+	if fs, ok := g.r.Storer.(*filesystem.Storage); ok {
+		return fs.Filesystem().Root()
+	}
+	return g.CommonDir
+}
+
 // add stores one object of type t with content data and returns its hash.
 // Objects the repository or this pack already hold are not written again.
 func (pb *packBuilder) add(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
@@ -49,62 +77,68 @@ func (pb *packBuilder) add(t plumbing.ObjectType, data []byte) (plumbing.Hash, e
 	if _, ok := pb.seen[h]; ok {
 		return h, nil
 	}
+	pb.seen[h] = struct{}{}
 	if pb.g.r.Storer.HasEncodedObject(h) == nil {
-		pb.seen[h] = struct{}{}
 		return h, nil
 	}
 	if pb.f == nil {
-		f, err := os.CreateTemp("", "memorylab-pack-*")
+		if err := os.MkdirAll(pb.packDir(), 0o755); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		// "tmp_" is the prefix git gc cleans up after a crash.
+		f, err := os.CreateTemp(pb.packDir(), "tmp_memorylab_pack_")
 		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("unable to create a temporary pack: %w", err)
+			return plumbing.ZeroHash, fmt.Errorf("unable to create a pack: %w", err)
 		}
 		pb.f = f
 		pb.bw = bufio.NewWriterSize(f, 1<<20)
 		if _, err := pb.bw.Write(make([]byte, packHeaderSize)); err != nil {
 			return plumbing.ZeroHash, err
 		}
-		pb.zw = zlib.NewWriter(pb.bw)
+		pb.off = packHeaderSize
+		pb.zw, _ = zlib.NewWriterLevel(&pb.buf, zlib.BestSpeed)
 	}
 	// Entry header: type in bits 4-6 of the first byte, size in 4 + 7n bits.
+	pb.buf.Reset()
 	size := uint64(len(data))
 	b := byte(t)<<4 | byte(size&0x0f)
 	size >>= 4
-	var hdr []byte
 	for size != 0 {
-		hdr = append(hdr, b|0x80)
+		pb.buf.WriteByte(b | 0x80)
 		b = byte(size & 0x7f)
 		size >>= 7
 	}
-	hdr = append(hdr, b)
-	if _, err := pb.bw.Write(hdr); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	pb.zw.Reset(pb.bw)
+	pb.buf.WriteByte(b)
+	pb.zw.Reset(&pb.buf)
 	if _, err := pb.zw.Write(data); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if err := pb.zw.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	pb.n++
-	pb.seen[h] = struct{}{}
+	if _, err := pb.bw.Write(pb.buf.Bytes()); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("unable to write a pack: %w", err)
+	}
+	pb.entries = append(pb.entries, packEntry{h: h, off: pb.off, crc: crc32.ChecksumIEEE(pb.buf.Bytes())})
+	pb.off += int64(pb.buf.Len())
 	return h, nil
 }
 
 // flush writes the gathered objects into the repository as one pack. After
-// it returns, every object added so far can be read through the Storer.
+// it returns, every object added so far can be read through the Storer
+// (the handle is reopened).
 func (pb *packBuilder) flush() (err error) {
 	if pb.f == nil {
 		return nil
 	}
 	defer pb.discard()
 	if err := pb.bw.Flush(); err != nil {
-		return err
+		return fmt.Errorf("unable to write a pack: %w", err)
 	}
 	var head [packHeaderSize]byte
 	copy(head[:], "PACK")
 	binary.BigEndian.PutUint32(head[4:], 2)
-	binary.BigEndian.PutUint32(head[8:], pb.n)
+	binary.BigEndian.PutUint32(head[8:], uint32(len(pb.entries)))
 	if _, err := pb.f.WriteAt(head[:], 0); err != nil {
 		return err
 	}
@@ -112,31 +146,49 @@ func (pb *packBuilder) flush() (err error) {
 		return err
 	}
 	sum := sha1.New()
-	if _, err := io.Copy(sum, pb.f); err != nil {
+	if _, err := io.Copy(sum, bufio.NewReaderSize(pb.f, 1<<20)); err != nil {
 		return err
 	}
-	if _, err := pb.f.Write(sum.Sum(nil)); err != nil {
+	var packSum plumbing.Hash
+	copy(packSum[:], sum.Sum(nil))
+	if _, err := pb.f.Write(packSum[:]); err != nil {
+		return fmt.Errorf("unable to write a pack: %w", err)
+	}
+	if err := pb.f.Sync(); err != nil {
+		return fmt.Errorf("unable to write a pack: %w", err)
+	}
+	iw := new(idxfile.Writer)
+	if err := iw.OnHeader(uint32(len(pb.entries))); err != nil {
 		return err
 	}
-	if _, err := pb.f.Seek(0, io.SeekStart); err != nil {
+	for _, e := range pb.entries {
+		iw.Add(e.h, uint64(e.off), e.crc)
+	}
+	if err := iw.OnFooter(packSum); err != nil {
 		return err
 	}
-	pw, ok := pb.g.r.Storer.(storer.PackfileWriter)
-	if !ok {
-		return fmt.Errorf("unable to write a pack: the repository storage cannot take packfiles")
-	}
-	w, err := pw.PackfileWriter()
+	idx, err := iw.Index()
 	if err != nil {
+		return err
+	}
+	base := filepath.Join(pb.packDir(), "pack-"+packSum.String())
+	err = writeAllAtomic(pb.packDir(), []atomicFile{{path: base + ".idx", perm: 0o444, write: func(w io.Writer) error {
+		_, err := idxfile.NewEncoder(w).Encode(idx)
+		return err
+	}}})
+	if err != nil {
+		return fmt.Errorf("unable to write a pack index: %w", err)
+	}
+	_ = pb.f.Chmod(0o444)
+	if err := os.Rename(pb.f.Name(), base+".pack"); err != nil {
 		return fmt.Errorf("unable to write a pack: %w", err)
 	}
-	if _, err := io.Copy(w, bufio.NewReaderSize(pb.f, 1<<20)); err != nil {
-		_ = w.Close()
-		return fmt.Errorf("unable to write a pack: %w", err)
+	if err := syncDir(pb.packDir()); err != nil {
+		return err
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("unable to write a pack: %w", err)
-	}
-	return nil
+	pb.f.Close()
+	pb.f = nil
+	return pb.g.reopen()
 }
 
 // discard drops the temporary file; flush calls it, and callers defer it
@@ -145,8 +197,9 @@ func (pb *packBuilder) discard() {
 	if pb.f != nil {
 		_ = pb.f.Close()
 		_ = os.Remove(pb.f.Name())
-		pb.f, pb.bw, pb.zw, pb.n = nil, nil, nil, 0
+		pb.f = nil
 	}
+	pb.bw, pb.zw, pb.off, pb.entries = nil, nil, 0, nil
 }
 
 // undeltifiedStorer is the repository's Storer with pack.window 0, for

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -84,6 +87,15 @@ type knownHavesUploadPack struct {
 }
 
 func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	if req.IsEmpty() {
+		return nil, transport.ErrEmptyUploadPackRequest
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if len(req.Shallows) > 0 {
+		return nil, fmt.Errorf("shallow not supported")
+	}
 	sto, lock, err := openLockedRemote(s.path)
 	if err != nil {
 		return nil, err
@@ -95,8 +107,24 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 			known = append(known, h)
 		}
 	}
-	req.Haves = known
-	return s.UploadPackSession.UploadPack(ctx, req)
+	haves, err := revlist.Objects(sto, known, nil)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := revlist.Objects(sto, req.Wants, haves)
+	if err != nil {
+		return nil, err
+	}
+	// go-git's server encodes with a fixed delta window of 10
+	// (plumbing/transport/server/server.go UploadPack, "TODO: plumb through
+	// a pack window"); searching deltas among ledger blobs was half of a
+	// fresh pull. Pack files are immutable, so encoding may outlive the lock.
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := packfile.NewEncoder(pw, sto, false).Encode(objs, 0)
+		pw.CloseWithError(err)
+	}()
+	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
 
 // openLockedRemote takes the served repository's lock (see lockRemote) and

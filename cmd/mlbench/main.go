@@ -119,7 +119,7 @@ func main() {
 	sizesFlag := flag.String("sizes", "1000,10000,100000", "comma-separated ledger sizes")
 	reps := flag.Int("reps", 5, "timed runs per command and size (median reported)")
 	keep := flag.String("keep", "", "build ledgers in this directory and keep them (default: a temp dir, removed)")
-	only := flag.String("only", "", "run only commands whose name contains this")
+	only := flag.String("only", "", "run only commands whose name contains this (\"sync\" runs the sync rows)")
 	flag.Parse()
 	if err := run(*sizesFlag, *reps, *keep, *only); err != nil {
 		fmt.Fprintf(os.Stderr, "mlbench: %v\n", err)
@@ -171,6 +171,11 @@ func run(sizesFlag string, reps int, keep, only string) error {
 		// Start every size without an index, so the first-use row is real.
 		if err := dropIndex(store); err != nil {
 			return err
+		}
+		if only == "" || strings.Contains("sync", only) {
+			if err := syncBench(bin, root, store, n, reps); err != nil {
+				return fmt.Errorf("sync at %d runs: %w", n, err)
+			}
 		}
 		for _, c := range benchCommands {
 			if only != "" && !strings.Contains(c.name, only) {
