@@ -41,6 +41,7 @@ package ledger
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -52,6 +53,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -68,8 +70,8 @@ import (
 // the comment at the top of this file for what each version holds.
 const ledgerFormatVersion = 2
 
-// syncStateVersion versions cache/sync.json.
-const syncStateVersion = 1
+// syncStateVersion versions cache/sync.json (2: adds the last run's key).
+const syncStateVersion = 2
 
 // Sync errors.
 var (
@@ -142,7 +144,10 @@ type SyncResult struct {
 	Records        int      `json:"records"`          // records in the ledger ref afterwards
 	Conflicts      []string `json:"conflicts"`        // run ids with different content here and there
 	Refused        []string `json:"refused"`          // remote records that failed validation
-	Warnings       []string `json:"warnings"`
+	// OutOfOrder: records arrived that sort before runs already here, so
+	// caches folded in file order (the registry) must be rebuilt.
+	OutOfOrder bool     `json:"out_of_order"`
+	Warnings   []string `json:"warnings"`
 }
 
 // syncState is cache/sync.json: the ledger prefix already folded into the
@@ -151,6 +156,11 @@ type syncState struct {
 	Version     int         `json:"version"`
 	Fingerprint Fingerprint `json:"fingerprint"`
 	LedgerTip   string      `json:"ledger_tip"`
+	// Last is the (timestamp, run id) of the last run of the folded prefix
+	// in the one order of runs (order.go), so a pull can tell whether what
+	// arrives sorts after everything here.
+	LastTimestamp string `json:"last_timestamp"`
+	LastRunID     RunID  `json:"last_run_id"`
 }
 
 var installFileTransport sync.Once
@@ -285,7 +295,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 				return nil, err
 			}
 		}
-		specs := []config.RefSpec{config.RefSpec(LedgerRef + ":" + LedgerRef)}
+		var specs []config.RefSpec
 		local, err := g.localRunRefs()
 		if err != nil {
 			return nil, err
@@ -309,10 +319,8 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if err != nil {
 			return nil, err
 		}
-		if localTip.IsZero() || localTip == remoteTip {
-			specs = specs[1:] // nothing logged and nothing pulled yet, or nothing new
-		}
-		if len(specs) == 0 {
+		sendLedger := !localTip.IsZero() && localTip != remoteTip
+		if !sendLedger && len(specs) == 0 {
 			res.RunRefsPushed = 0
 			return res, nil
 		}
@@ -320,7 +328,14 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			hook()
 		}
 		step := opts.progress().Start("pushing to "+rs.label, 0)
-		err = rs.push.PushContext(ctx, &git.PushOptions{RemoteName: rs.track, RefSpecs: specs})
+		err = nil
+		if sendLedger {
+			err = g.pushLedger(ctx, rs, localTip, remoteTip)
+		}
+		if err == nil && len(specs) > 0 {
+			// Pinned commits are code: go-git's push walks and sends them.
+			err = rs.push.PushContext(ctx, &git.PushOptions{RemoteName: rs.track, RefSpecs: specs})
+		}
 		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 			res.RunRefsPushed = len(missing)
@@ -471,10 +486,11 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	}
 	var specs []config.RefSpec
 	if !remoteTip.IsZero() {
-		if _, err := g.r.CommitObject(remoteTip); err != nil {
-			specs = append(specs, config.RefSpec("+"+LedgerRef+":"+rs.trackLedger().String()))
-		} else if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
-			return nil, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
+		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
+		remoteTip, err = g.knownTip(ctx, rs, remoteTip)
+		step.Done()
+		if err != nil {
+			return nil, err
 		}
 	}
 	var wanted []RunID
@@ -520,13 +536,7 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		_ = g.r.Storer.RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
 	}
-	var tip plumbing.Hash
-	if !remoteTip.IsZero() {
-		if tip, err = g.localRef(rs.trackLedger()); err != nil {
-			return nil, err
-		}
-	}
-	if err := g.foldAndMerge(ctx, s, tip, opts, res); err != nil {
+	if err := g.foldAndMerge(ctx, s, remoteTip, opts, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -600,15 +610,17 @@ func (g *Repo) localRunRefs() (map[RunID]plumbing.Hash, error) {
 // fetchLedger fetches the remote ledger ref into its remote-tracking ref and
 // returns the fetched tip (zero when the remote has none).
 func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, error) {
-	spec := config.RefSpec("+" + LedgerRef + ":" + rs.trackLedger().String())
-	err := rs.remote.FetchContext(ctx, &git.FetchOptions{RemoteName: rs.track, RefSpecs: []config.RefSpec{spec}, Tags: git.NoTags})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		if strings.Contains(err.Error(), "couldn't find remote ref") {
-			return plumbing.ZeroHash, nil
-		}
+	tip, err := g.fetchLedgerPack(ctx, rs)
+	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
-	return g.localRef(rs.trackLedger())
+	if tip.IsZero() {
+		return tip, nil
+	}
+	if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), tip)); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
+	}
+	return tip, nil
 }
 
 // foldAndMerge folds the local JSONL into the local ledger ref, then merges
@@ -671,11 +683,18 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	if size, err := fileSize(s.LedgerPath()); err == nil {
 		total = int(size - from)
 	}
+	var last Record
+	if st != nil && from > 0 {
+		last.Timestamp, last.RunID = st.LastTimestamp, st.LastRunID
+	}
 	prog := opts.progress().Start("folding local records", total)
 	folded := map[RunID]bool{}
 	var conflicts []string
 	end, warnings, err := scanFromParallel(s, from, func(r *Record, _ int, off int64) error {
 		prog.Set(int(off - from))
+		if TimestampBefore(last.Timestamp, last.RunID, r.Timestamp, r.RunID) {
+			last.Timestamp, last.RunID = r.Timestamp, r.RunID
+		}
 		if _, err := RunRef(r.RunID); err != nil {
 			return nil // not a run id (hand-edited line): cannot be a file name
 		}
@@ -690,7 +709,7 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 			}
 			return nil
 		}
-		h, err := pb.add(plumbing.BlobObject, line)
+		h, err := pb.addNew(plumbing.BlobObject, line)
 		if err != nil {
 			return err
 		}
@@ -749,6 +768,12 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	} else if cur != tip {
 		return false, nil // moved since we read it: recompute
 	}
+	if len(m.arrivals) > 0 {
+		first := m.arrivals[0]
+		if !RunBefore(parseTimestamp(last.Timestamp), last.RunID, first.at, first.id) {
+			res.OutOfOrder = true
+		}
+	}
 	arrived, err := g.appendArrivals(s, m.arrivals, opts, res)
 	if err != nil {
 		return false, err
@@ -771,7 +796,10 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 		res.Merges = append(res.Merges, m.kind)
 	}
 	if fp, err := s.FingerprintAt(end); err == nil {
-		g.writeSyncState(s, &syncState{Version: syncStateVersion, Fingerprint: fp, LedgerTip: newTip.String()})
+		// The state covers the fold's end: the arrivals appended after it
+		// are scanned (and skipped: the ref holds them) by the next fold.
+		g.writeSyncState(s, &syncState{Version: syncStateVersion, Fingerprint: fp, LedgerTip: newTip.String(),
+			LastTimestamp: last.Timestamp, LastRunID: last.RunID})
 	}
 	return true, nil
 }
@@ -825,17 +853,45 @@ func fileSize(path string) (int64, error) {
 func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, res *SyncResult) (int, error) {
 	prog := opts.progress().Start("appending arrived records", len(arrivals))
 	defer prog.Done()
+	packs, err := g.openPacks()
+	if err != nil {
+		return 0, err
+	}
+	defer packs.close()
+	br := &blobReader{g: g, packs: packs}
 	arrived := 0
 	for i := 0; i < len(arrivals); {
 		n := min(len(arrivals)-i, appendBatch)
-		batch := make([]*Record, 0, n)
-		for _, a := range arrivals[i : i+n] {
-			r, err := g.readRecordBlob(a.id, a.blob)
-			if err == nil {
-				err = ValidateRecord(r)
+		// Read serially (go-git's storage is not safe for concurrent use),
+		// decode and validate side by side.
+		decoded := make([]decodedArrival, n)
+		for j, a := range arrivals[i : i+n] {
+			decoded[j].data, decoded[j].err = br.read(a.id, a.blob)
+		}
+		workers := make([]func() error, runtime.GOMAXPROCS(0))
+		for w := range workers {
+			workers[w] = func() error {
+				for j := w; j < n; j += len(workers) {
+					d := &decoded[j]
+					if d.err == nil {
+						d.r, d.err = decodeRemoteRecord(arrivals[i+j].id, d.data)
+					}
+					if d.err == nil {
+						d.err = ValidateRecord(d.r)
+					}
+					d.data = nil
+				}
+				return nil
 			}
-			if err != nil {
+		}
+		_ = Parallel(workers...)
+		batch := make([]*Record, 0, n)
+		for j, a := range arrivals[i : i+n] {
+			if err := decoded[j].err; err != nil {
 				if errors.Is(err, ErrNewerVersion) {
+					return arrived, err
+				}
+				if !errors.Is(err, ErrBadInput) {
 					return arrived, err
 				}
 				res.Refused = append(res.Refused, string(a.id))
@@ -847,7 +903,7 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 					return arrived, err
 				}
 			}
-			batch = append(batch, r)
+			batch = append(batch, decoded[j].r)
 		}
 		if len(batch) > 0 {
 			if err := s.AppendLocked(batch...); err != nil {
@@ -864,6 +920,78 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 		prog.Set(i)
 	}
 	return arrived, nil
+}
+
+type decodedArrival struct {
+	data []byte
+	r    *Record
+	err  error
+}
+
+// blobReader reads record blobs: straight from a local pack's stored entry
+// when it holds the blob whole (one inflate, no go-git object machinery),
+// else through go-git.
+type blobReader struct {
+	g     *Repo
+	packs *localPacks
+	zr    io.ReadCloser
+}
+
+func (br *blobReader) read(id RunID, h plumbing.Hash) ([]byte, error) {
+	if raw, ok := br.packs.entry(h); ok {
+		t, size, n := entryHeader(raw)
+		if t == plumbing.BlobObject && n > 0 {
+			if size > MaxRecordBytes {
+				return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ErrBadInput, id, size, MaxRecordBytes>>20)
+			}
+			var err error
+			if br.zr == nil {
+				br.zr, err = zlib.NewReader(bytes.NewReader(raw[n:]))
+			} else {
+				err = br.zr.(zlib.Resetter).Reset(bytes.NewReader(raw[n:]), nil)
+			}
+			if err == nil {
+				data := make([]byte, size)
+				if _, err = io.ReadFull(br.zr, data); err == nil {
+					return data, nil
+				}
+			}
+		}
+	}
+	b, err := br.g.r.BlobObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read remote record %s: %w", id, err)
+	}
+	if b.Size > MaxRecordBytes {
+		return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ErrBadInput, id, b.Size, MaxRecordBytes>>20)
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(io.LimitReader(rd, MaxRecordBytes))
+}
+
+// entryHeader decodes a pack entry's type-and-size header; n is its length
+// (0 when malformed).
+func entryHeader(b []byte) (t plumbing.ObjectType, size int64, n int) {
+	if len(b) == 0 {
+		return 0, 0, 0
+	}
+	c := b[0]
+	t = plumbing.ObjectType((c >> 4) & 7)
+	size = int64(c & 0x0f)
+	n = 1
+	for shift := 4; c&0x80 != 0; shift += 7 {
+		if n >= len(b) || shift > 56 {
+			return 0, 0, 0
+		}
+		c = b[n]
+		n++
+		size |= int64(c&0x7f) << shift
+	}
+	return t, size, n
 }
 
 // runIDTime is the time a run id starts with (zero when it has none).

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/storer"
@@ -117,13 +117,16 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	}
 	// go-git's server encodes with a fixed delta window of 10
 	// (plumbing/transport/server/server.go UploadPack, "TODO: plumb through
-	// a pack window"); searching deltas among ledger blobs was half of a
-	// fresh pull. Pack files are immutable, so encoding may outlive the lock.
+	// a pack window") and inflates and deflates every object again:
+	// searching deltas among ledger blobs was half of a fresh pull.
+	// writePackTo copies stored entries as they are. Pack files are
+	// immutable, so writing may outlive the lock.
+	served, err := git.Open(sto, nil)
+	if err != nil {
+		return nil, err
+	}
 	pr, pw := io.Pipe()
-	go func() {
-		_, err := packfile.NewEncoder(pw, sto, false).Encode(objs, 0)
-		pw.CloseWithError(err)
-	}()
+	go func() { pw.CloseWithError((&Repo{r: served}).writePackTo(pw, objs)) }()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
 
@@ -174,6 +177,16 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		if cur != cmd.Old {
 			return nil, fmt.Errorf("%w: %s", errRefChangedOnRemote, cmd.Name)
 		}
+	}
+	if req.Packfile != nil {
+		dir, err := remoteGitDir(s.path)
+		if err != nil {
+			return nil, err
+		}
+		if err := receivePack(sto, dir, req.Packfile); err != nil {
+			return nil, fmt.Errorf("unable to store the pushed objects: %w", err)
+		}
+		req.Packfile = nil // stored: go-git's session only updates the refs
 	}
 	return s.ReceivePackSession.ReceivePack(ctx, req)
 }

@@ -116,7 +116,7 @@ func runSync(ctx context.Context, env *Env, opts syncOptions) error {
 			return err
 		}
 		if res.Arrived > 0 {
-			if err := refreshRegistry(env, s); err != nil {
+			if err := refreshRegistry(env, s, res.OutOfOrder); err != nil {
 				fmt.Fprintf(env.Err, "memorylab: warning: champion_challenger.json not refreshed (the next log or report does it): %v\n", err)
 			}
 		}
@@ -125,24 +125,31 @@ func runSync(ctx context.Context, env *Env, opts syncOptions) error {
 	return nil
 }
 
-// refreshRegistry rebuilds the registry after records arrived: they were
-// appended after the local ones, while the registry folds runs in the one
-// order of runs (timestamp, run id), so its cache is dropped and rebuilt
-// from the catalog, and champion_challenger.json rewritten.
-func refreshRegistry(env *Env, s *ledger.Store) error {
+// refreshRegistry brings champion_challenger.json up to date after records
+// arrived. The registry cache folds runs in file order: when every arrival
+// sorts after the runs already here, it catches up from the ledger's tail as
+// after a log; when some sort before (outOfOrder), or there is no cache (a
+// fresh clone), the cache is dropped and the next log or report rebuilds it
+// from the catalog, which is in the one order of runs (timestamp, run id),
+// so every machine agrees. A pull never pays for a whole rebuild.
+func refreshRegistry(env *Env, s *ledger.Store, outOfOrder bool) error {
 	lock, err := s.Lock()
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
-	if err := os.Remove(s.CachePath(registryStateFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	path := s.CachePath(registryStateFile)
+	if _, err := os.Stat(path); outOfOrder || err != nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
 	}
 	st, fp, behind, err := loadRegistry(s, env.Err, nil)
 	if err != nil {
 		return err
 	}
-	return saveRegistry(env, s, st, fp, behind, 0)
+	return saveRegistry(env, s, st, fp, behind, registryCacheLag)
 }
 
 // storeFromRemote creates the store of a fresh clone with the config the
