@@ -140,3 +140,46 @@ func firstDiff(want, got string) string {
 	}
 	return ""
 }
+
+// TestCorpusRowCoverage (issue 20.8): with default options, import keeps at
+// least 99% of the corpus's data rows (lines that hold an experiment;
+// banners, section titles and column declarations are not data). It prints
+// the coverage table, file by file.
+func TestCorpusRowCoverage(t *testing.T) {
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-55s %5s %8s  %s\n", "file", "data", "imported", "skipped (reason ×n)")
+	var data, imported int
+	for _, f := range corpusFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Read(b, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", filepath.Base(f), err)
+		}
+		reasons := map[string]int{}
+		for _, s := range res.Skipped {
+			if s.Data {
+				reasons[s.Reason]++
+			}
+		}
+		var rs []string
+		for r, n := range reasons {
+			rs = append(rs, fmt.Sprintf("%s ×%d", r, n))
+		}
+		sort.Strings(rs)
+		fmt.Fprintf(&table, "%-55s %5d %8d  %s\n", filepath.Base(f), res.DataRows(), len(res.Entries), strings.Join(rs, "; "))
+		data += res.DataRows()
+		imported += len(res.Entries)
+		if res.DataRows() > 0 && len(res.Entries) == 0 {
+			t.Errorf("%s: every data row skipped", filepath.Base(f))
+		}
+	}
+	cover := float64(imported) / float64(data)
+	fmt.Fprintf(&table, "%-55s %5d %8d  coverage %.2f%%\n", "total", data, imported, 100*cover)
+	t.Logf("row coverage:\n%s", table.String())
+	if cover < 0.99 {
+		t.Errorf("row coverage %.2f%% (%d of %d data rows), want at least 99%%", 100*cover, imported, data)
+	}
+}

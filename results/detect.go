@@ -243,6 +243,9 @@ type Options struct {
 func detect(t *Table, opts Options) (Schema, []Line, error) {
 	sc := Schema{Commit: -1, ID: -1, Metric: -1, Memory: -1, Status: -1, Description: -1, Hypothesis: -1, Time: -1}
 	rows := t.Lines
+	if t.LiteralTabs {
+		sc.HeaderNote = "columns separated by the two characters \\t instead of tabs: read as tab-separated"
+	}
 	if len(rows) > 0 && looksLikeHeader(rows[0].Fields) {
 		sc.Columns = trimAll(rows[0].Fields)
 		sc.HeaderLine = rows[0].No

@@ -19,14 +19,31 @@ type Entry struct {
 	Hypothesis  string              // from a hypothesis column
 	Extra       map[string]*float64 // other numeric columns by name
 	Note        string              // what import changed, e.g. a keep without its metric
+	ExtraFields []string            // fields past the header's width, kept verbatim
+	Raw         string              // the whole row, when its columns could not be trusted
 	Time        time.Time           // from the timestamp column when Result.RealTimes
 	timeText    string
 }
 
-// Skip is a line that holds no importable experiment, and why.
+// Skip is a line that holds no importable experiment, and why. Data is
+// true when the line looked like an experiment row (history lost); banners,
+// section titles and column declarations are not data.
 type Skip struct {
 	Line   int    `json:"line"`
 	Reason string `json:"reason"`
+	Data   bool   `json:"data_row"`
+}
+
+// DataRows is the number of lines that held an experiment: the imported
+// entries plus the data rows skipped.
+func (res *Result) DataRows() int {
+	n := len(res.Entries)
+	for _, s := range res.Skipped {
+		if s.Data {
+			n++
+		}
+	}
+	return n
 }
 
 // StatusUse is how one status word was mapped, and how often it occurred.
@@ -72,24 +89,56 @@ func Read(data []byte, opts Options) (*Result, error) {
 		u.Rows++
 	}
 	var entries []Entry
+	var section *Schema // columns declared by a "Columns: a, b, c" line, for the comma-separated rows after it
+	unknown := map[string]int{}
 	for _, r := range rows {
 		f := r.Fields
+		sc := sc
+		var extra []string
+		untrusted := false
 		switch {
 		case isSeparator(f):
-			res.Skipped = append(res.Skipped, Skip{r.No, "separator or section line"})
+			res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: "separator or section line"})
 			continue
 		case len(f) == 1 && width > 2:
-			res.Skipped = append(res.Skipped, Skip{r.No, fmt.Sprintf("not tab-separated: 1 field, the header has %d", width)})
-			continue
-		case len(f) > width:
-			reason := fmt.Sprintf("%d fields, the header has %d", len(f), width)
-			if len(f) >= 2*width-1 {
-				reason += " (two rows run together on one line?)"
+			if cols, ok := columnsDeclaration(f[0]); ok {
+				section = sectionSchema(cols, res.MetricName)
+				res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: fmt.Sprintf("column declaration for the rows below (%d comma-separated columns)", len(cols))})
+				continue
 			}
-			res.Skipped = append(res.Skipped, Skip{r.No, reason})
+			switch {
+			case section != nil && strings.Count(f[0], ",") >= len(section.Columns)-1:
+				f = trimAll(strings.SplitN(f[0], ",", len(section.Columns)))
+				sc = *section
+			case spaceSeparated(f[0], sc):
+				f = splitSpaces(f[0], width)
+			case strings.Count(f[0], ",") >= width-1:
+				res.Skipped = append(res.Skipped, Skip{Line: r.No, Data: true,
+					Reason: fmt.Sprintf("comma-separated row with no column declaration (a \"Columns: a, b, …\" line) above it; the header has %d tab-separated columns", width)})
+				continue
+			default:
+				res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: fmt.Sprintf("section title or note: 1 field, the header has %d", width)})
+				continue
+			}
+		case len(f) > width:
+			// Wider than the header: the first columns line up when the
+			// metric cell is a number and the status word is known (extra
+			// trailing fields, or two rows run together); otherwise the
+			// row follows another layout and only its text is kept.
+			extra = f[width:]
+			f = f[:width]
+			_, numOK := ParseNumber(col(f, sc.Metric))
+			_, _, stOK := mapStatus(NormStatus(col(f, sc.Status)), opts.StatusMap)
+			untrusted = (sc.Metric >= 0 && !numOK) || (sc.Status >= 0 && !stOK)
+		}
+		e := Entry{Line: r.No, Commit: oneLine(col(f, sc.Commit)), ExtraFields: extra}
+		if untrusted {
+			e = Entry{Line: r.No, Status: "discard", Raw: oneLine(strings.Join(append(f, extra...), " | ")),
+				Note: fmt.Sprintf("row has %d fields, the header %d, and its columns do not line up: kept as text, without metrics", len(f)+len(extra), width)}
+			e.Description = e.Raw
+			entries = append(entries, e)
 			continue
 		}
-		e := Entry{Line: r.No, Commit: oneLine(col(f, sc.Commit))}
 		if e.Commit == "" {
 			e.Commit = oneLine(col(f, sc.ID))
 		}
@@ -121,7 +170,7 @@ func Read(data []byte, opts Options) (*Result, error) {
 			e.Word = col(f, sc.Status)
 			w := NormStatus(e.Word)
 			if w == "marker" {
-				res.Skipped = append(res.Skipped, Skip{r.No, "marker row (section separator)"})
+				res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: "marker row (section separator)"})
 				continue
 			}
 			st, from, ok := mapStatus(w, opts.StatusMap)
@@ -129,18 +178,35 @@ func Read(data []byte, opts Options) (*Result, error) {
 				st, from, ok = mapStatus("(empty)", opts.StatusMap)
 			}
 			if !ok {
-				use(w, "", "unmapped")
+				// The row is history whose outcome is uncertain: keep
+				// it as a discard (it can never become the champion on
+				// a guess), with the word as written in its source.
 				hint := w
 				if w == "" {
 					hint = "(empty)"
 				}
-				res.Skipped = append(res.Skipped, Skip{r.No, fmt.Sprintf("unknown status %q: pass --status-map '%s=keep|discard|crash'", e.Word, hint)})
-				continue
+				unknown[hint]++
+				st, from = "discard", "unknown word, assumed"
+				e.Note = fmt.Sprintf("unknown status %q recorded as discard: pass --status-map '%s=keep|discard|crash' to choose", e.Word, hint)
 			}
 			use(w, st, from)
 			e.Status = st
 		}
 		entries = append(entries, e)
+	}
+
+	if len(unknown) > 0 {
+		var words []string
+		n := 0
+		for w, c := range unknown {
+			words = append(words, fmt.Sprintf("%s ×%d", w, c))
+			n += c
+		}
+		sort.Strings(words)
+		res.Notes = append(res.Notes, fmt.Sprintf("%s with unknown status words (%s) recorded as discard, the word kept in source.status_word; --status-map chooses", rowCount(n), strings.Join(words, ", ")))
+	}
+	if n := countWide(entries); n > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s wider than the header imported; fields past the header kept in source.extra_fields (or the whole row as text when its columns do not line up)", rowCount(n)))
 	}
 
 	// Goal: from opts, the name, and the kept rows in order.
@@ -182,6 +248,21 @@ func Read(data []byte, opts Options) (*Result, error) {
 		res.Notes = append(res.Notes, "no status column: a row is keep when it beats the best so far ("+res.Goal+"), else discard")
 	}
 
+	// A file with no metric values at all (no metric column, or one that
+	// holds only NA) is history without the metric: statuses stay as
+	// written (the registry does not count a keep without the metric as an
+	// experiment), rather than every keep being demoted.
+	noValues := true
+	for _, e := range entries {
+		noValues = noValues && e.Metric == nil
+	}
+	if noValues && len(entries) > 0 {
+		what := "no metric column"
+		if sc.Metric >= 0 {
+			what = fmt.Sprintf("no value in the %s column", sc.MetricName)
+		}
+		res.Notes = append(res.Notes, what+": rows imported as history without the metric, statuses as written")
+	}
 	for i := range entries {
 		e := &entries[i]
 		if e.Status == "crash" {
@@ -191,7 +272,7 @@ func Read(data []byte, opts Options) (*Result, error) {
 			}
 			continue
 		}
-		if e.Metric == nil {
+		if e.Metric == nil && e.Raw == "" && !noValues {
 			if e.Status == "keep" {
 				e.Note = "keep row without a " + metricLabel(sc) + " value imported as discard"
 				e.Status = "discard"
@@ -201,12 +282,101 @@ func Read(data []byte, opts Options) (*Result, error) {
 		}
 	}
 	res.Entries = entries
+	if res.DataRows() == 0 {
+		res.Notes = append(res.Notes, "no data rows: nothing to import")
+	}
 	res.readTimes()
 	for _, u := range uses {
 		res.Statuses = append(res.Statuses, *u)
 	}
 	sort.Slice(res.Statuses, func(i, j int) bool { return res.Statuses[i].Word < res.Statuses[j].Word })
 	return res, nil
+}
+
+// spaceSeparated reports a row written with spaces where the header has
+// tabs: split at whitespace into the header's width, its metric cell is a
+// number.
+func spaceSeparated(line string, sc Schema) bool {
+	f := splitSpaces(line, len(sc.Columns))
+	if len(f) < len(sc.Columns) || sc.Metric < 0 {
+		return false
+	}
+	_, ok := ParseNumber(f[sc.Metric])
+	return ok
+}
+
+// splitSpaces splits at runs of spaces into at most n fields (the last one,
+// the description, keeps its spaces).
+func splitSpaces(line string, n int) []string {
+	var out []string
+	s := strings.TrimSpace(line)
+	for len(out) < n-1 && s != "" {
+		i := strings.IndexAny(s, " \t")
+		if i < 0 {
+			break
+		}
+		out = append(out, s[:i])
+		s = strings.TrimLeft(s[i:], " \t")
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// rowCount is "1 row" or "N rows".
+func rowCount(n int) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
+
+// countWide counts entries made from rows wider than the header.
+func countWide(entries []Entry) int {
+	n := 0
+	for _, e := range entries {
+		if len(e.ExtraFields) > 0 || e.Raw != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// columnsDeclaration recognises a line declaring the columns of the rows
+// after it, "Columns: date, tag, val_bpb, status, description" (seen in
+// files that switch to comma-separated sections).
+func columnsDeclaration(line string) ([]string, bool) {
+	head, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+	if !ok || !strings.EqualFold(strings.TrimSpace(head), "columns") || !strings.Contains(rest, ",") {
+		return nil, false
+	}
+	return trimAll(strings.Split(rest, ",")), true
+}
+
+// sectionSchema maps the roles of a declared column list by name; the
+// metric is the file's own metric column when the section has it.
+func sectionSchema(cols []string, metric string) *Schema {
+	sc := &Schema{Columns: cols, Commit: -1, ID: -1, Metric: -1, Memory: -1, Status: -1, Description: -1, Hypothesis: -1, Time: -1}
+	taken := map[int]bool{}
+	for i, c := range cols {
+		if strings.EqualFold(c, metric) {
+			sc.Metric, taken[i] = i, true
+		}
+	}
+	set := func(dst *int, names []string) {
+		if i := firstNamed(cols, names, taken); i >= 0 {
+			*dst, taken[i] = i, true
+		}
+	}
+	set(&sc.Commit, commitNames)
+	set(&sc.ID, idNames)
+	set(&sc.Status, statusNames)
+	set(&sc.Description, descriptionNames)
+	if sc.ID < 0 {
+		set(&sc.ID, []string{"tag", "name", "experiment"})
+	}
+	return sc
 }
 
 func metricLabel(sc Schema) string {

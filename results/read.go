@@ -18,6 +18,9 @@ type Table struct {
 	Lines    []Line // every non-blank, non-comment line in file order (the header too)
 	Comments []Line // lines starting with '#': fields of the text after the '#'
 	Blank    int    // blank lines seen
+	// LiteralTabs: the header separated its columns with the two
+	// characters `\t` instead of a tab, and every line was read so.
+	LiteralTabs bool
 }
 
 // Parse splits data into lines and fields. It never fails: every byte
@@ -49,6 +52,14 @@ func Parse(data []byte) *Table {
 			line = strings.ToValidUTF8(line, "\uFFFD")
 		}
 		trimmed := strings.TrimSpace(line)
+		if len(t.Lines) == 0 && trimmed != "" && trimmed[0] != '#' && !strings.Contains(line, "\t") && strings.Contains(line, `\t`) {
+			// A header written with a literal backslash-t (printf
+			// without interpretation): the file means tabs.
+			t.LiteralTabs = true
+		}
+		if t.LiteralTabs && !strings.Contains(line, "\t") {
+			line = strings.ReplaceAll(line, `\t`, "\t")
+		}
 		switch {
 		case trimmed == "":
 			t.Blank++

@@ -193,6 +193,15 @@ func (res *Result) record(e Entry, file, metric string) *ledger.Record {
 	if e.Note != "" {
 		r.Source["note"] = e.Note
 	}
+	if res.MetricName != "" && res.MetricName != metric {
+		r.Source["metric_column"] = res.MetricName // recorded under the store's metric (--as)
+	}
+	if len(e.ExtraFields) > 0 {
+		r.Source["extra_fields"] = e.ExtraFields
+	}
+	if e.Raw != "" {
+		r.Source["raw_row"] = e.Raw
+	}
 	if e.Status == ledger.StatusCrash {
 		r.Error = &ledger.ErrorInfo{Summary: desc, Tail: []string{}, Source: "results.tsv"}
 	}

@@ -20,6 +20,7 @@ type importOptions struct {
 	Store     string
 	Files     []string
 	Metric    string   // --metric COLUMN
+	As        string   // --as NAME: record the --metric column under the store's metric NAME
 	Goal      string   // --goal min|max
 	StatusMap []string // --status-map word=status
 	DryRun    bool
@@ -31,12 +32,14 @@ func importCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import existing results.tsv histories into the ledger (idempotent)",
-		UsageText: "memorylab import <results.tsv>... [--metric COLUMN] [--goal min|max] [--status-map WORD=keep|discard|crash]... [--dry-run] [--json] [--init]",
+		UsageText: "memorylab import <results.tsv>... [--metric COLUMN [--as METRIC]] [--goal min|max] [--status-map WORD=keep|discard|crash]... [--dry-run] [--json] [--init]",
 		Description: "Appends one ledger record per experiment row, in file order: commit, primary metric, memory,\n" +
 			"status, description, and the file and line it came from. Any results.tsv dialect is read:\n" +
 			"extra or missing columns, other metric names, CSV quotes, CRLF, '#' comments, no header.\n" +
 			"The metric column, its direction and the status words are detected and reported; override\n" +
-			"them with --metric, --goal and --status-map. Rows that cannot be understood are skipped with\n" +
+			"them with --metric (--as METRIC to record another column as the store's metric), --goal and\n" +
+			"--status-map. Rows of uncertain meaning are kept and the assumption printed; lines that are not\n" +
+			"data (banners, section titles) are skipped with\n" +
 			"FILE:LINE and the reason. Importing the same file again adds nothing; a longer version of it\n" +
 			"adds only the new rows. results.tsv itself is not modified (see export-tsv).\n\n" +
 			"Timestamps come from a timestamp column when every row has one in order; otherwise the file's\n" +
@@ -45,9 +48,10 @@ func importCommand(env *Env) *cli.Command {
 			"Examples:\n" +
 			"   memorylab import results.tsv --dry-run\n" +
 			"   memorylab import results.tsv --init\n" +
-			"   memorylab import old/results.tsv --metric val_loss --status-map reverted=discard --status-map missing=crash",
+			"   memorylab import old/results.tsv --metric val_loss --as val_bpb --status-map reverted=discard --status-map missing=crash",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "metric", Usage: "column holding the primary metric (default: detected)"},
+			&cli.StringFlag{Name: "as", Usage: "record the --metric column under this metric name (the store's), e.g. --metric val_loss --as val_bpb"},
 			&cli.StringFlag{Name: "goal", Usage: "min or max: which direction of the metric is better (default: detected)"},
 			&cli.StringSliceFlag{Name: "status-map", Usage: "map a status word: WORD=keep|discard|crash (repeatable; '(empty)' for empty cells)"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be imported and every problem found; write nothing"},
@@ -58,7 +62,7 @@ func importCommand(env *Env) *cli.Command {
 			if c.NArg() == 0 {
 				return usagef("import needs at least one results.tsv file")
 			}
-			opts := importOptions{Store: c.String("store"), Metric: c.String("metric"),
+			opts := importOptions{Store: c.String("store"), Metric: c.String("metric"), As: c.String("as"),
 				Goal: c.String("goal"), StatusMap: c.StringSlice("status-map"), DryRun: c.Bool("dry-run"),
 				JSON: c.Bool("json"), Init: c.Bool("init")}
 			if err := opts.parseTrailing(c.Args().Slice()); err != nil {
@@ -101,6 +105,8 @@ func (o *importOptions) parseTrailing(args []string) error {
 		switch name {
 		case "metric":
 			o.Metric, err = value()
+		case "as":
+			o.As, err = value()
 		case "goal":
 			o.Goal, err = value()
 		case "status-map":
@@ -231,7 +237,14 @@ func runImport(env *Env, opts importOptions) error {
 		if err != nil {
 			return err
 		}
+		if d := f.res.DataRows(); d > 0 && len(f.res.Entries) == 0 {
+			return fmt.Errorf("%w: %s: every data row was skipped (%d; first: line %d, %s)",
+				ledger.ErrBadInput, f.path, d, firstDataSkip(f.res).Line, firstDataSkip(f.res).Reason)
+		}
 		files = append(files, f)
+	}
+	if opts.As != "" && opts.Metric == "" {
+		return usagef("--as %s needs --metric COLUMN: name the file's column to record as %s", opts.As, opts.As)
 	}
 
 	// The metric name the records carry, and the goal.
@@ -245,30 +258,36 @@ func runImport(env *Env, opts importOptions) error {
 			continue
 		}
 		if r.MetricName == "" {
-			return fmt.Errorf("%w: %s: no metric column found (columns: %s): pass --metric COLUMN", ledger.ErrBadInput, f.path, strings.Join(r.Columns, ", "))
+			continue // history without the metric: recorded under the store's (or the default) metric
+		}
+		name := r.MetricName
+		if opts.As != "" {
+			name = opts.As
 		}
 		switch {
+		case store != nil && !strings.EqualFold(name, metric):
+			hint := "pass --metric COLUMN naming the column that holds " + metric
+			if opts.Metric != "" {
+				hint = fmt.Sprintf("pass --as %s as well if %s really is the same quantity as %s", metric, r.MetricName, metric)
+			}
+			return fmt.Errorf("%w: %s: the metric column is %q but the store's metric is %q: %s, or import into another store (--store DIR --init)",
+				ledger.ErrBadInput, f.path, r.MetricName, metric, hint)
 		case metric == "":
-			metric, goal, from = r.MetricName, r.Goal, f.path
-		case store != nil && opts.Metric == "" && !strings.EqualFold(r.MetricName, metric):
-			return fmt.Errorf("%w: %s: the metric column is %q but the store's metric is %q: pass --metric COLUMN naming the column that holds %s, or import into another store (--store DIR --init)",
-				ledger.ErrBadInput, f.path, r.MetricName, metric, metric)
-		case store == nil && (r.MetricName != metric || r.Goal != goal):
+			metric, goal, from = name, r.Goal, f.path
+		case store == nil && (name != metric || r.Goal != goal):
 			return fmt.Errorf("%w: %s has metric %s (%s) but %s has %s (%s): import them into separate stores, or pass --metric and --goal",
 				ledger.ErrBadInput, f.path, r.MetricName, r.Goal, from, metric, goal)
 		}
 	}
-	if metric == "" { // nothing to import anywhere: report the first file's detection
-		metric, goal = files[0].res.MetricName, files[0].res.Goal
+	if metric == "" { // no file names a metric: the records are history without it
+		def := ledger.DefaultConfig()
+		metric, goal = def.Metric, def.Goal
 	}
 
 	if store == nil && !opts.DryRun {
 		if !opts.Init {
 			return fmt.Errorf("%w at %s: run `memorylab init --metric %s --goal %s` (detected from %s), or pass --init",
 				ledger.ErrNoStore, loc.StoreDir, shellWord(metric), goal, files[0].path)
-		}
-		if metric == "" {
-			return fmt.Errorf("%w: no metric detected in %s: pass --metric COLUMN with --init", ledger.ErrBadInput, files[0].path)
 		}
 		cfg := ledger.DefaultConfig()
 		cfg.Metric, cfg.Goal = metric, goal
@@ -369,6 +388,16 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// firstDataSkip is the first skipped line that held data.
+func firstDataSkip(r *results.Result) results.Skip {
+	for _, s := range r.Skipped {
+		if s.Data {
+			return s
+		}
+	}
+	return results.Skip{}
+}
+
 func printTSVImport(env *Env, opts importOptions, store *ledger.Store, metric, goal string, files []*importedFile, added int) error {
 	out := importJSON{MessageType: "import", DryRun: opts.DryRun, Metric: metric, Goal: goal, Imported: added, Files: []importFileJSON{}}
 	if store != nil {
@@ -449,8 +478,8 @@ func printFileSummary(env *Env, f *importedFile, fj importFileJSON, metric strin
 			as = " recorded as " + metric
 		}
 		fmt.Fprintf(env.Out, "  metric: %s%s (%s); goal %s (%s)\n", r.MetricName, as, r.MetricReason, r.Goal, r.GoalReason)
-	} else {
-		fmt.Fprintf(env.Out, "  metric: none detected (columns: %s)\n", strings.Join(r.Columns, ", "))
+	} else if len(r.Entries) > 0 {
+		fmt.Fprintf(env.Out, "  metric: none in this file (columns: %s): rows recorded without %s\n", strings.Join(r.Columns, ", "), metric)
 	}
 	if len(r.Statuses) > 0 {
 		var parts []string

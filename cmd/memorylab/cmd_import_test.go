@@ -99,7 +99,7 @@ func TestImportEndToEnd(t *testing.T) {
 
 	// Dry run: prints every row and problem, writes nothing.
 	out, errOut, code := tsvRun(t, dir, "import", "old.tsv", "--dry-run")
-	if code != 0 || !strings.Contains(out, "would import 4 records") || !strings.Contains(errOut, "old.tsv:6: skipped: unknown status \"lb\"") {
+	if code != 0 || !strings.Contains(out, "would import 5 records") || !strings.Contains(out, `unknown status "lb" recorded as discard`) {
 		t.Fatalf("dry run: code %d\n%s\n%s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "results", "memorylab")); err == nil {
@@ -159,10 +159,11 @@ func TestImportEndToEnd(t *testing.T) {
 	if len(recs) != 6 || recs[5].Description != "RoPE base 200K" {
 		t.Fatalf("after the longer file: %d records, last %q", len(recs), recs[len(recs)-1].Description)
 	}
-	// Without the mapping the lb row is skipped but the rest are still present.
-	_, errOut, code = tsvRun(t, dir, "import", "copy.tsv")
-	if code != 0 || !strings.Contains(errOut, "copy.tsv:6: skipped") || len(tsvLedger(t, dir)) != 6 {
-		t.Fatalf("unmapped re-import: code %d\n%s", code, errOut)
+	// Without the mapping the unknown word lb is assumed discard, as it was
+	// mapped: the row is the same, nothing new.
+	out, errOut, code = tsvRun(t, dir, "import", "copy.tsv")
+	if code != 0 || !strings.Contains(out, "imported 0 records") || len(tsvLedger(t, dir)) != 6 {
+		t.Fatalf("unmapped re-import: code %d\n%s\n%s", code, out, errOut)
 	}
 }
 
@@ -178,15 +179,15 @@ func TestImportJSON(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	f := got.Files[0]
-	if got.MessageType != "import" || !got.DryRun || got.Metric != "val_bpb" || got.Goal != "min" || got.Imported != 4 || got.Skipped != 1 ||
-		f.Rows != 4 || len(f.Records) != 4 || f.Skipped[0].Line != 6 || f.MetricColumn != "val_bpb" {
+	if got.MessageType != "import" || !got.DryRun || got.Metric != "val_bpb" || got.Goal != "min" || got.Imported != 5 || got.Skipped != 0 ||
+		f.Rows != 5 || len(f.Records) != 5 || f.Records[4].StatusWord != "lb" || f.Records[4].Status != "discard" || f.MetricColumn != "val_bpb" {
 		t.Errorf("unexpected summary: %+v", got)
 	}
 	words := map[string]string{}
 	for _, s := range f.Statuses {
 		words[s.Word] = s.Status
 	}
-	if words["keep"] != "keep" || words["reverted"] != "discard" || words["oom"] != "crash" || words["lb"] != "" {
+	if words["keep"] != "keep" || words["reverted"] != "discard" || words["oom"] != "crash" || words["lb"] != "discard" {
 		t.Errorf("status map %v", words)
 	}
 }
@@ -282,7 +283,7 @@ func TestImportErrors(t *testing.T) {
 		plain := t.TempDir()
 		tsvWrite(t, filepath.Join(plain, "r.tsv"), tsvSample)
 		out, errOut, code := tsvRun(t, plain, "import", "--dry-run", "r.tsv")
-		if code != 0 || !strings.Contains(out, "would import 4 records") {
+		if code != 0 || !strings.Contains(out, "would import 5 records") {
 			t.Errorf("code %d\n%s\n%s", code, out, errOut)
 		}
 	})
@@ -356,8 +357,8 @@ func TestImportCorpus(t *testing.T) {
 			}
 		})
 	}
-	if total != 1477 {
-		t.Errorf("imported %d rows from the corpus, want 1477 (see results/testdata/corpus_summary.golden)", total)
+	if total != 1526 {
+		t.Errorf("imported %d rows from the corpus, want 1526 (see results/testdata/corpus_summary.golden)", total)
 	}
 }
 
@@ -406,7 +407,7 @@ func TestImportKeyCache(t *testing.T) {
 	repo := experimentRepo(t)
 	dir := repo.Dir
 	tsvWrite(t, filepath.Join(dir, "old.tsv"), tsvSample)
-	if r := memorylab(t, dir, nil, "import", "old.tsv"); r.code != 0 || !strings.Contains(r.out, "imported 4 records") {
+	if r := memorylab(t, dir, nil, "import", "old.tsv"); r.code != 0 || !strings.Contains(r.out, "imported 5 records") {
 		t.Fatalf("%d %s %s", r.code, r.out, r.errOut)
 	}
 	cache := filepath.Join(dir, "results", "memorylab", ledger.CacheDir, importKeysFile)
@@ -427,7 +428,7 @@ func TestImportKeyCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = memorylab(t, dir, nil, "import", "old.tsv")
-	if r.code != 0 || !strings.Contains(r.out, "imported 4 records") || !strings.Contains(r.errOut, "rebuilding") {
+	if r.code != 0 || !strings.Contains(r.out, "imported 5 records") || !strings.Contains(r.errOut, "rebuilding") {
 		t.Fatalf("after rewrite: %d\n%s\n%s", r.code, r.out, r.errOut)
 	}
 	// A corrupt cache is rebuilt too.
@@ -438,21 +439,32 @@ func TestImportKeyCache(t *testing.T) {
 	}
 }
 
-// TestImportMetricRecordedAsStoreMetric: --metric maps a column with another
-// name onto the store's metric.
+// TestImportMetricRecordedAsStoreMetric: a column with another name goes
+// onto the store's metric only when mapped explicitly, --metric COL --as
+// METRIC (issue 20.7: no silent mixing of scales); the record keeps the
+// column's name in source.metric_column.
 func TestImportMetricRecordedAsStoreMetric(t *testing.T) {
 	repo := experimentRepo(t) // store metric val_bpb
 	tsvWrite(t, filepath.Join(repo.Dir, "bpb.tsv"), "commit\tbpb\tstatus\tdescription\na1b2c3d\t0.98\tkeep\tbaseline\n")
 	if r := memorylab(t, repo.Dir, nil, "import", "bpb.tsv"); r.code != ExitBadInput || !strings.Contains(r.errOut, `the metric column is "bpb" but the store's metric is "val_bpb"`) {
 		t.Fatalf("without --metric: %d %s", r.code, r.errOut)
 	}
-	r := memorylab(t, repo.Dir, nil, "import", "bpb.tsv", "--metric", "bpb")
+	if r := memorylab(t, repo.Dir, nil, "import", "bpb.tsv", "--metric", "bpb"); r.code != ExitBadInput || !strings.Contains(r.errOut, "pass --as val_bpb as well if bpb really is the same quantity") {
+		t.Fatalf("with --metric only: %d %s", r.code, r.errOut)
+	}
+	if r := memorylab(t, repo.Dir, nil, "import", "bpb.tsv", "--as", "val_bpb"); r.code != ExitBadInput || !strings.Contains(r.errOut, "--as val_bpb needs --metric COLUMN") {
+		t.Fatalf("--as alone: %d %s", r.code, r.errOut)
+	}
+	if recs := records(t, repo.Dir); len(recs) != 0 {
+		t.Fatalf("refused imports wrote %d records", len(recs))
+	}
+	r := memorylab(t, repo.Dir, nil, "import", "bpb.tsv", "--metric", "bpb", "--as", "val_bpb")
 	if r.code != 0 || !strings.Contains(r.out, "metric: bpb recorded as val_bpb") {
-		t.Fatalf("with --metric: %d\n%s\n%s", r.code, r.out, r.errOut)
+		t.Fatalf("with --metric --as: %d\n%s\n%s", r.code, r.out, r.errOut)
 	}
 	recs := records(t, repo.Dir)
-	if v, ok := recs[0].Metric("val_bpb"); !ok || v != 0.98 {
-		t.Errorf("val_bpb %v %v in %v", v, ok, recs[0].Metrics)
+	if v, ok := recs[0].Metric("val_bpb"); !ok || v != 0.98 || recs[0].Source["metric_column"] != "bpb" {
+		t.Errorf("val_bpb %v %v in %v, source %v", v, ok, recs[0].Metrics, recs[0].Source)
 	}
 }
 
