@@ -429,3 +429,77 @@ func TestPyRepr(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWhoseLaterPassOnlyFailed (issue 20.1, 20.2) builds, from the replay
+// run of the corpus, a mem2 run whose second pass had only failing jobs:
+// no eval record of pass 2, driver.log and summary.json reporting pass 1's
+// figures again, and a mock usage file with no new calls. The import
+// matches mem2's figures, stores them on pass 2 (a crash: nothing ran), and
+// records pass_provider_calls 0 with no token metrics.
+func TestRunWhoseLaterPassOnlyFailed(t *testing.T) {
+	dir := copyDir(t, filepath.Join(corpusDir(t), "mem2-mock-run-synthetic-replay"))
+	edit := func(name string, f func(string) string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f(string(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("eval_records.jsonl", func(s string) string {
+		var keep []string
+		for _, l := range strings.SplitAfter(s, "\n") {
+			if !strings.Contains(l, `"pass_idx": 1`) {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "")
+	})
+	edit("driver.log", func(s string) string {
+		return strings.Replace(s, "official: 2.833333333333333  strict: 2  problems: 5", "official: 1.3333333333333333  strict: 1  problems: 5", 1)
+	})
+	edit("summary.json", func(string) string {
+		return `{"accuracy_per_attempt": 0.2, "official_score": 1.3333333333333333, "strict_score": 1.0, "strict_solved_puzzles": 1,
+  "official_score_sum": 1.3333333333333333, "total_attempts": 5, "correct_attempts": 1, "problem_count": 5,
+  "config_hash": "b431527c3e68e1a4036afa7fd3e452227f92387d849e80de66ead71b44da1afe"}`
+	})
+	edit("iteration_2/token_usage.json", func(string) string {
+		return `{"before":{"provider":"mock","calls":5},"after":{"provider":"mock","calls":5}}`
+	})
+	r, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ledger.Config{Version: 1, Metric: "official_score", Goal: ledger.GoalMax}
+	plan, err := BuildRecords(r, NewExisting(cfg), Provenance{}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var passes []*ledger.Record
+	for _, rec := range plan.Records {
+		if rec.Source["kind"] == KindSolvePass {
+			passes = append(passes, rec)
+		}
+	}
+	if len(passes) != 2 {
+		t.Fatalf("%d pass records", len(passes))
+	}
+	p2 := passes[1]
+	if p2.Status != ledger.StatusCrash || !strings.HasPrefix(p2.Source["score_check"].(string), "ok") {
+		t.Errorf("pass 2: status %s, score check %v", p2.Status, p2.Source["score_check"])
+	}
+	for k, want := range map[string]float64{"official_score": 1.3333333333333333, "strict_score": 1, "strict_solved_puzzles": 1,
+		"official_score_sum": 1.3333333333333333, "accuracy_per_attempt": 0.2, "pass_attempts": 0, "pass_provider_calls": 0} {
+		if v, ok := p2.Metric(k); !ok || v != want {
+			t.Errorf("pass 2 %s = %v (%v), want %v", k, v, ok, want)
+		}
+	}
+	for _, k := range []string{"pass_input_tokens", "pass_output_tokens", "pass_requests"} {
+		if _, ok := p2.Metrics[k]; ok {
+			t.Errorf("pass 2 has %s; a mock usage file has no tokens", k)
+		}
+	}
+}
