@@ -55,6 +55,7 @@ func newApp(env *Env) *cli.App {
 			syncCommand(env),
 			versionCommand(env),
 			completionCommand(env),
+			mcpCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.
