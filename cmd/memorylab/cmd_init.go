@@ -21,26 +21,28 @@ type initOptions struct {
 	// FlagsSet: --metric or --goal was given (a remote's different config
 	// is then refused rather than adopted).
 	FlagsSet bool
+	Agent    bool // also write (or print) the program.md section for the agent
 }
 
 func initCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "init",
 		Usage:     "create the store (idempotent; never overwrites existing data)",
-		UsageText: "memorylab init [--metric NAME --goal min|max] [--train-file PATH]",
+		UsageText: "memorylab init [--metric NAME --goal min|max] [--train-file PATH] [--agent]",
 		Description: "Creates results/memorylab/ (experiments.jsonl, champion_challenger.json, reports/, runs/,\n" +
 			"config.json) and results.tsv at the root of the main worktree. Running it again changes nothing.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "metric", Value: "val_bpb", Usage: "primary metric name"},
 			&cli.StringFlag{Name: "goal", Value: "min", Usage: "min (lower is better) or max"},
 			&cli.StringFlag{Name: "train-file", Value: "train.py", Usage: "file whose diff is archived with every run"},
+			&cli.BoolFlag{Name: "agent", Usage: "also write program.md's memorylab section for the agent (printed instead when program.md exists)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("init takes no arguments, got %q", c.Args().First())
 			}
 			return runInit(env, initOptions{Store: c.String("store"), Metric: c.String("metric"), Goal: c.String("goal"), TrainFile: c.String("train-file"),
-				FlagsSet: c.IsSet("metric") || c.IsSet("goal")})
+				FlagsSet: c.IsSet("metric") || c.IsSet("goal"), Agent: c.Bool("agent")})
 		},
 	}
 }
@@ -68,18 +70,24 @@ func runInit(env *Env, opts initOptions) error {
 	if loc.Repo != nil {
 		adviseLedgerGit(env, loc.Repo, s)
 	}
+	agent := func() error {
+		if !opts.Agent {
+			return nil
+		}
+		return setupAgentProgram(env, loc, s.Config)
+	}
 	if len(created) == 0 {
 		fmt.Fprintf(env.Out, "store already initialised at %s (metric %s, goal %s); nothing changed\n", s.Dir, s.Config.Metric, s.Config.Goal)
 		if opts.Metric != s.Config.Metric || opts.Goal != s.Config.Goal {
 			fmt.Fprintf(env.Err, "memorylab: note: existing config kept (metric %s, goal %s); edit %s to change it\n", s.Config.Metric, s.Config.Goal, s.Path(ledger.ConfigFile))
 		}
-		return nil
+		return agent()
 	}
 	fmt.Fprintf(env.Out, "initialised store at %s (metric %s, goal %s)\n", s.Dir, s.Config.Metric, s.Config.Goal)
 	for _, p := range created {
 		fmt.Fprintf(env.Out, "  created %s\n", p)
 	}
-	return nil
+	return agent()
 }
 
 // adviseLedgerGit says how to keep the ledger out of `git reset --hard`: a
