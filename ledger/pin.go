@@ -33,10 +33,27 @@ func (g *Repo) PinRun(id RunID, commit string) error {
 	if err != nil {
 		return err
 	}
+	return g.pinRef(name, h, "run "+string(id))
+}
+
+// PinBlocked pins a commit the novelty guard blocked before training under
+// refs/memorylab/blocked/<commit>, so resetting it away loses no code.
+// Idempotent.
+func (g *Repo) PinBlocked(commit string) error {
+	h, err := g.parseFullHash(commit)
+	if err != nil {
+		return err
+	}
+	return g.pinRef(RefNamespace+"blocked/"+h.String(), h, "blocked commit")
+}
+
+// pinRef points name at h unless it points elsewhere (ErrPinConflict).
+func (g *Repo) pinRef(name string, h plumbing.Hash, what string) error {
+	commit := h.String()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, err := g.r.CommitObject(h); err != nil {
-		return fmt.Errorf("unable to pin run %s: commit %s: %w", id, Short(commit), err)
+		return fmt.Errorf("unable to pin %s: commit %s: %w", what, Short(commit), err)
 	}
 	rn := plumbing.ReferenceName(name)
 	want := plumbing.NewHashReference(rn, h)

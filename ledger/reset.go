@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -59,6 +60,57 @@ func (g *Repo) ResetRunToParent(id RunID, commit string) (string, error) {
 	if err := g.PinRun(id, commit); err != nil {
 		return "", fmt.Errorf("not resetting: %w", err)
 	}
+	return g.resetToParent(commit)
+}
+
+// ResetBlockedToParent resets a commit the novelty guard blocked before
+// training, as ResetRunToParent does a discarded run's, pinning it under
+// refs/memorylab/blocked/<commit> first.
+func (g *Repo) ResetBlockedToParent(commit string) (string, error) {
+	if err := g.PinBlocked(commit); err != nil {
+		return "", fmt.Errorf("not resetting: %w", err)
+	}
+	return g.resetToParent(commit)
+}
+
+// TrackedChange names a tracked file with uncommitted changes (staged or
+// not), or "" when there is none: the one definition of "dirty" that a
+// reset refuses on.
+func (g *Repo) TrackedChange() (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.trackedChange()
+}
+
+// trackedChange is TrackedChange for a caller holding g.mu.
+func (g *Repo) trackedChange() (string, error) {
+	wt, err := g.r.Worktree()
+	if err != nil {
+		return "", fmt.Errorf("unable to open the worktree: %w", err)
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return "", fmt.Errorf("unable to read the worktree status: %w", err)
+	}
+	var dirty []string
+	for path, fs := range st {
+		if fs.Worktree == git.Untracked {
+			continue
+		}
+		if fs.Worktree != git.Unmodified || fs.Staging != git.Unmodified {
+			dirty = append(dirty, path)
+		}
+	}
+	if len(dirty) == 0 {
+		return "", nil
+	}
+	sort.Strings(dirty)
+	return dirty[0], nil
+}
+
+// resetToParent moves HEAD (which must be commit) to its first parent and
+// rewrites the tracked files; see ResetRunToParent.
+func (g *Repo) resetToParent(commit string) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	head, err := g.r.Head()
@@ -79,21 +131,14 @@ func (g *Repo) ResetRunToParent(id RunID, commit string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("unable to read the parent of %s (shallow clone?): %w", Short(commit), err)
 	}
+	if path, err := g.trackedChange(); err != nil {
+		return "", err
+	} else if path != "" {
+		return "", fmt.Errorf("%w (%s): commit or stash them, then `git reset --hard %s` yourself", ErrDirty, path, Short(parent.Hash.String()))
+	}
 	wt, err := g.r.Worktree()
 	if err != nil {
 		return "", fmt.Errorf("unable to open the worktree: %w", err)
-	}
-	st, err := wt.Status()
-	if err != nil {
-		return "", fmt.Errorf("unable to read the worktree status: %w", err)
-	}
-	for path, fs := range st {
-		if fs.Worktree == git.Untracked {
-			continue
-		}
-		if fs.Worktree != git.Unmodified || fs.Staging != git.Unmodified {
-			return "", fmt.Errorf("%w (%s): commit or stash them, then `git reset --hard %s` yourself", ErrDirty, path, Short(parent.Hash.String()))
-		}
 	}
 	// Mixed reset moves the branch (or detached HEAD) and the index only.
 	if err := wt.Reset(&git.ResetOptions{Commit: parent.Hash, Mode: git.MixedReset}); err != nil {

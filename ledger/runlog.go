@@ -31,6 +31,9 @@ func BadInputf(format string, a ...any) error {
 	return &badInputError{msg: fmt.Sprintf(format, a...)}
 }
 
+// metricKey is what a summary-block key must look like to be a metric.
+var metricKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-/]*$`)
+
 // SummaryKeys are the keys of the block autoresearch's train.py prints after
 // "---" at the end of run.log.
 var SummaryKeys = []string{"val_bpb", "training_seconds", "total_seconds", "peak_vram_mb",
@@ -77,8 +80,12 @@ func unwrapPath(err error) error {
 }
 
 // ParseSummaryBlock extracts "key: value" metrics from the last block after a
-// "---" line in an autoresearch run log. Only the known SummaryKeys are
-// taken; values that are not finite numbers are recorded as missing.
+// "---" line in an autoresearch run log. Every line whose key is a metric
+// name (letters, digits, _ . - /, no spaces) and whose value is a number is
+// a metric, so a store's own metric (acc, judge_score, …) is found as
+// val_bpb is. Values that are not finite numbers are recorded as missing
+// for the known SummaryKeys and skipped otherwise (val_pass: true is not a
+// metric).
 func ParseSummaryBlock(log []byte) Metrics {
 	lines := strings.Split(strings.ReplaceAll(string(log), "\r\n", "\n"), "\n")
 	start := -1
@@ -102,12 +109,14 @@ func ParseSummaryBlock(log []byte) Metrics {
 			continue
 		}
 		k = strings.TrimSpace(k)
-		if !known[k] {
+		if !metricKey.MatchString(k) {
 			continue
 		}
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			m.SetMissing(k)
+			if known[k] {
+				m.SetMissing(k)
+			}
 			continue
 		}
 		m.Set(k, f)

@@ -55,7 +55,8 @@ func TestParseSummaryBlock(t *testing.T) {
 		{"last block wins", "---\nval_bpb: 1.5\n---\nval_bpb: 0.99\nnum_steps: 953\n", map[string]any{"val_bpb": 0.99, "num_steps": 953.0}},
 		{"crlf and padding", "---\r\nval_bpb:     0.997900  \r\ndepth: 8\r\n", map[string]any{"val_bpb": 0.9979, "depth": 8.0}},
 		{"nan and junk are missing", "---\nval_bpb: nan\npeak_vram_mb: lots\n", map[string]any{"val_bpb": nil, "peak_vram_mb": nil}},
-		{"unknown keys ignored", "---\nval_bpb: 0.9\nlearning_rate: 0.04\nnot a pair\n", map[string]any{"val_bpb": 0.9}},
+		{"every numeric key is a metric (issue 18.4)", "---\nval_bpb: 0.9\nlearning_rate: 0.04\nacc: 0.61\neval.judge_score: 7.5\nnot a pair\n", map[string]any{"val_bpb": 0.9, "learning_rate": 0.04, "acc": 0.61, "eval.judge_score": 7.5}},
+		{"non-numeric values and prose keys are not metrics", "---\nacc: 0.61\nval_pass: true\nNote to self: 3\nmodel: gpt\n", map[string]any{"acc": 0.61}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

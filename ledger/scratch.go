@@ -149,6 +149,24 @@ func (s *ScratchRepo) AddLinkedWorktree(dir, name, branch string) error {
 	return wt.Reset(&git.ResetOptions{Commit: head.Hash(), Mode: git.HardReset})
 }
 
+// Head returns the commit HEAD points at.
+func (s *ScratchRepo) Head() (string, error) {
+	h, err := s.r.Head()
+	if err != nil {
+		return "", err
+	}
+	return h.Hash().String(), nil
+}
+
+// Ref returns the commit a ref points at.
+func (s *ScratchRepo) Ref(name string) (string, error) {
+	r, err := s.r.Reference(plumbing.ReferenceName(name), true)
+	if err != nil {
+		return "", err
+	}
+	return r.Hash().String(), nil
+}
+
 // Parent returns the first parent of commit.
 func (s *ScratchRepo) Parent(commit string) (string, error) {
 	c, err := s.r.CommitObject(plumbing.NewHash(commit))

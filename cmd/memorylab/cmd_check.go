@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -83,42 +84,60 @@ func runCheck(env *Env, opts checkOptions) error {
 	if err != nil {
 		return err
 	}
-	probe := novelty.Probe{Description: opts.Description, Hypothesis: opts.Hypothesis, Family: opts.Family, Tags: opts.Tags}
-	nopts := noveltyOptions(s, opts.Mode, opts.Threshold)
-	nopts.Limit = max(opts.Limit, 1)
-	var res novelty.Result
-	source := "exhaustive"
-	if opts.Exhaustive {
-		res, err = checkExhaustive(s, probe, nopts)
-	} else {
-		var ix *ledger.NoveltyIndex
-		ix, err = openNoveltyIndex(env, s, false)
-		if err != nil {
-			return err
-		}
-		defer ix.Close()
-		source = ix.Mode
-		res, err = novelty.Check(ix, probe, nopts)
-	}
+	res, source, err := checkIdea(env, s, opts)
 	if err != nil {
 		return err
 	}
-	if len(res.TopMatches) > opts.Limit {
-		res.TopMatches = res.TopMatches[:opts.Limit]
-	}
-	if opts.JSON {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(checkJSON{Result: res, Source: source}); err != nil {
-			return err
-		}
-	} else {
-		printCheck(env, res, s.Config.Metric)
+	if err := printVerdict(env, env.Out, res, source, s.Config.Metric, opts.JSON); err != nil {
+		return err
 	}
 	if opts.FailOnSimilar && res.Policy.Decision == novelty.Block {
 		return blockedError{}
 	}
+	return nil
+}
+
+// checkIdea runs the novelty guard on an idea: the one verdict check and
+// run's guard both give. source is the index mode or "exhaustive".
+func checkIdea(env *Env, s *ledger.Store, opts checkOptions) (res novelty.Result, source string, err error) {
+	probe := novelty.Probe{Description: opts.Description, Hypothesis: opts.Hypothesis, Family: opts.Family, Tags: opts.Tags}
+	nopts := noveltyOptions(s, opts.Mode, opts.Threshold)
+	nopts.Limit = max(opts.Limit, 1)
+	source = "exhaustive"
+	if opts.Exhaustive {
+		res, err = checkExhaustive(s, probe, nopts)
+	} else {
+		ix, err := openNoveltyIndex(env, s, false)
+		if err != nil {
+			return res, "", err
+		}
+		defer ix.Close()
+		source = ix.Mode
+		res, err = novelty.Check(ix, probe, nopts)
+		if err != nil {
+			return res, "", err
+		}
+	}
+	if err != nil {
+		return res, "", err
+	}
+	if len(res.TopMatches) > opts.Limit {
+		res.TopMatches = res.TopMatches[:opts.Limit]
+	}
+	return res, source, nil
+}
+
+// printVerdict prints a verdict to w, as JSON (the stable contract) or text.
+func printVerdict(env *Env, w io.Writer, res novelty.Result, source, metric string, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(checkJSON{Result: res, Source: source})
+	}
+	out := *env
+	out.Out = w
+	printCheck(&out, res, metric)
 	return nil
 }
 

@@ -61,38 +61,57 @@ func logCommand(env *Env) *cli.Command {
 			"Examples:\n" +
 			"   memorylab log --description 'increase matrix LR to 0.05' --status keep --tags lr --family lr-sweep\n" +
 			"   memorylab log -d 'prompt v2' --status keep --log eval.out --metric-pattern 'judge=judge score: ([0-9.]+)'",
-		Flags: append(ideaFlags(),
-			&cli.StringFlag{Name: "status", Usage: "keep, discard or crash", Required: true},
-			&cli.StringFlag{Name: "notes", Usage: "free-form notes"},
-			&cli.StringFlag{Name: "log", Value: "run.log", Usage: "training output to read metrics / the crash from"},
-			&cli.StringFlag{Name: "summary", Usage: "JSON summary sidecar (default $" + summaryEnv + ")"},
-			&cli.StringSliceFlag{Name: "metric", Usage: "extra metric NAME=VALUE (repeatable; wins over the log and summary)"},
-			&cli.GenericFlag{Name: "metric-pattern", Value: &stringList{}, Usage: "extract metric NAME from the log with REGEX: 'NAME=REGEX' (repeatable; last match wins; first capture group or whole match)"},
-			&cli.StringFlag{Name: "error", Usage: "crash summary to record instead of the log's last traceback line"},
-			&cli.BoolFlag{Name: "skip-archive", Usage: "do not copy run.log, summary and patch into runs/<run_id>/"},
-			&cli.BoolFlag{Name: "report", Usage: "write the morning report after logging"},
-			&cli.Float64Flag{Name: "since-hours", Value: 16, Usage: "report window, with --report"},
-			&cli.BoolFlag{Name: "json", Usage: "print the stored record as JSON"},
-		),
+		Flags: append(ideaFlags(), logFlags(false)...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("log takes no arguments, got %q (quote the description?)", c.Args().First())
 			}
-			opts := logOptions{Store: c.String("store"),
-				Description: c.String("description"), Status: c.String("status"), Tags: splitTags(c.StringSlice("tags")),
-				Mode: c.String("mode"), Family: c.String("family"), Hypothesis: c.String("hypothesis"),
-				Notes: c.String("notes"), LogPath: c.String("log"), LogSet: c.IsSet("log"), SummaryPath: c.String("summary"),
-				Threshold: c.Float64("threshold"), ErrorText: c.String("error"), SkipArchive: c.Bool("skip-archive"),
-				Report: c.Bool("report"), SinceHours: c.Float64("since-hours"), Metrics: c.StringSlice("metric"), JSON: c.Bool("json"),
-				Patterns: *c.Generic("metric-pattern").(*stringList),
-			}
-			if opts.SummaryPath == "" {
-				opts.SummaryPath, opts.SummaryEnv = env.Getenv(summaryEnv), true
-			}
-			_, err := runLog(env, opts)
+			_, err := runLog(env, logOptionsFrom(env, c))
 			return err
 		},
 	}
+}
+
+// logFlags are the flags of a run's outcome, shared by log and run (one
+// set, so the two cannot drift). run decides the status itself unless
+// --status says, and writes the training output to --log.
+func logFlags(forRun bool) []cli.Flag {
+	status := &cli.StringFlag{Name: "status", Usage: "keep, discard or crash", Required: true}
+	logUsage := "training output to read metrics / the crash from"
+	if forRun {
+		status.Required = false
+		status.Usage = "record this status instead of deciding it (keep, discard or crash)"
+		logUsage = "where to save the training output (metrics and the crash are read from it)"
+	}
+	return []cli.Flag{
+		status,
+		&cli.StringFlag{Name: "notes", Usage: "free-form notes"},
+		&cli.StringFlag{Name: "log", Value: "run.log", Usage: logUsage},
+		&cli.StringFlag{Name: "summary", Usage: "JSON summary sidecar (default $" + summaryEnv + ")"},
+		&cli.StringSliceFlag{Name: "metric", Usage: "extra metric NAME=VALUE (repeatable; wins over the log and summary)"},
+		&cli.GenericFlag{Name: "metric-pattern", Value: &stringList{}, Usage: "extract metric NAME from the log with REGEX: 'NAME=REGEX' (repeatable; last match wins; first capture group or whole match)"},
+		&cli.StringFlag{Name: "error", Usage: "crash summary to record instead of the log's last traceback line"},
+		&cli.BoolFlag{Name: "skip-archive", Usage: "do not copy run.log, summary and patch into runs/<run_id>/"},
+		&cli.BoolFlag{Name: "report", Usage: "write the morning report after logging"},
+		&cli.Float64Flag{Name: "since-hours", Value: 16, Usage: "report window, with --report"},
+		&cli.BoolFlag{Name: "json", Usage: "print the stored record as JSON"},
+	}
+}
+
+// logOptionsFrom reads the idea and log flags of log or run.
+func logOptionsFrom(env *Env, c *cli.Context) logOptions {
+	opts := logOptions{Store: c.String("store"),
+		Description: c.String("description"), Status: c.String("status"), Tags: splitTags(c.StringSlice("tags")),
+		Mode: c.String("mode"), Family: c.String("family"), Hypothesis: c.String("hypothesis"),
+		Notes: c.String("notes"), LogPath: c.String("log"), LogSet: c.IsSet("log"), SummaryPath: c.String("summary"),
+		Threshold: c.Float64("threshold"), ErrorText: c.String("error"), SkipArchive: c.Bool("skip-archive"),
+		Report: c.Bool("report"), SinceHours: c.Float64("since-hours"), Metrics: c.StringSlice("metric"), JSON: c.Bool("json"),
+		Patterns: *c.Generic("metric-pattern").(*stringList),
+	}
+	if opts.SummaryPath == "" {
+		opts.SummaryPath, opts.SummaryEnv = env.Getenv(summaryEnv), true
+	}
+	return opts
 }
 
 // stringList is a repeatable string flag that, unlike cli.StringSliceFlag,
@@ -193,19 +212,28 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	var archive []ledger.ArchiveFile
 
 	// Metrics: the JSON sidecar wins over the log's summary block.
+	// A crash needs no output: a log or summary the crashed training
+	// never wrote is a note, never a refusal (the crash must be recorded).
+	crash := opts.Status == ledger.StatusCrash
 	var logData []byte
 	logPath := env.abs(opts.LogPath)
-	if _, statErr := os.Stat(logPath); statErr == nil || opts.LogSet {
+	_, statErr := os.Stat(logPath)
+	if crash && opts.LogSet && errors.Is(statErr, fs.ErrNotExist) {
+		fmt.Fprintf(env.Err, "memorylab: note: %s does not exist; the crash is recorded without its output\n", opts.LogPath)
+	} else if statErr == nil || opts.LogSet {
 		logData, err = ledger.ReadLogTail(logPath)
 		if err != nil {
 			return nil, err
 		}
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", SrcPath: logPath})
 	}
-	if opts.SummaryEnv && opts.SummaryPath != "" {
+	if (opts.SummaryEnv || crash) && opts.SummaryPath != "" {
 		// The sidecar is written at the end of training, so a crashed run
 		// (or a script that does not write one) leaves none behind.
 		if _, err := os.Stat(env.abs(opts.SummaryPath)); errors.Is(err, fs.ErrNotExist) {
+			if !opts.SummaryEnv {
+				fmt.Fprintf(env.Err, "memorylab: note: %s does not exist (the crashed training never wrote it)\n", opts.SummaryPath)
+			}
 			opts.SummaryPath = ""
 		}
 	}

@@ -16,13 +16,16 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
 )
 
 type runOptions struct {
 	Log            logOptions // Status empty means: decide from the outcome
 	MinDelta       float64
 	ResetOnDiscard bool
+	NoCheck        bool // skip the novelty guard before training
 	Command        []string
 	// Grace is how long the child gets between SIGINT and SIGKILL.
 	Grace time.Duration
@@ -38,21 +41,22 @@ func runCommand(env *Env) *cli.Command {
 			sf.Usage = "what this experiment changes (default: the HEAD commit's subject)"
 		}
 	}
+	flags = append(flags, logFlags(true)...)
 	flags = append(flags,
-		&cli.StringFlag{Name: "status", Usage: "record this status instead of deciding it (keep, discard or crash)"},
 		&cli.Float64Flag{Name: "min-delta", Usage: "keep only when the metric beats the champion by more than this"},
-		&cli.BoolFlag{Name: "reset-on-discard", Usage: "after logging a discard or crash, pin the run and reset the branch to the parent (untracked files stay)"},
-		&cli.StringFlag{Name: "notes", Usage: "free-form notes"},
-		&cli.StringFlag{Name: "log", Value: "run.log", Usage: "where to save the training output"},
-		&cli.StringSliceFlag{Name: "metric", Usage: "extra metric NAME=VALUE (repeatable)"},
-		&cli.BoolFlag{Name: "skip-archive", Usage: "do not copy run.log, summary and patch into runs/<run_id>/"},
-		&cli.BoolFlag{Name: "json", Usage: "print the stored record as JSON"},
+		&cli.BoolFlag{Name: "reset-on-discard", Usage: "after logging a discard or crash (or a block), pin the commit and reset the branch to the parent (untracked files stay)"},
+		&cli.BoolFlag{Name: "no-check", Usage: "skip the novelty guard before training"},
 	)
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run one training command, then log it with a decided status",
 		UsageText: "memorylab run [flags] -- <training command...>",
-		Description: "Runs the training command in the current directory with $" + summaryEnv + " set to a fresh\n" +
+		Description: "First the novelty guard checks the idea (the HEAD commit's subject, or --description, with\n" +
+			"--tags and --family; --mode and --threshold set its policy, --no-check skips it): a block\n" +
+			"trains nothing, logs nothing, prints the verdict and exits 2 (with --reset-on-discard the blocked\n" +
+			"commit is pinned under refs/memorylab/blocked/ and reset away). Everything else that can fail is\n" +
+			"checked before training too: the store, the flags, and with --reset-on-discard a clean tree.\n" +
+			"Then it runs the training command in the current directory with $" + summaryEnv + " set to a fresh\n" +
 			"file, streams its output to the terminal and to run.log, and prints the elapsed time every 30s\n" +
 			"when stderr is a terminal. Then it decides the status: crash on a non-zero exit or when no\n" +
 			"primary metric was printed; keep when the metric beats the current champion (best kept run in\n" +
@@ -60,19 +64,20 @@ func runCommand(env *Env) *cli.Command {
 			"the run like `memorylab log`, with the HEAD commit's subject as the default description. With\n" +
 			"--reset-on-discard a discarded or crashed commit is pinned under refs/memorylab/runs/<run_id>\n" +
 			"and the branch is reset to its parent; untracked files are kept.\n" +
-			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n\n" +
+			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n" +
+			"Exit status: 0 keep or discard, 3 crash (logged), 2 blocked or bad input.\n\n" +
 			"Examples:\n   memorylab run -- uv run train.py\n" +
 			"   memorylab run --family lr-sweep --tags lr --min-delta 0.0005 --reset-on-discard -- uv run train.py",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
-			opts := runOptions{
-				Log: logOptions{Store: c.String("store"),
-					Description: c.String("description"), Status: c.String("status"), Tags: splitTags(c.StringSlice("tags")),
-					Mode: c.String("mode"), Family: c.String("family"), Hypothesis: c.String("hypothesis"),
-					Notes: c.String("notes"), LogPath: c.String("log"), LogSet: true,
-					Threshold: c.Float64("threshold"), SkipArchive: c.Bool("skip-archive"),
-					Metrics: c.StringSlice("metric"), JSON: c.Bool("json"), SinceHours: 16},
-				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"),
+			lo := logOptionsFrom(env, c)
+			lo.LogSet = true
+			if !c.IsSet("summary") {
+				// run hands the training a fresh sidecar of its own.
+				lo.SummaryPath, lo.SummaryEnv = "", false
+			}
+			opts := runOptions{Log: lo,
+				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"),
 				Command: c.Args().Slice(), Grace: 10 * time.Second, Tick: 30 * time.Second,
 			}
 			return runRun(c.Context, env, opts)
@@ -103,6 +108,11 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if err := parseMetricFlags(opts.Log.Metrics, ledger.Metrics{}); err != nil {
 		return err
 	}
+	for _, spec := range opts.Log.Patterns {
+		if _, err := ledger.ParseMetricPattern(spec); err != nil {
+			return err
+		}
+	}
 	s, loc, err := openStore(env, opts.Log.Store)
 	if err != nil {
 		return err
@@ -115,14 +125,35 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 			return err
 		}
 	}
+	// Refuse before spending compute: a reset would have to throw away
+	// uncommitted changes to tracked files.
+	if opts.ResetOnDiscard {
+		path, err := loc.Repo.TrackedChange()
+		if err != nil {
+			return err
+		}
+		if path != "" {
+			return fmt.Errorf("%w: %s has uncommitted changes and --reset-on-discard could not reset a discarded run without losing them: commit or stash them first; nothing was run",
+				ledger.ErrBadInput, path)
+		}
+	}
+	if !opts.NoCheck {
+		if err := guardIdea(env, s, loc, opts); err != nil {
+			return err
+		}
+	}
 	if opts.Log.LogPath == "" {
 		opts.Log.LogPath = "run.log"
 	}
-	summary, err := newSummaryPath(s)
-	if err != nil {
-		return err
+	// The training writes its JSON summary to $AUTORESEARCH_SUMMARY_PATH:
+	// --summary FILE names it (and keeps it), else a fresh temp file.
+	summary := env.abs(opts.Log.SummaryPath)
+	if opts.Log.SummaryPath == "" {
+		if summary, err = newSummaryPath(s); err != nil {
+			return err
+		}
+		defer os.Remove(summary)
 	}
-	defer os.Remove(summary)
 
 	out, err := runTraining(ctx, env, opts, summary)
 	if err != nil {
@@ -134,6 +165,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	}
 	lo := opts.Log
 	lo.Status = status
+	lo.SummaryPath = ""
 	if _, err := os.Stat(summary); err == nil {
 		lo.SummaryPath = summary
 	}
@@ -151,7 +183,46 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		}
 		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/runs/%s; branch reset to %s\n", ledger.Short(rec.CommitFull), rec.RunID, ledger.Short(parent))
 	}
+	if status == ledger.StatusCrash {
+		why := "no summary"
+		if rec.Error != nil && rec.Error.Summary != "" {
+			why = display.Line(rec.Error.Summary)
+		}
+		return crashedError{id: rec.RunID, summary: why}
+	}
 	return nil
+}
+
+// guardIdea runs the novelty guard on the idea before any training. A block
+// prints the verdict (stdout; JSON with --json), resets the blocked commit
+// away with --reset-on-discard (pinned first), and returns blockedError.
+func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) error {
+	lo := opts.Log
+	res, source, err := checkIdea(env, s, checkOptions{Description: lo.Description, Tags: lo.Tags, Family: lo.Family,
+		Hypothesis: lo.Hypothesis, Mode: lo.Mode, Threshold: lo.Threshold, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if res.Policy.Decision != novelty.Block {
+		return nil
+	}
+	if err := printVerdict(env, env.Out, res, source, s.Config.Metric, lo.JSON); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Err, "memorylab: blocked by the novelty guard (%s): nothing was trained or logged; try another idea, or --mode replicate / --no-check to run it anyway\n",
+		res.Classification)
+	if opts.ResetOnDiscard {
+		head, _, err := loc.Repo.HeadMessage()
+		if err != nil {
+			return err
+		}
+		parent, err := loc.Repo.ResetBlockedToParent(head)
+		if err != nil {
+			return fmt.Errorf("blocked, but the reset failed: %w", err)
+		}
+		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/blocked/%s; branch reset to %s\n", ledger.Short(head), head, ledger.Short(parent))
+	}
+	return blockedError{}
 }
 
 // newSummaryPath is a fresh sidecar path under the store's cache dir.
@@ -297,6 +368,14 @@ func outcomeMetrics(env *Env, opts runOptions, summary string) (ledger.Metrics, 
 		}
 	} else if logData, err := ledger.ReadLogTail(env.abs(opts.Log.LogPath)); err == nil {
 		m = ledger.ParseSummaryBlock(logData)
+	}
+	if logData, err := ledger.ReadLogTail(env.abs(opts.Log.LogPath)); err == nil {
+		for _, spec := range opts.Log.Patterns {
+			p, _ := ledger.ParseMetricPattern(spec) // validated before training
+			if v, err := p.Extract(logData); err == nil {
+				m.Set(p.Name, v)
+			}
+		}
 	}
 	if err := parseMetricFlags(opts.Log.Metrics, m); err != nil {
 		return nil, err

@@ -157,7 +157,13 @@ func TestRunDecidesStatus(t *testing.T) {
 			f := newRunFixture(t, tc.goal)
 			for i, st := range tc.steps {
 				commit := f.experiment(st.subject, st.script, st.bpb)
-				if err := f.run(context.Background(), st.opts); err != nil {
+				err := f.run(context.Background(), st.opts)
+				if st.status == ledger.StatusCrash {
+					// A crash is logged, and run says so by exit code 3.
+					if !errors.As(err, new(crashedError)) || exitCode(err) != ExitCrash {
+						t.Fatalf("step %d: crash returned %v (exit %d), want exit %d", i, err, exitCode(err), ExitCrash)
+					}
+				} else if err != nil {
 					t.Fatalf("step %d: %v\nstderr: %s", i, err, f.err)
 				}
 				recs := f.records()
@@ -257,12 +263,17 @@ func TestRunResetRefusesDirtyTree(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.dir, "train.py"), []byte("uncommitted\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Refused before training (issue 18.2): five GPU minutes are not spent
+	// on a run whose reset would have to be refused afterwards.
 	err := f.run(context.Background(), runOptions{ResetOnDiscard: true})
-	if !errors.Is(err, ledger.ErrDirty) || !strings.Contains(err.Error(), "is logged") {
-		t.Fatalf("want ErrDirty after logging, got %v", err)
+	if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "nothing was run") {
+		t.Fatalf("want a refusal before training, got %v", err)
 	}
-	if len(f.records()) != 2 {
-		t.Fatal("the run was not logged before the refused reset")
+	if len(f.records()) != 1 {
+		t.Fatal("a run was logged although nothing should have run")
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "run.log")); err == nil && strings.Contains(readFile(t, filepath.Join(f.dir, "run.log")), "0.999") {
+		t.Fatal("the training ran")
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.dir, "train.py")); string(b) != "uncommitted\n" {
 		t.Fatal("uncommitted work was touched")
@@ -336,5 +347,97 @@ func TestRunBadInput(t *testing.T) {
 				t.Fatal("bad input logged a run")
 			}
 		})
+	}
+}
+
+// TestRunGuardsBeforeTraining (issue 18.1): run checks the idea first. A
+// repeat trains nothing and logs nothing, exits 2, and with
+// --reset-on-discard the blocked commit is pinned and reset away; --no-check
+// and --mode replicate run it anyway.
+func TestRunGuardsBeforeTraining(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      runOptions
+		blocked   bool
+		resetAway bool
+	}{
+		{"blocked: nothing trained, commit stays", runOptions{}, true, false},
+		{"blocked with --reset-on-discard: pinned and reset", runOptions{ResetOnDiscard: true}, true, true},
+		{"--no-check runs it", runOptions{NoCheck: true}, false, false},
+		{"--mode replicate runs it", runOptions{Log: logOptions{Mode: "replicate"}}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t, "min")
+			f.experiment("raise LR to 0.06", scriptSummary, "0.990")
+			if err := f.run(context.Background(), runOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := f.repo.Head()
+			repeat := f.experiment("raise LR to 0.06", scriptSummary+"echo TRAINED > trained.txt\n", "0.980")
+			err := f.run(context.Background(), tc.opts)
+			_, statErr := os.Stat(filepath.Join(f.dir, "trained.txt"))
+			head, _ := f.repo.Head()
+			if !tc.blocked {
+				if err != nil || statErr != nil || len(f.records()) != 2 {
+					t.Fatalf("not run: %v, trained %v, %d records", err, statErr == nil, len(f.records()))
+				}
+				return
+			}
+			if exitCode(err) != ExitBadInput || !errors.As(err, new(blockedError)) {
+				t.Fatalf("want a block (exit 2), got %v", err)
+			}
+			if statErr == nil || len(f.records()) != 1 {
+				t.Fatalf("a blocked idea was trained (%v) or logged (%d records)", statErr == nil, len(f.records()))
+			}
+			if !strings.Contains(f.out.String(), "duplicate_run") || !strings.Contains(f.err.String(), "blocked by the novelty guard") {
+				t.Errorf("verdict not printed:\n%s\n%s", f.out, f.err)
+			}
+			if tc.resetAway {
+				if head != before {
+					t.Fatalf("HEAD %s, want the parent %s", head, before)
+				}
+				pin, err := f.repo.Ref("refs/memorylab/blocked/" + repeat)
+				if err != nil || pin != repeat {
+					t.Fatalf("blocked commit not pinned: %v %s", err, pin)
+				}
+			} else if head != repeat {
+				t.Fatalf("HEAD moved to %s without --reset-on-discard", head)
+			}
+		})
+	}
+}
+
+// TestRunTakesLogFlags (issue 18.3): --metric-pattern and --summary go
+// through run like through log: a judge score printed in prose is found.
+func TestRunTakesLogFlags(t *testing.T) {
+	f := newRunFixture(t, "min")
+	f.experiment("prompt v2", "echo 'eval done; judge score: 0.61 (n=200)'\n", "0")
+	err := f.run(context.Background(), runOptions{Log: logOptions{Patterns: []string{"val_bpb=judge score: ([0-9.]+)"}}})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, f.err)
+	}
+	if v, ok := f.records()[0].Metric("val_bpb"); !ok || v != 0.61 {
+		t.Fatalf("val_bpb %v %v", v, ok)
+	}
+	if err := f.run(context.Background(), runOptions{Log: logOptions{Patterns: []string{"no equals sign"}}}); exitCode(err) != ExitBadInput {
+		t.Fatalf("a bad pattern must be refused before training, got %v", err)
+	}
+}
+
+// TestLogCrashWithoutItsOutputs (issue 18.3): a crash needs no summary and
+// no log: what the crashed training never wrote is a note.
+func TestLogCrashWithoutItsOutputs(t *testing.T) {
+	repo := experimentRepo(t)
+	r := mustRun(t, repo.Dir, nil, "log", "-d", "double width", "--status", "crash", "--summary", "summary.json", "--log", "crash.log")
+	if !strings.Contains(r.errOut, "summary.json does not exist") || !strings.Contains(r.errOut, "crash.log does not exist") {
+		t.Errorf("no notes: %s", r.errOut)
+	}
+	recs := records(t, repo.Dir)
+	if len(recs) != 1 || recs[0].Status != "crash" {
+		t.Fatalf("crash not recorded: %+v", recs)
+	}
+	// A keep still needs its inputs.
+	if r := memorylab(t, repo.Dir, nil, "log", "-d", "x", "--status", "keep", "--summary", "summary.json"); r.code != ExitBadInput {
+		t.Errorf("keep with a missing summary: exit %d", r.code)
 	}
 }

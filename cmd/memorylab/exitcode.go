@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
@@ -15,7 +16,8 @@ import (
 const (
 	ExitOK          = 0   // success
 	ExitFailure     = 1   // anything else went wrong
-	ExitBadInput    = 2   // bad usage or input; also `check --fail-on-similar` on a block verdict
+	ExitBadInput    = 2   // bad usage or input; also `check --fail-on-similar` and `run` on a block verdict
+	ExitCrash       = 3   // `run`: the training crashed or reported no metric (the crash is logged)
 	ExitNoRepo      = 10  // not a git repository, bare, no commits, unsupported repository, or no store
 	ExitLocked      = 11  // the ledger lock could not be taken in time
 	ExitNotWritable = 12  // the store cannot be written (permissions, read-only, disk full, file size limit)
@@ -23,7 +25,8 @@ const (
 )
 
 const exitStatusHelp = `EXIT STATUS:
-   0 ok; 1 failure; 2 bad usage or input (also check --fail-on-similar on a block);
+   0 ok; 1 failure; 2 bad usage or input (also check --fail-on-similar and run on a block);
+   3 run: the training crashed (logged);
    10 not a git repository / no commits / no store; 11 ledger locked; 12 store not writable;
    130 interrupted. Other codes mean failure.`
 
@@ -37,6 +40,17 @@ func (e *usageError) Error() string { return e.msg }
 type blockedError struct{}
 
 func (blockedError) Error() string { return "novelty guard: blocked" }
+
+// crashedError is returned by run after logging a crash: exit 3, so a
+// script knows without parsing --json.
+type crashedError struct {
+	id      ledger.RunID
+	summary string
+}
+
+func (e crashedError) Error() string {
+	return fmt.Sprintf("the training crashed: %s (logged as run %s)", e.summary, e.id)
+}
 
 // isMissingFlag recognises urfave/cli's "Required flag(s) ... not set"
 // error. Its type (errRequiredFlags, errors.go at v2.27.7) and its marker
@@ -57,6 +71,8 @@ func exitCode(err error) int {
 		return ExitInterrupted
 	case errors.As(err, &ue), errors.Is(err, ledger.ErrBadInput), errors.As(err, new(blockedError)), isMissingFlag(err):
 		return ExitBadInput
+	case errors.As(err, new(crashedError)):
+		return ExitCrash
 	case errors.Is(err, ledger.ErrNotRepo), errors.Is(err, ledger.ErrBareRepo), errors.Is(err, ledger.ErrNoCommits),
 		errors.Is(err, ledger.ErrUnsupported), errors.Is(err, ledger.ErrNoStore):
 		return ExitNoRepo
