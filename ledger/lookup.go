@@ -39,8 +39,10 @@ func (e *MultipleMatchError) Is(target error) bool {
 }
 
 // FindRun returns the index of the run whose id is query or starts with
-// query. An exact id wins over prefixes. Several matches give a
-// *MultipleMatchError listing them; none gives an error wrapping ErrNotFound.
+// query, or else whose commit starts with query (a SHA or its prefix, at
+// least 4 hex digits). An exact id wins over prefixes. Several matches give
+// a *MultipleMatchError listing them (for a commit: "the commit has several
+// runs"); none gives an error wrapping ErrNotFound.
 func FindRun(recs []Record, query string) (int, error) {
 	query = strings.TrimSpace(query)
 	if query == "" {
@@ -56,9 +58,20 @@ func FindRun(recs []Record, query string) (int, error) {
 			idx = append(idx, i)
 		}
 	}
+	what := "runs"
+	if len(idx) == 0 && len(query) >= 4 && isHex(strings.ToLower(query)) {
+		q := strings.ToLower(query)
+		for i := range recs {
+			full, short := recs[i].CommitFull, recs[i].Commit
+			if strings.HasPrefix(full, q) || (short != "" && (strings.HasPrefix(short, q) || len(q) >= len(short) && strings.HasPrefix(q, short))) {
+				idx = append(idx, i)
+			}
+		}
+		what = "runs of that commit (pass one of their run ids)"
+	}
 	switch len(idx) {
 	case 0:
-		return -1, fmt.Errorf("%w: %w: no run id starts with %q; see `memorylab list`", ErrBadInput, ErrNotFound, query)
+		return -1, fmt.Errorf("%w: %w: no run id or commit starts with %q; see `memorylab list`", ErrBadInput, ErrNotFound, query)
 	case 1:
 		return idx[0], nil
 	}
@@ -74,5 +87,5 @@ func FindRun(recs []Record, query string) (int, error) {
 		return idx[len(idx)-1], nil
 	}
 	sort.Strings(ids)
-	return -1, &MultipleMatchError{Prefix: query, What: "runs", Matches: ids}
+	return -1, &MultipleMatchError{Prefix: query, What: what, Matches: ids}
 }

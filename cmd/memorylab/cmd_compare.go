@@ -62,6 +62,9 @@ func runCompare(env *Env, opts compareOptions) error {
 		return err
 	}
 	ib, err := resolveRunArg(recs, s.Config, opts.B)
+	if err == nil && ia == ib {
+		fmt.Fprintf(env.Err, "memorylab: note: %s and %s are the same run (%s): nothing differs\n", opts.A, opts.B, recs[ia].RunID)
+	}
 	if err != nil {
 		return err
 	}

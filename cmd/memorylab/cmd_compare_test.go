@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/memorylab/memorylab/report"
@@ -42,4 +43,25 @@ func TestCompare(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCompareSameRunAndCommitArgs (issue 18.6): compare says when both sides
+// are one run, and show and compare take a commit SHA.
+func TestCompareSameRunAndCommitArgs(t *testing.T) {
+	repo := experimentRepo(t)
+	r := mustRun(t, repo.Dir, nil, "log", "-d", "baseline", "--status", "keep", "--metric", "val_bpb=0.99", "--json")
+	var rec struct {
+		RunID  string `json:"run_id"`
+		Commit string `json:"commit"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rec); err != nil {
+		t.Fatal(err)
+	}
+	c := mustRun(t, repo.Dir, nil, "compare", "champion", "latest", "--no-diff")
+	if !strings.Contains(c.errOut, "champion and latest are the same run ("+rec.RunID+")") {
+		t.Errorf("no same-run note: %q", c.errOut)
+	}
+	if s := mustRun(t, repo.Dir, nil, "show", "--no-diff", rec.Commit); !strings.Contains(s.out, rec.RunID) {
+		t.Errorf("show by commit %s:\n%s", rec.Commit, s.out)
+	}
 }
