@@ -239,7 +239,11 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 		}
 		m.RecentLedger = append(m.RecentLedger, ledgerRow(r, g))
 	}
-	m.DecisionQueue = decisionQueue(byTime, g)
+	champID := ""
+	if c, ok := st.Champion(); ok {
+		champID = c.RunID
+	}
+	m.DecisionQueue = decisionQueue(byTime, g, champID)
 	m.Progress, m.Chart = progress(window, g)
 	m.Plateau = plateau(recs, st, g, opts, now)
 	return m
@@ -271,8 +275,10 @@ var priorityRank = map[string]int{packets.PriorityHigh: 0, packets.PriorityMediu
 
 // decisionQueue takes the stored packets of the window's runs (newest
 // first), highest priority first, top 5. Runs without a stored packet (from
-// other writers) are left out: their packet was never issued.
-func decisionQueue(byTime []*ledger.Record, g registry.Goal) []QueueItem {
+// other writers) are left out: their packet was never issued. A packet says
+// "promote" when its run became champion; a run since superseded is no
+// longer to be promoted, so only the current champion's promote stays.
+func decisionQueue(byTime []*ledger.Record, g registry.Goal, champion string) []QueueItem {
 	q := []QueueItem{}
 	for _, r := range byTime {
 		if len(r.DecisionPacket) == 0 || string(r.DecisionPacket) == "null" {
@@ -280,6 +286,9 @@ func decisionQueue(byTime []*ledger.Record, g registry.Goal) []QueueItem {
 		}
 		p, err := packets.Unmarshal(r.DecisionPacket, g.Metric)
 		if err != nil || p.NextAction == "" {
+			continue
+		}
+		if p.NextAction == packets.ActionPromote && string(r.RunID) != champion {
 			continue
 		}
 		q = append(q, QueueItem{Priority: p.Priority, NextAction: p.NextAction, RunID: string(r.RunID), Status: r.Status,
@@ -424,7 +433,7 @@ func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts Mor
 		p.Message = fmt.Sprintf("Not enough history to judge a plateau (%d runs; need %d after a kept run).", n, opts.PlateauWindow)
 	case p.BestGain == nil || *p.BestGain <= opts.MinDelta:
 		p.OnPlateau = true
-		p.Message = fmt.Sprintf("PLATEAU: the last %d runs brought no improvement beyond %g %s.", opts.PlateauWindow, opts.MinDelta, g.Metric)
+		p.Message = fmt.Sprintf("On a plateau: the last %d runs brought no improvement beyond %g %s.", opts.PlateauWindow, opts.MinDelta, g.Metric)
 	default:
 		p.Message = fmt.Sprintf("Still improving: the last %d runs gained %.6f %s over the best before them.", opts.PlateauWindow, *p.BestGain, g.Metric)
 	}
@@ -433,7 +442,11 @@ func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts Mor
 		if p.ChampionAgeHours != nil {
 			age = fmt.Sprintf("%.1f h", *p.ChampionAgeHours)
 		}
-		p.Message += fmt.Sprintf(" The champion has stood for %s and %d runs.", age, p.RunsSinceChampion)
+		runs := "runs"
+		if p.RunsSinceChampion == 1 {
+			runs = "run"
+		}
+		p.Message += fmt.Sprintf(" The champion has stood for %s and %d %s.", age, p.RunsSinceChampion, runs)
 	}
 	return p
 }

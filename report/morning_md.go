@@ -32,7 +32,11 @@ func (m *Morning) writeTop(b *bytes.Buffer) {
 	w("- Experiments recorded overnight: %d\n", h.Runs)
 	w("- Keep / discard / crash: %d / %d / %d\n", h.Keep, h.Discard, h.Crash)
 	if c := h.Champion; c != nil {
-		w("- Current champion: run `%s` on commit `%s` at %s, %s GB, %s\n", c.RunID, code(c.Commit), val(c.Value), gb(c.MemoryGB), cell(c.Description))
+		mem := ""
+		if c.MemoryGB != nil {
+			mem = gb(c.MemoryGB) + " GB, "
+		}
+		w("- Current champion: run `%s` on commit `%s` at %s, %s%s\n", c.RunID, code(c.Commit), val(c.Value), mem, cell(c.Description))
 		switch h.ChampionOnHead {
 		case "":
 		case "yes":
@@ -58,7 +62,7 @@ func (m *Morning) writeTop(b *bytes.Buffer) {
 	if p.Baseline != nil && p.Best != nil {
 		w("- Baseline → best: %s → %s (%s)\n", val(p.Baseline.Value), val(p.Best.Value), pct(p.TotalImprovementPct))
 	}
-	w("- Keep rate: %s\n", ratio(p.KeepRate))
+	w("- Keep rate: %s (kept / (kept + discarded); crashes not counted)\n", ratio(p.KeepRate))
 	w("- Plateau: %s\n", cell(m.Plateau.Message))
 }
 

@@ -92,8 +92,19 @@ func TestCorpusMorning(t *testing.T) {
 	for _, r := range m.ChampionBoard {
 		board = append(board, r.RunID)
 	}
-	if py := pythonSection(t, "Decision Queue"); strings.Join(queue, " ") != strings.Join(py, " ") {
-		t.Errorf("decision queue = %v\npython           %v", queue, py)
+	// The Python tool's queue, less its promotes of 9127789 and a05e314:
+	// both were superseded by f31e500 later that night (a deliberate
+	// deviation, issue 18.6), so the next packets move up.
+	py := pythonSection(t, "Decision Queue")
+	var want []string
+	for _, id := range py {
+		if id != "20261122T022417Z-9127789" && id != "20261122T022417Z-a05e314" {
+			want = append(want, id)
+		}
+	}
+	want = append(want, "20261122T022416Z-fa1780f", "20261122T022416Z-f0f4911")
+	if strings.Join(queue, " ") != strings.Join(want, " ") {
+		t.Errorf("decision queue = %v\nwant             %v (python %v)", queue, want, py)
 	}
 	if py := pythonSection(t, "Recent Ledger"); strings.Join(recent, " ") != strings.Join(py, " ") {
 		t.Errorf("recent ledger = %v\npython          %v", recent, py)
@@ -163,8 +174,8 @@ func TestPlateau(t *testing.T) {
 			if m.Plateau.OnPlateau != tc.plateau || m.Plateau.RunsSinceChampion != tc.since {
 				t.Errorf("plateau = %+v, want on_plateau=%v runs_since=%d", m.Plateau, tc.plateau, tc.since)
 			}
-			if tc.plateau && !strings.Contains(m.Plateau.Message, "PLATEAU") {
-				t.Errorf("message %q does not say PLATEAU", m.Plateau.Message)
+			if tc.plateau && !strings.Contains(m.Plateau.Message, "On a plateau") {
+				t.Errorf("message %q does not say it is on a plateau", m.Plateau.Message)
 			}
 		})
 	}
