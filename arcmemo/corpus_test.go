@@ -236,6 +236,24 @@ func TestStatusAgainstChampion(t *testing.T) {
 	}
 }
 
+// solvePassRecords builds r's records for an official_score (max) store
+// and returns its solve passes.
+func solvePassRecords(t *testing.T, r *Run) []*ledger.Record {
+	t.Helper()
+	cfg := ledger.Config{Version: 1, Metric: "official_score", Goal: ledger.GoalMax}
+	plan, err := BuildRecords(r, NewExisting(cfg), Provenance{}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var passes []*ledger.Record
+	for _, rec := range plan.Records {
+		if rec.Source["kind"] == KindSolvePass {
+			passes = append(passes, rec)
+		}
+	}
+	return passes
+}
+
 // TestPassWithoutScorableAttempts: issue 20.1. mem2 reports cumulative
 // scores after every pass, also one that scored nothing; the record keeps
 // them. A pass whose jobs all failed (no attempt) is a crash; one whose
@@ -263,18 +281,7 @@ func TestPassWithoutScorableAttempts(t *testing.T) {
 			[]string{"keep", "discard"}, []float64{1.5, 1.5}, "no scorable attempts: 3 attempts, 3 parsing errors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Run{Producer: ProducerMem2, RunID: "x", RunType: "t", Rule: RuleMem2, ProblemCount: 2, Passes: tc.passes}
-			cfg := ledger.Config{Version: 1, Metric: "official_score", Goal: ledger.GoalMax}
-			plan, err := BuildRecords(r, NewExisting(cfg), Provenance{}, BuildOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var passes []*ledger.Record
-			for _, rec := range plan.Records {
-				if rec.Source["kind"] == KindSolvePass {
-					passes = append(passes, rec)
-				}
-			}
+			passes := solvePassRecords(t, &Run{Producer: ProducerMem2, RunID: "x", RunType: "t", Rule: RuleMem2, ProblemCount: 2, Passes: tc.passes})
 			if len(passes) != len(tc.wantStatus) {
 				t.Fatalf("%d pass records, want %d", len(passes), len(tc.wantStatus))
 			}
@@ -473,17 +480,7 @@ func TestRunWhoseLaterPassOnlyFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := ledger.Config{Version: 1, Metric: "official_score", Goal: ledger.GoalMax}
-	plan, err := BuildRecords(r, NewExisting(cfg), Provenance{}, BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var passes []*ledger.Record
-	for _, rec := range plan.Records {
-		if rec.Source["kind"] == KindSolvePass {
-			passes = append(passes, rec)
-		}
-	}
+	passes := solvePassRecords(t, r)
 	if len(passes) != 2 {
 		t.Fatalf("%d pass records", len(passes))
 	}
