@@ -90,11 +90,12 @@ func unknownCommand(cmds []*cli.Command, name string) error {
 	return usagef("unknown command %q; see `memorylab help`", name)
 }
 
-// nearestCommand is the visible command closest to name: among the names
-// within a third of name's length in edit (Levenshtein) distance, at least
-// 2, the one with the highest Jaro-Winkler similarity (so a transposition
-// like "lsit" finds "list", not "init"); failing that, the only command
-// name is a prefix of. "" when nothing is close.
+// nearestCommand is the visible command name is short for, when it is the
+// prefix of exactly one ("imp" → import); else the one closest to it: among
+// the names within a third of name's length in edit (Levenshtein) distance,
+// at least 2, the one with the highest Jaro-Winkler similarity (so a
+// transposition like "lsit" finds "list", not "init"). "" when nothing is
+// close.
 func nearestCommand(cmds []*cli.Command, name string) string {
 	limit := max(len(name)/3, 2)
 	best, bestSim := "", 0.0
@@ -115,7 +116,7 @@ func nearestCommand(cmds []*cli.Command, name string) string {
 			}
 		}
 	}
-	if best == "" && len(prefixed) == 1 {
+	if len(prefixed) == 1 {
 		return prefixed[0]
 	}
 	return best
