@@ -24,7 +24,8 @@ import (
 // CatalogVersion is the catalog file format.
 //
 //	1: first version.
-const CatalogVersion = 1
+//	2: flagDirty carries dirty: true (list marks runs that ran uncommitted code).
+const CatalogVersion = 2
 
 // CatalogFile is the catalog's name under the store's cache directory.
 const CatalogFile = "catalog.bin"
@@ -60,7 +61,8 @@ type slimPacket struct {
 func SlimRecord(r *Record, metric string) Record {
 	s := Record{SchemaVersion: r.SchemaVersion, RunID: r.RunID, Timestamp: r.Timestamp, Branch: r.Branch,
 		Commit: r.Commit, CommitFull: r.CommitFull, ParentCommit: r.ParentCommit, Family: r.Family,
-		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot}
+		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot,
+		Dirty: r.Dirty}
 	for _, k := range []string{metric, "peak_vram_mb", "memory_gb"} {
 		if v, ok := r.Metrics[k]; ok {
 			if s.Metrics == nil {
@@ -215,6 +217,9 @@ func encodeCatalog(c *Catalog) []byte {
 		if r.Error != nil {
 			flags |= flagError
 		}
+		if r.Dirty != nil && *r.Dirty {
+			flags |= flagDirty
+		}
 		b = binary.AppendUvarint(b, flags)
 		for _, s := range []string{string(r.RunID), r.Timestamp, r.Branch, r.Commit, r.CommitFull, r.Parent(),
 			r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot, string(r.NoveltyGuard), string(r.DecisionPacket)} {
@@ -267,6 +272,10 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 		parent := d.Str()
 		if flags&flagParent != 0 {
 			r.ParentCommit = &parent
+		}
+		if flags&flagDirty != 0 {
+			dirty := true
+			r.Dirty = &dirty
 		}
 		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
 		if g := d.Str(); g != "" {

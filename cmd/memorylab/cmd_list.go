@@ -86,6 +86,7 @@ type listItem struct {
 	Family      string   `json:"family"`
 	Description string   `json:"description"`
 	LineageRoot string   `json:"lineage_root,omitempty"`
+	Dirty       bool     `json:"dirty,omitempty"` // ran with uncommitted changes to tracked files
 }
 
 func runList(env *Env, opts listOptions) error {
@@ -116,7 +117,8 @@ func runList(env *Env, opts listOptions) error {
 	items := make([]listItem, 0, len(sel))
 	for _, r := range sel {
 		it := listItem{RunID: string(r.RunID), Timestamp: r.Timestamp, Status: r.Status, Metric: s.Config.Metric,
-			Branch: r.Branch, Commit: r.Commit, Family: r.Family, Description: r.Description, LineageRoot: r.LineageRoot}
+			Branch: r.Branch, Commit: r.Commit, Family: r.Family, Description: r.Description, LineageRoot: r.LineageRoot,
+			Dirty: r.Dirty != nil && *r.Dirty}
 		if v, ok := r.Metric(s.Config.Metric); ok {
 			it.Value = &v
 		}
@@ -134,14 +136,25 @@ func runList(env *Env, opts listOptions) error {
 	}
 	tw := tabwriter.NewWriter(env.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "RUN\tSTATUS\t%s\tBRANCH\tFAMILY\tDESCRIPTION\n", strings.ToUpper(s.Config.Metric))
+	dirty := false
 	for _, it := range items {
 		val := "-"
 		if it.Value != nil {
 			val = strconv.FormatFloat(*it.Value, 'f', 6, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(string(it.RunID), 64), cell(it.Status, 16), val, cell(it.Branch, 24), cell(it.Family, 16), cell(it.Description, 60))
+		status := cell(it.Status, 16)
+		if it.Dirty {
+			status, dirty = status+"*", true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(string(it.RunID), 64), status, val, cell(it.Branch, 24), cell(it.Family, 16), cell(it.Description, 60))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if dirty {
+		fmt.Fprintln(env.Out, "* dirty: ran with uncommitted changes to tracked files; `memorylab show` prints the code that ran")
+	}
+	return nil
 }
 
 // cell makes ledger text safe and short for one table cell.

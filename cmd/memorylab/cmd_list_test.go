@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +72,29 @@ func TestList(t *testing.T) {
 			t.Fatalf("1.5 → %v %v", d, err)
 		}
 	})
+}
+
+// TestDirtyRunsAreMarked (issue 18.2): a run logged with uncommitted
+// changes is marked in list (text and JSON) and explained in show.
+func TestDirtyRunsAreMarked(t *testing.T) {
+	repo := experimentRepo(t)
+	mustRun(t, repo.Dir, nil, "log", "-d", "clean baseline", "--status", "keep", "--metric", "val_bpb=0.99")
+	writeFile(t, filepath.Join(repo.Dir, "train.py"), "LR = 0.07  # not committed\n")
+	r := mustRun(t, repo.Dir, nil, "log", "-d", "uncommitted LR", "--status", "discard", "--metric", "val_bpb=1.0", "--json")
+	if !strings.Contains(r.out, `"dirty": true`) {
+		t.Fatalf("the record is not dirty:\n%s", r.out)
+	}
+	list := mustRun(t, repo.Dir, nil, "list")
+	if !strings.Contains(list.out, "discard*") || strings.Contains(list.out, "keep*") || !strings.Contains(list.out, "* dirty: ran with uncommitted changes") {
+		t.Errorf("list:\n%s", list.out)
+	}
+	js := mustRun(t, repo.Dir, nil, "list", "--json")
+	if strings.Count(js.out, `"dirty": true`) != 1 {
+		t.Errorf("list --json:\n%s", js.out)
+	}
+	id := regexp.MustCompile(`"run_id": "([^"]+)"`).FindStringSubmatch(r.out)[1]
+	show := mustRun(t, repo.Dir, nil, "show", "--no-diff", id)
+	if !strings.Contains(show.out, "dirty        yes: it ran with uncommitted changes") {
+		t.Errorf("show:\n%s", show.out)
+	}
 }

@@ -166,6 +166,10 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	line("commit", commit)
 	line("parent", o.Parent)
 	line("branch", rec.Branch)
+	if rec.Dirty != nil && *rec.Dirty {
+		line("dirty", "yes: it ran with uncommitted changes to tracked files; the code that ran is the commit plus "+
+			orNone(rec.Artifacts["train_diff_path"])+" (the diff against it)")
+	}
 	line("description", rec.Description)
 	line("hypothesis", rec.Hypothesis)
 	line("family", rec.Family)
