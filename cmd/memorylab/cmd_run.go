@@ -277,6 +277,11 @@ func runTraining(ctx context.Context, env *Env, opts runOptions, summary string)
 			var ee *exec.ExitError
 			switch {
 			case err == nil:
+			case errors.Is(err, exec.ErrWaitDelay):
+				// The command exited 0, but descendants it left behind
+				// (wandb, tensorboard, dataloader workers) still held
+				// its output: the run is over all the same (issue 17.5).
+				fmt.Fprintf(env.Err, "memorylab: note: the training command exited, but processes it started still held its output; they were not waited for\n")
 			case errors.As(err, &ee):
 				out.ExitCode = ee.ExitCode()
 				if out.ExitCode < 0 {

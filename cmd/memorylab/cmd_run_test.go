@@ -441,3 +441,22 @@ func TestLogCrashWithoutItsOutputs(t *testing.T) {
 		t.Errorf("keep with a missing summary: exit %d", r.code)
 	}
 }
+
+// TestRunLogsDespiteLeftoverChildren (issue 17.5): a training command that
+// exits while a child it started still holds its output (wandb,
+// tensorboard) is a finished run: it is logged, not dropped.
+func TestRunLogsDespiteLeftoverChildren(t *testing.T) {
+	f := newRunFixture(t, "min")
+	f.experiment("with a lingering logger", scriptSummary+"sleep 30 &\n", "0.990")
+	err := f.run(context.Background(), runOptions{Grace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, f.err)
+	}
+	recs := f.records()
+	if len(recs) != 1 || recs[0].Status != "keep" {
+		t.Fatalf("records %+v", recs)
+	}
+	if !strings.Contains(f.err.String(), "still held its output") {
+		t.Errorf("no note about the descendants: %s", f.err)
+	}
+}
