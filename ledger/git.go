@@ -17,6 +17,7 @@ import (
 	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	udiff "github.com/go-git/go-git/v5/utils/diff"
 	dmp "github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -36,6 +37,9 @@ var (
 type Repo struct {
 	mu sync.Mutex
 	r  *git.Repository
+	// syncStorage is the storage of r when a sync reopened it (sync_fs.go),
+	// closed when replaced.
+	syncStorage *filesystem.Storage
 
 	// WorktreeRoot is the top of the worktree the command runs in.
 	WorktreeRoot string

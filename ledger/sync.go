@@ -328,14 +328,16 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			hook()
 		}
 		step := opts.progress().Start("pushing to "+rs.label, 0)
-		err = nil
+		newTip := remoteTip
 		if sendLedger {
-			err = g.pushLedger(ctx, rs, localTip, remoteTip)
+			newTip = localTip
 		}
-		if err == nil && len(specs) > 0 {
-			// Pinned commits are code: go-git's push walks and sends them.
-			err = rs.push.PushContext(ctx, &git.PushOptions{RemoteName: rs.track, RefSpecs: specs})
+		runs := map[plumbing.ReferenceName]plumbing.Hash{}
+		for _, id := range missing {
+			ref, _ := RunRef(id)
+			runs[plumbing.ReferenceName(ref)] = local[id]
 		}
+		err = g.pushLedger(ctx, rs, newTip, remoteTip, runs, remoteRuns)
 		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 			res.RunRefsPushed = len(missing)
@@ -368,15 +370,16 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 }
 
 // defaultPushAttempts is how many push rounds a contended push tries. With
-// pushBackoff, 16 rounds wait up to about 14 s in all; 8 rounds without
-// growth gave up under 3 concurrent pushers (issue 17.13).
-const defaultPushAttempts = 16
+// pushBackoff, 32 rounds wait up to about a minute in all; 8 rounds without
+// growth gave up under 3 concurrent pushers (issue 17.13), and 16 rounds
+// capped at 1.6 s under 8 (TestSwarmConverges).
+const defaultPushAttempts = 32
 
 // pushBackoff is the wait before push round n+1: exponential from 20 ms,
-// capped at 1.6 s, with full jitter (a uniform draw from [d/2, d)), so
+// capped at 2.56 s, with full jitter (a uniform draw from [d/2, d)), so
 // machines that lost one race spread out instead of racing again in step.
 func pushBackoff(n int) time.Duration {
-	d := 20 * time.Millisecond << min(n-1, 6)
+	d := 20 * time.Millisecond << min(n-1, 7)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
 }
 
@@ -448,24 +451,6 @@ func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, don
 	return rs, &SyncResult{Remote: rs.label, Merges: []string{}, Conflicts: []string{}, Refused: []string{}, Warnings: []string{}}, done, nil
 }
 
-// reopen replaces the go-git handle with a fresh one (see beginSync).
-func (g *Repo) reopen() error {
-	if g.WorktreeRoot == "" { // a bare repository opened by tests as a remote
-		r, err := git.PlainOpen(g.gitDirOfStorage())
-		if err != nil {
-			return err
-		}
-		g.r = r
-		return nil
-	}
-	r, err := git.PlainOpenWithOptions(g.WorktreeRoot, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
-	if err != nil {
-		return translateOpenError(g.WorktreeRoot, err)
-	}
-	g.r = r
-	return nil
-}
-
 // Pull fetches the remote ledger and run refs into refs/remotes/<remote>/
 // memorylab/..., creates local run refs for runs not pinned here, merges the
 // ledger by run id and appends records missing locally to experiments.jsonl
@@ -492,6 +477,9 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if err != nil {
 			return nil, err
 		}
+		if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
+			return nil, err
+		}
 	}
 	var wanted []RunID
 	for id := range remoteRuns {
@@ -512,6 +500,9 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		step.Done()
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return nil, fmt.Errorf("unable to fetch from %s: %w", rs.label, err)
+		}
+		if err := g.reopen(); err != nil { // make the fetched pack visible
+			return nil, err
 		}
 	}
 	for _, id := range wanted {

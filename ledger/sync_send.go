@@ -40,18 +40,38 @@ import (
 // when it is stored whole there (always so for packs memorylab writes).
 
 // pushLedger updates the remote's ledger ref from oldTip (zero: absent) to
-// newTip, sending the objects the remote lacks. A remote ref that moved
-// meanwhile is reported as errRefChangedOnRemote (a rejected push).
-func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip plumbing.Hash) (err error) {
+// newTip (unless they are equal) and creates the run refs runs (name →
+// commit) the remote lacks, in one session, sending the objects the remote
+// lacks: the ledger's by comparing trees, the pinned commits' by walking
+// back to the commits the remote's run refs reach (remoteRuns). A remote
+// ref that moved meanwhile is reported as errRefChangedOnRemote (a rejected
+// push).
+func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip plumbing.Hash, runs map[plumbing.ReferenceName]plumbing.Hash, remoteRuns map[RunID]plumbing.Hash) (err error) {
 	if !oldTip.IsZero() {
 		if _, err := g.r.CommitObject(oldTip); err != nil {
 			// The remote moved after our last fetch: fetch and merge first.
 			return fmt.Errorf("%w: %s", errRefChangedOnRemote, LedgerRef)
 		}
 	}
-	objs, err := g.ledgerMissing(newTip, oldTip)
-	if err != nil {
-		return err
+	var objs []plumbing.Hash
+	if newTip != oldTip {
+		if objs, err = g.ledgerMissing(newTip, oldTip); err != nil {
+			return err
+		}
+	}
+	if len(runs) > 0 {
+		var tips, heads []plumbing.Hash
+		for _, h := range runs {
+			tips = append(tips, h)
+		}
+		for _, h := range remoteRuns {
+			heads = append(heads, h)
+		}
+		more, err := g.commitsMissing(tips, heads)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, more...)
 	}
 	urls := rs.remote.Config().URLs
 	if len(urls) == 0 {
@@ -91,7 +111,20 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 	if ar != nil {
 		req = packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	}
-	req.Commands = []*packp.Command{{Name: LedgerRef, Old: oldTip, New: newTip}}
+	if newTip != oldTip {
+		req.Commands = append(req.Commands, &packp.Command{Name: LedgerRef, Old: oldTip, New: newTip})
+	}
+	names := make([]string, 0, len(runs))
+	for name := range runs {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		req.Commands = append(req.Commands, &packp.Command{Name: plumbing.ReferenceName(name), New: runs[plumbing.ReferenceName(name)]})
+	}
+	if len(req.Commands) == 0 {
+		return nil
+	}
 	pr, pw := io.Pipe()
 	req.Packfile = pr
 	go func() { pw.CloseWithError(g.writePackTo(pw, objs)) }()
@@ -222,6 +255,84 @@ func (g *Repo) ledgerMissing(newTip, oldTip plumbing.Hash) ([]plumbing.Hash, err
 			return true
 		})
 		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// commitsMissing lists the objects of the commits reachable from tips that
+// the commits reachable from heads (the remote's run refs; those this
+// repository lacks are skipped) do not reach: the new commits, and the
+// trees and blobs of their trees that the trees of their already-shared
+// parents do not hold. go-git's push computes this by walking every
+// object reachable from every remote ref, the whole ledger tree included,
+// on every push.
+func (g *Repo) commitsMissing(tips, heads []plumbing.Hash) ([]plumbing.Hash, error) {
+	shared := map[plumbing.Hash]bool{}
+	for _, h := range heads {
+		if shared[h] {
+			continue
+		}
+		if _, err := g.r.CommitObject(h); err != nil {
+			continue // not here: it cannot be an ancestor of ours either
+		}
+		if err := g.walkCommits(h, func(c *object.Commit) bool {
+			if shared[c.Hash] {
+				return false
+			}
+			shared[c.Hash] = true
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	var fresh []*object.Commit
+	seen := map[plumbing.Hash]bool{}
+	for _, tip := range tips {
+		if err := g.walkCommits(tip, func(c *object.Commit) bool {
+			if shared[c.Hash] || seen[c.Hash] {
+				return false
+			}
+			seen[c.Hash] = true
+			fresh = append(fresh, c)
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	have := map[plumbing.Hash]bool{}
+	for _, c := range fresh {
+		for _, p := range c.ParentHashes {
+			if !shared[p] {
+				continue
+			}
+			pc, err := g.r.CommitObject(p)
+			if err != nil {
+				return nil, err
+			}
+			if err := g.walkTree(pc.TreeHash, func(h plumbing.Hash, _ bool) bool {
+				if have[h] {
+					return false
+				}
+				have[h] = true
+				return true
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []plumbing.Hash
+	for _, c := range fresh {
+		out = append(out, c.Hash)
+		if err := g.walkTree(c.TreeHash, func(h plumbing.Hash, _ bool) bool {
+			if have[h] {
+				return false
+			}
+			have[h] = true
+			out = append(out, h)
+			return true
+		}); err != nil {
 			return nil, err
 		}
 	}

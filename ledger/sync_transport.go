@@ -8,10 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/revlist"
 	"github.com/go-git/go-git/v5/plumbing/storer"
@@ -45,7 +43,7 @@ func (repoLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), nil
+	return openStorage(dir, dir, false), nil
 }
 
 func remoteGitDir(p string) (string, error) {
@@ -100,7 +98,13 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Unlock()
+	unlock := func() { sto.Close(); lock.Unlock() }
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			unlock()
+		}
+	}()
 	known := req.Haves[:0]
 	for _, h := range req.Haves {
 		if sto.HasEncodedObject(h) == nil {
@@ -119,14 +123,19 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	// (plumbing/transport/server/server.go UploadPack, "TODO: plumb through
 	// a pack window") and inflates and deflates every object again:
 	// searching deltas among ledger blobs was half of a fresh pull.
-	// writePackTo copies stored entries as they are. Pack files are
-	// immutable, so writing may outlive the lock.
+	// writePackTo copies stored entries as they are.
 	served, err := git.Open(sto, nil)
 	if err != nil {
 		return nil, err
 	}
+	// The lock is held until the pack is written, so no pack it reads can
+	// go away under it.
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError((&Repo{r: served}).writePackTo(pw, objs)) }()
+	handedOff = true
+	go func() {
+		defer unlock()
+		pw.CloseWithError((&Repo{r: served}).writePackTo(pw, objs))
+	}()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
 
@@ -141,7 +150,7 @@ func openLockedRemote(path string) (*filesystem.Storage, *Lock, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault()), lock, nil
+	return openStorage(dir, dir, true), lock, nil
 }
 
 func (t casTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {
@@ -165,6 +174,7 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		return nil, err
 	}
 	defer lock.Unlock()
+	defer sto.Close()
 	for _, cmd := range req.Commands {
 		cur := plumbing.ZeroHash
 		ref, err := sto.Reference(cmd.Name)

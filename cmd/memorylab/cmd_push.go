@@ -16,7 +16,7 @@ func pushCommand(env *Env) *cli.Command {
 			"anything is pushed. When another machine pushed first, the push is refused; memorylab then\n" +
 			"fetches the remote ledger into refs/remotes/<remote>/memorylab/ledger, merges it by run id\n" +
 			"(records that arrive are appended to experiments.jsonl), backs off with jitter and pushes again,\n" +
-			"up to 16 rounds. Credentials come from the remote URL or your ssh agent, as go-git finds them.\n\n" +
+			"up to 32 rounds. Credentials come from the remote URL or your ssh agent, as go-git finds them.\n\n" +
 			"Examples:\n   memorylab push\n   memorylab push /mnt/shared/research.git",
 		Flags: syncFlags(),
 		Action: func(c *cli.Context) error {

@@ -256,3 +256,29 @@ func memorylabAt(t *testing.T, dir string, now time.Time, args ...string) result
 	code := runEnv(env, append([]string{"memorylab"}, args...))
 	return result{code, out.String(), errOut.String()}
 }
+
+// TestProgressOnlyOnATerminal (issue 19.7): nothing extra when stderr is
+// not a terminal or the output is JSON.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, env := range []*Env{{Err: &bytes.Buffer{}}, {Err: f}} {
+		for _, jsonOut := range []bool{false, true} {
+			if p := newProgress(env, jsonOut); p != nil {
+				t.Errorf("progress on %T (json %v): want none", env.Err, jsonOut)
+			}
+		}
+	}
+	// And a sync into a buffer prints nothing but its result line.
+	remote := sharedRemote(t)
+	a := machine(t, remote)
+	if r := memorylab(t, a.Dir, nil, "init"); r.code != 0 {
+		t.Fatal(r.errOut)
+	}
+	if r := memorylab(t, a.Dir, nil, "sync"); r.code != 0 || r.errOut != "" || strings.Count(r.out, "\n") != 2 {
+		t.Fatalf("sync output: %q %q", r.out, r.errOut)
+	}
+}
