@@ -330,7 +330,7 @@ func TestLineagesShortCommitRecords(t *testing.T) {
 			}
 		}
 		v := 1.0
-		if err := f.store.Append(&Record{RunID: id, Commit: commit[:7], Status: status, Description: string(id), Metrics: Metrics{"val_bpb": &v}}); err != nil {
+		if err := f.store.Append(&Record{RunID: id, Timestamp: "2026-11-22T01:00:00Z", Commit: commit[:7], Status: status, Description: string(id), Metrics: Metrics{"val_bpb": &v}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -202,7 +202,7 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 		case lineRecord:
 			r := l.Rec
 			rep.Records++
-			for _, p := range validateRecord(r) {
+			for _, p := range validateRecord(r, len(bytes.TrimSpace(l.Raw)), time.Now()) {
 				rep.add(Finding{Severity: SevError, Check: CheckSchema, Line: l.No, RunID: r.RunID, Message: p.msg, Fix: p.fix})
 			}
 			if first, dup := firstLine[r.RunID]; dup {
@@ -239,8 +239,10 @@ type doctorRec struct {
 
 type problem struct{ msg, fix string }
 
-// validateRecord checks the fields a reader relies on.
-func validateRecord(r *Record) []problem {
+// validateRecord checks the fields a reader relies on and the bounds every
+// writer keeps (bounds.go): size is the record's encoded length, now the
+// clock that a timestamp may not run more than MaxClockSkew ahead of.
+func validateRecord(r *Record, size int, now time.Time) []problem {
 	var out []problem
 	switch {
 	case r.SchemaVersion > SchemaVersion:
@@ -254,8 +256,19 @@ func validateRecord(r *Record) []problem {
 	if !ValidStatus(r.Status) {
 		out = append(out, problem{fmt.Sprintf("status %q is not keep, discard or crash", truncate(r.Status, 40)), "fix the line by hand"})
 	}
-	if _, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {
+	if t, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {
 		out = append(out, problem{fmt.Sprintf("timestamp_utc %q is not an RFC 3339 time", truncate(r.Timestamp, 40)), "fix the line by hand"})
+	} else if t.After(now.Add(MaxClockSkew)) {
+		out = append(out, problem{fmt.Sprintf("timestamp_utc %s is more than a day in the future (now %s); it would stay in every report window", r.Timestamp, now.UTC().Format(time.RFC3339)),
+			"check the clock of the machine that logged it, then fix the line by hand"})
+	}
+	if len(r.Metrics) > MaxMetrics {
+		out = append(out, problem{fmt.Sprintf("%d metrics, more than the %d a record may hold", len(r.Metrics), MaxMetrics),
+			"record the few metrics that matter (the archived summary keeps the rest)"})
+	}
+	if size > MaxRecordSize {
+		out = append(out, problem{fmt.Sprintf("record is %d bytes, over the %d KiB limit", size, MaxRecordSize>>10),
+			"shorten the description, notes or metrics (the archive keeps whole logs)"})
 	}
 	return out
 }

@@ -19,7 +19,7 @@ func TestIndexCorruptDocumentRebuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, d := range []string{"increase matrix lr to 0.05", "double model width", "increase matrix lr to 0.06"} {
-		r := &Record{RunID: RunID("20260101T00000" + string(rune('0'+i)) + "Z-abcdef" + string(rune('0'+i))), Status: StatusKeep, Description: d, Tags: []string{}}
+		r := &Record{RunID: RunID("20260101T00000" + string(rune('0'+i)) + "Z-abcdef" + string(rune('0'+i))), Timestamp: "2026-01-01T00:00:00Z", Status: StatusKeep, Description: d, Tags: []string{}}
 		if err := s.Append(r); err != nil {
 			t.Fatal(err)
 		}

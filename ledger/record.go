@@ -152,13 +152,25 @@ func ComparisonText(description, hypothesis, family string, tags []string) strin
 	return out
 }
 
-// ValidateRecord checks r with the rules every reader relies on (doctor's
-// validateRecord: schema version, run id, status, timestamp, ...). Records
-// that come from elsewhere (a pulled ledger) pass through it before they are
-// written, so a rule added there applies to them too. The error wraps
-// ErrBadInput (or ErrNewerVersion for a newer schema) and names the run.
-func ValidateRecord(r *Record) error {
-	probs := validateRecord(r)
+// ValidateRecord checks r with the rules every reader relies on and every
+// writer keeps (doctor's validateRecord: schema version, run id, status,
+// timestamp not beyond now + MaxClockSkew, metric count, encoded size).
+// log, import and arcmemo (through AppendLocked) and pull run it on every
+// record before it is written, so a rule added there applies to all of
+// them. The error wraps ErrBadInput (or ErrNewerVersion for a newer schema)
+// and names the run.
+func ValidateRecord(r *Record) error { return ValidateRecordAt(r, time.Now()) }
+
+// ValidateRecordAt is ValidateRecord against the clock now.
+func ValidateRecordAt(r *Record, now time.Time) error {
+	line, err := MarshalRecord(r)
+	if err != nil {
+		return fmt.Errorf("%w: record %s: %v", ErrBadInput, truncate(string(r.RunID), 80), err)
+	}
+	return recordError(r, validateRecord(r, len(line), now))
+}
+
+func recordError(r *Record, probs []problem) error {
 	if len(probs) == 0 {
 		return nil
 	}

@@ -44,6 +44,10 @@ func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record,
 			return nil, BadInputf("--%s is not valid UTF-8: re-encode it (e.g. iconv -t UTF-8)", f.flag)
 		}
 	}
+	if len(in.Metrics) > MaxMetrics {
+		return nil, BadInputf("the run has %d metrics, more than the %d a record may hold (every clone reads whole records): record the metrics that matter with --metric or a smaller --summary; the archived summary keeps the rest",
+			len(in.Metrics), MaxMetrics)
+	}
 	metric := s.Config.Metric
 	m := in.Metrics
 	if m == nil {

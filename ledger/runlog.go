@@ -174,12 +174,15 @@ func flatten(prefix string, obj map[string]any, m Metrics) {
 
 // CrashError summarises a crashed run's log: the summary is the last line of
 // the Python traceback (else the last non-empty line), the tail the last 8
-// non-empty lines.
+// non-empty lines, each cut to MaxExcerpt with a marker. A bare carriage
+// return ends a line too: progress bars (tqdm) redraw one terminal line with
+// \r, and a crash log can be a single 4 MB "line" of them.
 func CrashError(log []byte, source string) *ErrorInfo {
 	var nonEmpty []string
-	for _, l := range strings.Split(strings.ReplaceAll(string(log), "\r\n", "\n"), "\n") {
+	text := strings.ReplaceAll(string(log), "\r\n", "\n")
+	for _, l := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }) {
 		if t := strings.TrimSpace(l); t != "" {
-			nonEmpty = append(nonEmpty, t)
+			nonEmpty = append(nonEmpty, Excerpt(t))
 		}
 	}
 	e := &ErrorInfo{Source: source, Tail: []string{}}

@@ -210,10 +210,16 @@ func MarshalRecord(r *Record) ([]byte, error) {
 // own (skipped) line and the new records stay intact.
 func (s *Store) AppendLocked(recs ...*Record) error {
 	var buf bytes.Buffer
+	now := time.Now()
 	for _, r := range recs {
 		line, err := MarshalRecord(r)
 		if err != nil {
 			return fmt.Errorf("unable to encode record %s: %w", r.RunID, err)
+		}
+		// The one validation (ValidateRecord's rules) before anything is
+		// written: a bad or oversized record never reaches the ledger.
+		if err := recordError(r, validateRecord(r, len(line), now)); err != nil {
+			return err
 		}
 		buf.Write(line)
 		buf.WriteByte('\n')

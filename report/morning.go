@@ -184,10 +184,18 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 	before := registry.New(registry.Options{Goal: g, ChampionOnly: true})
 	var window []*ledger.Record
 	startStr := start.Format("2006-01-02T15:04:05Z")
+	// The window is clamped at the end too: a record dated more than
+	// ledger.MaxClockSkew after now (a wrong clock, year 9999) would
+	// otherwise sit in every window forever (issue 17 item 11).
+	end := now.Add(ledger.MaxClockSkew)
+	endStr := end.Format("2006-01-02T15:04:05Z")
 	for i := range recs {
 		r := &recs[i]
 		if beforeWindow(r.Timestamp, startStr, start) {
 			before.Add(r)
+			continue
+		}
+		if afterWindow(r.Timestamp, endStr, end) {
 			continue
 		}
 		window = append(window, r)
@@ -449,6 +457,16 @@ func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts Mor
 		p.Message += fmt.Sprintf(" The champion has stood for %s and %d %s.", age, p.RunsSinceChampion, runs)
 	}
 	return p
+}
+
+// afterWindow reports whether timestamp ts is after end, like beforeWindow;
+// unparseable times are not.
+func afterWindow(ts, endStr string, end time.Time) bool {
+	if len(ts) == len(endStr) && ts[len(ts)-1] == 'Z' && ts[10] == 'T' {
+		return ts > endStr
+	}
+	t, err := time.Parse(time.RFC3339, ts)
+	return err == nil && t.After(end)
 }
 
 // beforeWindow reports whether timestamp ts is before the window start.

@@ -281,6 +281,25 @@ func badInputs() []badInput {
 			symlink(t, outside, r.Store)
 			return keep("--metric", "val_bpb=1")
 		}},
+		// Records that would block other clones or sit in every window (issue 17 items 4, 11).
+		{name: "bounds/summary with 5000 metrics", code: ExitBadInput, msg: `the run has 5000 metrics, more than the 4096 a record may hold`, prep: func(t *testing.T, r testRepo) []string {
+			var b strings.Builder
+			b.WriteString(`{"val_bpb": 0.99`)
+			for i := range 4999 {
+				fmt.Fprintf(&b, `, "m%d": %d`, i, i)
+			}
+			b.WriteString("}")
+			return keep("--summary", writeRepoFile(t, r, "many.json", []byte(b.String())))
+		}},
+		{name: "bounds/description over 1 MiB", code: ExitBadInput, msg: `record is \d+ bytes, over the 1024 KiB limit`, prep: func(t *testing.T, r testRepo) []string {
+			return []string{"log", "-d", strings.Repeat("long idea ", 110_000), "--status", "keep", "--metric", "val_bpb=1"}
+		}},
+		{name: "bounds/crash log of one 4 MB progress line", ok: true, prep: func(t *testing.T, r testRepo) []string {
+			return []string{"log", "-d", "tqdm crash", "--status", "crash", "--log", writeRepoFile(t, r, "tqdm.log", []byte(strings.Repeat("\r 42%|████▏     | 4242/10000 [00:42<00:58, 99.9it/s]", 80_000)))}
+		}},
+		{name: "bounds/import dated year 9999", code: ExitBadInput, msg: `timestamp_utc 9999-01-01T00:00:00Z is more than a day in the future`, prep: func(t *testing.T, r testRepo) []string {
+			return []string{"import", writeRepoFile(t, r, "future.tsv", []byte("commit\tval_bpb\tmemory_gb\tstatus\tdescription\ttimestamp\nabc1234\t0.99\t44.0\tkeep\tbaseline\t9999-01-01T00:00:00Z\n"))}
+		}},
 		{name: "completion/unknown shell", code: ExitBadInput, msg: `completion: unknown shell "ksh"`, prep: func(t *testing.T, r testRepo) []string {
 			return []string{"completion", "ksh"}
 		}},

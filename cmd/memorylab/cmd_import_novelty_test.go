@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
@@ -16,7 +18,7 @@ import (
 // failure is caught, an unrelated idea is novel.
 func TestImportedHistoryFeedsNovelty(t *testing.T) {
 	dir := tsvRepo(t)
-	src := filepath.Join(tsvCorpus, "EthanBobbyTR__mamba-auto-full.tsv")
+	src := corpusBeforeNow(t, "EthanBobbyTR__mamba-auto-full.tsv")
 	if _, e, code := tsvRun(t, dir, "import", "--init", src); code != 0 {
 		t.Fatal(e)
 	}
@@ -51,7 +53,7 @@ func TestImportedHistoryFeedsNovelty(t *testing.T) {
 // work on the imported records.
 func TestReportAndCheckOnImportedHistory(t *testing.T) {
 	dir := tsvRepo(t)
-	src := filepath.Join(tsvCorpus, "EthanBobbyTR__mamba-auto-full.tsv")
+	src := corpusBeforeNow(t, "EthanBobbyTR__mamba-auto-full.tsv")
 	if _, e, code := tsvRun(t, dir, "import", "--init", src); code != 0 {
 		t.Fatal(e)
 	}
@@ -107,7 +109,7 @@ func TestReportAndCheckOnImportedHistory(t *testing.T) {
 	})
 	t.Run("report on a higher-is-better import", func(t *testing.T) {
 		store := filepath.Join(t.TempDir(), "store")
-		if _, e, code := tsvRun(t, dir, "--store", store, "import", "--init", filepath.Join(tsvCorpus, "Ramora0__HexTicTacToe.tsv")); code != 0 {
+		if _, e, code := tsvRun(t, dir, "--store", store, "import", "--init", corpusBeforeNow(t, "Ramora0__HexTicTacToe.tsv")); code != 0 {
 			t.Fatal(e)
 		}
 		out, errOut, code := tsvRun(t, dir, "--store", store, "report", "--since-hours", "1000000")
@@ -121,4 +123,19 @@ func TestReportAndCheckOnImportedHistory(t *testing.T) {
 			}
 		}
 	})
+}
+
+// corpusBeforeNow copies a corpus results.tsv with a modification time before
+// tsvRun's clock: import dates rows up to the file's mtime, and a report
+// window ends a day after now (issue 17 item 11), so the checkout's real
+// mtime must not decide what the report shows.
+func corpusBeforeNow(t *testing.T, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name)
+	copyFile(t, filepath.Join(tsvCorpus, name), dst)
+	when := time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(dst, when, when); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }

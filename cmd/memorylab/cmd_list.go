@@ -189,8 +189,8 @@ func filterRuns(recs []ledger.Record, opts listOptions, cfg ledger.Config, now t
 		if opts.Family != "" && r.Family != opts.Family {
 			continue
 		}
-		if !cutoff.IsZero() && r.Time().Before(cutoff) {
-			continue
+		if !cutoff.IsZero() && (r.Time().Before(cutoff) || r.Time().After(now.Add(ledger.MaxClockSkew))) {
+			continue // a run dated in the future is in no window (issue 17 item 11)
 		}
 		out = append(out, r)
 	}

@@ -370,6 +370,7 @@ func runLog(env *Env, opts logOptions) (*ledger.Record, error) {
 	if rec.DecisionPacket, err = packet.MarshalJSON(); err != nil {
 		return nil, err
 	}
+	ledger.BoundRecord(rec) // cut copies and excerpts before anything is written
 	if !opts.SkipArchive {
 		archive = append(archive, packetFiles(&packet)...)
 		if err := s.Archive(rec, archive); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,78 @@ func TestInitKeepsCachesAndLedgerOutOfGit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHugeCrashLogIsBoundedAndSyncs reproduces issue 17 item 4: a crash
+// whose run.log is one 4 MB progress-bar line with no newline was stored
+// three times (error summary, tail, decision packet), a 17 MB record that
+// every other clone refused to read. Now the record is a few KiB, the tail
+// is stored once, and a second machine pulls it.
+func TestHugeCrashLogIsBoundedAndSyncs(t *testing.T) {
+	remote := sharedRemote(t)
+	a := machine(t, remote)
+	if code, _, errOut := runCLI(t, a.Dir, "init"); code != 0 {
+		t.Fatal(errOut)
+	}
+	tqdm := strings.Repeat("\r 42%|████▏     | 4242/10000 [00:42<00:58, 99.9it/s]", 80_000) + "\rRuntimeError: CUDA error: out of memory"
+	if err := os.WriteFile(filepath.Join(a.Dir, "run.log"), []byte(tqdm), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, a.Dir, "log", "-d", "tqdm crash", "--status", "crash"); code != 0 {
+		t.Fatal(errOut)
+	}
+	line, err := os.ReadFile(filepath.Join(a.Dir, "results", "memorylab", ledger.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(line) > 32<<10 {
+		t.Fatalf("the record is %d bytes", len(line))
+	}
+	recs := records(t, a.Dir)
+	if len(recs) != 1 || recs[0].Error == nil || recs[0].Error.Summary != "RuntimeError: CUDA error: out of memory" {
+		t.Fatalf("crash summary: %+v", recs[0].Error)
+	}
+	if strings.Count(string(line), "4242/10000") > 8 {
+		t.Fatalf("the progress line is stored %d times", strings.Count(string(line), "4242/10000"))
+	}
+	if code, _, errOut := runCLI(t, a.Dir, "push"); code != 0 {
+		t.Fatal(errOut)
+	}
+	b := machine(t, remote)
+	if code, _, errOut := runCLI(t, b.Dir, "pull"); code != 0 || strings.Contains(errOut, "refused") {
+		t.Fatalf("pull: %d %s", code, errOut)
+	}
+	if got := records(t, b.Dir); len(got) != 1 || got[0].RunID != recs[0].RunID {
+		t.Fatalf("b holds %d records", len(got))
+	}
+}
+
+// TestFutureRecordLeavesWindows reproduces issue 17 item 11: a record dated
+// year 9999 (already in a ledger, from a wrong clock) stayed in every report
+// window. Windows end a day after now.
+func TestFutureRecordLeavesWindows(t *testing.T) {
+	r := newTestRepo(t)
+	if code, _, errOut := runCLI(t, r.Dir, "log", "-d", "today's run", "--status", "keep", "--metric", "val_bpb=0.99"); code != 0 {
+		t.Fatal(errOut)
+	}
+	appendFile(t, r.ledgerPath(), `{"schema_version":1,"run_id":"99991231T000000Z-abc1234","timestamp_utc":"9999-12-31T00:00:00Z","branch":"b","commit":"abc1234","parent_commit":null,"family":"","status":"keep","description":"from the future","hypothesis":"","tags":[],"notes":"","metrics":{"val_bpb":0.5},"error":null,"artifacts":{},"novelty_guard":null,"decision_packet":null}`+"\n")
+	code, out, errOut := runCLI(t, r.Dir, "report", "--json")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	var rep struct {
+		Headline struct {
+			Runs int `json:"runs"`
+		} `json:"headline"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Headline.Runs != 1 {
+		t.Fatalf("report window holds %d runs, want 1 (the future one is out)", rep.Headline.Runs)
+	}
+	if _, out, _ := runCLI(t, r.Dir, "list", "--since", "8h"); strings.Contains(out, "from the future") || !strings.Contains(out, "today's run") {
+		t.Fatalf("list --since 8h:\n%s", out)
 	}
 }
