@@ -90,6 +90,17 @@ func writeAllAtomic(dir string, files []atomicFile) (err error) {
 	return syncDir(dir)
 }
 
+// removeStaleTemps removes the temporary files writeAllAtomic leaves in dir
+// when its process is killed between creating them and renaming them into
+// place. Call it only while no one else can be writing into dir (a run's
+// archive directory, under the store lock).
+func removeStaleTemps(dir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	for _, t := range tmps {
+		_ = os.Remove(t)
+	}
+}
+
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -334,6 +334,20 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 		rep.add(Finding{Severity: SevInfo, Check: CheckRefs, Message: "no git repository here: run refs not checked"})
 		return
 	}
+	broken, err := repo.BrokenRefs()
+	if err != nil {
+		rep.add(Finding{Severity: SevWarning, Check: CheckRefs, Message: err.Error()})
+		return
+	}
+	for _, b := range broken {
+		rep.Repairable++
+		rep.add(Finding{Severity: SevError, Check: CheckRefs,
+			Message: fmt.Sprintf("ref %s is broken: %s; push, pull and `git gc` fail on it", b.Name, b.Problem),
+			Fix:     "run `memorylab doctor --repair` to remove it (it holds no data)"})
+	}
+	if len(broken) > 0 {
+		return // go-git cannot list refs until they are removed
+	}
 	refs, err := repo.Pins()
 	if err != nil {
 		rep.add(Finding{Severity: SevWarning, Check: CheckRefs, Message: fmt.Sprintf("unable to list run refs: %v", err)})
@@ -438,14 +452,17 @@ type RepairResult struct {
 	RemovedCaches   []string `json:"removed_caches"`   // cache directories removed so they rebuild
 	LedgerRewritten bool     `json:"ledger_rewritten"` // whether experiments.jsonl was replaced
 	Lines           []int    `json:"lines,omitempty"`  // line numbers moved
+	// RemovedRefs are the broken refs under refs/memorylab/ removed.
+	RemovedRefs []BrokenRef `json:"removed_refs"`
 }
 
 // Repair takes the store lock, moves torn, garbage and byte-identical
 // duplicate lines into experiments.jsonl.corrupt-<UTC ts> (appending if that
 // name exists), rewrites the ledger atomically without them, and removes the
 // caches under index/ and cache/ so they rebuild from the ledger. Records
-// with schema problems are real data and stay. now names the backup.
-func (s *Store) Repair(now time.Time) (*RepairResult, error) {
+// with schema problems are real data and stay. With repo, it also removes
+// the broken refs under refs/memorylab/ (BrokenRefs). now names the backup.
+func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 	// The rewrite renames a new file over the ledger: through a link it
 	// would replace the link with a copy and later records would stop
 	// reaching the link's target. Refuse instead (issue 17 item 8).
@@ -457,7 +474,14 @@ func (s *Store) Repair(now time.Time) (*RepairResult, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
-	res := &RepairResult{RemovedCaches: []string{}}
+	res := &RepairResult{RemovedCaches: []string{}, RemovedRefs: []BrokenRef{}}
+	if repo != nil {
+		removed, err := repo.RemoveBrokenRefs()
+		if err != nil {
+			return nil, err
+		}
+		res.RemovedRefs = append(res.RemovedRefs, removed...)
+	}
 
 	f, err := os.Open(s.LedgerPath())
 	if err != nil {
@@ -520,14 +544,47 @@ func (s *Store) Repair(now time.Time) (*RepairResult, error) {
 	}
 	for _, d := range []string{IndexDir, CacheDir} {
 		p := s.Path(d)
-		if _, err := os.Lstat(p); err == nil {
-			if err := os.RemoveAll(p); err != nil {
-				return nil, fmt.Errorf("unable to remove cache %s: %w", p, err)
-			}
+		removed, err := removeCacheDir(p, now)
+		if err != nil {
+			return nil, err
+		}
+		if removed {
 			res.RemovedCaches = append(res.RemovedCaches, p)
 		}
 	}
 	return res, nil
+}
+
+// removeCacheDir removes a cache directory so it rebuilds. A reader may be
+// writing a new cache into it at that moment (readers rebuild caches without
+// the store lock), and RemoveAll then fails with "directory not empty": so
+// the directory is first renamed aside, which is atomic, and the renamed copy
+// removed; what a concurrent reader writes after the rename lands in a fresh
+// directory. A copy that still cannot be removed is left for the next repair.
+func removeCacheDir(p string, now time.Time) (bool, error) {
+	// Copies an earlier repair could not remove go first.
+	prefix := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp-removed-")
+	if old, _ := filepath.Glob(prefix + "*"); len(old) > 0 {
+		for _, o := range old {
+			_ = os.RemoveAll(o)
+		}
+	}
+	if _, err := os.Lstat(p); err != nil {
+		return false, nil
+	}
+	aside := fmt.Sprintf("%s%d-%d", prefix, now.UnixNano(), os.Getpid())
+	if err := os.Rename(p, aside); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // removed by a concurrent repair
+		}
+		return false, fmt.Errorf("unable to remove cache %s: %w", p, err)
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		if err := os.RemoveAll(aside); err == nil {
+			break
+		}
+	}
+	return true, nil
 }
 
 // writeFileAtomicFunc is WriteFileAtomic for content produced by a writer, so

@@ -66,7 +66,7 @@ func FuzzDoctorRepair(f *testing.F) {
 		if rep.Repairable != moved {
 			t.Fatalf("Diagnose says %d repairable, walkLedger %d", rep.Repairable, moved)
 		}
-		res, err := s.Repair(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		res, err := s.Repair(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func FuzzDoctorRepair(f *testing.F) {
 				t.Fatalf("reader still skips a line after repair: %s", x)
 			}
 		}
-		res2, err := s.Repair(time.Now())
+		res2, err := s.Repair(time.Now(), nil)
 		if err != nil || res2.Moved != 0 || res2.LedgerRewritten {
 			t.Fatalf("second repair: %+v %v", res2, err)
 		}

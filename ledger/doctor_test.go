@@ -118,7 +118,7 @@ func TestRepair(t *testing.T) {
 		}
 	}
 	now := time.Date(2026, 11, 22, 4, 5, 6, 0, time.UTC)
-	res, err := s.Repair(now)
+	res, err := s.Repair(now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRepair(t *testing.T) {
 		t.Fatalf("after repair: %v", rep.Findings)
 	}
 	// A second repair changes nothing.
-	res2, err := s.Repair(now)
+	res2, err := s.Repair(now, nil)
 	if err != nil || res2.Moved != 0 || res2.LedgerRewritten {
 		t.Fatalf("second repair: %+v %v", res2, err)
 	}
@@ -172,7 +172,7 @@ func TestRepairWaitsForTheLock(t *testing.T) {
 	defer l.Unlock()
 	// flock locks belong to open file descriptions, so a second Lock in
 	// this process contends like another process would.
-	if _, err := s.Repair(time.Now()); err == nil || !strings.Contains(err.Error(), ErrLocked.Error()) {
+	if _, err := s.Repair(time.Now(), nil); err == nil || !strings.Contains(err.Error(), ErrLocked.Error()) {
 		t.Fatalf("repair under someone else's lock: %v", err)
 	}
 	if b, _ := os.ReadFile(s.LedgerPath()); string(b) != "torn" {

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	fdiff "github.com/go-git/go-git/v5/plumbing/format/diff"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	udiff "github.com/go-git/go-git/v5/utils/diff"
 	dmp "github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -39,7 +39,7 @@ type Repo struct {
 	r  *git.Repository
 	// syncStorage is the storage of r when a sync reopened it (sync_fs.go),
 	// closed when replaced.
-	syncStorage *filesystem.Storage
+	syncStorage *refStorage
 
 	// WorktreeRoot is the top of the worktree the command runs in.
 	WorktreeRoot string
@@ -81,7 +81,7 @@ func OpenRepo(dir string) (*Repo, error) {
 	if filepath.Base(common) == ".git" {
 		mainRoot = filepath.Dir(common)
 	}
-	r, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: false, EnableDotGitCommonDir: true})
+	r, err := git.Open(openStorage(gitDir, common, false), osfs.New(root))
 	if err != nil {
 		return nil, translateOpenError(root, err)
 	}

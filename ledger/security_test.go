@@ -101,7 +101,7 @@ func TestArchivePermissions(t *testing.T) {
 	}
 	check(s.Path(RunsDir, string(r.RunID)), 0o755)
 	check(s.Path(RunsDir, string(r.RunID), "run.log"), 0o644)
-	res, err := s.Repair(time.Now())
+	res, err := s.Repair(time.Now(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,9 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash) error {
 	if err != nil {
 		return fmt.Errorf("unable to read the archive of %s: %w", id, err)
 	}
+	// A run arrives again when a sync was killed before its ledger line:
+	// what that sync had half-written goes first.
+	removeStaleTemps(dir)
 	var writes []atomicFile
 	for _, e := range t.Entries {
 		if !e.Mode.IsFile() || e.Mode == filemode.Symlink || !archiveName(e.Name) {

@@ -66,15 +66,20 @@ func (f *memFile) WriteAt([]byte, int64) (int, error) { return 0, errReadOnly }
 
 // openStorage opens the object and ref storage of a git dir (common is the
 // shared git dir of a linked worktree's gitDir, or gitDir itself) through
-// idxReadingFS. With keep, pack files stay open until Close.
-func openStorage(gitDir, common string, keep bool) *filesystem.Storage {
+// idxReadingFS, with atomic reference updates (refStorage). With keep, pack
+// files stay open until Close.
+func openStorage(gitDir, common string, keep bool) *refStorage {
 	var fs billy.Filesystem = idxReadingFS{osfs.New(common)}
 	if gitDir != "" && gitDir != common {
 		fs = dotgit.NewRepositoryFilesystem(idxReadingFS{osfs.New(gitDir)}, fs)
 	}
 	// KeepDescriptors: go-git otherwise opens and closes the pack file for
 	// every object it reads (an open and an lstat per path element each).
-	return filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: keep})
+	sto := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: keep})
+	if gitDir == "" {
+		gitDir = common
+	}
+	return &refStorage{Storage: sto, gitDir: gitDir, commonDir: common}
 }
 
 // reopen replaces the go-git handle with a fresh one (see beginSync), over

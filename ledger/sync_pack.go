@@ -17,7 +17,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // packBuilder gathers the objects one sync writes (record blobs, archive
@@ -67,8 +66,8 @@ func (pb *packBuilder) packDir() string {
 // gitDirOfStorage is the directory of the repository's object and ref
 // storage (the common git dir, or a bare repository).
 func (g *Repo) gitDirOfStorage() string {
-	if fs, ok := g.r.Storer.(*filesystem.Storage); ok {
-		return fs.Filesystem().Root()
+	if rs, ok := g.r.Storer.(*refStorage); ok {
+		return rs.commonDir
 	}
 	return g.CommonDir
 }

@@ -27,7 +27,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Sending the ledger ref. go-git's push lists the objects to send with
@@ -199,7 +198,7 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	case req.Capabilities.Supports(capability.Sideband):
 		rd = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	sto, ok := g.r.Storer.(*filesystem.Storage)
+	sto, ok := g.r.Storer.(*refStorage)
 	if !ok {
 		return tip, fmt.Errorf("the repository storage cannot take packfiles")
 	}
@@ -564,7 +563,7 @@ func (lp *localPacks) close() {
 // hashing each object once; go-git's PackfileWriter would parse the stored
 // pack a second time and inflate some objects twice. A pack with deltas is
 // handed to go-git's PackfileWriter, which resolves them.
-func receivePack(sto *filesystem.Storage, dir string, rd io.Reader) (err error) {
+func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 	packDir := filepath.Join(dir, "objects", "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err
@@ -749,7 +748,7 @@ func (t *trailingHasher) Write(p []byte) (int, error) {
 }
 
 // storeWithGoGit hands a pack with deltas to go-git's PackfileWriter.
-func storeWithGoGit(sto *filesystem.Storage, f *os.File) error {
+func storeWithGoGit(sto *refStorage, f *os.File) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // errRefChangedOnRemote is returned by the in-process receive-pack when a
@@ -141,7 +140,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 
 // openLockedRemote takes the served repository's lock (see lockRemote) and
 // opens its object and ref storage; the caller unlocks.
-func openLockedRemote(path string) (*filesystem.Storage, *Lock, error) {
+func openLockedRemote(path string) (*refStorage, *Lock, error) {
 	dir, err := remoteGitDir(path)
 	if err != nil {
 		return nil, nil, err

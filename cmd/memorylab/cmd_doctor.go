@@ -86,7 +86,7 @@ func runDoctor(env *Env, opts doctorOptions) error {
 		if !opts.JSON {
 			printDoctor(env, rep, "before repair")
 		}
-		res, err := s.Repair(env.Now())
+		res, err := s.Repair(env.Now(), loc.Repo)
 		if err != nil {
 			return err
 		}
@@ -154,6 +154,9 @@ func printRepair(env *Env, res *ledger.RepairResult) {
 		fmt.Fprintf(env.Out, "repair: dropped %d blank line(s) and rewrote the ledger\n", res.Dropped)
 	default:
 		fmt.Fprintln(env.Out, "repair: ledger needs no rewrite")
+	}
+	for _, r := range res.RemovedRefs {
+		fmt.Fprintf(env.Out, "repair: removed broken ref %s (%s)\n", r.Name, r.Problem)
 	}
 	for _, c := range res.RemovedCaches {
 		fmt.Fprintf(env.Out, "repair: removed cache %s (rebuilt by the next command)\n", c)

@@ -27,6 +27,49 @@ type swarmSnapshot struct {
 	archives map[string]string // runs/<id>/<file> → content
 }
 
+// diff names the first differences between two snapshots ("" when equal).
+func (sn swarmSnapshot) diff(o swarmSnapshot) string {
+	var out []string
+	add := func(format string, args ...any) {
+		if len(out) < 8 {
+			out = append(out, fmt.Sprintf(format, args...))
+		}
+	}
+	if sn.config != o.config {
+		add("config.json: %q vs %q", sn.config, o.config)
+	}
+	diffMap := func(what string, a, b map[string]string) {
+		keys := map[string]bool{}
+		for k := range a {
+			keys[k] = true
+		}
+		for k := range b {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			va, oka := a[k]
+			vb, okb := b[k]
+			switch {
+			case !oka:
+				add("%s %s: only in the second", what, k)
+			case !okb:
+				add("%s %s: only in the first", what, k)
+			case va != vb:
+				add("%s %s: %.200q vs %.200q", what, k, va, vb)
+			}
+		}
+	}
+	diffMap("record", sn.lines, o.lines)
+	diffMap("run ref", sn.runRefs, o.runRefs)
+	diffMap("archive", sn.archives, o.archives)
+	return strings.Join(out, "; ")
+}
+
 func snapshot(t *testing.T, dir string) swarmSnapshot {
 	t.Helper()
 	store := filepath.Join(dir, "results", "memorylab")
@@ -48,6 +91,9 @@ func snapshot(t *testing.T, dir string) swarmSnapshot {
 		sn.records = append(sn.records, id)
 		files, _ := os.ReadDir(filepath.Join(store, "runs", id))
 		for _, f := range files {
+			if strings.HasPrefix(f.Name(), ".") {
+				t.Fatalf("%s: run %s holds a leftover temporary file %s", dir, id, f.Name())
+			}
 			sn.archives[id+"/"+f.Name()] = readFile(t, filepath.Join(store, "runs", id, f.Name()))
 		}
 	}
@@ -133,9 +179,9 @@ func TestSwarmConverges(t *testing.T) {
 	}
 	for i, m := range repos {
 		got := snapshot(t, m.Dir)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("machine %d differs from machine 0: %d records, %d refs, %d archive files, config equal %v",
-				i, len(got.records), len(got.runRefs), len(got.archives), got.config == want.config)
+		if d := got.diff(want); d != "" {
+			t.Errorf("machine %d differs from machine 0 (%d records, %d refs, %d archive files): %s",
+				i, len(got.records), len(got.runRefs), len(got.archives), d)
 		}
 		if r := memorylab(t, m.Dir, nil, "doctor"); r.code != 0 {
 			t.Errorf("machine %d doctor: %s%s", i, r.out, r.errOut)
@@ -214,8 +260,8 @@ func TestSyncSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 	sa, sb := snapshot(t, a.Dir), snapshot(t, b.Dir)
-	if !reflect.DeepEqual(sa, sb) {
-		t.Fatalf("a and b differ after the kills: %d and %d records", len(sa.records), len(sb.records))
+	if d := sa.diff(sb); d != "" {
+		t.Fatalf("a and b differ after the kills (%d and %d records): %s", len(sa.records), len(sb.records), d)
 	}
 	for _, m := range []*ledger.ScratchRepo{a, b} {
 		if r := memorylab(t, m.Dir, nil, "doctor"); r.code != 0 {

@@ -1,0 +1,266 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// refWriteHelperEnv makes the test binary act as a writer whose disk is
+// full: see TestRefWriteOnFullDisk.
+const refWriteHelperEnv = "MEMORYLAB_TEST_REF_WRITE_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(refWriteHelperEnv); dir != "" {
+		os.Exit(refWriteHelper(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// refWriteHelper moves the run ref of idA to the commit named in
+// MEMORYLAB_TEST_REF_WRITE_TO with a file size limit of 0 bytes, which
+// fails every write as a full disk does (EFBIG; Go ignores SIGXFSZ).
+func refWriteHelper(dir string) int {
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: 0, Max: ^uint64(0)}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	name, _ := RunRef(idA)
+	err = repo.r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), plumbing.NewHash(os.Getenv("MEMORYLAB_TEST_REF_WRITE_TO"))))
+	if err == nil {
+		fmt.Fprintln(os.Stderr, "the write succeeded with a file size limit of 0")
+		return 2
+	}
+	fmt.Println(err)
+	return 1
+}
+
+// TestRefWriteOnFullDisk reproduces issue 17 item 6: a ref update that
+// fails for want of space (here a file size limit of 0 in a child process)
+// left an empty ref file, on which every later listing of refs failed.
+// The ref must keep its old value and the repository stay readable.
+func TestRefWriteOnFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	sr, err := InitScratchRepo(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
+	c2, _ := sr.Commit("two", map[string]string{"train.py": "2"})
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.PinRun(idA, c1); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), refWriteHelperEnv+"="+dir, "MEMORYLAB_TEST_REF_WRITE_TO="+c2)
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("helper: %v %s", err, out)
+	}
+	if !strings.Contains(string(out), "file too large") {
+		t.Fatalf("helper error %q does not name the failed write", out)
+	}
+	name, _ := RunRef(idA)
+	b, err := os.ReadFile(filepath.Join(dir, ".git", filepath.FromSlash(name)))
+	if err != nil || strings.TrimSpace(string(b)) != c1 {
+		t.Fatalf("ref after the failed write: %q %v, want %s", b, err, c1)
+	}
+	repo2, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins, err := repo2.Pins()
+	if err != nil || pins[idA] != c1 {
+		t.Fatalf("pins after the failed write: %v %v", pins, err)
+	}
+	if broken, err := repo2.BrokenRefs(); err != nil || len(broken) != 0 {
+		t.Fatalf("broken refs: %v %v", broken, err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".git", "memorylab-ref.tmp*")); len(tmp) != 0 {
+		t.Fatalf("temporary files left: %v", tmp)
+	}
+}
+
+// TestRefReadersNeverSeeEmpty updates a ref many times while a reader reads
+// the file: with git's rename protocol the reader sees the old or the new
+// value, never an empty or partial file (go-git truncates, then writes).
+func TestRefReadersNeverSeeEmpty(t *testing.T) {
+	dir := t.TempDir()
+	sr, err := InitScratchRepo(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
+	c2, _ := sr.Commit("two", map[string]string{"train.py": "2"})
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := plumbing.ReferenceName(RefNamespace + "test/flip")
+	path := filepath.Join(dir, ".git", filepath.FromSlash(name.String()))
+	if err := repo.r.Storer.SetReference(plumbing.NewHashReference(name, plumbing.NewHash(c1))); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	bad := make(chan string, 1)
+	go func() {
+		defer close(bad)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			b, err := os.ReadFile(path)
+			if v := strings.TrimSpace(string(b)); err != nil || (v != c1 && v != c2) {
+				bad <- fmt.Sprintf("%q %v", b, err)
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; i < 2000 && time.Now().Before(deadline); i++ {
+		h := c1
+		if i%2 == 0 {
+			h = c2
+		}
+		if err := repo.r.Storer.SetReference(plumbing.NewHashReference(name, plumbing.NewHash(h))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if b, ok := <-bad; ok {
+		t.Fatalf("a reader saw the ref as %s", b)
+	}
+}
+
+// TestCheckAndSetRefAcrossHandles: a swap based on a stale value fails,
+// also when the ref was moved through another handle.
+func TestCheckAndSetRefAcrossHandles(t *testing.T) {
+	dir := t.TempDir()
+	sr, err := InitScratchRepo(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
+	c2, _ := sr.Commit("two", map[string]string{"train.py": "2"})
+	a, _ := OpenRepo(dir)
+	b, _ := OpenRepo(dir)
+	name := plumbing.ReferenceName(RefNamespace + "test/cas")
+	ref := func(h string) *plumbing.Reference { return plumbing.NewHashReference(name, plumbing.NewHash(h)) }
+	if err := a.r.Storer.SetReference(ref(c1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.r.Storer.CheckAndSetReference(ref(c2), ref(c1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.r.Storer.CheckAndSetReference(ref(c1), ref(c1)); err == nil {
+		t.Fatal("a swap from a stale value succeeded")
+	}
+	got, err := a.r.Storer.Reference(name)
+	if err != nil || got.Hash().String() != c2 {
+		t.Fatalf("ref is %v %v, want %s", got, err, c2)
+	}
+}
+
+// TestDoctorRemovesBrokenRefs: empty, garbage and dangling refs under
+// refs/memorylab/ (loose and packed) are errors doctor names and --repair
+// removes; other refs are left alone, and listing refs works afterwards.
+func TestDoctorRemovesBrokenRefs(t *testing.T) {
+	dir := t.TempDir()
+	sr, err := InitScratchRepo(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
+	repo, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.PinRun(idA, c1); err != nil {
+		t.Fatal(err)
+	}
+	gitDir := filepath.Join(dir, ".git")
+	missing := strings.Repeat("ab", 20)
+	write := func(rel, content string) {
+		p := filepath.Join(gitDir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runB, _ := RunRef(idB)
+	runC, _ := RunRef(idC)
+	write(runB, "")
+	write(runC, "not a hash\n")
+	write("refs/memorylab/blocked/"+missing, missing+"\n")
+	write("packed-refs", "# pack-refs with: peeled fully-peeled sorted \n"+missing+" refs/memorylab/runs/packed\n"+c1+" refs/tags/keep\n")
+
+	if _, err := repo.Pins(); err == nil || !strings.Contains(err.Error(), "doctor --repair") {
+		t.Fatalf("listing refs with an empty one: %v, want a pointer to doctor --repair", err)
+	}
+	s := doctorStore(t, recLine(t, idA, c1, nil))
+	rep, err := s.Diagnose(repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range rep.Findings {
+		if f.Check == CheckRefs {
+			got = append(got, f.Severity+" "+f.Message)
+		}
+	}
+	want := []string{
+		"error ref refs/memorylab/blocked/" + missing + " is broken: names object " + Short(missing),
+		"error ref " + runB + " is broken: empty",
+		"error ref " + runC + " is broken: not an object id",
+		"error ref refs/memorylab/runs/packed is broken: names object " + Short(missing),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("findings %q, want %d", got, len(want))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Fatalf("finding %d: %q, want prefix %q", i, got[i], want[i])
+		}
+	}
+	if rep.Repairable != 4 || rep.Healthy() {
+		t.Fatalf("repairable %d, healthy %v", rep.Repairable, rep.Healthy())
+	}
+	res, err := s.Repair(time.Now(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RemovedRefs) != 4 {
+		t.Fatalf("removed %v", res.RemovedRefs)
+	}
+	repo2, _ := OpenRepo(dir)
+	rep, err = s.Diagnose(repo2, nil)
+	if err != nil || !rep.Healthy() {
+		t.Fatalf("after repair: %+v %v", rep, err)
+	}
+	pins, err := repo2.Pins()
+	if err != nil || len(pins) != 1 || pins[idA] != c1 {
+		t.Fatalf("pins after repair: %v %v", pins, err)
+	}
+	if h, err := sr.Ref("refs/tags/keep"); err != nil || h != c1 {
+		t.Fatalf("an unrelated packed ref was touched: %s %v", h, err)
+	}
+}
