@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // packBuilder gathers the objects one sync writes (record blobs, archive
@@ -66,8 +67,11 @@ func (pb *packBuilder) packDir() string {
 // gitDirOfStorage is the directory of the repository's object and ref
 // storage (the common git dir, or a bare repository).
 func (g *Repo) gitDirOfStorage() string {
-	if rs, ok := g.r.Storer.(*refStorage); ok {
-		return rs.commonDir
+	switch st := g.r.Storer.(type) {
+	case *refStorage:
+		return st.commonDir
+	case *filesystem.Storage: // opened by a test with go-git directly
+		return st.Filesystem().Root()
 	}
 	return g.CommonDir
 }

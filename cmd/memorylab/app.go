@@ -132,22 +132,11 @@ func usagef(format string, a ...any) error {
 }
 
 // locate finds the store for this invocation; store is the --store value.
-func locate(env *Env, store string) (ledger.Location, error) {
-	if store == "" && env.Getenv != nil {
-		// urfave/cli reads EnvVars from the process; the Env may differ (tests).
-		store = env.Getenv(ledger.StoreEnv)
-	}
-	return ledger.Locate(env.Dir, store)
-}
+func locate(env *Env, store string) (ledger.Location, error) { return env.opsEnv(store).Locate() }
 
 // openStore locates and opens an existing store.
 func openStore(env *Env, store string) (*ledger.Store, ledger.Location, error) {
-	loc, err := locate(env, store)
-	if err != nil {
-		return nil, loc, err
-	}
-	s, err := loc.Open()
-	return s, loc, err
+	return env.opsEnv(store).Open()
 }
 
 // checkRequiredFlags moves urfave/cli's required-flag check into the action:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
 )
@@ -205,7 +206,7 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 	behind := -1
 	var packetFilesOf = map[ledger.RunID][]ledger.ArchiveFile{}
 	if _, err := os.Stat(s.LedgerPath()); err == nil {
-		if st, _, behind, err = loadRegistry(s, env.Err, nil); err != nil {
+		if st, _, behind, err = ops.LoadRegistry(s, env.Err, nil); err != nil {
 			return err
 		}
 		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
@@ -214,13 +215,13 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 				st.Add(rec)
 				return nil
 			}
-			packet := decisionPacket(st, rec)
+			packet := ops.DecisionPacket(st, rec)
 			b, err := json.Marshal(packet)
 			if err != nil {
 				return err
 			}
 			rec.DecisionPacket = b
-			packetFilesOf[rec.RunID] = packetFiles(&packet)
+			packetFilesOf[rec.RunID] = ops.PacketFiles(&packet)
 			return nil
 		}
 	}
@@ -262,7 +263,7 @@ func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
 		if st != nil {
 			if fp, err := s.CurrentFingerprint(); err != nil {
 				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
-			} else if err := saveRegistry(env, s, st, fp, behind, 0); err != nil {
+			} else if err := ops.SaveRegistry(s, st, fp, behind, 0, env.Now()); err != nil {
 				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
 			}
 		}

@@ -52,7 +52,7 @@ func runBranch(env *Env, opts branchOptions) error {
 	if loc.Repo == nil {
 		return loc.RepoErr
 	}
-	recs, err := readRecordsWarn(env, s)
+	recs, err := env.opsEnv(opts.Store).Records(s)
 	if err != nil {
 		return err
 	}

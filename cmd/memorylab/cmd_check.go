@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,23 +9,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/display"
-	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/ops"
 )
-
-type checkOptions struct {
-	Store         string
-	Description   string
-	Tags          []string
-	Family        string
-	Hypothesis    string
-	Mode          string
-	Threshold     float64
-	Limit         int
-	FailOnSimilar bool
-	JSON          bool
-	Exhaustive    bool
-}
 
 func checkCommand(env *Env) *cli.Command {
 	return &cli.Command{
@@ -53,116 +38,30 @@ func checkCommand(env *Env) *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("check takes no arguments, got %q (quote the description?)", c.Args().First())
 			}
-			return runCheck(env, checkOptions{Store: c.String("store"),
-				Description: c.String("description"), Tags: splitTags(c.StringSlice("tags")), Family: c.String("family"),
-				Hypothesis: c.String("hypothesis"), Mode: c.String("mode"), Threshold: c.Float64("threshold"),
-				Limit: c.Int("limit"), FailOnSimilar: c.Bool("fail-on-similar"), JSON: c.Bool("json"),
-				Exhaustive: c.Bool("exhaustive"),
-			})
+			res, err := ops.Check(env.ops(c), ops.CheckInput{Idea: ideaFrom(c), Limit: c.Int("limit"), Exhaustive: c.Bool("exhaustive")})
+			if err != nil {
+				return err
+			}
+			if err := printVerdict(env, env.Out, res, c.Bool("json")); err != nil {
+				return err
+			}
+			if c.Bool("fail-on-similar") && res.Policy.Decision == novelty.Block {
+				return blockedError{}
+			}
+			return nil
 		},
 	}
 }
 
-// checkJSON is the --json output: the novelty_guard object log stores,
-// plus nearest_kept, nearest_failure, scored and source.
-type checkJSON struct {
-	novelty.Result
-	Source string `json:"source"`
-}
-
-func runCheck(env *Env, opts checkOptions) error {
-	if err := validateIdea(opts.Mode, opts.Threshold); err != nil {
-		return err
-	}
-	if strings.TrimSpace(opts.Description) == "" {
-		return usagef("--description must not be empty")
-	}
-	if opts.Limit < 0 {
-		return usagef("--limit must be 0 or more, got %d", opts.Limit)
-	}
-	s, _, err := openStore(env, opts.Store)
-	if err != nil {
-		return err
-	}
-	res, source, err := checkIdea(env, s, opts)
-	if err != nil {
-		return err
-	}
-	if err := printVerdict(env, env.Out, res, source, s.Config.Metric, opts.JSON); err != nil {
-		return err
-	}
-	if opts.FailOnSimilar && res.Policy.Decision == novelty.Block {
-		return blockedError{}
-	}
-	return nil
-}
-
-// checkIdea runs the novelty guard on an idea: the one verdict check and
-// run's guard both give. source is the index mode or "exhaustive".
-func checkIdea(env *Env, s *ledger.Store, opts checkOptions) (res novelty.Result, source string, err error) {
-	probe := novelty.Probe{Description: opts.Description, Hypothesis: opts.Hypothesis, Family: opts.Family, Tags: opts.Tags}
-	nopts := noveltyOptions(s, opts.Mode, opts.Threshold)
-	nopts.Limit = max(opts.Limit, 1)
-	source = "exhaustive"
-	if opts.Exhaustive {
-		res, err = checkExhaustive(s, probe, nopts)
-	} else {
-		ix, err := openNoveltyIndex(env, s, false)
-		if err != nil {
-			return res, "", err
-		}
-		defer ix.Close()
-		source = ix.Mode
-		res, err = novelty.Check(ix, probe, nopts)
-		if err != nil {
-			return res, "", err
-		}
-	}
-	if err != nil {
-		return res, "", err
-	}
-	if len(res.TopMatches) > opts.Limit {
-		res.TopMatches = res.TopMatches[:opts.Limit]
-	}
-	return res, source, nil
-}
-
 // printVerdict prints a verdict to w, as JSON (the stable contract) or text.
-func printVerdict(env *Env, w io.Writer, res novelty.Result, source, metric string, asJSON bool) error {
+func printVerdict(env *Env, w io.Writer, res *ops.CheckResult, asJSON bool) error {
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(checkJSON{Result: res, Source: source})
+		return writeJSON(w, res)
 	}
 	out := *env
 	out.Out = w
-	printCheck(&out, res, metric)
+	printCheck(&out, res.Result, res.Metric)
 	return nil
-}
-
-// noveltyOptions are the guard options for a store's metric and goal.
-func noveltyOptions(s *ledger.Store, mode string, threshold float64) novelty.Options {
-	return novelty.Options{Mode: mode, Threshold: threshold, Metric: s.Config.Metric,
-		HigherIsBetter: !s.Config.LowerIsBetter(), Limit: novelty.StoredMatches}
-}
-
-// openNoveltyIndex opens the store's novelty index; notices go to stderr.
-func openNoveltyIndex(env *Env, s *ledger.Store, writer bool) (*ledger.NoveltyIndex, error) {
-	return ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
-		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Err, Writer: writer})
-}
-
-// checkExhaustive scores every record in the ledger.
-func checkExhaustive(s *ledger.Store, probe novelty.Probe, opts novelty.Options) (novelty.Result, error) {
-	var recs []*ledger.Record
-	if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		recs = append(recs, r)
-		return nil
-	}); err != nil {
-		return novelty.Result{}, err
-	}
-	return novelty.Evaluate(probe, recs, opts), nil
 }
 
 func printCheck(env *Env, res novelty.Result, metric string) {

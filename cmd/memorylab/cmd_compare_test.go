@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/report"
 )
 
@@ -17,14 +18,14 @@ func TestCompare(t *testing.T) {
 	f.stdout()
 
 	t.Run("text with the diff of a reset commit", func(t *testing.T) {
-		if err := runCompare(f.env(f.dir), compareOptions{A: "champion", B: "latest"}); err != nil {
+		if err := runCompare(f.env(f.dir), "", ops.CompareInput{A: "champion", B: "latest"}, false); err != nil {
 			t.Fatal(err)
 		}
 		mustContain(t, f.stdout(), string(base.RunID), string(rec.RunID), "* val_bpb", "0.9979", "1.0123", "+0.0144", "A\n",
 			"+# raise LR to 0.08", "-# baseline")
 	})
 	t.Run("json", func(t *testing.T) {
-		if err := runCompare(f.env(f.dir), compareOptions{A: "previous", B: string(rec.RunID)[:20], JSON: true}); err != nil {
+		if err := runCompare(f.env(f.dir), "", ops.CompareInput{A: "previous", B: string(rec.RunID)[:20]}, true); err != nil {
 			t.Fatal(err)
 		}
 		var c report.Comparison
@@ -37,7 +38,7 @@ func TestCompare(t *testing.T) {
 	})
 	t.Run("bad arguments", func(t *testing.T) {
 		for _, arg := range []string{"nosuchrun", "2026"} {
-			err := runCompare(f.env(f.dir), compareOptions{A: arg, B: "latest"})
+			err := runCompare(f.env(f.dir), "", ops.CompareInput{A: arg, B: "latest"}, false)
 			if exitCode(err) != ExitBadInput {
 				t.Errorf("compare %s latest: err %v (exit %d), want a clear not-found/ambiguous error", arg, err, exitCode(err))
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 type demoOptions struct {
@@ -152,8 +153,9 @@ func runDemo(env *Env, opts demoOptions) (err error) {
 		if mode == "" {
 			mode = "exploit"
 		}
-		if _, err := runLog(&denv, logOptions{Description: st.desc, Status: status, Tags: splitTags([]string{st.tags}),
-			Mode: mode, Family: st.family, Hypothesis: st.hypothesis, LogPath: "run.log", Threshold: 0.62, SinceHours: 16}); err != nil {
+		in := ops.LogInput{Idea: ops.Idea{Description: st.desc, Tags: []string{st.tags}, Mode: mode, Family: st.family,
+			Hypothesis: st.hypothesis, Threshold: ops.DefaultThreshold}, Status: status, LogPath: "run.log"}
+		if _, err := runLog(&denv, "", in, false); err != nil {
 			return fmt.Errorf("demo experiment %d (%s): %w", i+1, st.desc, err)
 		}
 		logged[status]++
@@ -172,16 +174,14 @@ func runDemo(env *Env, opts demoOptions) (err error) {
 		fmt.Fprintf(env.Out, "  ledger:  %s\n", filepath.Join(store, ledger.LedgerFile))
 		fmt.Fprintf(env.Out, "  results: %s\n", filepath.Join(dir, ledger.TSVFile))
 	}
-	s, _, err := openStore(&denv, "")
-	if err != nil {
-		return err
-	}
 	for _, format := range []string{"md", "html"} {
-		paths, err := writeReport(&denv, s, reportOptions{SinceHours: 16, Format: format,
-			PlateauWindow: defaultPlateauWindow, MinDelta: defaultMinDelta})
+		in := ops.DefaultReportInput()
+		in.Format = format
+		res, err := ops.Report(denv.opsEnv(""), in)
 		if err != nil {
 			return err
 		}
+		paths := res.Paths
 		if !cleanup {
 			fmt.Fprintf(env.Out, "  report:  %s\n", paths[0])
 		} else if format == "md" {

@@ -10,6 +10,7 @@ import (
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/ops"
 )
 
 type hooksRunOptions struct {
@@ -57,7 +58,7 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 		}
 		b, err := os.ReadFile(env.abs(opts.Args[0]))
 		if err != nil {
-			return ledger.BadInputf("unable to read commit message %s: %v", opts.Args[0], unwrapPathErr(err))
+			return ledger.BadInputf("unable to read commit message %s: %v", opts.Args[0], ops.UnwrapPathErr(err))
 		}
 		msg = string(b)
 	default:
@@ -95,18 +96,17 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 // the base threshold: what `memorylab check -d SUBJECT` says, through the
 // same bleve index (read-only), so a hook never reads the whole ledger.
 func hookCheck(env *Env, store, subject string) (novelty.Result, error) {
-	s, _, err := openStore(env, store)
+	oenv := env.opsEnv(store)
+	s, _, err := oenv.Open()
 	if err != nil {
 		return novelty.Result{}, err
 	}
-	ix, err := openNoveltyIndex(env, s, false)
+	res, err := ops.CheckIdea(oenv, s, ops.CheckInput{Idea: ops.Idea{Description: subject, Mode: novelty.ModeExploit,
+		Threshold: novelty.BaseThreshold}, Limit: 1})
 	if err != nil {
 		return novelty.Result{}, err
 	}
-	defer ix.Close()
-	opts := noveltyOptions(s, novelty.ModeExploit, novelty.BaseThreshold)
-	opts.Limit = 1
-	return novelty.Check(ix, novelty.Probe{Description: subject}, opts)
+	return res.Result, nil
 }
 
 // hookWarning is the one line a hook prints. Ledger text is folded to one

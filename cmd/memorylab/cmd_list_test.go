@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memorylab/memorylab/ops"
 )
 
 func TestList(t *testing.T) {
@@ -20,25 +22,24 @@ func TestList(t *testing.T) {
 	f.stdout()
 	cases := []struct {
 		name string
-		opts listOptions
+		opts ops.ListInput
 		want []string // descriptions, in order
 	}{
-		{"all in ledger order", listOptions{}, []string{"baseline", "lr up", "width x2", "lr down", "rope 200k"}},
-		{"status", listOptions{Status: []string{"keep"}}, []string{"baseline", "lr down", "rope 200k"}},
-		{"two statuses", listOptions{Status: []string{"crash", "discard"}}, []string{"lr up", "width x2"}},
-		{"since", listOptions{Since: time.Hour}, []string{"rope 200k"}},
-		{"best", listOptions{Best: 2}, []string{"rope 200k", "lr down"}},
-		{"best skips crashes", listOptions{Best: 10}, []string{"rope 200k", "lr down", "baseline", "lr up"}},
-		{"limit keeps the latest", listOptions{Limit: 2}, []string{"lr down", "rope 200k"}},
-		{"nothing", listOptions{Family: "nope"}, nil},
+		{"all in ledger order", ops.ListInput{}, []string{"baseline", "lr up", "width x2", "lr down", "rope 200k"}},
+		{"status", ops.ListInput{Status: []string{"keep"}}, []string{"baseline", "lr down", "rope 200k"}},
+		{"two statuses", ops.ListInput{Status: []string{"crash", "discard"}}, []string{"lr up", "width x2"}},
+		{"since", ops.ListInput{Since: time.Hour}, []string{"rope 200k"}},
+		{"best", ops.ListInput{Best: 2}, []string{"rope 200k", "lr down"}},
+		{"best skips crashes", ops.ListInput{Best: 10}, []string{"rope 200k", "lr down", "baseline", "lr up"}},
+		{"limit keeps the latest", ops.ListInput{Limit: 2}, []string{"lr down", "rope 200k"}},
+		{"nothing", ops.ListInput{Family: "nope"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.JSON = true
-			if err := runList(f.env(f.dir), tc.opts); err != nil {
+			if err := runList(f.env(f.dir), "", tc.opts, true); err != nil {
 				t.Fatal(err)
 			}
-			var items []listItem
+			var items []ops.ListItem
 			if err := json.Unmarshal([]byte(f.stdout()), &items); err != nil {
 				t.Fatal(err)
 			}
@@ -52,23 +53,23 @@ func TestList(t *testing.T) {
 		})
 	}
 	t.Run("table", func(t *testing.T) {
-		if err := runList(f.env(f.dir), listOptions{Status: []string{"crash"}}); err != nil {
+		if err := runList(f.env(f.dir), "", ops.ListInput{Status: []string{"crash"}}, false); err != nil {
 			t.Fatal(err)
 		}
 		mustContain(t, f.stdout(), "RUN", "VAL_BPB", "crash", "width x2", "autoresearch/test")
 	})
 	t.Run("bad input", func(t *testing.T) {
-		for _, o := range []listOptions{{Status: []string{"kept"}}, {Best: -1}} {
-			if err := runList(f.env(f.dir), o); exitCode(err) != ExitBadInput {
+		for _, o := range []ops.ListInput{{Status: []string{"kept"}}, {Best: -1}} {
+			if err := runList(f.env(f.dir), "", o, false); exitCode(err) != ExitBadInput {
 				t.Fatalf("%+v: err %v", o, err)
 			}
 		}
 		for _, s := range []string{"yesterday", "-3h", "0"} {
-			if _, err := parseSince(s); exitCode(err) != ExitBadInput {
+			if _, err := ops.ParseSince(s); exitCode(err) != ExitBadInput {
 				t.Fatalf("since %q: err %v", s, err)
 			}
 		}
-		if d, err := parseSince("1.5"); err != nil || d != 90*time.Minute {
+		if d, err := ops.ParseSince("1.5"); err != nil || d != 90*time.Minute {
 			t.Fatalf("1.5 → %v %v", d, err)
 		}
 	})

@@ -1,25 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
+
+	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/report"
 )
 
-// The MCP server is a front-end over the same operations as the command
-// line: every tool call runs the command itself in-process (newApp, with
-// its own buffers) with --json and returns that JSON, so a rule, a parser
-// or a validation is never written twice, and the tools' results are the
-// CLI's --json contracts field for field. Failures come back as tool
-// errors carrying the command's one-line message and exit code.
+// The MCP server is a front end over the same operations as the command
+// line (package ops): a tool's input becomes the operation's input, and its
+// result is the operation's result, which is also what the command prints
+// with --json, field for field. Failures come back as tool errors carrying
+// the operation's one-line message and the exit code the CLI would give.
 
 func mcpCommand(env *Env) *cli.Command {
 	return &cli.Command{
@@ -107,7 +107,8 @@ type Runs struct {
 // mcpServer holds what the tool handlers share.
 type mcpServer struct {
 	env   *Env
-	store string // the global --store, passed to every command
+	store string // the global --store
+	mu    sync.Mutex
 }
 
 func newMCPServer(env *Env, store string) *mcp.Server {
@@ -136,7 +137,7 @@ func newMCPServer(env *Env, store string) *mcp.Server {
 	return s
 }
 
-// toolError is a failed command: its message and exit code.
+// toolError is a failed operation: its message and the CLI's exit code.
 type toolError struct {
 	code int
 	msg  string
@@ -163,123 +164,132 @@ func exitMeaning(code int) string {
 	return "failure"
 }
 
-// invoke runs one memorylab command in-process and returns its stdout.
-func (m *mcpServer) invoke(args ...string) ([]byte, error) {
-	var out, errb bytes.Buffer
-	env := *m.env
-	env.In, env.Out, env.Err = strings.NewReader(""), &out, &errb
-	argv := []string{"memorylab"}
-	if m.store != "" {
-		argv = append(argv, "--store", m.store)
-	}
-	if code := runEnv(&env, append(argv, args...)); code != 0 {
-		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-		msg := strings.TrimPrefix(lines[len(lines)-1], "memorylab: ")
-		return nil, &toolError{code: code, msg: msg}
-	}
-	return out.Bytes(), nil
-}
-
-// invokeJSON runs a command (args[0]) with --json and decodes its output
-// into v.
-func (m *mcpServer) invokeJSON(v any, args ...string) error {
-	out, err := m.invoke(append([]string{args[0], "--json"}, args[1:]...)...)
+// do runs one operation with the server's environment (notes go to the
+// server's stderr) and turns its error into a tool error. Operations run
+// one at a time: go-git handles and caches are per call anyway, and an
+// agent's calls are sequential.
+func do[T any](m *mcpServer, op func(ops.Env) (T, error)) (T, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out, err := op(m.env.opsEnv(m.store))
 	if err != nil {
-		return err
+		var zero T
+		return zero, &toolError{code: exitCode(err), msg: err.Error()}
 	}
-	if err := json.Unmarshal(out, v); err != nil {
-		return fmt.Errorf("unable to read the command's JSON: %w", err)
-	}
-	return nil
+	return out, nil
 }
 
-func appendIdea(args []string, desc string, tags []string, family, hypothesis, mode string) []string {
-	args = append(args, "--description", desc)
-	if len(tags) > 0 {
-		args = append(args, "--tags", strings.Join(tags, ","))
+// structured re-reads v through its JSON: MCP's structured output is the
+// operation's --json contract, not the Go value.
+func structured(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
-	for _, f := range [][2]string{{"--family", family}, {"--hypothesis", hypothesis}, {"--mode", mode}} {
-		if f[1] != "" {
-			args = append(args, f[0], f[1])
-		}
+	var out map[string]any
+	return out, json.Unmarshal(b, &out)
+}
+
+func idea(desc string, tags []string, family, hypothesis, mode string, threshold *float64) ops.Idea {
+	i := ops.Idea{Description: desc, Tags: tags, Family: family, Hypothesis: hypothesis, Mode: mode, Threshold: ops.DefaultThreshold}
+	if threshold != nil {
+		i.Threshold = *threshold
 	}
-	return args
+	return i
 }
 
 func (m *mcpServer) check(_ context.Context, _ *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, map[string]any, error) {
-	args := appendIdea([]string{"check"}, in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode)
-	if in.Threshold != nil {
-		args = append(args, "--threshold", strconv.FormatFloat(*in.Threshold, 'g', -1, 64))
+	res, err := do(m, func(env ops.Env) (*ops.CheckResult, error) {
+		return ops.Check(env, ops.CheckInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, in.Threshold),
+			Limit: ops.DefaultMatches})
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	var out map[string]any
-	return nil, out, m.invokeJSON(&out, args...)
+	out, err := structured(res)
+	return nil, out, err
 }
 
 func (m *mcpServer) log(_ context.Context, _ *mcp.CallToolRequest, in LogInput) (*mcp.CallToolResult, map[string]any, error) {
-	args := appendIdea([]string{"log", "--status", in.Status}, in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode)
-	for _, f := range [][2]string{{"--notes", in.Notes}, {"--log", in.LogPath}, {"--summary", in.SummaryPath}, {"--error", in.Error}} {
-		if f[1] != "" {
-			args = append(args, f[0], f[1])
-		}
-	}
-	for _, k := range sortedKeys(in.Metrics) {
-		args = append(args, "--metric", k+"="+strconv.FormatFloat(in.Metrics[k], 'g', -1, 64))
-	}
+	li := ops.LogInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, nil), Status: in.Status,
+		Notes: in.Notes, LogPath: in.LogPath, SummaryPath: in.SummaryPath, Metrics: in.Metrics, ErrorText: in.Error}
 	for _, k := range sortedKeys(in.MetricPatterns) {
-		args = append(args, "--metric-pattern", k+"="+in.MetricPatterns[k])
+		li.Patterns = append(li.Patterns, k+"="+in.MetricPatterns[k])
 	}
-	var out map[string]any
-	return nil, out, m.invokeJSON(&out, args...)
+	res, err := do(m, func(env ops.Env) (*ops.LogResult, error) { return ops.Log(env, li) })
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := structured(res.Record)
+	return nil, out, err
+}
+
+func (m *mcpServer) reportInput(sinceHours float64) ops.ReportInput {
+	in := ops.DefaultReportInput()
+	if sinceHours != 0 {
+		in.SinceHours = sinceHours
+	}
+	return in
 }
 
 func (m *mcpServer) report(_ context.Context, _ *mcp.CallToolRequest, in ReportInput) (*mcp.CallToolResult, map[string]any, error) {
-	args := []string{"report"}
-	if in.SinceHours != 0 {
-		args = append(args, "--since-hours", strconv.FormatFloat(in.SinceHours, 'g', -1, 64))
-	}
 	if in.Markdown {
-		md, err := m.markdownReport(args)
+		md, err := m.markdownReport(in.SinceHours)
 		if err != nil {
 			return nil, nil, err
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: md}}}, map[string]any{"markdown": md}, nil
 	}
+	ri := m.reportInput(in.SinceHours)
+	ri.Format = "json"
+	res, err := do(m, func(env ops.Env) (*ops.ReportResult, error) { return ops.Report(env, ri) })
+	if err != nil {
+		return nil, nil, err
+	}
 	var out map[string]any
-	return nil, out, m.invokeJSON(&out, args...)
+	return nil, out, json.Unmarshal(res.Data, &out)
 }
 
-// markdownReport renders the markdown report into a temp file (report
-// writes files; --output keeps the store's reports/ untouched) and reads it.
-func (m *mcpServer) markdownReport(args []string) (string, error) {
-	f, err := os.CreateTemp("", "memorylab-mcp-report-*.md")
+// markdownReport renders the markdown report without writing any file.
+func (m *mcpServer) markdownReport(sinceHours float64) (string, error) {
+	ri := m.reportInput(sinceHours)
+	return do(m, func(env ops.Env) (string, error) {
+		s, _, err := env.Open()
+		if err != nil {
+			return "", err
+		}
+		mo, err := ops.Morning(env, s, ri)
+		if err != nil {
+			return "", err
+		}
+		return string(mo.Markdown()), nil
+	})
+}
+
+func (m *mcpServer) runs(in ops.ListInput) (Runs, error) {
+	res, err := do(m, func(env ops.Env) (*ops.ListResult, error) { return ops.List(env, in) })
 	if err != nil {
-		return "", err
+		return Runs{}, err
 	}
-	f.Close()
-	defer os.Remove(f.Name())
-	if _, err := m.invoke(append(args, "--format", "md", "--output", f.Name())...); err != nil {
-		return "", err
+	b, err := json.Marshal(res.Items)
+	if err != nil {
+		return Runs{}, err
 	}
-	b, err := os.ReadFile(f.Name())
-	return string(b), err
+	out := Runs{Runs: []map[string]any{}}
+	return out, json.Unmarshal(b, &out.Runs)
 }
 
 func (m *mcpServer) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, Runs, error) {
-	args := []string{"list"}
-	if len(in.Status) > 0 {
-		args = append(args, "--status", strings.Join(in.Status, ","))
-	}
-	if in.Family != "" {
-		args = append(args, "--family", in.Family)
-	}
+	li := ops.ListInput{Status: in.Status, Family: in.Family, Limit: in.Limit}
 	if in.Since != "" {
-		args = append(args, "--since", in.Since)
+		d, err := ops.ParseSince(in.Since)
+		if err != nil {
+			return nil, Runs{}, &toolError{code: exitCode(err), msg: err.Error()}
+		}
+		li.Since = d
 	}
-	if in.Limit != 0 {
-		args = append(args, "--limit", strconv.Itoa(in.Limit))
-	}
-	out := Runs{Runs: []map[string]any{}}
-	return nil, out, m.invokeJSON(&out.Runs, args...)
+	out, err := m.runs(li)
+	return nil, out, err
 }
 
 func (m *mcpServer) best(_ context.Context, _ *mcp.CallToolRequest, in BestInput) (*mcp.CallToolResult, Runs, error) {
@@ -287,26 +297,36 @@ func (m *mcpServer) best(_ context.Context, _ *mcp.CallToolRequest, in BestInput
 	if n == 0 {
 		n = 5
 	}
-	out := Runs{Runs: []map[string]any{}}
-	return nil, out, m.invokeJSON(&out.Runs, "list", "--best", strconv.Itoa(n))
+	out, err := m.runs(ops.ListInput{Best: n})
+	return nil, out, err
+}
+
+func (m *mcpServer) showRun(run string) (*ops.ShowResult, error) {
+	return do(m, func(env ops.Env) (*ops.ShowResult, error) { return ops.Show(env, ops.ShowInput{Run: run}) })
 }
 
 func (m *mcpServer) show(_ context.Context, _ *mcp.CallToolRequest, in RunInput) (*mcp.CallToolResult, map[string]any, error) {
-	var out map[string]any
-	return nil, out, m.invokeJSON(&out, "show", "--", in.Run)
+	res, err := m.showRun(in.Run)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := structured(res)
+	return nil, out, err
 }
 
 func (m *mcpServer) compare(_ context.Context, _ *mcp.CallToolRequest, in CompareInput) (*mcp.CallToolResult, map[string]any, error) {
-	args := []string{"compare"}
-	if in.NoDiff {
-		args = append(args, "--no-diff")
+	res, err := do(m, func(env ops.Env) (*report.Comparison, error) {
+		return ops.Compare(env, ops.CompareInput{A: in.A, B: in.B, NoDiff: in.NoDiff})
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	var out map[string]any
-	return nil, out, m.invokeJSON(&out, append(args, "--", in.A, in.B)...)
+	out, err := structured(res)
+	return nil, out, err
 }
 
 func (m *mcpServer) reportResource(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	md, err := m.markdownReport([]string{"report"})
+	md, err := m.markdownReport(0)
 	if err != nil {
 		return nil, err
 	}
@@ -318,9 +338,13 @@ func (m *mcpServer) runResource(_ context.Context, req *mcp.ReadResourceRequest)
 	if !ok || id == "" || strings.ContainsAny(id, "/?#") {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	out, err := m.invoke("show", "--json", "--", id)
+	res, err := m.showRun(id)
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(out)}}}, nil
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b) + "\n"}}}, nil
 }

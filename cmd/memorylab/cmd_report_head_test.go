@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // TestReportChampionReachableFromHEAD: the headline says whether the
@@ -17,7 +18,8 @@ func TestReportChampionReachableFromHEAD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := reportOptions{SinceHours: 10000, PlateauWindow: defaultPlateauWindow, MinDelta: defaultMinDelta}
+	opts := ops.DefaultReportInput()
+	opts.SinceHours = 10000
 	for _, tc := range []struct {
 		name  string
 		reset bool
@@ -30,7 +32,7 @@ func TestReportChampionReachableFromHEAD(t *testing.T) {
 			if tc.reset {
 				f.resetTo(base)
 			}
-			m, err := buildMorning(f.env(f.dir), s, opts)
+			m, err := ops.Morning(f.env(f.dir).opsEnv(""), s, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/registry"
 )
 
@@ -76,7 +77,7 @@ func TestLogWritesPacketsAndRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.MarshalIndent(registry.Build(all, registryOptions(s)).Snapshot(testNow), "", "  ")
+	want, _ := json.MarshalIndent(registry.Build(all, ops.RegistryOptions(s)).Snapshot(testNow), "", "  ")
 	if got := readFile(t, filepath.Join(store, ledger.RegistryFile)); got != string(want)+"\n" {
 		t.Errorf("champion_challenger.json:\n%s\nfrom scratch:\n%s", got, want)
 	}
@@ -93,7 +94,7 @@ func TestLogWritesPacketsAndRegistry(t *testing.T) {
 func TestLogRebuildsStaleRegistryCache(t *testing.T) {
 	repo := nightRepo(t)
 	store := filepath.Join(repo.Dir, "results", "memorylab")
-	statePath := filepath.Join(store, ledger.CacheDir, registryStateFile)
+	statePath := filepath.Join(store, ledger.CacheDir, ops.RegistryStateFile)
 	before := readFile(t, filepath.Join(store, ledger.RegistryFile))
 	tests := []struct {
 		name   string

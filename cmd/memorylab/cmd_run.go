@@ -19,10 +19,13 @@ import (
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/ops"
 )
 
 type runOptions struct {
-	Log            logOptions // Status empty means: decide from the outcome
+	Store          string
+	Log            ops.LogInput // Status empty means: decide from the outcome
+	JSON           bool
 	MinDelta       float64
 	ResetOnDiscard bool
 	NoCheck        bool // skip the novelty guard before training
@@ -56,7 +59,7 @@ func runCommand(env *Env) *cli.Command {
 			"trains nothing, logs nothing, prints the verdict and exits 2 (with --reset-on-discard the blocked\n" +
 			"commit is pinned under refs/memorylab/blocked/ and reset away). Everything else that can fail is\n" +
 			"checked before training too: the store, the flags, and with --reset-on-discard a clean tree.\n" +
-			"Then it runs the training command in the current directory with $" + summaryEnv + " set to a fresh\n" +
+			"Then it runs the training command in the current directory with $" + ops.SummaryEnv + " set to a fresh\n" +
 			"file, streams its output to the terminal and to run.log, and prints the elapsed time every 30s\n" +
 			"when stderr is a terminal. Then it decides the status: crash on a non-zero exit or when no\n" +
 			"primary metric was printed; keep when the metric beats the current champion (best kept run in\n" +
@@ -70,13 +73,12 @@ func runCommand(env *Env) *cli.Command {
 			"   memorylab run --family lr-sweep --tags lr --min-delta 0.0005 --reset-on-discard -- uv run train.py",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
-			lo := logOptionsFrom(env, c)
-			lo.LogSet = true
-			if !c.IsSet("summary") {
-				// run hands the training a fresh sidecar of its own.
-				lo.SummaryPath, lo.SummaryEnv = "", false
+			lo, err := logInputFrom(c)
+			if err != nil {
+				return err
 			}
-			opts := runOptions{Log: lo,
+			lo.LogPath = c.String("log") // run writes the training output there
+			opts := runOptions{Store: c.String("store"), Log: lo, JSON: c.Bool("json"),
 				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"),
 				Command: c.Args().Slice(), Grace: 10 * time.Second, Tick: 30 * time.Second,
 			}
@@ -102,10 +104,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if math.IsNaN(opts.MinDelta) || math.IsInf(opts.MinDelta, 0) || opts.MinDelta < 0 {
 		return usagef("--min-delta must be a finite number >= 0, got %v", opts.MinDelta)
 	}
-	if err := validateIdea(opts.Log.Mode, opts.Log.Threshold); err != nil {
-		return err
-	}
-	if err := parseMetricFlags(opts.Log.Metrics, ledger.Metrics{}); err != nil {
+	if err := opts.Log.Validate(); err != nil {
 		return err
 	}
 	for _, spec := range opts.Log.Patterns {
@@ -113,7 +112,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 			return err
 		}
 	}
-	s, loc, err := openStore(env, opts.Log.Store)
+	s, loc, err := env.opsEnv(opts.Store).Open()
 	if err != nil {
 		return err
 	}
@@ -143,10 +142,11 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		}
 	}
 	if opts.Log.LogPath == "" {
-		opts.Log.LogPath = "run.log"
+		opts.Log.LogPath = ops.DefaultLog
 	}
 	// The training writes its JSON summary to $AUTORESEARCH_SUMMARY_PATH:
-	// --summary FILE names it (and keeps it), else a fresh temp file.
+	// --summary FILE names it (and keeps it), else a fresh temp file (run
+	// hands the training a sidecar of its own).
 	summary := env.abs(opts.Log.SummaryPath)
 	if opts.Log.SummaryPath == "" {
 		if summary, err = newSummaryPath(s); err != nil {
@@ -159,20 +159,21 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if err != nil {
 		return err
 	}
-	status, errText, err := decideStatus(env, s, opts, summary, out)
+	status, errText, err := ops.DecideStatus(env.opsEnv(opts.Store), s, ops.DecideInput{Log: opts.Log,
+		SummaryPath: summary, ExitCode: out.ExitCode, MinDelta: opts.MinDelta})
 	if err != nil {
 		return err
 	}
 	lo := opts.Log
 	lo.Status = status
-	lo.SummaryPath = ""
+	lo.SummaryPath, lo.IgnoreSummaryEnv = "", true
 	if _, err := os.Stat(summary); err == nil {
 		lo.SummaryPath = summary
 	}
 	if status == ledger.StatusCrash && errText != "" {
 		lo.ErrorText = errText
 	}
-	rec, err := runLog(env, lo)
+	rec, err := runLog(env, opts.Store, lo, opts.JSON)
 	if err != nil {
 		return err
 	}
@@ -197,16 +198,14 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 // prints the verdict (stdout; JSON with --json), resets the blocked commit
 // away with --reset-on-discard (pinned first), and returns blockedError.
 func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) error {
-	lo := opts.Log
-	res, source, err := checkIdea(env, s, checkOptions{Description: lo.Description, Tags: lo.Tags, Family: lo.Family,
-		Hypothesis: lo.Hypothesis, Mode: lo.Mode, Threshold: lo.Threshold, Limit: 1})
+	res, err := ops.CheckIdea(env.opsEnv(opts.Store), s, ops.CheckInput{Idea: opts.Log.Idea, Limit: 1})
 	if err != nil {
 		return err
 	}
 	if res.Policy.Decision != novelty.Block {
 		return nil
 	}
-	if err := printVerdict(env, env.Out, res, source, s.Config.Metric, lo.JSON); err != nil {
+	if err := printVerdict(env, env.Out, res, opts.JSON); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Err, "memorylab: blocked by the novelty guard (%s): nothing was trained or logged; try another idea, or --mode replicate / --no-check to run it anyway\n",
@@ -250,7 +249,7 @@ func runTraining(ctx context.Context, env *Env, opts runOptions, summary string)
 	defer lf.Close()
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Dir = env.Dir
-	cmd.Env = append(os.Environ(), summaryEnv+"="+summary)
+	cmd.Env = append(os.Environ(), ops.SummaryEnv+"="+summary)
 	cmd.Stdout = io.MultiWriter(env.Out, lf)
 	cmd.Stderr = io.MultiWriter(env.Err, lf)
 	// Its own process group, so Ctrl-C reaches memorylab first and the
@@ -327,88 +326,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// decideStatus picks keep, discard or crash (or takes --status) and, for a
-// crash without a traceback, the error text to record.
-func decideStatus(env *Env, s *ledger.Store, opts runOptions, summary string, out runOutcome) (status, errText string, err error) {
-	metric := s.Config.Metric
-	m, err := outcomeMetrics(env, opts, summary)
-	if err != nil {
-		return "", "", err
-	}
-	v, ok := m.Get(metric)
-	switch {
-	case out.ExitCode != 0:
-		status = ledger.StatusCrash
-		if logData, _ := ledger.ReadLogTail(env.abs(opts.Log.LogPath)); len(logData) == 0 {
-			errText = fmt.Sprintf("training command exited with status %d and printed nothing", out.ExitCode)
-		}
-	case !ok:
-		status = ledger.StatusCrash
-		errText = fmt.Sprintf("training command exited 0 but reported no %s", metric)
-	default:
-		champ, have, err := currentChampion(s)
-		if err != nil {
-			return "", "", err
-		}
-		status = ledger.StatusDiscard
-		if !have || beatsBy(s.Config, v, champ, opts.MinDelta) {
-			status = ledger.StatusKeep
-		}
-	}
-	if opts.Log.Status != "" {
-		status = opts.Log.Status
-	}
-	return status, errText, nil
-}
-
-// outcomeMetrics reads the metrics the way runLog will: the JSON sidecar
-// wins over the log's summary block; --metric adds to both.
-func outcomeMetrics(env *Env, opts runOptions, summary string) (ledger.Metrics, error) {
-	m := ledger.Metrics{}
-	if b, err := os.ReadFile(summary); err == nil {
-		if m, err = ledger.ParseSummaryJSON(b); err != nil {
-			return nil, fmt.Errorf("the training command's %s: %w", summaryEnv, err)
-		}
-	} else if logData, err := ledger.ReadLogTail(env.abs(opts.Log.LogPath)); err == nil {
-		m = ledger.ParseSummaryBlock(logData)
-	}
-	if logData, err := ledger.ReadLogTail(env.abs(opts.Log.LogPath)); err == nil {
-		for _, spec := range opts.Log.Patterns {
-			p, _ := ledger.ParseMetricPattern(spec) // validated before training
-			if v, err := p.Extract(logData); err == nil {
-				m.Set(p.Name, v)
-			}
-		}
-	}
-	if err := parseMetricFlags(opts.Log.Metrics, m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// beatsBy reports whether v is better than champ by more than minDelta in
-// the store's direction.
-func beatsBy(cfg ledger.Config, v, champ, minDelta float64) bool {
-	if cfg.LowerIsBetter() {
-		return champ-v > minDelta
-	}
-	return v-champ > minDelta
-}
-
-// currentChampion is the best primary metric among kept runs. It scans the
-// ledger; once the registry cache exists this is the one place to switch.
-func currentChampion(s *ledger.Store) (float64, bool, error) {
-	best, have := 0.0, false
-	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		if r.Status != ledger.StatusKeep {
-			return nil
-		}
-		if v, ok := r.Metric(s.Config.Metric); ok && (!have || s.Config.Better(v, best)) {
-			best, have = v, true
-		}
-		return nil
-	})
-	return best, have, err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // Fake training scripts, run with sh.
@@ -92,7 +93,6 @@ func (f *runFixture) run(ctx context.Context, opts runOptions) error {
 	}
 	if opts.Log.LogPath == "" {
 		opts.Log.LogPath = "run.log"
-		opts.Log.LogSet = true
 	}
 	if opts.Grace == 0 {
 		opts.Grace = 5 * time.Second
@@ -149,7 +149,7 @@ func TestRunDecidesStatus(t *testing.T) {
 		{"silent failure is a crash", "min", []step{{"silent", scriptSilentFail, "0", runOptions{}, "crash", "exited with status 3"}}},
 		{"status override", "min", []step{
 			{"baseline", scriptSummary, "0.998", runOptions{}, "keep", ""},
-			{"forced", scriptSummary, "0.999", runOptions{Log: logOptions{Status: "keep"}}, "keep", ""},
+			{"forced", scriptSummary, "0.999", runOptions{Log: ops.LogInput{Status: "keep"}}, "keep", ""},
 		}},
 	}
 	for _, tc := range cases {
@@ -327,7 +327,7 @@ func TestRunBadInput(t *testing.T) {
 		want string
 	}{
 		{"no command", runOptions{}, []string{}, "needs a training command"},
-		{"bad status", runOptions{Log: logOptions{Status: "maybe"}}, nil, "--status must be"},
+		{"bad status", runOptions{Log: ops.LogInput{Status: "maybe"}}, nil, "--status must be"},
 		{"negative min-delta", runOptions{MinDelta: -1}, nil, "--min-delta"},
 		{"missing program", runOptions{}, []string{"/nonexistent/train"}, "unable to start"},
 	}
@@ -364,7 +364,7 @@ func TestRunGuardsBeforeTraining(t *testing.T) {
 		{"blocked: nothing trained, commit stays", runOptions{}, true, false},
 		{"blocked with --reset-on-discard: pinned and reset", runOptions{ResetOnDiscard: true}, true, true},
 		{"--no-check runs it", runOptions{NoCheck: true}, false, false},
-		{"--mode replicate runs it", runOptions{Log: logOptions{Mode: "replicate"}}, false, false},
+		{"--mode replicate runs it", runOptions{Log: ops.LogInput{Idea: ops.Idea{Mode: "replicate"}}}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRunFixture(t, "min")
@@ -412,14 +412,14 @@ func TestRunGuardsBeforeTraining(t *testing.T) {
 func TestRunTakesLogFlags(t *testing.T) {
 	f := newRunFixture(t, "min")
 	f.experiment("prompt v2", "echo 'eval done; judge score: 0.61 (n=200)'\n", "0")
-	err := f.run(context.Background(), runOptions{Log: logOptions{Patterns: []string{"val_bpb=judge score: ([0-9.]+)"}}})
+	err := f.run(context.Background(), runOptions{Log: ops.LogInput{Patterns: []string{"val_bpb=judge score: ([0-9.]+)"}}})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, f.err)
 	}
 	if v, ok := f.records()[0].Metric("val_bpb"); !ok || v != 0.61 {
 		t.Fatalf("val_bpb %v %v", v, ok)
 	}
-	if err := f.run(context.Background(), runOptions{Log: logOptions{Patterns: []string{"no equals sign"}}}); exitCode(err) != ExitBadInput {
+	if err := f.run(context.Background(), runOptions{Log: ops.LogInput{Patterns: []string{"no equals sign"}}}); exitCode(err) != ExitBadInput {
 		t.Fatalf("a bad pattern must be refused before training, got %v", err)
 	}
 }

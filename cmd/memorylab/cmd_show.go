@@ -11,25 +11,20 @@ import (
 
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
-
-type showOptions struct {
-	Store  string
-	Query  string // run id or unique prefix
-	NoDiff bool
-	JSON   bool
-}
 
 func showCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "print a run's record, decision packet and the diff against its parent",
-		UsageText: "memorylab show [--no-diff] [--json] RUN_ID|PREFIX",
+		UsageText: "memorylab show [--no-diff] [--json] RUN_ID|PREFIX|latest|previous|champion",
 		Description: "Finds the run by its id or a unique prefix of it (an ambiguous prefix lists the candidates),\n" +
+			"a commit, or latest, previous or champion as in compare;\n" +
 			"prints the record, its decision packet, and the code diff of its commit against the commit's\n" +
 			"first parent. The commit is found through the run's pin refs/memorylab/runs/<run_id>, so this\n" +
 			"works for runs whose commit was reset away (and garbage-collected by git gc) long ago.\n\n" +
-			"Examples:\n   memorylab show 20261122T031500Z-3f2a9c1\n   memorylab show 20261122T0315 --no-diff",
+			"Examples:\n   memorylab show 20261122T031500Z-3f2a9c1\n   memorylab show 20261122T0315 --no-diff\n   memorylab show champion",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "no-diff", Usage: "do not print the diff"},
 			&cli.BoolFlag{Name: "json", Usage: "print {record, commit, parent, pinned, diff} as one JSON object"},
@@ -42,92 +37,30 @@ func showCommand(env *Env) *cli.Command {
 			if len(args) != 1 {
 				return usagef("show takes exactly one run id or prefix, got %d arguments", len(args))
 			}
-			return runShow(env, showOptions{Store: c.String("store"), Query: args[0], NoDiff: b["no-diff"], JSON: b["json"]})
+			return runShow(env, c.String("store"), ops.ShowInput{Run: args[0], NoDiff: b["no-diff"]}, b["json"])
 		},
 	}
 }
 
-// showJSON is the --json contract of show.
-type showJSON struct {
-	MessageType string          `json:"message_type"`
-	Record      *ledger.Record  `json:"record"`
-	Commit      string          `json:"commit"`
-	Parent      string          `json:"parent"`
-	Pinned      bool            `json:"pinned"`
-	Packet      json.RawMessage `json:"decision_packet"`
-	Lineage     *ledger.Lineage `json:"lineage"`             // from git ancestry; null without a repository
-	OnHead      ledger.Reach    `json:"reachable_from_head"` // yes, no, or unknown (…)
-	Diff        *string         `json:"diff"`
-	DiffError   string          `json:"diff_error,omitempty"`
-}
-
-func runShow(env *Env, opts showOptions) error {
-	s, loc, err := openStore(env, opts.Store)
+func runShow(env *Env, store string, in ops.ShowInput, asJSON bool) error {
+	out, err := ops.Show(env.opsEnv(store), in)
 	if err != nil {
 		return err
 	}
-	recs, err := readRecordsWarn(env, s)
-	if err != nil {
-		return err
+	if asJSON {
+		return writeJSON(env.Out, out)
 	}
-	i, err := ledger.FindRun(recs, opts.Query)
-	if err != nil {
-		return err
-	}
-	rec := &recs[i]
-	out := showJSON{MessageType: "run", Record: rec, Packet: rec.DecisionPacket}
-	var diff []byte
-	var diffErr error
-	if loc.Repo == nil {
-		diffErr = loc.RepoErr
-	} else {
-		if ls, err := loc.Repo.Lineages(s, recs); err != nil {
-			fmt.Fprintf(env.Err, "memorylab: warning: lineage unavailable: %v\n", err)
-		} else if l, ok := ls.ByRun[rec.RunID]; ok {
-			out.Lineage = &l
-			out.OnHead = ls.ReachableFromHEAD(l.Commit)
-			if l.Commit == "" {
-				out.OnHead = ledger.ReachMissing
-			}
-		}
-		_, pinErr := loc.Repo.ResolvePin(rec.RunID)
-		out.Pinned = pinErr == nil
-		out.Commit, diffErr = loc.Repo.RunCommit(rec)
-		if diffErr == nil {
-			var info ledger.CommitInfo
-			info, diffErr = loc.Repo.Commit(out.Commit)
-			if diffErr == nil {
-				if len(info.Parents) > 0 {
-					out.Parent = info.Parents[0]
-				}
-				if !opts.NoDiff {
-					diff, diffErr = loc.Repo.DiffCommits(out.Parent, out.Commit)
-				}
-			}
-		}
-	}
-	if diffErr != nil {
-		out.DiffError = diffErr.Error()
-	} else if !opts.NoDiff {
-		d := string(diff)
-		out.Diff = &d
-	}
-	if opts.JSON {
-		enc := json.NewEncoder(env.Out)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		return enc.Encode(out)
-	}
-	printShow(env.Out, s, rec, out)
-	if !opts.NoDiff {
+	printShow(env.Out, out)
+	if !in.NoDiff {
 		fmt.Fprintln(env.Out)
-		if diffErr != nil {
-			fmt.Fprintf(env.Out, "diff: unavailable: %v\n", diffErr)
-		} else if len(diff) == 0 {
+		switch {
+		case out.DiffError != "":
+			fmt.Fprintf(env.Out, "diff: unavailable: %s\n", display.Line(out.DiffError))
+		case out.Diff == nil || *out.Diff == "":
 			fmt.Fprintf(env.Out, "diff %s..%s: no changes\n", ledger.Short(out.Parent), ledger.Short(out.Commit))
-		} else {
+		default:
 			fmt.Fprintf(env.Out, "diff %s..%s:\n", orRoot(out.Parent), ledger.Short(out.Commit))
-			io.WriteString(env.Out, display.Text(string(diff)))
+			io.WriteString(env.Out, display.Text(*out.Diff))
 		}
 	}
 	return nil
@@ -147,7 +80,8 @@ func orRoot(parent string) string {
 	return ledger.Short(parent)
 }
 
-func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
+func printShow(w io.Writer, o *ops.ShowResult) {
+	rec := o.Record
 	line := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(w, "%-12s %s\n", k, display.Line(v))
@@ -155,7 +89,7 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	}
 	line("run", string(rec.RunID))
 	line("time", rec.Timestamp)
-	line("status", rec.Status+"  "+s.Config.Metric+"="+ledger.FormatMetricValue(rec.Metrics[s.Config.Metric], -1))
+	line("status", rec.Status+"  "+o.Metric+"="+ledger.FormatMetricValue(rec.Metrics[o.Metric], -1))
 	commit := rec.Commit
 	if o.Commit != "" {
 		commit = o.Commit
@@ -190,7 +124,7 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 	}
 	var names []string
 	for _, n := range rec.Metrics.Names() {
-		if n == s.Config.Metric {
+		if n == o.Metric {
 			continue
 		}
 		names = append(names, n+"="+ledger.FormatMetricValue(rec.Metrics[n], -1))
@@ -208,17 +142,4 @@ func printShow(w io.Writer, s *ledger.Store, rec *ledger.Record, o showJSON) {
 		return
 	}
 	fmt.Fprintf(w, "  %s\n", display.Text(buf.String()))
-}
-
-// readRecordsWarn reads the whole ledger in (timestamp, run id) order,
-// printing one line per skipped line.
-func readRecordsWarn(env *Env, s *ledger.Store) ([]ledger.Record, error) {
-	recs, warns, err := s.ReadOrdered()
-	for _, w := range warns {
-		fmt.Fprintf(env.Err, "memorylab: warning: %s: %s\n", s.LedgerPath(), w)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 func TestShowAfterResetAndGC(t *testing.T) {
@@ -31,7 +32,7 @@ func TestShowAfterResetAndGC(t *testing.T) {
 		t.Fatalf("prune kept the unpinned commit (err %v): the test proves nothing", err)
 	}
 	f.stdout()
-	if err := runShow(f.env(f.dir), showOptions{Query: string(rec.RunID)}); err != nil {
+	if err := runShow(f.env(f.dir), "", ops.ShowInput{Run: string(rec.RunID)}, false); err != nil {
 		t.Fatal(err)
 	}
 	out := f.stdout()
@@ -40,10 +41,10 @@ func TestShowAfterResetAndGC(t *testing.T) {
 		"on HEAD      no", "1 kept run(s) in the chain, previous ")
 
 	t.Run("json", func(t *testing.T) {
-		if err := runShow(f.env(f.dir), showOptions{Query: string(rec.RunID), JSON: true}); err != nil {
+		if err := runShow(f.env(f.dir), "", ops.ShowInput{Run: string(rec.RunID)}, true); err != nil {
 			t.Fatal(err)
 		}
-		var got showJSON
+		var got ops.ShowResult
 		if err := json.Unmarshal([]byte(f.stdout()), &got); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestShowAfterResetAndGC(t *testing.T) {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := runShow(f.env(sub), showOptions{Query: string(rec.RunID), NoDiff: true}); err != nil {
+		if err := runShow(f.env(sub), "", ops.ShowInput{Run: string(rec.RunID), NoDiff: true}, false); err != nil {
 			t.Fatal(err)
 		}
 		mustContain(t, f.stdout(), discarded)
@@ -85,7 +86,7 @@ func TestShowPrefix(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := runShow(f.env(f.dir), showOptions{Query: tc.query, NoDiff: true})
+			err := runShow(f.env(f.dir), "", ops.ShowInput{Run: tc.query, NoDiff: true}, false)
 			out := f.stdout()
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {

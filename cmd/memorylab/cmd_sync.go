@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/results"
 )
 
@@ -116,40 +115,13 @@ func runSync(ctx context.Context, env *Env, opts syncOptions) error {
 			return err
 		}
 		if res.Arrived > 0 {
-			if err := refreshRegistry(env, s, res.OutOfOrder); err != nil {
+			if err := ops.RefreshRegistry(env.Now(), env.Err, s, res.OutOfOrder); err != nil {
 				fmt.Fprintf(env.Err, "memorylab: warning: champion_challenger.json not refreshed (the next log or report does it): %v\n", err)
 			}
 		}
 		printSync(env, opts, res, push, created)
 	}
 	return nil
-}
-
-// refreshRegistry brings champion_challenger.json up to date after records
-// arrived. The registry cache folds runs in file order: when every arrival
-// sorts after the runs already here, it catches up from the ledger's tail as
-// after a log; when some sort before (outOfOrder), or there is no cache (a
-// fresh clone), the cache is dropped and the next log or report rebuilds it
-// from the catalog, which is in the one order of runs (timestamp, run id),
-// so every machine agrees. A pull never pays for a whole rebuild.
-func refreshRegistry(env *Env, s *ledger.Store, outOfOrder bool) error {
-	lock, err := s.Lock()
-	if err != nil {
-		return err
-	}
-	defer lock.Unlock()
-	path := s.CachePath(registryStateFile)
-	if _, err := os.Stat(path); outOfOrder || err != nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	st, fp, behind, err := loadRegistry(s, env.Err, nil)
-	if err != nil {
-		return err
-	}
-	return saveRegistry(env, s, st, fp, behind, registryCacheLag)
 }
 
 // storeFromRemote creates the store of a fresh clone with the config the

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/memorylab/memorylab/ops"
 )
 
 // Env is what a command may touch of the outside world. Tests swap in
@@ -21,4 +26,23 @@ type Env struct {
 func osEnv() *Env {
 	wd, _ := os.Getwd()
 	return &Env{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Dir: wd, Now: time.Now, Getenv: os.Getenv}
+}
+
+// opsEnv is the environment operations run in: notes go to stderr.
+func (env *Env) opsEnv(store string) ops.Env {
+	return ops.Env{Dir: env.Dir, Store: store, Now: env.Now, Getenv: env.Getenv, Notice: env.Err}
+}
+
+// ops is opsEnv with the global --store of c.
+func (env *Env) ops(c *cli.Context) ops.Env { return env.opsEnv(c.String("store")) }
+
+func (env *Env) abs(p string) string { return env.opsEnv("").Abs(p) }
+
+// writeJSON writes v as indented JSON without HTML escaping: the --json
+// contracts.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // gitFixture is a scratch experiment repository with an initialised store,
@@ -75,11 +75,11 @@ func (f *gitFixture) commit(msg string, files map[string]string) string {
 // logRun logs the current HEAD of the worktree at dir.
 func (f *gitFixture) logRun(dir, desc, status string, bpb float64) *ledger.Record {
 	f.t.Helper()
-	opts := logOptions{Description: desc, Status: status, Mode: "exploit", Threshold: 0.62, LogPath: "run.log", SinceHours: 16}
+	opts := ops.LogInput{Idea: ops.Idea{Description: desc, Threshold: 0.62}, Status: status}
 	if status != ledger.StatusCrash {
-		opts.Metrics = []string{fmt.Sprintf("val_bpb=%v", bpb)}
+		opts.Metrics = map[string]float64{"val_bpb": bpb}
 	}
-	rec, err := runLog(f.env(dir), opts)
+	rec, err := runLog(f.env(dir), "", opts, false)
 	if err != nil {
 		f.t.Fatalf("log %q: %v", desc, err)
 	}

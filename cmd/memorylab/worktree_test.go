@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // Two agents in linked worktrees of one repository log concurrently: one
@@ -54,9 +55,9 @@ func TestLinkedWorktreesLogConcurrently(t *testing.T) {
 					return
 				}
 				a.commits = append(a.commits, h)
-				opts := logOptions{Description: fmt.Sprintf("%s idea %d", a.branch, i), Status: "discard", Mode: "exploit", Threshold: 0.62,
-					LogPath: "run.log", Metrics: []string{"val_bpb=1.0"}}
-				if _, err := runLog(f.env(a.dir), opts); err != nil {
+				opts := ops.LogInput{Idea: ops.Idea{Description: fmt.Sprintf("%s idea %d", a.branch, i), Threshold: 0.62},
+					Status: "discard", Metrics: map[string]float64{"val_bpb": 1.0}}
+				if _, err := runLog(f.env(a.dir), "", opts, false); err != nil {
 					errs <- fmt.Errorf("%s: %w", a.branch, err)
 					return
 				}
@@ -168,13 +169,13 @@ func TestWorktreeConfigExtensionIsNamed(t *testing.T) {
 		run  func() error
 	}{
 		{"log", func() error {
-			_, err := runLog(f.env(f.dir), logOptions{Description: "x", Status: "keep", Mode: "exploit", Threshold: 0.62, LogPath: "run.log", Metrics: []string{"val_bpb=1"}})
+			_, err := runLog(f.env(f.dir), "", ops.LogInput{Idea: ops.Idea{Description: "x", Threshold: 0.62}, Status: "keep", Metrics: map[string]float64{"val_bpb": 1}}, false)
 			return err
 		}},
-		{"show", func() error { return runShow(f.env(f.dir), showOptions{Query: "2026"}) }},
+		{"show", func() error { return runShow(f.env(f.dir), "", ops.ShowInput{Run: "2026"}, false) }},
 		{"branch", func() error { return runBranch(f.env(f.dir), branchOptions{Query: "2026", Name: "x"}) }},
 		{"log in a linked worktree", func() error {
-			_, err := runLog(f.env(wt), logOptions{Description: "x", Status: "keep", Mode: "exploit", Threshold: 0.62, LogPath: "run.log", Metrics: []string{"val_bpb=1"}})
+			_, err := runLog(f.env(wt), "", ops.LogInput{Idea: ops.Idea{Description: "x", Threshold: 0.62}, Status: "keep", Metrics: map[string]float64{"val_bpb": 1}}, false)
 			return err
 		}},
 	}
@@ -206,7 +207,7 @@ func TestLogInShallowClone(t *testing.T) {
 	if rec.LineageRoot != "" {
 		t.Fatalf("lineage_root %q in a shallow clone", rec.LineageRoot)
 	}
-	if err := runShow(f.env(f.dir), showOptions{Query: string(rec.RunID)}); err != nil {
+	if err := runShow(f.env(f.dir), "", ops.ShowInput{Run: string(rec.RunID)}, false); err != nil {
 		t.Fatal(err)
 	}
 	mustContain(t, f.stdout(), "+# lr")

@@ -1,46 +1,49 @@
-package main
+package ops
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"time"
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/packets"
 	"github.com/memorylab/memorylab/registry"
 )
 
-// registryStateFile caches the registry fold (registry.State) under
+// RegistryStateFile caches the registry fold (registry.State) under
 // <store>/cache/ with the ledger fingerprint it covers, so `log` folds one
 // record instead of re-reading the ledger.
-const registryStateFile = "registry.state"
+const RegistryStateFile = "registry.state"
 
 // lineageFunc resolves lineage roots for the registry: the root `log`
 // stored from git ancestry (or the Python tool's), else the parent_commit
 // chain. Swap it here for another resolver.
 var lineageFunc registry.LineageFunc = registry.StoredOrParentChain
 
-func registryOptions(s *ledger.Store) registry.Options {
+func RegistryOptions(s *ledger.Store) registry.Options {
 	return registry.Options{Goal: registry.GoalOf(s.Config), Lineage: lineageFunc}
 }
 
-// registryCacheLag is how many records the registry cache may lag behind
+// RegistryCacheLag is how many records the registry cache may lag behind
 // the ledger before log rewrites it. Until then each log folds the records
 // after the cache into the state it loads (~25 µs each to decode), which
 // costs less than encoding and writing the whole state (a few MB at 100k
 // runs) on every run; champion_challenger.json is still written every time.
-var registryCacheLag = 16
+var RegistryCacheLag = 16
 
-// loadRegistry returns the registry state caught up with the ledger, the
+// LoadRegistry returns the registry state caught up with the ledger, the
 // ledger prefix it covers, and how many records it folded past the cache
 // file on disk (-1 when that was missing, stale or unreadable and the
 // state was rebuilt from the catalog, with a notice on errw unless it was
 // simply missing). cat, when non-nil, is an already opened catalog to
 // rebuild from.
-func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, int, error) {
-	opts := registryOptions(s)
-	fp, payload, err := s.ReadCache(registryStateFile, registry.StateVersion)
+func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, int, error) {
+	opts := RegistryOptions(s)
+	fp, payload, err := s.ReadCache(RegistryStateFile, registry.StateVersion)
 	var st *registry.State
 	if err == nil {
 		if !s.StillCovers(fp) {
@@ -80,33 +83,33 @@ func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 	return st, fp, behind, nil
 }
 
-// saveRegistry replaces champion_challenger.json atomically and, when st
+// SaveRegistry replaces champion_challenger.json atomically and, when st
 // holds maxBehind or more records past the cache file (behind; -1 for no
 // usable file), writes the state cache covering fp.
-func saveRegistry(env *Env, s *ledger.Store, st *registry.State, fp ledger.Fingerprint, behind, maxBehind int) error {
+func SaveRegistry(s *ledger.Store, st *registry.State, fp ledger.Fingerprint, behind, maxBehind int, now time.Time) error {
 	if behind < 0 || behind >= maxBehind {
 		b, err := st.Marshal()
 		if err != nil {
 			return err
 		}
-		if err := s.WriteCache(registryStateFile, registry.StateVersion, fp, b); err != nil {
+		if err := s.WriteCache(RegistryStateFile, registry.StateVersion, fp, b); err != nil {
 			return err
 		}
 	}
-	return writeRegistryJSON(env, s, st)
+	return writeRegistryJSON(s, st, now)
 }
 
-func writeRegistryJSON(env *Env, s *ledger.Store, st *registry.State) error {
-	out, err := json.MarshalIndent(st.Snapshot(env.Now()), "", "  ")
+func writeRegistryJSON(s *ledger.Store, st *registry.State, now time.Time) error {
+	out, err := json.MarshalIndent(st.Snapshot(now), "", "  ")
 	if err != nil {
 		return err
 	}
 	return ledger.WriteFileAtomic(s.Path(ledger.RegistryFile), append(out, '\n'), 0o644)
 }
 
-// decisionPacket folds rec into st and builds its packet from the champions
+// DecisionPacket folds rec into st and builds its packet from the champions
 // before and after.
-func decisionPacket(st *registry.State, rec *ledger.Record) packets.Packet {
+func DecisionPacket(st *registry.State, rec *ledger.Record) packets.Packet {
 	var prior, cur *registry.Run
 	if c, ok := st.Champion(); ok {
 		prior = &c
@@ -118,11 +121,38 @@ func decisionPacket(st *registry.State, rec *ledger.Record) packets.Packet {
 	return packets.Build(packets.Input{Record: rec, Goal: st.Goal(), Prior: prior, Current: cur})
 }
 
-// packetFiles are runs/<id>/decision_packet.json and .md.
-func packetFiles(p *packets.Packet) []ledger.ArchiveFile {
+// PacketFiles are runs/<id>/decision_packet.json and .md.
+func PacketFiles(p *packets.Packet) []ledger.ArchiveFile {
 	j, _ := json.MarshalIndent(p, "", "  ")
 	return []ledger.ArchiveFile{
 		{Key: "decision_packet_json_path", Name: "decision_packet.json", Data: append(j, '\n')},
 		{Key: "decision_packet_md_path", Name: "decision_packet.md", Data: packets.Markdown(p)},
 	}
+}
+
+// RefreshRegistry brings champion_challenger.json up to date after records
+// arrived. The registry cache folds runs in file order: when every arrival
+// sorts after the runs already here, it catches up from the ledger's tail as
+// after a log; when some sort before (outOfOrder), or there is no cache (a
+// fresh clone), the cache is dropped and the next log or report rebuilds it
+// from the catalog, which is in the one order of runs (timestamp, run id),
+// so every machine agrees. A pull never pays for a whole rebuild.
+func RefreshRegistry(now time.Time, notice io.Writer, s *ledger.Store, outOfOrder bool) error {
+	lock, err := s.Lock()
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	path := s.CachePath(RegistryStateFile)
+	if _, err := os.Stat(path); outOfOrder || err != nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	st, fp, behind, err := LoadRegistry(s, notice, nil)
+	if err != nil {
+		return err
+	}
+	return SaveRegistry(s, st, fp, behind, RegistryCacheLag, now)
 }

@@ -1,0 +1,147 @@
+package ops
+
+import (
+	"math"
+	"strings"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
+)
+
+// Defaults of an idea's novelty settings.
+const (
+	DefaultMode      = "exploit"
+	DefaultThreshold = 0.62
+	DefaultMatches   = 3 // matches check shows
+)
+
+// Idea describes an experiment as the novelty guard sees it.
+type Idea struct {
+	Description string
+	Tags        []string
+	Family      string
+	Hypothesis  string
+	Mode        string  // explore, exploit or replicate; "" is DefaultMode
+	Threshold   float64 // base similarity threshold, 0..1
+}
+
+// Validate checks the mode and threshold ("" mode becomes DefaultMode) and
+// splits comma-separated tags.
+func (i *Idea) Validate() error {
+	if i.Mode == "" {
+		i.Mode = DefaultMode
+	}
+	switch i.Mode {
+	case "explore", "exploit", "replicate":
+	default:
+		return ledger.BadInputf("--mode must be explore, exploit or replicate, got %q", i.Mode)
+	}
+	if math.IsNaN(i.Threshold) || i.Threshold < 0 || i.Threshold > 1 {
+		return ledger.BadInputf("--threshold must be between 0 and 1, got %v", i.Threshold)
+	}
+	i.Tags = SplitTags(i.Tags)
+	return nil
+}
+
+func (i *Idea) probe() novelty.Probe {
+	return novelty.Probe{Description: i.Description, Hypothesis: i.Hypothesis, Family: i.Family, Tags: i.Tags}
+}
+
+// SplitTags splits comma-separated tags and drops empty ones.
+func SplitTags(in []string) []string {
+	out := []string{}
+	for _, s := range in {
+		for _, t := range strings.Split(s, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// CheckInput asks the novelty guard about a planned idea.
+type CheckInput struct {
+	Idea
+	Limit      int  // matches to keep (DefaultMatches in the CLI)
+	Exhaustive bool // score every run instead of the index's candidates
+}
+
+// CheckResult is the verdict. Its JSON is check's --json contract: the
+// novelty_guard object log stores, plus nearest_kept, nearest_failure,
+// scored and source.
+type CheckResult struct {
+	novelty.Result
+	Source string `json:"source"` // the index mode, or "exhaustive"
+	Metric string `json:"-"`      // the store's primary metric
+}
+
+// Check runs the novelty guard on a planned idea.
+func Check(env Env, in CheckInput) (*CheckResult, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(in.Description) == "" {
+		return nil, ledger.BadInputf("--description must not be empty")
+	}
+	if in.Limit < 0 {
+		return nil, ledger.BadInputf("--limit must be 0 or more, got %d", in.Limit)
+	}
+	s, _, err := env.Open()
+	if err != nil {
+		return nil, err
+	}
+	return CheckIdea(env, s, in)
+}
+
+// CheckIdea is Check on an open store: the one verdict check and run's
+// guard both give. in must be valid.
+func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
+	nopts := noveltyOptions(s, in.Mode, in.Threshold)
+	nopts.Limit = max(in.Limit, 1)
+	out := &CheckResult{Source: "exhaustive", Metric: s.Config.Metric}
+	var err error
+	if in.Exhaustive {
+		out.Result, err = checkExhaustive(s, in.probe(), nopts)
+	} else {
+		var ix *ledger.NoveltyIndex
+		if ix, err = OpenNoveltyIndex(env, s, false); err != nil {
+			return nil, err
+		}
+		defer ix.Close()
+		out.Source = ix.Mode
+		out.Result, err = novelty.Check(ix, in.probe(), nopts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out.TopMatches) > in.Limit {
+		out.TopMatches = out.TopMatches[:in.Limit]
+	}
+	return out, nil
+}
+
+// noveltyOptions are the guard options for a store's metric and goal.
+func noveltyOptions(s *ledger.Store, mode string, threshold float64) novelty.Options {
+	return novelty.Options{Mode: mode, Threshold: threshold, Metric: s.Config.Metric,
+		HigherIsBetter: !s.Config.LowerIsBetter(), Limit: novelty.StoredMatches}
+}
+
+// OpenNoveltyIndex opens the store's novelty index; notices go to
+// env.Notice.
+func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*ledger.NoveltyIndex, error) {
+	return ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Notice, Writer: writer})
+}
+
+// checkExhaustive scores every record in the ledger.
+func checkExhaustive(s *ledger.Store, probe novelty.Probe, opts novelty.Options) (novelty.Result, error) {
+	var recs []*ledger.Record
+	if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		return novelty.Result{}, err
+	}
+	return novelty.Evaluate(probe, recs, opts), nil
+}

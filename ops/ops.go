@@ -1,0 +1,106 @@
+// Package ops holds memorylab's operations — check, log, report, list,
+// show, compare, best — each with one input and one result type. The front
+// ends (the CLI in cmd/memorylab, its MCP server, the dashboard) parse their
+// own input into these types and print or serve the results; every rule,
+// parser and validation of an operation lives here, once.
+//
+// Inputs are validated here: a bad value is an error wrapping
+// ledger.ErrBadInput whose message names the CLI flag (front ends map it to
+// their own "bad input", exit 2 in the CLI).
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// Env is what an operation may touch of the outside world.
+type Env struct {
+	Dir    string                  // working directory
+	Store  string                  // the store directory asked for (--store); "" for the default
+	Now    func() time.Time        // clock
+	Getenv func(key string) string // environment (nil: none)
+	// Notice receives notes and warnings (the CLI's stderr). Never nil when
+	// an operation runs: use io.Discard to drop them.
+	Notice io.Writer
+}
+
+// Abs resolves p against the working directory.
+func (env Env) Abs(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(env.Dir, p)
+}
+
+func (env Env) getenv(key string) string {
+	if env.Getenv == nil {
+		return ""
+	}
+	return env.Getenv(key)
+}
+
+func (env Env) notef(format string, a ...any) {
+	fmt.Fprintf(env.Notice, "memorylab: "+format+"\n", a...)
+}
+
+// Locate finds the store: env.Store, else $MEMORYLAB_STORE, else the
+// repository's default store.
+func (env Env) Locate() (ledger.Location, error) {
+	store := env.Store
+	if store == "" {
+		store = env.getenv(ledger.StoreEnv)
+	}
+	return ledger.Locate(env.Dir, store)
+}
+
+// Open locates and opens an existing store.
+func (env Env) Open() (*ledger.Store, ledger.Location, error) {
+	loc, err := env.Locate()
+	if err != nil {
+		return nil, loc, err
+	}
+	s, err := loc.Open()
+	return s, loc, err
+}
+
+// Records reads the whole ledger in (timestamp, run id) order, with a
+// warning per skipped line.
+func (env Env) Records(s *ledger.Store) ([]ledger.Record, error) {
+	recs, warns, err := s.ReadOrdered()
+	for _, w := range warns {
+		env.notef("warning: %s: %s", s.LedgerPath(), w)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
+// catalog opens the store's catalog of slim records, caught up with the
+// ledger, with one line about skipped ledger lines.
+func (env Env) catalog(s *ledger.Store) (*ledger.Catalog, error) {
+	cat, warnings, err := s.OpenCatalog(s.Config.Metric, env.Notice)
+	if err != nil {
+		return nil, err
+	}
+	if len(warnings) > 0 {
+		env.notef("%d ledger line(s) skipped, first: %s", len(warnings), warnings[0])
+	}
+	return cat, nil
+}
+
+// UnwrapPathErr drops the path an *fs.PathError repeats.
+func UnwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

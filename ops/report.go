@@ -1,0 +1,160 @@
+package ops
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
+	"github.com/memorylab/memorylab/report"
+)
+
+// ReportInput is what morning report to write, and where.
+type ReportInput struct {
+	SinceHours    float64 // window in hours (report.DefaultSinceHours)
+	Format        string  // md, html or json
+	Output        string  // write only this file; "" writes reports/latest.* and a timestamped copy (json: returned, not written)
+	PlateauWindow int     // runs that must bring an improvement
+	MinDelta      float64 // smallest gain that counts as an improvement
+}
+
+// DefaultReportInput is the report `memorylab report` writes without flags.
+func DefaultReportInput() ReportInput {
+	return ReportInput{SinceHours: report.DefaultSinceHours, Format: "md",
+		PlateauWindow: report.DefaultPlateauWindow, MinDelta: report.DefaultMinDelta}
+}
+
+func (in ReportInput) validate() error {
+	switch in.Format {
+	case "md", "html", "json":
+	default:
+		return ledger.BadInputf("--format must be md, html or json, got %q", in.Format)
+	}
+	if math.IsNaN(in.SinceHours) || math.IsInf(in.SinceHours, 0) || in.SinceHours <= 0 {
+		return ledger.BadInputf("--since-hours must be a positive number of hours, got %v", in.SinceHours)
+	}
+	if in.PlateauWindow < 1 {
+		return ledger.BadInputf("--plateau-window must be at least 1, got %d", in.PlateauWindow)
+	}
+	if math.IsNaN(in.MinDelta) || in.MinDelta < 0 {
+		return ledger.BadInputf("--min-delta must be zero or positive, got %v", in.MinDelta)
+	}
+	return nil
+}
+
+// ReportResult is a rendered report and the files written.
+type ReportResult struct {
+	Morning report.Morning
+	Data    []byte   // the rendered report (markdown, HTML or indented JSON)
+	Paths   []string // files written; none for JSON without Output
+}
+
+// Report renders the morning report and writes it (see ReportInput.Output).
+func Report(env Env, in ReportInput) (*ReportResult, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	s, _, err := env.Open()
+	if err != nil {
+		return nil, err
+	}
+	return WriteReport(env, s, in)
+}
+
+// Morning builds the morning report of an open store.
+func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
+	cat, err := env.catalog(s)
+	if err != nil {
+		return report.Morning{}, err
+	}
+	st, fp, behind, err := LoadRegistry(s, env.Notice, cat)
+	if err != nil {
+		return report.Morning{}, err
+	}
+	if behind != 0 {
+		if b, err := st.Marshal(); err == nil {
+			_ = s.WriteCache(RegistryStateFile, registry.StateVersion, fp, b) // a cache: failure only costs time
+		}
+	}
+	m := report.BuildMorning(cat.Records, st, report.MorningOptions{Now: env.Now(), SinceHours: in.SinceHours,
+		PlateauWindow: in.PlateauWindow, MinDelta: in.MinDelta})
+	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
+	return m, nil
+}
+
+// championOnHead answers "is the champion still reachable from HEAD" from
+// git ancestry; "" outside a repository (a report still works there).
+func championOnHead(env Env, s *ledger.Store, recs []ledger.Record, champ *report.BoardRow) string {
+	if champ == nil {
+		return ""
+	}
+	repo, err := ledger.OpenRepo(env.Dir)
+	if err != nil {
+		return ""
+	}
+	var rec *ledger.Record
+	for i := len(recs) - 1; i >= 0; i-- {
+		if string(recs[i].RunID) == champ.RunID {
+			rec = &recs[i]
+			break
+		}
+	}
+	if rec == nil || rec.Commit == "" {
+		return ""
+	}
+	ls, err := repo.Lineages(s, recs)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return string(ls.ChampionReachableFromHEAD(rec))
+}
+
+// WriteReport renders the report of an open store and writes it.
+func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	m, err := Morning(env, s, in)
+	if err != nil {
+		return nil, err
+	}
+	res := &ReportResult{Morning: m}
+	switch in.Format {
+	case "json":
+		if res.Data, err = json.MarshalIndent(m, "", "  "); err != nil {
+			return nil, err
+		}
+		res.Data = append(res.Data, '\n')
+		if in.Output == "" {
+			return res, nil
+		}
+	case "html":
+		if res.Data, err = m.HTML(); err != nil {
+			return nil, err
+		}
+	default:
+		res.Data = m.Markdown()
+	}
+	if in.Output != "" {
+		p := env.Abs(in.Output)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, fmt.Errorf("unable to create %s: %w", filepath.Dir(p), err)
+		}
+		res.Paths = []string{p}
+		return res, ledger.WriteFileAtomic(p, res.Data, 0o644)
+	}
+	dir := s.Path(ledger.ReportsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("unable to create %s: %w", dir, err)
+	}
+	res.Paths = []string{filepath.Join(dir, "latest."+in.Format), filepath.Join(dir, env.Now().UTC().Format("20060102T150405Z")+"."+in.Format)}
+	for _, p := range res.Paths {
+		if err := ledger.WriteFileAtomic(p, res.Data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
