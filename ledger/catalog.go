@@ -313,3 +313,52 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 	}
 	return c, nil
 }
+
+// ExtendCatalog returns c caught up with the ledger's tail, for a process
+// that keeps a catalog in memory (serve). The records that arrived are
+// appended in place when they all sort after c's last record, so readers
+// holding c (with its length) see no change; otherwise, or when the ledger
+// no longer starts with what c covers (rewritten), the catalog is opened
+// afresh. c is returned unchanged when nothing arrived.
+func (s *Store) ExtendCatalog(c *Catalog, notice io.Writer) (*Catalog, error) {
+	if c == nil || !s.StillCovers(c.Covers) {
+		c, _, err := s.OpenCatalog(c.metricOr(s.Config.Metric), notice)
+		return c, err
+	}
+	var recs []Record
+	var offs []int64
+	end, _, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
+		recs = append(recs, SlimRecord(r, c.Metric))
+		offs = append(offs, off)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if end == c.Covers.Size {
+		return c, nil
+	}
+	prev := Record{}
+	if n := len(c.Records); n > 0 {
+		prev = c.Records[n-1]
+	}
+	for i := range recs {
+		if prev.RunID != "" && !TimestampBefore(prev.Timestamp, prev.RunID, recs[i].Timestamp, recs[i].RunID) {
+			out, _, err := s.OpenCatalog(c.Metric, notice) // an arrival sorts earlier: one order for everyone
+			return out, err
+		}
+		prev = recs[i]
+	}
+	fp, err := s.FingerprintAt(end)
+	if err != nil {
+		return nil, err
+	}
+	return &Catalog{Records: append(c.Records, recs...), Offsets: append(c.Offsets, offs...), Covers: fp, Metric: c.Metric}, nil
+}
+
+func (c *Catalog) metricOr(m string) string {
+	if c == nil {
+		return m
+	}
+	return c.Metric
+}

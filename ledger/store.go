@@ -43,6 +43,7 @@ const (
 const storeGitignore = `# written by memorylab init: rebuildable caches, the lock and temp files
 /index/
 /cache/
+/running/
 /ledger.lock
 .*.tmp-*
 `

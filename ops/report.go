@@ -70,6 +70,12 @@ func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
 	if err != nil {
 		return report.Morning{}, err
 	}
+	return MorningOf(env, s, cat, in)
+}
+
+// MorningOf builds the morning report from a catalog of s caught up with
+// the ledger (serve keeps one in memory).
+func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (report.Morning, error) {
 	st, fp, behind, err := LoadRegistry(s, env.Notice, cat)
 	if err != nil {
 		return report.Morning{}, err

@@ -81,13 +81,7 @@ func List(env Env, in ListInput) (*ListResult, error) {
 	sel := filterRuns(cat.Records, in, s.Config, env.Now())
 	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: len(cat.Records), Metric: s.Config.Metric}
 	for _, r := range sel {
-		it := ListItem{RunID: string(r.RunID), Timestamp: r.Timestamp, Status: r.Status, Metric: s.Config.Metric,
-			Branch: r.Branch, Commit: r.Commit, Family: r.Family, Description: r.Description, LineageRoot: r.LineageRoot,
-			Dirty: r.Dirty != nil && *r.Dirty}
-		if v, ok := r.Metric(s.Config.Metric); ok {
-			it.Value = &v
-		}
-		out.Items = append(out.Items, it)
+		out.Items = append(out.Items, listItem(r, s.Config.Metric))
 	}
 	return out, nil
 }

@@ -56,6 +56,7 @@ func newApp(env *Env) *cli.App {
 			versionCommand(env),
 			completionCommand(env),
 			mcpCommand(env),
+			serveCommand(env),
 		},
 		OnUsageError: onUsageError,
 		// An unknown command is a usage error (exit 2), not help with exit 0.

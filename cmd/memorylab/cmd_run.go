@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -155,7 +156,17 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		defer os.Remove(summary)
 	}
 
+	// Say what is training, for `memorylab serve`; gone when run returns.
+	head, _, _ := loc.Repo.HeadMessage()
+	host, _ := os.Hostname()
+	published, err := s.PublishRun(ledger.RunState{PID: os.Getpid(), Host: host, Started: env.Now().UTC().Format(time.RFC3339),
+		Description: opts.Log.Description, Commit: ledger.Short(head), LogPath: env.abs(opts.Log.LogPath),
+		Command: strings.Join(opts.Command, " ")})
+	if err != nil {
+		fmt.Fprintf(env.Err, "memorylab: note: the dashboard will not see this run: %v\n", err)
+	}
 	out, err := runTraining(ctx, env, opts, summary)
+	published.Remove()
 	if err != nil {
 		return err
 	}

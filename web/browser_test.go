@@ -1,0 +1,196 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// chromiumPath is Debian's Chromium (.ci/run installs it). The browser test
+// fails, never skips, without it.
+const chromiumPath = "/usr/bin/chromium"
+
+// artifacts is where the browser test leaves its screenshots (git-ignored).
+func artifacts(t *testing.T) string {
+	dir := filepath.Join("..", "testdata", "artifacts", "dashboard")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("%s not found (%v): install it with `apt-get update && apt-get install -y chromium` (.ci/run does)", chromiumPath, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1600),
+		chromedp.Flag("disable-quic", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// do runs browser steps.
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 is a PNG
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(artifacts(t), name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitText waits until the text of sel contains want.
+func waitText(t *testing.T, ctx context.Context, sel, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var got string
+	for time.Now().Before(deadline) {
+		got = eval[string](t, ctx, fmt.Sprintf(`(document.querySelector(%q)||{}).textContent||""`, sel))
+		if strings.Contains(got, want) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s never showed %q within %s; it shows %q", sel, want, within, got)
+}
+
+// TestBrowser drives Debian's Chromium against a live server on a scratch
+// store: the overview's chart has a point per run, a run logged by another
+// process appears without reload, a training in progress shows its output
+// live, clicking a run shows its diff, search and filters narrow the table,
+// and a description carrying markup renders as text and runs nothing.
+// Screenshots go to testdata/artifacts/dashboard/.
+func TestBrowser(t *testing.T) {
+	f := newFixture(t)
+	recs := f.night()
+	_, ts := f.server(Options{})
+	ctx := browser(t)
+
+	// Overview: a point per run, the headline, no script from the payload.
+	do(t, ctx, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#chart svg`)))
+	points := eval[int](t, ctx, `+document.querySelector("#chart").dataset.points`)
+	circles := eval[int](t, ctx, `document.querySelectorAll("#chart circle.keep, #chart circle.discard").length`)
+	crashes := eval[int](t, ctx, `document.querySelectorAll("#chart path.crash").length`)
+	if points != len(recs) || circles+crashes != len(recs) {
+		t.Fatalf("chart: %d points, %d dots and %d crosses, want %d", points, circles, crashes, len(recs))
+	}
+	waitText(t, ctx, "main", "Champion", 2*time.Second)
+	waitText(t, ctx, "#live", "live", 5*time.Second)
+	screenshot(t, ctx, "overview")
+
+	// A run logged by another process appears within 2 s, without reload.
+	eval[string](t, ctx, `window.__noReload = "still here"`)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperLogEnv+"="+f.dir, helperLogEnv+"_DESC=logged from another process")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helper: %v %s", err, out)
+	}
+	waitText(t, ctx, "main", "logged from another process", 2*time.Second)
+	if marker := eval[string](t, ctx, `window.__noReload || ""`); marker != "still here" {
+		t.Fatalf("the page reloaded (%q)", marker)
+	}
+	if points := eval[int](t, ctx, `+document.querySelector("#chart").dataset.points`); points != len(recs)+1 {
+		t.Fatalf("the chart has %d points after the new run", points)
+	}
+
+	// A training in progress: the run and its output, live.
+	st, _, err := f.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(f.dir, "run.log")
+	if err := os.WriteFile(logPath, []byte("step 00001 (0.1%) | loss: 9.104\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := st.PublishRun(ledger.RunState{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Format(time.RFC3339),
+		Description: "try rotary base 200k", Commit: "abc1234", LogPath: logPath, Command: "uv run train.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#now-running", "try rotary base 200k", 2*time.Second)
+	waitText(t, ctx, "#now-running pre", "loss: 9.104", 2*time.Second)
+	lf, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintln(lf, "step 00002 (0.2%) | loss: 8.311")
+	lf.Close()
+	waitText(t, ctx, "#now-running pre", "loss: 8.311", 2*time.Second)
+	screenshot(t, ctx, "running")
+	h.Remove()
+	waitText(t, ctx, "#now-running", "Nothing training", 2*time.Second)
+
+	// Runs: search and filters narrow the table; clicking a run shows its diff.
+	rowCount := func() int { return eval[int](t, ctx, `document.querySelectorAll("tbody tr").length`) }
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/runs"), chromedp.WaitVisible(chromedp.CSS(`#page-info`)))
+	waitText(t, ctx, "#page-info", "7 of 7 runs", 2*time.Second)
+	if n := rowCount(); n != 7 {
+		t.Fatalf("%d rows, want 7", n)
+	}
+	do(t, ctx, chromedp.SetValue(chromedp.CSS(`input[name=q]`), "matrix LR"))
+	eval[bool](t, ctx, `document.querySelector("input[name=q]").dispatchEvent(new Event("change"))`)
+	waitText(t, ctx, "#page-info", "of 7 runs", 2*time.Second)
+	waitText(t, ctx, "tbody tr:first-child", "raise matrix LR to 0.05", 2*time.Second)
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/runs?status=crash"))
+	waitText(t, ctx, "#page-info", "1 of 7 runs", 2*time.Second)
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/runs?sort=metric"))
+	waitText(t, ctx, "tbody tr:first-child", "warmdown 0.3", 2*time.Second)
+	screenshot(t, ctx, "runs")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`tbody tr:first-child a`)))
+	waitText(t, ctx, "#diff", "+LR = 0.046", 2*time.Second)
+	waitText(t, ctx, "#run-meta", "descriptionwarmdown 0.3", 2*time.Second)
+	if added := eval[int](t, ctx, `document.querySelectorAll("#diff .add").length`); added == 0 {
+		t.Fatal("the diff has no added lines")
+	}
+	screenshot(t, ctx, "run")
+
+	// The payload is text everywhere it appears, and ran nothing.
+	xss := recs[4]
+	for _, page := range []string{"/#/runs?tag=xss", "/#/run/" + string(xss.RunID), "/#/"} {
+		do(t, ctx, chromedp.Navigate(ts.URL+page))
+		waitText(t, ctx, "main", `<script>window.__xss=2</script>`, 2*time.Second)
+		ran := eval[string](t, ctx, `String(window.__xss || "")`)
+		imgs := eval[int](t, ctx, `document.querySelectorAll("main img, main script").length`)
+		if ran != "" || imgs != 0 {
+			t.Fatalf("%s: the payload ran (%q) or became markup (%d elements)", page, ran, imgs)
+		}
+	}
+
+	// Lineages and compare render.
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/lineages"))
+	waitText(t, ctx, "main", "warmdown 0.3", 2*time.Second)
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a=champion&b=latest"))
+	waitText(t, ctx, "#compare-text", "val_bpb", 2*time.Second)
+	screenshot(t, ctx, "compare")
+}

@@ -1,0 +1,464 @@
+// Package web is `memorylab serve`: a read-only dashboard over a store — the
+// morning report's overview, live, the run in progress with its output, a
+// paged and searchable table of every run, each run with its code change,
+// comparisons and lineages. One process, net/http, assets embedded, no
+// remote loads. The data comes from package ops, as for the CLI and MCP.
+package web
+
+import (
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/report"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// TokenCookie carries the access token after the first visit with ?token=.
+const TokenCookie = "memorylab_token"
+
+// contentSecurityPolicy allows the page's own script, style and data only:
+// no inline script, no remote load, no framing.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// Options configure a Server.
+type Options struct {
+	// Token, when not empty, is required on every request (Authorization:
+	// Bearer, the TokenCookie cookie, or ?token= once, which sets the cookie).
+	Token string
+	// Loopback restricts the Host header to localhost names, so a web page
+	// elsewhere cannot reach the dashboard through DNS rebinding.
+	Loopback bool
+	// Poll is how often the ledger, the runs in progress and their output
+	// are looked at for live updates (default 250 ms).
+	Poll time.Duration
+	// TailBytes is how much of a running training's output a new page gets
+	// (default 16 KiB).
+	TailBytes int64
+}
+
+// Server serves the dashboard of the store env names.
+type Server struct {
+	env  ops.Env
+	opts Options
+	mux  *http.ServeMux
+	live *live
+
+	mu      sync.Mutex // guards the caches below
+	catKey  fileKey
+	cat     *ledger.Catalog
+	overKey fileKey
+	overAt  time.Time // when over was computed: the window and the ages move with the clock
+	over    []byte
+}
+
+// overviewTTL is how long an overview stays fresh while the ledger is unchanged.
+const overviewTTL = time.Minute
+
+// fileKey identifies a version of the ledger file.
+type fileKey struct {
+	size int64
+	mod  time.Time
+}
+
+// New makes a Server. Call Run to start its live updates.
+func New(env ops.Env, opts Options) *Server {
+	if opts.Poll <= 0 {
+		opts.Poll = 250 * time.Millisecond
+	}
+	if opts.TailBytes <= 0 {
+		opts.TailBytes = 16 << 10
+	}
+	s := &Server{env: env, opts: opts, mux: http.NewServeMux()}
+	s.live = newLive(s)
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	s.mux.Handle("GET /assets/", http.StripPrefix("/assets/", files))
+	index, _ := assets.ReadFile("assets/index.html")
+	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(index)
+	})
+	s.mux.HandleFunc("GET /api/overview", s.handleOverview)
+	s.mux.HandleFunc("GET /api/runs", s.handleRuns)
+	s.mux.HandleFunc("GET /api/runs/{id}", s.handleRun)
+	s.mux.HandleFunc("GET /api/compare", s.handleCompare)
+	s.mux.HandleFunc("GET /api/lineages", s.handleLineages)
+	s.mux.HandleFunc("GET /api/events", s.live.handleEvents)
+	return s
+}
+
+// ServeHTTP checks the token and the host, sets the security headers and
+// serves the request. Nothing is written to the store: only GET and HEAD.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, "the dashboard is read-only")
+		return
+	}
+	if s.opts.Loopback && !loopbackHost(r.Host) {
+		writeError(w, http.StatusForbidden, "this dashboard answers to localhost only")
+		return
+	}
+	if !s.authorized(w, r) {
+		writeError(w, http.StatusUnauthorized, "a token is required: open the address memorylab serve printed")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// authorized checks the token; ?token= sets the cookie for the page's later
+// requests (EventSource cannot send headers).
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.opts.Token == "" {
+		return true
+	}
+	same := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(s.opts.Token)) == 1 }
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && same(v) {
+		return true
+	}
+	if c, err := r.Cookie(TokenCookie); err == nil && same(c.Value) {
+		return true
+	}
+	if v := r.URL.Query().Get("token"); v != "" && same(v) {
+		http.SetCookie(w, &http.Cookie{Name: TokenCookie, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		return true
+	}
+	return false
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// IsLoopbackAddr reports whether a listen address binds loopback only.
+func IsLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// opError answers a failed operation: bad input 400, no run 404, no store
+// 503, anything else 500.
+func opError(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, ledger.ErrBadInput):
+		code = http.StatusBadRequest
+		if strings.Contains(err.Error(), "no run") {
+			code = http.StatusNotFound
+		}
+	case errors.Is(err, ledger.ErrNoStore), errors.Is(err, ledger.ErrNotRepo), errors.Is(err, fs.ErrNotExist):
+		code = http.StatusServiceUnavailable
+	}
+	writeError(w, code, err.Error())
+}
+
+// ledgerKey stats the ledger.
+func ledgerKey(st *ledger.Store) (fileKey, error) {
+	fi, err := os.Stat(st.LedgerPath())
+	if err != nil {
+		return fileKey{}, err
+	}
+	return fileKey{size: fi.Size(), mod: fi.ModTime()}, nil
+}
+
+// catalog is the store's catalog, kept in memory and caught up with the
+// ledger's tail when the file changes (a page of 100,000 runs then costs a
+// sort, not a read of the whole catalog).
+func (s *Server) catalog(st *ledger.Store) (*ledger.Catalog, error) {
+	key, err := ledgerKey(st)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cat != nil && key == s.catKey && s.cat.Metric == st.Config.Metric {
+		return s.cat, nil
+	}
+	cat := s.cat
+	if cat != nil && cat.Metric != st.Config.Metric {
+		cat = nil
+	}
+	if cat, err = st.ExtendCatalog(cat, s.env.Notice); err != nil {
+		return nil, err
+	}
+	s.cat, s.catKey = cat, key
+	return cat, nil
+}
+
+// warm brings the catalog and the overview up to date, so the first page
+// after a start or a new run is served from memory.
+func (s *Server) warm() {
+	st, _, err := s.env.Open()
+	if err != nil {
+		return
+	}
+	if _, err := s.overviewJSON(st, ""); err != nil {
+		return
+	}
+}
+
+// overview is what the overview page shows.
+type overview struct {
+	Morning report.Morning    `json:"morning"`
+	Chart   string            `json:"chart_svg"` // the report's chart; its text is escaped by package report
+	Points  int               `json:"points"`
+	Running []ledger.RunState `json:"running"`
+}
+
+func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
+	st, _, err := s.env.Open()
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	b, err := s.overviewJSON(st, r.URL.Query().Get("since_hours"))
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	// Runs in progress change without the ledger: merged in on every request.
+	var o overview
+	_ = json.Unmarshal(b, &o)
+	o.Running, _ = st.RunningNow(s.env.Now())
+	if o.Running == nil {
+		o.Running = []ledger.RunState{}
+	}
+	writeJSON(w, o)
+}
+
+// overviewJSON is the overview of the ledger as it is, cached while the
+// ledger file is unchanged (for the default window).
+func (s *Server) overviewJSON(st *ledger.Store, sinceHours string) ([]byte, error) {
+	key, err := ledgerKey(st)
+	if err != nil {
+		return nil, err
+	}
+	if sinceHours == "" {
+		s.mu.Lock()
+		cached, ok := s.over, key == s.overKey && time.Since(s.overAt) < overviewTTL
+		s.mu.Unlock()
+		if ok && cached != nil {
+			return cached, nil
+		}
+	}
+	in := ops.DefaultReportInput()
+	if sinceHours != "" {
+		if in.SinceHours, err = strconv.ParseFloat(sinceHours, 64); err != nil {
+			return nil, ledger.BadInputf("since_hours must be a number, got %q", sinceHours)
+		}
+	}
+	cat, err := s.catalog(st)
+	if err != nil {
+		return nil, err
+	}
+	m, err := ops.MorningOf(s.env, st, cat, in)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(overview{Morning: m, Chart: m.SVG(), Points: len(m.Chart.Points)})
+	if err != nil {
+		return nil, err
+	}
+	if sinceHours == "" {
+		s.mu.Lock()
+		s.over, s.overKey, s.overAt = b, key, time.Now()
+		s.mu.Unlock()
+	}
+	return b, nil
+}
+
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
+	st, _, err := s.env.Open()
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	in := ops.PageInput{Tag: q.Get("tag"), Query: q.Get("q"), Sort: q.Get("sort"), Desc: q.Get("order") == "desc"}
+	in.Family = q.Get("family")
+	if v := q.Get("status"); v != "" {
+		in.Status = []string{v}
+	}
+	if v := q.Get("since"); v != "" {
+		if in.Since, err = ops.ParseSince(v); err != nil {
+			opError(w, err)
+			return
+		}
+	}
+	for name, p := range map[string]*int{"page": &in.Page, "size": &in.Size} {
+		if v := q.Get(name); v != "" {
+			if *p, err = strconv.Atoi(v); err != nil || *p < 0 {
+				writeError(w, http.StatusBadRequest, name+" must be a positive whole number")
+				return
+			}
+		}
+	}
+	cat, err := s.catalog(st)
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	search := func(norm string) ([]int64, error) {
+		ix, err := ops.OpenNoveltyIndex(s.env, st, false)
+		if err != nil {
+			return nil, err
+		}
+		defer ix.Close()
+		groups, err := ix.Candidates(norm, "", 200)
+		if err != nil {
+			return nil, err
+		}
+		var offs []int64
+		for _, g := range groups {
+			for _, run := range g.Runs {
+				offs = append(offs, run.Offset)
+			}
+		}
+		return offs, nil
+	}
+	res, err := ops.RunsPage(cat, st.Config, in, s.env.Now(), search)
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	writeJSON(w, res)
+}
+
+// runDetail is a run's page: show's content plus its archived output.
+type runDetail struct {
+	*ops.ShowResult
+	LogTail   string `json:"log_tail"`
+	LogError  string `json:"log_error,omitempty"`
+	LogBytes  int64  `json:"log_bytes"`
+	LogCutOff bool   `json:"log_cut_off"`
+}
+
+// runLogShown is how much of an archived run.log the run page shows.
+const runLogShown = 64 << 10
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !ledger.ValidRunID(id) && !isHexPrefix(id) && id != "latest" && id != "previous" && id != "champion" {
+		writeError(w, http.StatusBadRequest, "not a run id")
+		return
+	}
+	res, err := ops.Show(s.env, ops.ShowInput{Run: id})
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	d := runDetail{ShowResult: res}
+	if rel := res.Record.Artifacts["archived_log_path"]; rel != "" {
+		st, _, err := s.env.Open()
+		if err == nil {
+			dir, derr := st.RunDir(res.Record.RunID)
+			if derr != nil {
+				err = derr
+			} else {
+				var size int64
+				var data []byte
+				data, size, err = ledger.ReadTailFrom(dir+string(os.PathSeparator)+"run.log", 0, runLogShown)
+				d.LogTail, d.LogBytes = string(data), size
+				d.LogCutOff = size > int64(len(data))
+			}
+		}
+		if err != nil {
+			d.LogError = fmt.Sprintf("archived run.log unavailable: %v", err)
+		}
+	}
+	writeJSON(w, d)
+}
+
+func isHexPrefix(s string) bool {
+	if len(s) < 4 || len(s) > 40 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// comparison is the compare page: the structured comparison and the text
+// the compare command prints.
+type comparison struct {
+	*report.Comparison
+	Text string `json:"text"`
+}
+
+func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	cmp, err := ops.Compare(s.env, ops.CompareInput{A: q.Get("a"), B: q.Get("b")})
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	var text strings.Builder
+	_ = report.WriteComparisonText(&text, *cmp)
+	writeJSON(w, comparison{Comparison: cmp, Text: text.String()})
+}
+
+func (s *Server) handleLineages(w http.ResponseWriter, r *http.Request) {
+	res, err := ops.Lineages(s.env)
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	writeJSON(w, res)
+}
