@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/memorylab/memorylab/ledger"
@@ -193,4 +194,22 @@ func TestBrowser(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a=champion&b=latest"))
 	waitText(t, ctx, "#compare-text", "val_bpb", 2*time.Second)
 	screenshot(t, ctx, "compare")
+
+	// A phone: nothing wider than the screen. Dark: the page follows the system.
+	do(t, ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(ts.URL+"/#/runs"))
+	waitText(t, ctx, "#page-info", "of 7 runs", 2*time.Second)
+	if w := eval[int](t, ctx, `document.documentElement.scrollWidth - window.innerWidth`); w > 1 {
+		t.Errorf("the runs page is %d px wider than a phone", w)
+	}
+	screenshot(t, ctx, "phone")
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx, chromedp.EmulateViewport(1280, 1000), chromedp.Navigate(ts.URL+"/"))
+	waitText(t, ctx, "main", "Champion", 2*time.Second)
+	if bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(13, 17, 23)" {
+		t.Errorf("dark mode background %q", bg)
+	}
+	screenshot(t, ctx, "dark")
 }

@@ -179,7 +179,7 @@ async function renderRuns(view, params) {
     el("h1", { text: "Runs" }),
     el("div", { class: "filters" },
       input("q", "search descriptions (novelty index)", "search"), status, input("family", "family"), input("tag", "tag"), input("since", "since (e.g. 16h)")),
-    table([sortBy("time"), "run", sortBy("status"), sortBy("metric"), sortBy("memory"), sortBy("family"), "tags", "description"], rows),
+    Object.assign(table([sortBy("time"), "run", sortBy("status"), sortBy("metric"), sortBy("memory"), sortBy("family"), "tags", "description"], rows), { className: "runs" }),
     pager);
 }
 
