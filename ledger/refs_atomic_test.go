@@ -47,22 +47,28 @@ func refWriteHelper(dir string) int {
 	return 1
 }
 
+// twoCommits is a scratch repository with two commits, opened.
+func twoCommits(t *testing.T) (dir, c1, c2 string, repo *Repo) {
+	t.Helper()
+	dir = t.TempDir()
+	sr, err := InitScratchRepo(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, _ = sr.Commit("one", map[string]string{"train.py": "1"})
+	c2, _ = sr.Commit("two", map[string]string{"train.py": "2"})
+	if repo, err = OpenRepo(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir, c1, c2, repo
+}
+
 // TestRefWriteOnFullDisk reproduces issue 17 item 6: a ref update that
 // fails for want of space (here a file size limit of 0 in a child process)
 // left an empty ref file, on which every later listing of refs failed.
 // The ref must keep its old value and the repository stay readable.
 func TestRefWriteOnFullDisk(t *testing.T) {
-	dir := t.TempDir()
-	sr, err := InitScratchRepo(dir, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
-	c2, _ := sr.Commit("two", map[string]string{"train.py": "2"})
-	repo, err := OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, c1, c2, repo := twoCommits(t)
 	if err := repo.PinRun(idA, c1); err != nil {
 		t.Fatal(err)
 	}
@@ -100,17 +106,7 @@ func TestRefWriteOnFullDisk(t *testing.T) {
 // the file: with git's rename protocol the reader sees the old or the new
 // value, never an empty or partial file (go-git truncates, then writes).
 func TestRefReadersNeverSeeEmpty(t *testing.T) {
-	dir := t.TempDir()
-	sr, err := InitScratchRepo(dir, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
-	c2, _ := sr.Commit("two", map[string]string{"train.py": "2"})
-	repo, err := OpenRepo(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, c1, c2, repo := twoCommits(t)
 	name := plumbing.ReferenceName(RefNamespace + "test/flip")
 	path := filepath.Join(dir, ".git", filepath.FromSlash(name.String()))
 	if err := repo.r.Storer.SetReference(plumbing.NewHashReference(name, plumbing.NewHash(c1))); err != nil {
@@ -152,14 +148,7 @@ func TestRefReadersNeverSeeEmpty(t *testing.T) {
 // TestCheckAndSetRefAcrossHandles: a swap based on a stale value fails,
 // also when the ref was moved through another handle.
 func TestCheckAndSetRefAcrossHandles(t *testing.T) {
-	dir := t.TempDir()
-	sr, err := InitScratchRepo(dir, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
-	c2, _ := sr.Commit("two", map[string]string{"train.py": "2"})
-	a, _ := OpenRepo(dir)
+	dir, c1, c2, a := twoCommits(t)
 	b, _ := OpenRepo(dir)
 	name := plumbing.ReferenceName(RefNamespace + "test/cas")
 	ref := func(h string) *plumbing.Reference { return plumbing.NewHashReference(name, plumbing.NewHash(h)) }

@@ -33,16 +33,12 @@ type LineagesResult struct {
 // Lineages lists the chains of kept runs: one per kept run that no later
 // kept run grew from (a tip), with the runs it grew through.
 func Lineages(env Env) (*LineagesResult, error) {
-	s, loc, err := env.Open()
+	s, loc, recs, err := env.openRecords()
 	if err != nil {
 		return nil, err
 	}
 	if loc.Repo == nil {
 		return nil, loc.RepoErr
-	}
-	recs, err := env.Records(s)
-	if err != nil {
-		return nil, err
 	}
 	ls, err := loc.Repo.Lineages(s, recs)
 	if err != nil {

@@ -83,6 +83,16 @@ func (env Env) Records(s *ledger.Store) ([]ledger.Record, error) {
 	return recs, nil
 }
 
+// openRecords opens the store and reads its whole ledger (Records).
+func (env Env) openRecords() (*ledger.Store, ledger.Location, []ledger.Record, error) {
+	s, loc, err := env.Open()
+	if err != nil {
+		return nil, loc, nil, err
+	}
+	recs, err := env.Records(s)
+	return s, loc, recs, err
+}
+
 // catalog opens the store's catalog of slim records, caught up with the
 // ledger, with one line about skipped ledger lines.
 func (env Env) catalog(s *ledger.Store) (*ledger.Catalog, error) {

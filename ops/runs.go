@@ -162,11 +162,7 @@ type ShowResult struct {
 // Show finds a run and its code change against its commit's first parent,
 // through the run's pin, so it works for commits reset away long ago.
 func Show(env Env, in ShowInput) (*ShowResult, error) {
-	s, loc, err := env.Open()
-	if err != nil {
-		return nil, err
-	}
-	recs, err := env.Records(s)
+	s, loc, recs, err := env.openRecords()
 	if err != nil {
 		return nil, err
 	}
@@ -224,11 +220,7 @@ type CompareInput struct {
 // Compare puts two runs side by side: metrics with direction-aware deltas
 // (B − A), status, novelty, configuration and the code diff A → B.
 func Compare(env Env, in CompareInput) (*report.Comparison, error) {
-	s, loc, err := env.Open()
-	if err != nil {
-		return nil, err
-	}
-	recs, err := env.Records(s)
+	s, loc, recs, err := env.openRecords()
 	if err != nil {
 		return nil, err
 	}

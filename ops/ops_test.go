@@ -1,0 +1,89 @@
+package ops
+
+import (
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// TestValidation: every operation refuses bad input before it touches a
+// store, with ledger.ErrBadInput (exit 2 in the CLI, a tool error in MCP)
+// and a message naming the flag.
+func TestValidation(t *testing.T) {
+	env := Env{Dir: t.TempDir(), Now: time.Now, Notice: io.Discard}
+	idea := Idea{Description: "raise LR", Threshold: DefaultThreshold}
+	withIdea := func(f func(*Idea)) Idea { i := idea; f(&i); return i }
+	cases := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"check: mode", func() error {
+			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Mode = "yolo" })})
+			return err
+		}, "--mode must be explore, exploit or replicate"},
+		{"check: threshold", func() error {
+			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Threshold = 1.5 })})
+			return err
+		}, "--threshold must be between 0 and 1"},
+		{"check: NaN threshold", func() error {
+			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Threshold = math.NaN() })})
+			return err
+		}, "--threshold must be between 0 and 1"},
+		{"check: empty description", func() error {
+			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Description = "  " })})
+			return err
+		}, "--description must not be empty"},
+		{"check: limit", func() error { _, err := Check(env, CheckInput{Idea: idea, Limit: -1}); return err }, "--limit must be 0 or more"},
+		{"log: status", func() error { _, err := Log(env, LogInput{Idea: idea, Status: "kept"}); return err }, "--status must be keep, discard or crash"},
+		{"log: metric", func() error {
+			_, err := Log(env, LogInput{Idea: idea, Status: "keep", Metrics: map[string]float64{"val_bpb": math.Inf(1)}})
+			return err
+		}, "is not a finite number"},
+		{"report: format", func() error {
+			_, err := Report(env, ReportInput{Format: "pdf", SinceHours: 1, PlateauWindow: 1})
+			return err
+		}, "--format must be md, html or json"},
+		{"report: window", func() error {
+			_, err := Report(env, ReportInput{Format: "md", SinceHours: 0, PlateauWindow: 1})
+			return err
+		}, "--since-hours must be a positive"},
+		{"report: plateau", func() error { _, err := Report(env, ReportInput{Format: "md", SinceHours: 1}); return err }, "--plateau-window must be at least 1"},
+		{"report: min delta", func() error {
+			_, err := Report(env, ReportInput{Format: "md", SinceHours: 1, PlateauWindow: 1, MinDelta: -1})
+			return err
+		}, "--min-delta must be zero or positive"},
+		{"list: status", func() error { _, err := List(env, ListInput{Status: []string{"keep,won"}}); return err }, "--status must be keep, discard or crash"},
+		{"list: best", func() error { _, err := List(env, ListInput{Best: -1}); return err }, "--best and --limit must not be negative"},
+		{"since: word", func() error { _, err := ParseSince("yesterday"); return err }, "--since must be a duration"},
+		{"since: zero hours", func() error { _, err := ParseSince("0"); return err }, "--since must be a positive number of hours"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			if !errors.Is(err, ledger.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want bad input %q", err, tc.want)
+			}
+		})
+	}
+	// Valid input outside a repository gets as far as the store.
+	if _, err := Check(env, CheckInput{Idea: idea, Limit: DefaultMatches}); !errors.Is(err, ledger.ErrNotRepo) {
+		t.Fatalf("check outside a repository: %v", err)
+	}
+}
+
+// TestIdeaDefaults: an empty mode is exploit; tags are split at commas.
+func TestIdeaDefaults(t *testing.T) {
+	i := Idea{Description: "x", Tags: []string{"lr, sweep", "", "arch"}, Threshold: DefaultThreshold}
+	if err := i.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if i.Mode != DefaultMode || strings.Join(i.Tags, "|") != "lr|sweep|arch" {
+		t.Fatalf("%+v", i)
+	}
+}
