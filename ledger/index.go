@@ -48,7 +48,10 @@ import (
 //
 //	1: groups by (norm, family), fields norm/normkey/family/data (JSON runs).
 //	2: data holds runs as "offset:code:metric;…" (10x faster to decode).
-const IndexFormat = 2
+//	3: groups carry their normalised description (data's third line, and
+//	   the desckey field), so an exact description repeat is found whatever
+//	   the tags and family (issue 18).
+const IndexFormat = 3
 
 const (
 	indexName      = "novelty"
@@ -87,21 +90,26 @@ type GroupRun struct {
 type TextGroup struct {
 	Norm   string
 	Family string
-	Runs   []GroupRun // ledger order
+	// Desc is the normalised description of the group's runs (of its first
+	// run: runs share it unless the description, hypothesis and tags split
+	// one comparison text differently).
+	Desc string
+	Runs []GroupRun // ledger order
 }
 
-// encodeGroup writes the stored "data" field: norm and family as JSON
-// strings, then the runs as "offset:code:metric" joined by ";" (code k, d,
+// encodeGroup writes the stored "data" field: norm, family and desc as JSON
+// strings on a line each, then the runs as "offset:code:metric" joined by ";" (code k, d,
 // c for keep, discard, crash, else "-"; metric empty when missing, else
 // shortest round-trip form). It decodes ~10x faster than JSON arrays.
 func encodeGroup(g *TextGroup) string {
 	var sb strings.Builder
 	nb, _ := json.Marshal(g.Norm)
 	fb, _ := json.Marshal(g.Family)
-	sb.Write(nb)
-	sb.WriteByte('\n')
-	sb.Write(fb)
-	sb.WriteByte('\n')
+	db, _ := json.Marshal(g.Desc)
+	for _, b := range [][]byte{nb, fb, db} {
+		sb.Write(b)
+		sb.WriteByte('\n')
+	}
 	for i, r := range g.Runs {
 		if i > 0 {
 			sb.WriteByte(';')
@@ -133,20 +141,19 @@ var codeStatus = map[string]string{"k": StatusKeep, "d": StatusDiscard, "c": Sta
 
 func decodeGroup(s string) (TextGroup, error) {
 	var g TextGroup
-	parts := strings.SplitN(s, "\n", 3)
-	if len(parts) != 3 {
+	parts := strings.SplitN(s, "\n", 4)
+	if len(parts) != 4 {
 		return g, errors.New("malformed group data")
 	}
-	if err := json.Unmarshal([]byte(parts[0]), &g.Norm); err != nil {
-		return g, err
+	for i, dst := range []*string{&g.Norm, &g.Family, &g.Desc} {
+		if err := json.Unmarshal([]byte(parts[i]), dst); err != nil {
+			return g, err
+		}
 	}
-	if err := json.Unmarshal([]byte(parts[1]), &g.Family); err != nil {
-		return g, err
-	}
-	if parts[2] == "" {
+	if parts[3] == "" {
 		return g, nil
 	}
-	runs := strings.Split(parts[2], ";")
+	runs := strings.Split(parts[3], ";")
 	g.Runs = make([]GroupRun, len(runs))
 	for i, r := range runs {
 		off, rest, ok1 := strings.Cut(r, ":")
@@ -466,7 +473,7 @@ func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64
 		id := groupID(norm, rec.Family)
 		g := into[id]
 		if g == nil {
-			g = &TextGroup{Norm: norm, Family: rec.Family}
+			g = &TextGroup{Norm: norm, Family: rec.Family, Desc: x.opts.Normalize(rec.Description)}
 			into[id] = g
 		}
 		g.Runs = append(g.Runs, x.runOf(&rec, start))
@@ -544,7 +551,7 @@ func newIndexMapping() (*mapping.IndexMappingImpl, error) {
 	text.Analyzer = normAnalyzer
 	text.Store, text.IncludeInAll, text.IncludeTermVectors, text.DocValues = false, false, false, false
 	doc.AddFieldMappingsAt("norm", text)
-	for _, name := range []string{"normkey", "family"} {
+	for _, name := range []string{"normkey", "desckey", "family"} {
 		kw := bleve.NewKeywordFieldMapping()
 		kw.Analyzer = keyword.Name
 		kw.Store, kw.IncludeInAll, kw.IncludeTermVectors, kw.DocValues = false, false, false, false
@@ -560,7 +567,7 @@ func newIndexMapping() (*mapping.IndexMappingImpl, error) {
 }
 
 func groupDoc(g *TextGroup) map[string]any {
-	return map[string]any{"norm": g.Norm, "normkey": normKey(g.Norm), "family": g.Family, "data": encodeGroup(g)}
+	return map[string]any{"norm": g.Norm, "normkey": normKey(g.Norm), "desckey": normKey(g.Desc), "family": g.Family, "data": encodeGroup(g)}
 }
 
 // build writes a fresh index into a temp dir beside the live one, then
@@ -741,11 +748,12 @@ func (x *NoveltyIndex) lookupGroup(id string) (*TextGroup, error) {
 }
 
 // Candidates returns the groups most likely to match a probe with
-// normalised text norm and family: the best limit groups by relevance to
-// norm's tokens, the best limit groups of family, and every group whose
-// normalised text is norm. In scan mode it returns every group.
-func (x *NoveltyIndex) Candidates(norm, family string, limit int) ([]TextGroup, error) {
-	groups, err := x.candidates(norm, family, limit)
+// normalised text norm, normalised description desc and family: the best
+// limit groups by relevance to norm's tokens, the best limit groups of
+// family, and every group whose normalised text is norm or whose
+// description is desc. In scan mode it returns every group.
+func (x *NoveltyIndex) Candidates(norm, desc, family string, limit int) ([]TextGroup, error) {
+	groups, err := x.candidates(norm, desc, family, limit)
 	if err == nil || x.idx == nil {
 		return groups, err
 	}
@@ -757,10 +765,10 @@ func (x *NoveltyIndex) Candidates(norm, family string, limit int) ([]TextGroup, 
 	if _, err := x.rebuildOrFallback(); err != nil {
 		return nil, err
 	}
-	return x.candidates(norm, family, limit)
+	return x.candidates(norm, desc, family, limit)
 }
 
-func (x *NoveltyIndex) candidates(norm, family string, limit int) ([]TextGroup, error) {
+func (x *NoveltyIndex) candidates(norm, desc, family string, limit int) ([]TextGroup, error) {
 	out := map[string]*TextGroup{}
 	if x.idx != nil {
 		tokens := uniqueFields(norm)
@@ -769,6 +777,12 @@ func (x *NoveltyIndex) candidates(norm, family string, limit int) ([]TextGroup, 
 		exact.SetField("normkey")
 		exact.SetBoost(1000)
 		should = append(should, exact)
+		if desc != "" {
+			same := bleve.NewTermQuery(normKey(desc))
+			same.SetField("desckey")
+			same.SetBoost(1000)
+			should = append(should, same)
+		}
 		var textQ []query.Query
 		for _, t := range tokens {
 			if len(t) > maxTokenLength {

@@ -22,7 +22,7 @@ func exhaustiveCorpus(t testing.TB, s *ledger.Store) (*novelty.Corpus, func(int6
 		if !ok {
 			gi = len(groups)
 			idx[k] = gi
-			groups = append(groups, novelty.Group{Norm: norm, Family: r.Family})
+			groups = append(groups, novelty.Group{Norm: norm, Family: r.Family, Desc: novelty.Normalize(r.Description)})
 		}
 		groups[gi].Runs = append(groups[gi].Runs, novelty.RunOf(r, off, s.Config.Metric))
 		return nil

@@ -53,7 +53,7 @@ func TestIndexCorruptDocumentRebuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	groups, err := ix.Candidates("increase matrix lr to 0.07", "", 10)
+	groups, err := ix.Candidates("increase matrix lr to 0.07", "increase matrix lr to 0.07", "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestIndexCorruptDocumentRebuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if g, err := again.Candidates("double model width", "", 10); err != nil || len(g) == 0 || notice.Len() != 0 {
+	if g, err := again.Candidates("double model width", "double model width", "", 10); err != nil || len(g) == 0 || notice.Len() != 0 {
 		t.Fatalf("after rebuild: %v %d groups, notice %q", err, len(g), notice.String())
 	}
 }

@@ -30,7 +30,7 @@ type Index interface {
 	// norm's tokens, the best limit groups of family when family is not
 	// empty, and every group whose normalised text equals norm. Order does
 	// not matter; a group appears at most once.
-	Candidates(norm, family string, limit int) ([]Group, error)
+	Candidates(norm, desc, family string, limit int) ([]Group, error)
 	// Record returns the full record at a ledger offset (for display).
 	Record(offset int64) (*ledger.Record, error)
 }
@@ -52,7 +52,7 @@ func Check(idx Index, probe Probe, opts Options) (Result, error) {
 	if limit <= 0 {
 		limit = CandidateLimit
 	}
-	groups, err := idx.Candidates(Normalize(probe.Text()), probe.Family, limit)
+	groups, err := idx.Candidates(Normalize(probe.Text()), Normalize(probe.Description), probe.Family, limit)
 	if err != nil {
 		return Result{}, err
 	}
@@ -85,7 +85,7 @@ func GroupRecords(records []*ledger.Record, metric string) []Group {
 		if !ok {
 			gi = len(groups)
 			idx[k] = gi
-			groups = append(groups, Group{Norm: norm, Family: r.Family})
+			groups = append(groups, Group{Norm: norm, Family: r.Family, Desc: Normalize(r.Description)})
 		}
 		groups[gi].Runs = append(groups[gi].Runs, RunOf(r, int64(i), metric))
 	}
@@ -148,6 +148,10 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 	opts = opts.withDefaults()
 	text := probe.Text()
 	pt := Prepare(text)
+	// An exact repeat of the description is a duplicate whatever the tags,
+	// hypothesis and family (a deviation from the Python tool, which needs
+	// the whole comparison text to repeat; README).
+	pdesc := Normalize(probe.Description)
 	threshold, effective := Thresholds(opts.Threshold, opts.Mode)
 	familyFloor := threshold - FamilySlack
 
@@ -166,7 +170,8 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		sameFamily := probe.Family != "" && g.Family == probe.Family
 		// Skip groups that can neither match nor be the nearest kept run
 		// or failure: their exact score could not change the result.
-		if pt.Norm != gt.Norm && !opts.noPrune {
+		sameDesc := pdesc != "" && pdesc == g.Desc
+		if pt.Norm != gt.Norm && !sameDesc && !opts.noPrune {
 			ub := Round3(pt.upperBound(gt))
 			need := effective
 			if sameFamily {
@@ -177,7 +182,7 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 			}
 		}
 		score := pt.Similarity(gt)
-		duplicate := pt.Norm == gt.Norm || (score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
+		duplicate := pt.Norm == gt.Norm || sameDesc || (score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
 		groupMatches := score >= effective || duplicate || (sameFamily && score >= familyFloor)
 		for _, run := range g.Runs {
 			r := ref{score: score, value: run.Value, offset: run.Offset}
@@ -213,6 +218,7 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		}
 	}
 	sort.Slice(matches, func(i, j int) bool { return less(&matches[i], &matches[j], opts.HigherIsBetter) })
+	successFirst(matches)
 	classification := Novel
 	if len(matches) > 0 {
 		classification = matches[0].cat
@@ -250,6 +256,28 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		*nr.dst = &m
 	}
 	return res, nil
+}
+
+// successFirst moves the best-scoring success to the front when it scores
+// higher than the top match, a repeated failure: an idea nearer to a kept
+// run than to any failure is a follow-up of that success, not a repeat of
+// the failure (a deviation from the Python tool, whose category order lets
+// any failure above the threshold win; README). matches are sorted.
+func successFirst(matches []ref) {
+	if len(matches) == 0 || matches[0].cat != RepeatFailure {
+		return
+	}
+	best := -1
+	for i := range matches {
+		if c := matches[i].cat; (c == IncrementalFollowup || c == KnownSuccess) && (best < 0 || matches[i].score > matches[best].score) {
+			best = i
+		}
+	}
+	if best > 0 && matches[best].score > matches[0].score {
+		r := matches[best]
+		copy(matches[1:best+1], matches[:best])
+		matches[0] = r
+	}
 }
 
 // couldBeNearer reports whether a group whose score is at most ub could

@@ -13,6 +13,7 @@ import (
 func naiveEvaluate(probe Probe, records []*ledger.Record, texts []*Text, opts Options) Verdict {
 	opts = opts.withDefaults()
 	pt := Prepare(probe.Text())
+	pdesc := Normalize(probe.Description)
 	threshold, effective := Thresholds(opts.Threshold, opts.Mode)
 	type m struct {
 		Match
@@ -24,7 +25,7 @@ func naiveEvaluate(probe Probe, records []*ledger.Record, texts []*Text, opts Op
 		rt := texts[i]
 		score := pt.Similarity(rt)
 		same := probe.Family != "" && r.Family == probe.Family
-		dup := pt.Norm == rt.Norm || (score >= 0.96 && equalSets(pt.Tokens, rt.Tokens))
+		dup := pt.Norm == rt.Norm || (pdesc != "" && pdesc == Normalize(r.Description)) || (score >= 0.96 && equalSets(pt.Tokens, rt.Tokens))
 		if !(score >= effective || dup || (same && score >= threshold-0.08)) {
 			continue
 		}
@@ -66,6 +67,20 @@ func naiveEvaluate(probe Probe, records []*ledger.Record, texts []*Text, opts Op
 		}
 		return av < bv
 	})
+	// A success that scores higher than the top repeated failure decides.
+	if len(ms) > 0 && ms[0].Category == RepeatFailure {
+		best := -1
+		for i, x := range ms {
+			if (x.Category == IncrementalFollowup || x.Category == KnownSuccess) && (best < 0 || x.Score > ms[best].Score) {
+				best = i
+			}
+		}
+		if best > 0 && ms[best].Score > ms[0].Score {
+			x := ms[best]
+			copy(ms[1:best+1], ms[:best])
+			ms[0] = x
+		}
+	}
 	class := Novel
 	if len(ms) > 0 {
 		class = ms[0].Category

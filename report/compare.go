@@ -36,6 +36,9 @@ type CompareRun struct {
 	Timestamp   string `json:"timestamp_utc"`
 	Novelty     string `json:"novelty_classification"`
 	Decision    string `json:"novelty_decision"`
+	// Dirty: the run ran with uncommitted changes to tracked files; its
+	// commit is not the code that ran (the archived train.patch is).
+	Dirty bool `json:"dirty,omitempty"`
 }
 
 // MetricDelta is one metric of both runs. Delta is B − A; Better names the
@@ -184,7 +187,7 @@ func passNumber(v any) int {
 
 func compareRun(r *ledger.Record) CompareRun {
 	cr := CompareRun{RunID: string(r.RunID), Commit: r.Commit, Status: r.Status, Family: r.Family,
-		Description: r.Description, Timestamp: r.Timestamp}
+		Description: r.Description, Timestamp: r.Timestamp, Dirty: r.Dirty != nil && *r.Dirty}
 	var ng struct {
 		Classification string `json:"classification"`
 		Policy         struct {
@@ -265,8 +268,19 @@ func fmtNum(v *float64, prec int, signed bool) string {
 // WriteComparisonText renders c for a terminal.
 func WriteComparisonText(w io.Writer, c Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "A  %s  %s  %-7s  %s\n", c.A.RunID, c.A.Commit, c.A.Status, oneLine(c.A.Description))
-	fmt.Fprintf(&b, "B  %s  %s  %-7s  %s\n", c.B.RunID, c.B.Commit, c.B.Status, oneLine(c.B.Description))
+	for _, side := range []struct {
+		name string
+		r    CompareRun
+	}{{"A", c.A}, {"B", c.B}} {
+		dirty := ""
+		if side.r.Dirty {
+			dirty = "(dirty) "
+		}
+		fmt.Fprintf(&b, "%s  %s  %s  %-7s  %s%s\n", side.name, side.r.RunID, side.r.Commit, side.r.Status, dirty, oneLine(side.r.Description))
+	}
+	if c.A.Dirty || c.B.Dirty {
+		b.WriteString("(dirty): ran with uncommitted changes to tracked files, so the code diff below, between commits, is not what ran; `memorylab show` has the diff that ran\n")
+	}
 	if c.A.Novelty != "" || c.B.Novelty != "" {
 		fmt.Fprintf(&b, "novelty: A %s/%s, B %s/%s\n", orDash(c.A.Novelty), orDash(c.A.Decision), orDash(c.B.Novelty), orDash(c.B.Decision))
 	}

@@ -84,6 +84,18 @@ func TestCompareGolden(t *testing.T) {
 			diff: "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n@@ -1 +1 @@\n-MATRIX_LR = 0.04\n+MATRIX_LR = 0.05\n",
 		},
 		{
+			name: "dirty",
+			cfg:  ledger.Config{Metric: "val_bpb", Goal: ledger.GoalMin},
+			a:    rec("20261122T020000Z-aaaaaaa", "keep", map[string]float64{"val_bpb": 0.9979}, nil),
+			b: func() *ledger.Record {
+				r := rec("20261122T020500Z-bbbbbbb", "discard", map[string]float64{"val_bpb": 0.9990}, nil)
+				dirty := true
+				r.Dirty = &dirty
+				return r
+			}(),
+			diff: "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n@@ -1 +1 @@\n-DEPTH = 8\n+DEPTH = 10\n",
+		},
+		{
 			name: "arcmemo",
 			cfg:  ledger.Config{Metric: "official_score", Goal: ledger.GoalMax},
 			a: rec("20261122T020000Z-aaaaaaa", "keep", map[string]float64{"official_score": 0.41, "strict_score": 0.38},

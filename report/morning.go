@@ -76,6 +76,7 @@ type QueueItem struct {
 	Value      *float64 `json:"value"`
 	Summary    string   `json:"summary"`
 	Timestamp  string   `json:"timestamp_utc"`
+	Dirty      bool     `json:"dirty,omitempty"` // ran with uncommitted changes to tracked files
 }
 
 // BoardRow is a champion-board row (also used for single runs).
@@ -101,6 +102,7 @@ type LedgerRow struct {
 	Value       *float64 `json:"value"`
 	MemoryGB    *float64 `json:"memory_gb"`
 	Description string   `json:"description"`
+	Dirty       bool     `json:"dirty,omitempty"` // ran with uncommitted changes to tracked files
 }
 
 // Progress is what karpathy's analysis notebook shows, for the window.
@@ -272,7 +274,7 @@ func valueOf(r *ledger.Record, g registry.Goal) *float64 {
 
 func ledgerRow(r *ledger.Record, g registry.Goal) LedgerRow {
 	row := LedgerRow{Timestamp: r.Timestamp, RunID: string(r.RunID), Commit: r.Commit, Status: r.Status,
-		Value: valueOf(r, g), Description: r.Description}
+		Value: valueOf(r, g), Description: r.Description, Dirty: r.Dirty != nil && *r.Dirty}
 	if r.Status != ledger.StatusCrash {
 		row.MemoryGB = registry.MemoryGB(r)
 	}
@@ -300,7 +302,7 @@ func decisionQueue(byTime []*ledger.Record, g registry.Goal, champion string) []
 			continue
 		}
 		q = append(q, QueueItem{Priority: p.Priority, NextAction: p.NextAction, RunID: string(r.RunID), Status: r.Status,
-			Value: valueOf(r, g), Summary: p.Summary, Timestamp: r.Timestamp})
+			Value: valueOf(r, g), Summary: p.Summary, Timestamp: r.Timestamp, Dirty: r.Dirty != nil && *r.Dirty})
 	}
 	sort.SliceStable(q, func(i, j int) bool { return rank(q[i].Priority) < rank(q[j].Priority) })
 	if len(q) > queueSize {

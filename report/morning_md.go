@@ -74,9 +74,12 @@ func (m *Morning) writeRest(b *bytes.Buffer) {
 		w("No decision packets in the window.\n")
 	} else {
 		w("| priority | next action | run_id | status | %s | summary |\n| --- | --- | --- | --- | ---: | --- |\n", metric)
+		dirty := false
 		for _, q := range m.DecisionQueue {
-			w("| %s | `%s` | `%s` | %s | %s | %s |\n", cell(q.Priority), code(q.NextAction), q.RunID, cell(q.Status), val(q.Value), cell(q.Summary))
+			w("| %s | `%s` | `%s` | %s | %s | %s |\n", cell(q.Priority), code(q.NextAction), q.RunID, statusCell(q.Status, q.Dirty), val(q.Value), cell(q.Summary))
+			dirty = dirty || q.Dirty
 		}
+		dirtyNote(b, dirty)
 	}
 	w("\n## Champion Board\n")
 	if len(m.ChampionBoard) == 0 {
@@ -137,9 +140,27 @@ func (m *Morning) writeRest(b *bytes.Buffer) {
 		w("No runs in the window.\n")
 	} else {
 		w("| time (UTC) | run_id | commit | status | %s | mem_gb | description |\n| --- | --- | --- | --- | ---: | ---: | --- |\n", metric)
+		dirty := false
 		for _, r := range m.RecentLedger {
-			w("| %s | `%s` | `%s` | %s | %s | %s | %s |\n", cell(tableTime(r.Timestamp)), r.RunID, code(r.Commit), cell(r.Status), val(r.Value), gb(r.MemoryGB), cell(r.Description))
+			w("| %s | `%s` | `%s` | %s | %s | %s | %s |\n", cell(tableTime(r.Timestamp)), r.RunID, code(r.Commit), statusCell(r.Status, r.Dirty), val(r.Value), gb(r.MemoryGB), cell(r.Description))
+			dirty = dirty || r.Dirty
 		}
+		dirtyNote(b, dirty)
+	}
+}
+
+// statusCell is a run's status, marked when it ran with uncommitted changes.
+func statusCell(status string, dirty bool) string {
+	if dirty {
+		return cell(status) + " (dirty)"
+	}
+	return cell(status)
+}
+
+// dirtyNote explains the (dirty) marker under a table that shows one.
+func dirtyNote(b *bytes.Buffer, dirty bool) {
+	if dirty {
+		b.WriteString("\n(dirty): ran with uncommitted changes to tracked files; its commit is not the code that ran (`memorylab show RUN` has the diff that ran).\n")
 	}
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -225,4 +226,23 @@ func TestEmptyLedger(t *testing.T) {
 	if _, err := m.HTML(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDirtyMarkerGolden: a run that ran with uncommitted changes is marked
+// "(dirty)" in the decision queue and the recent ledger, with one note under
+// each table (issue 18); JSON carries "dirty": true.
+func TestDirtyMarkerGolden(t *testing.T) {
+	recs := corpusRecords(t)
+	dirty := true
+	recs[len(recs)-1].Dirty = &dirty
+	m := morningOf(recs, registry.Goal{Metric: "val_bpb"}, corpusNow)
+	md := m.Markdown()
+	if !bytes.Contains(md, []byte(" (dirty) |")) || bytes.Count(md, []byte("(dirty): ran with uncommitted")) != 2 {
+		t.Fatalf("no dirty marker in the queue and the ledger:\n%s", md)
+	}
+	js, err := json.Marshal(m.RecentLedger)
+	if err != nil || bytes.Count(js, []byte(`"dirty":true`)) != 1 {
+		t.Fatalf("recent ledger JSON: %s %v", js, err)
+	}
+	writeGolden(t, "dirty_report.md", md)
 }

@@ -358,7 +358,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		defer ix.Close()
-		groups, err := ix.Candidates(norm, "", 200)
+		groups, err := ix.Candidates(norm, norm, "", 200)
 		if err != nil {
 			return nil, err
 		}

@@ -85,6 +85,13 @@ func TestCheckReproducesPythonVerdicts(t *testing.T) {
 				}
 				delete(got, k)
 			}
+			if d, ok := novelty.PythonDeviations[rec.RunID]; ok {
+				top, _ := got["top_matches"].([]any)
+				if got["classification"] != d.Classification || len(top) == 0 || top[0].(map[string]any)["run_id"] != string(d.TopMatch) {
+					t.Fatalf("%s: got %v, want %s with top %s", d.Why, got["classification"], d.Classification, d.TopMatch)
+				}
+				return
+			}
 			var want map[string]any
 			json.Unmarshal(rec.NoveltyGuard, &want)
 			gj, _ := json.Marshal(got)

@@ -39,6 +39,7 @@ const num = (v) => (v === null || v === undefined ? "–" : String(+Number(v).to
 const time = (ts) => (ts || "").replace("T", " ").replace("Z", "");
 const runLink = (id, label) => el("a", { href: "#/run/" + encodeURIComponent(id), class: "mono", text: label || id });
 const statusBadge = (s) => el("span", { class: "status " + s, text: s });
+const dirtyMark = (dirty) => (dirty ? el("span", { class: "dirty", title: "ran with uncommitted changes to tracked files", text: " *" }) : null);
 const short = (s, n) => (s && s.length > n ? s.slice(0, n - 1) + "…" : s || "");
 
 function banner(msg) {
@@ -99,7 +100,7 @@ async function renderOverview(view) {
   out.push(el("h2", { text: "Decision queue" }));
   out.push(m.decision_queue.length ? table(["priority", "next action", "run", "status", m.metric, "summary"],
     m.decision_queue.map((q) => el("tr", {}, el("td", { text: q.priority }), el("td", { text: q.next_action }), el("td", {}, runLink(q.run_id)),
-      el("td", {}, statusBadge(q.status)), el("td", { class: "num", text: fmt(q.value) }), el("td", { text: q.summary }))))
+      el("td", {}, statusBadge(q.status), dirtyMark(q.dirty)), el("td", { class: "num", text: fmt(q.value) }), el("td", { text: q.summary }))))
     : el("p", { class: "muted", text: "Nothing waiting for a decision." }));
   out.push(el("h2", { text: "Champion board" }));
   out.push(table(["role", "run", m.metric, "Δ to champion", "memory GB", "description"],
@@ -108,7 +109,7 @@ async function renderOverview(view) {
   out.push(el("h2", { text: "Recent runs" }));
   out.push(table(["time", "run", "status", m.metric, "description"],
     (m.recent_ledger || []).map((r) => el("tr", {}, el("td", { class: "mono", text: time(r.timestamp_utc) }), el("td", {}, runLink(r.run_id)),
-      el("td", {}, statusBadge(r.status)), el("td", { class: "num", text: fmt(r.value) }), el("td", { text: r.description })))));
+      el("td", {}, statusBadge(r.status), dirtyMark(r.dirty)), el("td", { class: "num", text: fmt(r.value) }), el("td", { text: r.description })))));
   view.replaceChildren(...out);
 }
 
@@ -165,7 +166,7 @@ async function renderRuns(view, params) {
   const rows = res.rows.map((r) => el("tr", { dataset: { run: r.run_id } },
     el("td", { class: "mono hide-narrow", text: time(r.timestamp_utc) }),
     el("td", {}, runLink(r.run_id, short(r.run_id, 28))),
-    el("td", {}, statusBadge(r.status), r.dirty ? el("span", { class: "dirty", title: "ran with uncommitted changes", text: " *" }) : null),
+    el("td", {}, statusBadge(r.status), dirtyMark(r.dirty)),
     el("td", { class: "num", text: fmt(r.value) }),
     el("td", { class: "num hide-narrow", text: num(r.memory_gb) }),
     el("td", { class: "hide-narrow", text: r.family || "" }),
