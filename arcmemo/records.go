@@ -16,8 +16,8 @@ import (
 
 // Record kinds, stored as source["kind"].
 const (
-	KindSolvePass      = "solve_pass"
-	KindMemorySnapshot = "memory_snapshot"
+	KindSolvePass      = ledger.SourceArcMemoPass
+	KindMemorySnapshot = ledger.SourceArcMemoMemory
 )
 
 // PassMetrics are the metric names every solve-pass record carries; a

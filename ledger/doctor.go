@@ -212,7 +212,7 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 			} else {
 				firstLine[r.RunID] = l.No
 			}
-			recs = append(recs, doctorRec{line: l.No, id: r.RunID, commit: r.Commit, commitFull: r.CommitFull,
+			recs = append(recs, doctorRec{line: l.No, id: r.RunID, imported: r.Imported(), tsvRow: r.HasTSVRow(), commit: r.Commit, commitFull: r.CommitFull,
 				schema: r.SchemaVersion, artifacts: r.Artifacts})
 		}
 		return nil
@@ -222,7 +222,7 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 	}
 	s.checkArtifacts(rep, recs)
 	s.checkRefs(rep, repo, recs)
-	s.checkTSV(rep)
+	s.checkTSV(rep, recs)
 	return rep, nil
 }
 
@@ -231,6 +231,8 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 type doctorRec struct {
 	line       int
 	id         RunID
+	imported   bool // from an import: no run ref, maybe no results.tsv row
+	tsvRow     bool // results.tsv holds a row for it (Record.HasTSVRow)
 	commit     string
 	commitFull string
 	schema     int
@@ -296,7 +298,14 @@ func (s *Store) artifactPath(v string) (p string, ok, escapes bool) {
 }
 
 func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
+	notFetched := 0
 	for _, r := range recs {
+		if dir, err := s.RunDir(r.id); err == nil {
+			if _, err := os.Lstat(filepath.Join(dir, NotFetchedMarker)); err == nil {
+				notFetched++
+				continue // pulled with --no-archives: its files are on the remote, not lost
+			}
+		}
 		keys := make([]string, 0, len(r.artifacts))
 		for k := range r.artifacts {
 			keys = append(keys, k)
@@ -322,6 +331,10 @@ func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
 					Fix:     "restore it from a backup or a clone; the record itself is intact"})
 			}
 		}
+	}
+	if notFetched > 0 {
+		rep.add(Finding{Severity: SevInfo, Check: CheckArtifacts,
+			Message: fmt.Sprintf("%d pulled runs came without their archives (pull --no-archives); their records are intact", notFetched)})
 	}
 }
 
@@ -365,8 +378,8 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 	inLedger := make(map[RunID]bool, len(recs))
 	for i, r := range recs {
 		inLedger[r.id] = true
-		if r.commit == "" {
-			continue // run outside git
+		if r.commit == "" || r.imported {
+			continue // a run outside git, or imported: imports pin nothing
 		}
 		h, ok := refs[r.id]
 		if !ok {
@@ -413,7 +426,7 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 // checkTSV compares the number of results.tsv rows with the ledger. A gap is
 // a warning: `log` appends the TSV row after the ledger line (the commit
 // point), so a writer killed in between leaves the table one row short.
-func (s *Store) checkTSV(rep *DoctorReport) {
+func (s *Store) checkTSV(rep *DoctorReport, recs []doctorRec) {
 	if s.TSVPath == "" {
 		return
 	}
@@ -438,9 +451,15 @@ func (s *Store) checkTSV(rep *DoctorReport) {
 	if rows < 0 {
 		rows = 0
 	}
-	if rows != rep.Records {
+	want := 0
+	for _, r := range recs {
+		if r.tsvRow {
+			want++
+		}
+	}
+	if rows != want {
 		rep.add(Finding{Severity: SevWarning, Check: CheckTSV,
-			Message: fmt.Sprintf("results.tsv has %d rows, the ledger %d records (the ledger is authoritative; a writer killed between the two leaves the table short)", rows, rep.Records)})
+			Message: fmt.Sprintf("results.tsv has %d rows, the ledger %d runs that have one (the ledger is authoritative; a writer killed between the two leaves the table short)", rows, want)})
 	}
 }
 

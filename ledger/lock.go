@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,12 +43,19 @@ type Lock struct {
 
 // lockFile takes an exclusive flock on path, waiting with backoff up to
 // lockTimeout. On timeout the error wraps ErrLocked and names the holder.
-func lockFile(path string) (*Lock, error) {
+func lockFile(path string) (*Lock, error) { return lockFileContext(context.Background(), path) }
+
+// lockFileContext is lockFile that gives up when ctx ends (Ctrl-C while
+// waiting for another writer), with ctx's error.
+func lockFileContext(ctx context.Context, path string) (*Lock, error) {
 	f, err := OpenForWriting(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("unable to open lock %s: %w", path, err)
 	}
-	if err := flockWithin(f, lockTimeout); err != nil {
+	if err := flockWithin(ctx, f, lockTimeout); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if errors.Is(err, ErrLocked) {
 			holder := readHolder(path)
 			return nil, fmt.Errorf("%w by %s for more than %s; retry later, or check that process", ErrLocked, holder, lockTimeout)
@@ -95,7 +103,7 @@ func (l *Lock) Unlock() error {
 // release and compete at once. If the wait times out, the goroutine stays
 // blocked in the kernel; when it finally gets the lock it closes f, which
 // releases it at once.
-func flockWithin(f *os.File, d time.Duration) error {
+func flockWithin(ctx context.Context, f *os.File, d time.Duration) error {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
 		return nil
 	} else if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
@@ -129,6 +137,16 @@ func flockWithin(f *os.File, d time.Duration) error {
 			f.Close()
 		}
 		return err
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case <-got: // acquired (or failed) just as ctx ended: nobody will use it
+			f.Close()
+		default:
+			abandoned = true
+		}
+		return ctx.Err()
 	case <-timer.C:
 		mu.Lock()
 		defer mu.Unlock()

@@ -145,15 +145,7 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 			return err
 		}
 		if f.SrcPath != "" {
-			write = func(w io.Writer) error {
-				src, err := os.Open(f.SrcPath)
-				if err != nil {
-					return err
-				}
-				defer src.Close()
-				_, err = io.Copy(w, src)
-				return err
-			}
+			write = func(w io.Writer) error { return copyBounded(w, f.SrcPath) }
 		}
 		writes = append(writes, atomicFile{path: filepath.Join(dir, f.Name), perm: 0o644, write: write})
 	}
@@ -262,4 +254,30 @@ func (s *Store) AppendTSVLocked(header, line string) error {
 		return fmt.Errorf("unable to append to %s: %w", s.TSVPath, err)
 	}
 	return f.Sync()
+}
+
+// MaxArchivedLog bounds the copy of a run's log in its archive: a longer
+// log keeps its first and last MaxArchivedLog/2 bytes with a note between
+// (the summary block and the traceback are at the end). A log that grows
+// while it is copied is copied as long as it was when the copy began.
+const MaxArchivedLog = 16 << 20
+
+// copyBounded copies the regular file at path to w, bounded as
+// MaxArchivedLog says.
+func copyBounded(w io.Writer, path string) error {
+	src, st, err := OpenRegular(path, path, "run log", "pass --log with the path of the training output")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if st.Size() > MaxArchivedLog {
+		b, err := boundArchive(src, st.Size(), MaxArchivedLog)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	_, err = io.Copy(w, io.LimitReader(src, st.Size()))
+	return err
 }

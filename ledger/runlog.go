@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ErrBadInput marks input memorylab cannot use (bad flags, log, summary).
@@ -44,20 +45,15 @@ var SummaryKeys = []string{"val_bpb", "training_seconds", "total_seconds", "peak
 const maxLogTail = 4 << 20
 
 // ReadLogTail returns the last maxLogTail bytes of a log file (all of it when
-// smaller), starting at a line boundary.
+// smaller), starting at a line boundary. Only a regular file is read: a
+// device (/dev/zero), a FIFO or a process substitution (<(cmd)) is refused
+// (OpenRegular), never read without end or silently as empty.
 func ReadLogTail(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, st, err := OpenRegular(path, path, "run log", "pass --log with the path of the training output")
 	if err != nil {
-		return nil, BadInputf("unable to read run log %s: %v; pass --log with the path of the training output", path, unwrapPath(err))
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, BadInputf("unable to read run log %s: %v", path, err)
-	}
-	if st.IsDir() {
-		return nil, BadInputf("run log %s is a directory", path)
-	}
 	off := max(st.Size()-maxLogTail, 0)
 	buf := make([]byte, st.Size()-off)
 	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
@@ -69,6 +65,47 @@ func ReadLogTail(path string) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// OpenRegular opens an input file that must be a regular file: what (e.g.
+// "run log"), shown (the path as the user gave it) and hint make the
+// errors. The open never blocks (a FIFO
+// without a writer would wait forever), and anything but a regular file is
+// refused with ErrBadInput.
+func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, BadInputf("unable to read %s %s: %v; %s", what, shown, unwrapPath(err), hint)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, BadInputf("unable to read %s %s: %v", what, shown, err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, BadInputf("%s %s is %s; memorylab reads a regular file: write it to one first (e.g. `python train.py > run.log 2>&1`)",
+			what, shown, describeMode(st.Mode()))
+	}
+	return f, st, nil
+}
+
+// ReadRegularFile reads a whole input file that must be a regular file of
+// at most limit bytes (OpenRegular).
+func ReadRegularFile(path, shown, what, hint string, limit int64) ([]byte, error) {
+	f, st, err := OpenRegular(path, shown, what, hint)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st.Size() > limit {
+		return nil, BadInputf("%s %s is %d bytes, over the %d-byte limit", what, shown, st.Size(), limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, BadInputf("unable to read %s %s: %v", what, shown, err)
+	}
+	return b, nil
 }
 
 func unwrapPath(err error) error {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,6 +193,11 @@ func OpenStore(dir, tsvPath string) (*Store, error) {
 
 // Lock takes the store's exclusive writer lock (see lockFile).
 func (s *Store) Lock() (*Lock, error) { return lockFile(s.Path(LockFile)) }
+
+// LockContext is Lock that gives up with ctx's error when ctx ends first.
+func (s *Store) LockContext(ctx context.Context) (*Lock, error) {
+	return lockFileContext(ctx, s.Path(LockFile))
+}
 
 // MarshalRecord encodes r as one ledger line (without the newline).
 func MarshalRecord(r *Record) ([]byte, error) {

@@ -893,6 +893,10 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 				if err := g.writeArchive(s, a.id, a.archive); err != nil {
 					return arrived, err
 				}
+			} else if !a.archive.IsZero() {
+				if err := s.markNotFetched(a.id); err != nil {
+					return arrived, err
+				}
 			}
 			batch = append(batch, decoded[j].r)
 		}

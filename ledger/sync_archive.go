@@ -96,9 +96,22 @@ func boundArchive(f io.ReaderAt, size, limit int64) ([]byte, error) {
 	if _, err := f.ReadAt(tail, size-half); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	note := fmt.Sprintf("\n[memorylab: %d bytes left out here: the file is %d bytes and archives over %d bytes are shared as head and tail]\n", size-2*half, size, limit)
+	note := fmt.Sprintf("\n[memorylab: %d bytes left out here: the file is %d bytes and archived copies over %d bytes keep its head and tail]\n", size-2*half, size, limit)
 	out := append(head, note...)
 	return append(out, tail...), nil
+}
+
+// markNotFetched leaves NotFetchedMarker in the run's archive directory:
+// its archive stayed on the remote (pull --no-archives).
+func (s *Store) markNotFetched(id RunID) error {
+	dir, err := s.RunDir(id)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("unable to create %s: %w", dir, err)
+	}
+	return WriteFileNoFollow(filepath.Join(dir, NotFetchedMarker), []byte("pulled with --no-archives: this run's archive stayed on the remote\n"), 0o644)
 }
 
 // writeArchive writes an arriving run's archive tree into runs/<id>/ (files

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -55,7 +54,7 @@ func DecideStatus(env Env, s *ledger.Store, in DecideInput) (status, errText str
 // wins over the log's summary block; the patterns and Metrics add to both.
 func outcomeMetrics(env Env, in DecideInput) (ledger.Metrics, error) {
 	m := ledger.Metrics{}
-	if b, err := os.ReadFile(in.SummaryPath); err == nil {
+	if b, err := ledger.ReadRegularFile(in.SummaryPath, in.SummaryPath, "summary", "", MaxSummary); err == nil {
 		if m, err = ledger.ParseSummaryJSON(b); err != nil {
 			return nil, fmt.Errorf("the training command's %s: %w", SummaryEnv, err)
 		}

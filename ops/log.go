@@ -16,6 +16,10 @@ import (
 // SummaryEnv names the JSON summary sidecar autoresearch can write.
 const SummaryEnv = "AUTORESEARCH_SUMMARY_PATH"
 
+// MaxSummary bounds a JSON summary sidecar (a record holds at most 4096
+// metrics anyway).
+const MaxSummary = 16 << 20
+
 // DefaultLog is the training output log reads when it exists and no other
 // is named.
 const DefaultLog = "run.log"
@@ -109,9 +113,10 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		}
 	}
 	if summaryPath != "" {
-		b, err := os.ReadFile(env.Abs(summaryPath))
+		b, err := ledger.ReadRegularFile(env.Abs(summaryPath), summaryPath, "summary",
+			"pass --summary FILE.json or unset $"+SummaryEnv, MaxSummary)
 		if err != nil {
-			return nil, ledger.BadInputf("unable to read summary %s: %v; pass --summary FILE.json or unset $%s", summaryPath, UnwrapPathErr(err), SummaryEnv)
+			return nil, err
 		}
 		m, err := ledger.ParseSummaryJSON(b)
 		if err != nil {
@@ -161,7 +166,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if err := s.CheckWritable(); err != nil {
 		return nil, err
 	}
-	lock, err := s.Lock()
+	lock, err := s.LockContext(env.ctx())
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +245,9 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	packet := DecisionPacket(st, rec)
 	if rec.DecisionPacket, err = packet.MarshalJSON(); err != nil {
 		return nil, err
+	}
+	if err := env.ctx().Err(); err != nil {
+		return nil, err // interrupted: the pin is undone, nothing else was written
 	}
 	ledger.BoundRecord(rec) // cut copies and excerpts before anything is written
 	if !in.SkipArchive {

@@ -10,6 +10,7 @@
 package ops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +30,17 @@ type Env struct {
 	// Notice receives notes and warnings (the CLI's stderr). Never nil when
 	// an operation runs: use io.Discard to drop them.
 	Notice io.Writer
+	// Ctx, when it ends (Ctrl-C, SIGTERM), stops an operation at its next
+	// safe point with Ctx's error, before anything is written; nil never ends.
+	Ctx context.Context
+}
+
+// ctx is env.Ctx, or a context that never ends.
+func (env Env) ctx() context.Context {
+	if env.Ctx == nil {
+		return context.Background()
+	}
+	return env.Ctx
 }
 
 // Abs resolves p against the working directory.

@@ -13,7 +13,7 @@ import (
 )
 
 // SourceKind marks records made by import in Record.Source["kind"].
-const SourceKind = "results_tsv"
+const SourceKind = ledger.SourceResultsTSV
 
 // Spacing of synthesised timestamps: the row at line L of a file whose last
 // line is N gets anchor − (N − L) × 5 minutes, the autoresearch time budget

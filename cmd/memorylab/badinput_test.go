@@ -47,6 +47,17 @@ func static(args ...string) func(*testing.T, testRepo) []string {
 	return func(*testing.T, testRepo) []string { return args }
 }
 
+// mkfifo makes a FIFO under the repository (nobody writes to it) and
+// returns its path.
+func mkfifo(t *testing.T, r testRepo, name string) string {
+	t.Helper()
+	p := filepath.Join(r.Dir, name)
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // writeRepoFile writes content under the repository and returns its path.
 func writeRepoFile(t *testing.T, r testRepo, name string, content []byte) string {
 	t.Helper()
@@ -122,6 +133,16 @@ func badInputs() []badInput {
 		}},
 		{name: "log/missing file", code: ExitBadInput, msg: `unable to read run log .*nope\.log: no such file or directory; pass --log with the path of the training output`, prep: static(keep("--log", "nope.log")...)},
 		{name: "log/a directory", code: ExitBadInput, msg: `run log .* is a directory`, prep: static(keep("--log", os.TempDir())...)},
+		{name: "log/a device (/dev/zero)", code: ExitBadInput, msg: `run log /dev/zero is a device; memorylab reads a regular file`, prep: static(keep("--log", "/dev/zero")...)},
+		{name: "log/a FIFO without a writer", code: ExitBadInput, msg: `run log .*train\.fifo is a FIFO; memorylab reads a regular file`, prep: func(t *testing.T, r testRepo) []string {
+			return keep("--log", mkfifo(t, r, "train.fifo"))
+		}},
+		{name: "log/a crash with a FIFO log", code: ExitBadInput, msg: `run log .*crash\.fifo is a FIFO`, prep: func(t *testing.T, r testRepo) []string {
+			return []string{"log", "-d", "crash", "--status", "crash", "--log", mkfifo(t, r, "crash.fifo")}
+		}},
+		{name: "summary/a FIFO", code: ExitBadInput, msg: `summary .*summary\.fifo is a FIFO`, prep: func(t *testing.T, r testRepo) []string {
+			return keep("--summary", mkfifo(t, r, "summary.fifo"))
+		}},
 		{name: "log/CRLF line endings", ok: true, prep: static(keep("--log", fixture("log-crlf.log"))...)},
 		{name: "log/100 MB with summary at the end", ok: true, prep: func(t *testing.T, r testRepo) []string {
 			size := 100 << 20

@@ -96,7 +96,9 @@ func runSync(ctx context.Context, env *Env, opts syncOptions) error {
 	so.OnArrive = func(recs []*ledger.Record) error {
 		var b strings.Builder
 		for _, r := range recs {
-			b.WriteString(results.RowFromRecord(r, s.Config.Metric).Format())
+			if r.HasTSVRow() {
+				b.WriteString(results.RowFromRecord(r, s.Config.Metric).Format())
+			}
 		}
 		return s.AppendTSVLocked(results.Header(s.Config.Metric), b.String())
 	}

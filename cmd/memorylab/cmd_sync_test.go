@@ -144,7 +144,7 @@ func TestSyncFreshCloneAndConfig(t *testing.T) {
 		t.Fatalf("results.tsv on b:\n%s", tsv)
 	}
 	arch := readFile(t, filepath.Join(b.Dir, "results", "memorylab", "runs", string(recs[0].RunID), "run.log"))
-	if !strings.HasSuffix(arch, "the tail survives\n") || !strings.Contains(arch, "shared as head and tail") || len(arch) > 66000 {
+	if !strings.HasSuffix(arch, "the tail survives\n") || !strings.Contains(arch, "keep its head and tail") || len(arch) > 66000 {
 		t.Fatalf("archived run.log on b: %d bytes", len(arch))
 	}
 	if r := memorylab(t, b.Dir, nil, "doctor"); r.code != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -20,6 +21,9 @@ type Env struct {
 	Dir    string                  // working directory
 	Now    func() time.Time        // clock
 	Getenv func(key string) string // environment
+	// Ctx ends on Ctrl-C or SIGTERM (runEnv); nil in tests that call
+	// commands directly.
+	Ctx context.Context
 }
 
 // osEnv is the real process environment.
@@ -30,7 +34,7 @@ func osEnv() *Env {
 
 // opsEnv is the environment operations run in: notes go to stderr.
 func (env *Env) opsEnv(store string) ops.Env {
-	return ops.Env{Dir: env.Dir, Store: store, Now: env.Now, Getenv: env.Getenv, Notice: env.Err}
+	return ops.Env{Dir: env.Dir, Store: store, Now: env.Now, Getenv: env.Getenv, Notice: env.Err, Ctx: env.Ctx}
 }
 
 // ops is opsEnv with the global --store of c.

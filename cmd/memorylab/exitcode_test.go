@@ -39,7 +39,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad mode", nil, logArgs("--mode", "yolo", "--metric", "val_bpb=1"), ExitBadInput, `--mode must be explore, exploit or replicate, got "yolo"`},
 		{"missing log", nil, logArgs("--log", "missing.log"), ExitBadInput,
 			"unable to read run log $DIR/missing.log: no such file or directory; pass --log with the path of the training output"},
-		{"log is a directory", nil, logArgs("--log", "results"), ExitBadInput, "run log $DIR/results is a directory"},
+		{"log is a directory", nil, logArgs("--log", "results"), ExitBadInput, "run log $DIR/results is a directory; memorylab reads a regular file: write it to one first (e.g. `python train.py > run.log 2>&1`)"},
 		{"malformed summary JSON", func(t *testing.T, dir string) string {
 			writeFile(t, filepath.Join(dir, "summary.json"), `{"val_bpb": 0.99,}`)
 			return dir

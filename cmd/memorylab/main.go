@@ -4,12 +4,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -72,6 +74,14 @@ func run(args []string) int { return runEnv(osEnv(), args) }
 func runEnv(env *Env, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if env.Ctx == nil {
+		e := *env
+		e.Ctx = ctx
+		env = &e
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go interruptBackstop(ctx, done, env.Err)
 	err := newApp(env).RunContext(ctx, args)
 	if err != nil {
 		if _, printed := err.(blockedError); !printed {
@@ -82,4 +92,28 @@ func runEnv(env *Env, args []string) int {
 		return ExitInterrupted
 	}
 	return exitCode(err)
+}
+
+// interruptGrace is how long a command may take to stop after Ctrl-C or
+// SIGTERM before memorylab exits anyway: longer than run's grace for its
+// training child (10 s), so run always gets to stop the child itself.
+const interruptGrace = 15 * time.Second
+
+// interruptBackstop exits with 130 when a signal arrived and the command
+// has not returned within interruptGrace: every command stops on a signal,
+// also one busy in a step that does not look at its context. Files are
+// written atomically (temp and rename; the ledger line in one write), so
+// stopping between writes leaves each file old or new.
+func interruptBackstop(ctx context.Context, done <-chan struct{}, errw io.Writer) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	select {
+	case <-done:
+	case <-time.After(interruptGrace):
+		fmt.Fprintln(errw, "memorylab: interrupted")
+		os.Exit(ExitInterrupted)
+	}
 }
