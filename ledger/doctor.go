@@ -99,7 +99,8 @@ const (
 type ledgerLine struct {
 	No     int
 	Offset int64
-	Raw    []byte // including the newline, if any
+	Raw    []byte // including the newline, if any; nil for a line over MaxRecordBytes
+	Size   int64  // the line's length in bytes
 	Kind   lineKind
 	Reason string
 	Rec    *Record
@@ -116,18 +117,23 @@ func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
 	seen := map[RunID]seenRec{}
 	var offset int64
 	for no := 1; ; no++ {
-		raw, err := br.ReadBytes('\n')
-		if len(raw) == 0 && err != nil {
+		raw, n, long, err := readLine(br)
+		if n == 0 && err != nil {
 			if err == io.EOF {
 				return nil
 			}
 			return fmt.Errorf("unable to read ledger: %w", err)
 		}
-		l := &ledgerLine{No: no, Offset: offset, Raw: raw}
-		offset += int64(len(raw))
+		l := &ledgerLine{No: no, Offset: offset, Raw: raw, Size: n}
+		offset += n
 		torn := err == io.EOF
 		body := bytes.TrimSpace(raw)
 		switch {
+		case long:
+			l.Kind, l.Reason = lineGarbage, longLineReason(n)
+			if torn {
+				l.Kind = lineTorn
+			}
 		case len(body) == 0:
 			l.Kind = lineBlank
 		default:
@@ -507,16 +513,13 @@ func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 		return nil, fmt.Errorf("unable to read ledger: %w", err)
 	}
 	defer f.Close()
-	var bad bytes.Buffer
+	var bad []backupLine
 	err = walkLedger(f, func(l *ledgerLine) error {
 		switch l.Kind {
 		case lineTorn, lineGarbage, lineDuplicate:
 			res.Moved++
 			res.Lines = append(res.Lines, l.No)
-			bad.Write(l.Raw)
-			if len(l.Raw) == 0 || l.Raw[len(l.Raw)-1] != '\n' {
-				bad.WriteByte('\n')
-			}
+			bad = append(bad, backupLine{raw: l.Raw, off: l.Offset, size: l.Size})
 		case lineBlank:
 			res.Dropped++
 		}
@@ -532,7 +535,20 @@ func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 			if err != nil {
 				return nil, fmt.Errorf("unable to write backup %s: %w", res.Backup, err)
 			}
-			_, werr := bf.Write(bad.Bytes())
+			var werr error
+			for _, b := range bad {
+				if werr != nil {
+					break
+				}
+				if b.raw != nil {
+					_, werr = bf.Write(b.raw)
+				} else {
+					_, werr = io.Copy(bf, io.NewSectionReader(f, b.off, b.size))
+				}
+				if werr == nil && (b.size == 0 || !b.endsWithNewline(f)) {
+					_, werr = bf.Write([]byte{'\n'})
+				}
+			}
 			if werr == nil {
 				werr = bf.Sync()
 			}
@@ -572,6 +588,23 @@ func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// backupLine is a bad line Repair moves to the backup: its bytes, or for a
+// line over MaxRecordBytes its place in the ledger (copied, never held).
+type backupLine struct {
+	raw       []byte
+	off, size int64
+}
+
+// endsWithNewline reports whether the line ends with its newline.
+func (b backupLine) endsWithNewline(f io.ReaderAt) bool {
+	if b.raw != nil {
+		return len(b.raw) > 0 && b.raw[len(b.raw)-1] == '\n'
+	}
+	last := make([]byte, 1)
+	_, err := f.ReadAt(last, b.off+b.size-1)
+	return err == nil && last[0] == '\n'
 }
 
 // removeCacheDir removes a cache directory so it rebuilds. A reader may be

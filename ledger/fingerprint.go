@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -101,6 +102,18 @@ func (s *Store) ScanFrom(from int64, fn func(r *Record, line int, offset int64) 
 	warnings, err = scanReader(io.LimitReader(f, size-from), int(min(max(size-from, 4096), 1<<20)), func(r *Record, line int, off int64) error {
 		return fn(r, line, from+off)
 	})
+	if len(warnings) > 0 && from > 0 {
+		// Warnings name the line from the ledger's start, as every other
+		// reader does: count the lines before from (only when there is
+		// something to report).
+		before, cerr := countLines(io.NewSectionReader(f, 0, from))
+		if cerr != nil {
+			return from, nil, cerr
+		}
+		for i := range warnings {
+			warnings[i].Line += before
+		}
+	}
 	for i := range warnings {
 		warnings[i].Offset += from
 	}
@@ -112,6 +125,22 @@ func (s *Store) ScanFrom(from int64, fn func(r *Record, line int, offset int64) 
 		}
 	}
 	return end, warnings, err
+}
+
+// countLines counts the newlines rd holds.
+func countLines(rd io.Reader) (int, error) {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for {
+		k, err := rd.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // ReadRecordAt decodes the single record starting at byte offset off.

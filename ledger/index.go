@@ -438,25 +438,22 @@ func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64
 	br := bufio.NewReaderSize(f, 1<<20)
 	off := from
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: collect it whole.
-			long := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if len(line) == 0 && err != nil {
+		line, n, long, err := readLine(br)
+		if n == 0 && err != nil {
 			if errors.Is(err, io.EOF) {
 				return off, nil
 			}
 			return off, fmt.Errorf("unable to read ledger: %w", err)
 		}
 		start := off
-		off += int64(len(line))
+		off += n
 		torn := err != nil // no final newline
+		if long {
+			if torn {
+				return start, nil // a writer may still be finishing it
+			}
+			continue // over the record limit: no reader takes it
+		}
 		body := bytes.TrimSpace(line)
 		if len(body) == 0 {
 			continue

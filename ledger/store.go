@@ -356,15 +356,19 @@ func scanReader(rd io.Reader, bufSize int, fn func(r *Record, line int, offset i
 	var warnings []Warning
 	var offset int64
 	for lineNo := 1; ; lineNo++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 && err != nil {
+		line, n, long, err := readLine(br)
+		if n == 0 && err != nil {
 			if err == io.EOF {
 				return warnings, nil
 			}
 			return warnings, fmt.Errorf("unable to read ledger: %w", err)
 		}
 		start := offset
-		offset += int64(len(line))
+		offset += n
+		if long {
+			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: longLineReason(n), Torn: err == io.EOF})
+			continue
+		}
 		r, w := decodeLine(line, lineNo, start, err == io.EOF)
 		if w != nil {
 			warnings = append(warnings, *w)
@@ -404,10 +408,12 @@ func decodeLine(line []byte, lineNo int, start int64, torn bool) (*Record, *Warn
 const scanBatchLines = 256
 
 type scanLine struct {
-	data  []byte
-	no    int
-	start int64
-	torn  bool
+	data   []byte
+	no     int
+	start  int64
+	torn   bool
+	long   int64 // the line's length when isLong
+	isLong bool  // over MaxRecordBytes: data is nil (readLine)
 }
 
 type scanItem struct {
@@ -458,10 +464,10 @@ func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64)
 			return true
 		}
 		for lineNo := 1; ; lineNo++ {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				batch = append(batch, scanLine{data: line, no: lineNo, start: offset, torn: err == io.EOF})
-				offset += int64(len(line))
+			line, n, long, err := readLine(br)
+			if n > 0 {
+				batch = append(batch, scanLine{data: line, no: lineNo, start: offset, torn: err == io.EOF, long: n, isLong: long})
+				offset += n
 			}
 			if err != nil {
 				if err != io.EOF {
@@ -483,6 +489,9 @@ func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64)
 				items := make([]scanItem, 0, len(j.lines))
 				for _, l := range j.lines {
 					r, w := decodeLine(l.data, l.no, l.start, l.torn)
+					if l.isLong {
+						r, w = nil, &Warning{Line: l.no, Offset: l.start, Reason: longLineReason(l.long), Torn: l.torn}
+					}
 					if r != nil || w != nil {
 						items = append(items, scanItem{rec: r, warn: w, line: l.no, off: l.start})
 					}

@@ -1,0 +1,43 @@
+package ledger
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+)
+
+// readLine reads one line (with its newline, if any) from br in memory
+// bounded by MaxRecordBytes: a longer line is read through and dropped, and
+// comes back as nil with long set and n its length, so a 1 GB torn line
+// costs every reader one pass, not a gigabyte. err is io.EOF for the last
+// line when it has no newline (and for the end, with n 0).
+func readLine(br *bufio.Reader) (line []byte, n int64, long bool, err error) {
+	for {
+		frag, ferr := br.ReadSlice('\n')
+		n += int64(len(frag))
+		if !long {
+			need := len(line) + len(frag)
+			switch {
+			case int64(need) > MaxRecordBytes:
+				long, line = true, nil
+			case need > cap(line):
+				// Double: append grows large slices by a quarter, which
+				// allocated 80 MiB to learn that a line is over 16 MiB.
+				grown := make([]byte, len(line), max(2*cap(line), need))
+				copy(grown, line)
+				line = append(grown, frag...)
+			default:
+				line = append(line, frag...)
+			}
+		}
+		if errors.Is(ferr, bufio.ErrBufferFull) {
+			continue
+		}
+		return line, n, long, ferr
+	}
+}
+
+// longLineReason is the warning for a line over MaxRecordBytes.
+func longLineReason(n int64) string {
+	return fmt.Sprintf("a line of %d bytes, over the %d bytes a record may have: skipped", n, MaxRecordBytes)
+}
