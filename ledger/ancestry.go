@@ -658,7 +658,7 @@ func (an *ancestry) save(s *Store) {
 		return
 	}
 	dir := s.Path(CacheDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := s.ensureCacheDir(); err != nil {
 		return
 	}
 	f, err := os.CreateTemp(dir, "."+ancestryFile+".tmp-*")

@@ -92,11 +92,26 @@ func SlimRecord(r *Record, metric string) Record {
 // CachePath is the path of a cache file.
 func (s *Store) CachePath(name string) string { return s.Path(CacheDir, name) }
 
+// ensureCacheDir creates the cache directory inside an existing store. It
+// never creates the store itself: a reader that was building a cache while
+// the store was deleted (rm -rf, a test's cleanup) must not bring a bare
+// store directory back.
+func (s *Store) ensureCacheDir() error { return s.ensureSubdir(CacheDir) }
+
+// ensureSubdir creates one directory directly inside an existing store.
+func (s *Store) ensureSubdir(name string) error {
+	err := os.Mkdir(s.Path(name), 0o755)
+	if err == nil || errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return fmt.Errorf("unable to create %s directory: %w", name, err)
+}
+
 // WriteCache replaces cache file name with payload and the fingerprint it
 // covers, in one atomic write.
 func (s *Store) WriteCache(name string, version int, fp Fingerprint, payload []byte) error {
-	if err := os.MkdirAll(s.Path(CacheDir), 0o755); err != nil {
-		return fmt.Errorf("unable to create cache directory: %w", err)
+	if err := s.ensureCacheDir(); err != nil {
+		return err
 	}
 	var hdr bytes.Buffer
 	hdr.WriteString(catalogMagic)

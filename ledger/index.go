@@ -571,7 +571,7 @@ func groupDoc(g *TextGroup) map[string]any {
 // swaps it in with renames, so a crash never leaves a half-built index.
 func (x *NoveltyIndex) build(groups map[string]*TextGroup, fp Fingerprint) error {
 	dir := filepath.Dir(x.store.indexPath())
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := x.store.ensureSubdir(IndexDir); err != nil {
 		return err
 	}
 	var rnd [4]byte

@@ -1215,7 +1215,7 @@ func (g *Repo) readSyncState(s *Store) *syncState {
 // writeSyncState is best effort: without it the next fold rescans.
 func (g *Repo) writeSyncState(s *Store, st *syncState) {
 	b, _ := json.Marshal(st)
-	if err := os.MkdirAll(s.Path(CacheDir), 0o755); err != nil {
+	if err := s.ensureCacheDir(); err != nil {
 		return
 	}
 	_ = WriteFileAtomic(g.syncStatePath(s), append(b, '\n'), 0o644)

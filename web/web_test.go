@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -453,8 +455,19 @@ func TestSurvivesStoreTrouble(t *testing.T) {
 	if res, body := get(t, ts.URL+"/api/runs", nil); res.StatusCode != 200 || !strings.Contains(string(body), `"matched":5`) {
 		t.Fatalf("after the rewrite: %d %s", res.StatusCode, body)
 	}
-	if err := os.RemoveAll(st.Dir); err != nil {
-		t.Fatal(err)
+	// The server may be writing a cache while the store goes: rm -rf can
+	// then meet a file created after it listed the directory, and a user
+	// runs it again. What matters is that the server never brings the
+	// store directory back.
+	var rmErr error
+	for range 20 {
+		if rmErr = os.RemoveAll(st.Dir); rmErr == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rmErr != nil {
+		t.Fatal(rmErr)
 	}
 	waitEvent(t, ch, "store", "init")
 	for _, p := range []string{"/api/overview", "/api/runs", "/api/runs/latest", "/api/lineages"} {
@@ -462,5 +475,8 @@ func TestSurvivesStoreTrouble(t *testing.T) {
 		if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "memorylab init") {
 			t.Fatalf("%s without a store: %d %s", p, res.StatusCode, body)
 		}
+	}
+	if _, err := os.Stat(st.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the deleted store came back: %v", err)
 	}
 }
