@@ -110,11 +110,11 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 			known = append(known, h)
 		}
 	}
-	haves, err := revlist.Objects(sto, known, nil)
+	served, err := git.Open(sto, nil)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := revlist.Objects(sto, req.Wants, haves)
+	objs, err := objectsToUpload(&Repo{r: served}, req.Wants, known)
 	if err != nil {
 		return nil, err
 	}
@@ -123,10 +123,6 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	// a pack window") and inflates and deflates every object again:
 	// searching deltas among ledger blobs was half of a fresh pull.
 	// writePackTo copies stored entries as they are.
-	served, err := git.Open(sto, nil)
-	if err != nil {
-		return nil, err
-	}
 	// The lock is held until the pack is written, so no pack it reads can
 	// go away under it.
 	pr, pw := io.Pipe()
@@ -136,6 +132,27 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 		pw.CloseWithError((&Repo{r: served}).writePackTo(pw, objs))
 	}()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
+}
+
+// objectsToUpload lists what a fetch of wants needs when the client holds
+// haves. revlist.Objects, which go-git's server uses, walks every tree of
+// every commit the haves reach, without skipping subtrees it has seen: the
+// ledger ref gains a commit per sync, so a swarm's fetches grew with the
+// square of its history (8 machines × 30 runs: 62 of 117 s in that walk).
+// For commits, commitsMissing walks commits only down to the shared ones
+// and trees only where they differ from a shared parent's.
+func objectsToUpload(g *Repo, wants, haves []plumbing.Hash) ([]plumbing.Hash, error) {
+	for _, h := range wants {
+		if _, err := g.r.CommitObject(h); err != nil {
+			// A tag or another kind of object: the generic walk.
+			ignore, err := revlist.Objects(g.r.Storer, haves, nil)
+			if err != nil {
+				return nil, err
+			}
+			return revlist.Objects(g.r.Storer, wants, ignore)
+		}
+	}
+	return g.commitsMissing(wants, haves)
 }
 
 // openLockedRemote takes the served repository's lock (see lockRemote) and
