@@ -412,3 +412,55 @@ func TestIndexTornTail(t *testing.T) {
 	}
 	assertSameVerdicts(t, s, ix)
 }
+
+// recordedProgress keeps what a rebuild reported.
+type recordedProgress struct{ steps []*recordedStep }
+
+type recordedStep struct {
+	what        string
+	total, last int
+	done        bool
+}
+
+func (p *recordedProgress) Start(what string, total int) ledger.Step {
+	s := &recordedStep{what: what, total: total}
+	p.steps = append(p.steps, s)
+	return s
+}
+func (s *recordedStep) Set(n int) { s.last = n }
+func (s *recordedStep) Done()     { s.done = true }
+
+// TestIndexRebuildReportsProgress (issue 19.7): the first build reports
+// reading the ledger (MiB) and indexing the run groups, each finished;
+// an up-to-date open reports nothing.
+func TestIndexRebuildReportsProgress(t *testing.T) {
+	defer ledger.TestSetIndexBatchSize(50)()
+	s := newIndexStore(t, novelty.SyntheticRecords(400, 3))
+	var p recordedProgress
+	opts := ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Progress: &p}
+	ix, err := ledger.OpenNoveltyIndex(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	if len(p.steps) != 2 || !strings.Contains(p.steps[0].what, "reading the ledger") || !strings.Contains(p.steps[1].what, "indexing run groups") {
+		t.Fatalf("steps: %+v", p.steps)
+	}
+	for _, st := range p.steps {
+		if !st.done {
+			t.Errorf("step %q never finished", st.what)
+		}
+	}
+	if idx := p.steps[1]; idx.total < 100 || idx.last == 0 || idx.last > idx.total {
+		t.Errorf("indexing step: total %d, last set %d", idx.total, idx.last)
+	}
+	p.steps = nil
+	ix, err = ledger.OpenNoveltyIndex(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	if len(p.steps) != 0 {
+		t.Errorf("an up-to-date index reported progress: %+v", p.steps)
+	}
+}

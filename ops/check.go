@@ -131,7 +131,7 @@ func noveltyOptions(s *ledger.Store, mode string, threshold float64) novelty.Opt
 // env.Notice.
 func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*ledger.NoveltyIndex, error) {
 	return ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
-		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Notice, Writer: writer})
+		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Notice, Progress: env.Progress, Writer: writer})
 }
 
 // checkExhaustive scores every record in the ledger.

@@ -33,6 +33,9 @@ type Env struct {
 	// Ctx, when it ends (Ctrl-C, SIGTERM), stops an operation at its next
 	// safe point with Ctx's error, before anything is written; nil never ends.
 	Ctx context.Context
+	// Progress reports long steps (a first index build on a big ledger);
+	// nil reports nothing.
+	Progress ledger.Progress
 }
 
 // ctx is env.Ctx, or a context that never ends.

@@ -132,7 +132,7 @@ func parseMetricFlags(pairs []string) (map[string]float64, error) {
 
 // runLog records one run (ops.Log) and prints it.
 func runLog(env *Env, store string, in ops.LogInput, asJSON bool) (*ledger.Record, error) {
-	res, err := ops.Log(env.opsEnv(store), in)
+	res, err := ops.Log(env.opsWith(store, asJSON), in)
 	if err != nil {
 		return nil, err
 	}

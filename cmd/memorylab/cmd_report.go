@@ -52,7 +52,7 @@ const reportMemoryLimit = 200 << 20
 
 func runReport(env *Env, store string, in ops.ReportInput) error {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(reportMemoryLimit))
-	res, err := ops.Report(env.opsEnv(store), in)
+	res, err := ops.Report(env.opsWith(store, in.Output == "" && in.Format == "json"), in)
 	if err != nil {
 		return err
 	}

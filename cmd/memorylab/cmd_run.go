@@ -209,7 +209,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 // prints the verdict (stdout; JSON with --json), resets the blocked commit
 // away with --reset-on-discard (pinned first), and returns blockedError.
 func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) error {
-	res, err := ops.CheckIdea(env.opsEnv(opts.Store), s, ops.CheckInput{Idea: opts.Log.Idea, Limit: 1})
+	res, err := ops.CheckIdea(env.opsWith(opts.Store, opts.JSON), s, ops.CheckInput{Idea: opts.Log.Idea, Limit: 1})
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,17 @@ func (env *Env) opsEnv(store string) ops.Env {
 	return ops.Env{Dir: env.Dir, Store: store, Now: env.Now, Getenv: env.Getenv, Notice: env.Err, Ctx: env.Ctx}
 }
 
-// ops is opsEnv with the global --store of c.
-func (env *Env) ops(c *cli.Context) ops.Env { return env.opsEnv(c.String("store")) }
+// ops is opsEnv with the global --store of c, and a progress bar for
+// long steps unless the command prints JSON.
+func (env *Env) ops(c *cli.Context) ops.Env { return env.opsWith(c.String("store"), c.Bool("json")) }
+
+// opsWith is opsEnv with a progress bar for long steps (a first index
+// build) on a terminal, unless the command prints JSON.
+func (env *Env) opsWith(store string, jsonOut bool) ops.Env {
+	e := env.opsEnv(store)
+	e.Progress = newProgress(env, jsonOut)
+	return e
+}
 
 func (env *Env) abs(p string) string { return env.opsEnv("").Abs(p) }
 
