@@ -245,7 +245,7 @@ type NoveltyIndex struct {
 	// readAt, when set, is told how far groupsFrom has read (a rebuild's
 	// progress).
 	readAt func(off int64)
-	ledger    *os.File // opened by Record
+	ledger *os.File // opened by Record
 	// Mode says how this index answers: "index", "index+pending" or "scan".
 	Mode string
 }
