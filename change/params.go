@@ -184,10 +184,11 @@ func argparseParams(src string, ps params) {
 	}
 }
 
-// balanced returns the text up to the parenthesis closing an already open
-// one, skipping quoted strings and comments.
-func balanced(s string) (inside, rest string, ok bool) {
-	depth, quote := 1, byte(0)
+// walkCode calls fn for every byte of s outside string literals and #
+// comments, with the bracket depth after that byte (starting from depth);
+// fn returns false to stop.
+func walkCode(s string, depth int, fn func(i int, c byte, depth int) bool) {
+	quote := byte(0)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if quote != 0 {
@@ -201,50 +202,46 @@ func balanced(s string) (inside, rest string, ok bool) {
 		switch c {
 		case '"', '\'':
 			quote = c
+			continue
 		case '#':
 			for i < len(s) && s[i] != '\n' {
 				i++
 			}
+			continue
 		case '(', '[', '{':
 			depth++
 		case ')', ']', '}':
 			depth--
-			if depth == 0 {
-				return s[:i], s[i+1:], true
-			}
+		}
+		if !fn(i, c, depth) {
+			return
 		}
 	}
-	return "", "", false
+}
+
+// balanced returns the text up to the bracket closing an already open one.
+func balanced(s string) (inside, rest string, ok bool) {
+	walkCode(s, 1, func(i int, _ byte, depth int) bool {
+		if depth == 0 {
+			inside, rest, ok = s[:i], s[i+1:], true
+			return false
+		}
+		return true
+	})
+	return inside, rest, ok
 }
 
 // splitArgs splits a call's arguments at top-level commas.
 func splitArgs(s string) []string {
 	var out []string
-	depth, quote, start := 0, byte(0), 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if quote != 0 {
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-			continue
+	start := 0
+	walkCode(s, 0, func(i int, c byte, depth int) bool {
+		if c == ',' && depth == 0 {
+			out = append(out, s[start:i])
+			start = i + 1
 		}
-		switch c {
-		case '"', '\'':
-			quote = c
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
+		return true
+	})
 	return append(out, s[start:])
 }
 

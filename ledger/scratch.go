@@ -95,6 +95,20 @@ func (s *ScratchRepo) ResetHard(rev string) error {
 	})
 }
 
+// ResetHardToParent resets the branch to HEAD's first parent, as the loop
+// does after a discard (`git reset --hard HEAD~1`).
+func (s *ScratchRepo) ResetHardToParent() error {
+	head, err := s.Head()
+	if err != nil {
+		return err
+	}
+	parent, err := s.Parent(head)
+	if err != nil {
+		return err
+	}
+	return s.ResetHard(parent)
+}
+
 // Checkout detaches HEAD at rev, or switches to branch when rev is a branch name.
 func (s *ScratchRepo) Checkout(rev string, detach bool) error {
 	wt, err := s.r.Worktree()

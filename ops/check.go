@@ -65,6 +65,12 @@ type CheckInput struct {
 	Idea
 	Limit      int  // matches to keep (DefaultMatches in the CLI)
 	Exhaustive bool // score every run instead of the index's candidates
+	// Diff, when set, also checks the code: DiffWorktree or a revision
+	// whose own change is the idea (check --diff [REV]).
+	Diff string
+	// CodeOptional turns a failure to read the code (a shallow clone, no
+	// repository) into a notice: run and the hooks check what they can.
+	CodeOptional bool
 }
 
 // CheckResult is the verdict. Its JSON is check's --json contract: the
@@ -72,8 +78,9 @@ type CheckInput struct {
 // scored and source.
 type CheckResult struct {
 	novelty.Result
-	Source string `json:"source"` // the index mode, or "exhaustive"
-	Metric string `json:"-"`      // the store's primary metric
+	Source string       `json:"source"` // the index mode, or "exhaustive"
+	Code   *CodeVerdict `json:"code,omitempty"`
+	Metric string       `json:"-"` // the store's primary metric
 }
 
 // Check runs the novelty guard on a planned idea.
@@ -117,6 +124,17 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 	}
 	if len(out.TopMatches) > in.Limit {
 		out.TopMatches = out.TopMatches[:in.Limit]
+	}
+	if in.Diff != "" {
+		out.Code, err = checkCode(env, s, in.Diff)
+		switch {
+		case err != nil && in.CodeOptional:
+			env.notef("note: code not checked: %v", err)
+		case err != nil:
+			return nil, err
+		default:
+			applyCode(out, out.Code)
+		}
 	}
 	return out, nil
 }

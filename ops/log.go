@@ -152,6 +152,8 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The code that ran, read now: a dirty working tree is gone later.
+	code, codeErr := codeOfLoggedRun(s, loc.Repo, prov)
 	rec, err := s.NewRecord(run, prov, env.Now())
 	if err != nil {
 		return nil, err
@@ -288,6 +290,13 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	)
 	if indexErr != nil {
 		env.notef("note: novelty index not updated (%v); the next check catches up", indexErr)
+	}
+	if codeErr == nil {
+		rc := RunCode{Run: rec.RunID, Status: rec.Status, Code: code}
+		if v, ok := rec.Metric(s.Config.Metric); ok && !crash {
+			rc.Value = &v
+		}
+		appendCodeTail(s, rc.line())
 	}
 	if registryErr != nil {
 		env.notef("warning: registry not refreshed: %v", registryErr)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
@@ -88,7 +89,47 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 	m := report.BuildMorning(cat.Records, st, report.MorningOptions{Now: env.Now(), SinceHours: in.SinceHours,
 		PlateauWindow: in.PlateauWindow, MinDelta: in.MinDelta})
 	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
+	m.Swept = swept(env, s, cat.Records, m.WindowStart)
 	return m, nil
+}
+
+// swept is "What was swept": the parameters the window's runs changed,
+// from the code cache; none outside a repository or when the code cannot
+// be read (the report never fails for it).
+func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) []report.SweptParam {
+	out := []report.SweptParam{}
+	repo, err := ledger.OpenRepo(env.Dir)
+	if err != nil {
+		return out
+	}
+	start, err := time.Parse(time.RFC3339, windowStart)
+	if err != nil {
+		return out
+	}
+	inWindow := map[ledger.RunID]bool{}
+	for i := range recs {
+		if !recs[i].Time().Before(start) {
+			inWindow[recs[i].RunID] = true
+		}
+	}
+	res, err := ParamsOf(env, s, repo, ParamsInput{window: inWindow})
+	if err != nil {
+		return out
+	}
+	for _, sw := range res.Sweeps {
+		if len(out) == report.MaxSwept {
+			break
+		}
+		p := report.SweptParam{Name: sw.Name, File: sw.File, Runs: sw.Runs, Values: len(sw.Values), BestValue: sw.BestValue, Champion: sw.Champion}
+		for _, v := range sw.Values {
+			if v.Value == sw.BestValue && v.Best != nil {
+				b := *v.Best
+				p.Best = &b
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // championOnHead answers "is the champion still reachable from HEAD" from

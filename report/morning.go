@@ -48,8 +48,25 @@ type Morning struct {
 	Progress        Progress               `json:"progress"`
 	Plateau         Plateau                `json:"plateau"`
 	RecentLedger    []LedgerRow            `json:"recent_ledger"`
-	Chart           Chart                  `json:"-"`
+	// Swept is "What was swept": the parameters the window's runs changed
+	// in the code, most runs first (filled by ops from the code cache).
+	Swept []SweptParam `json:"what_was_swept"`
+	Chart Chart        `json:"-"`
 }
+
+// SweptParam is one parameter of "What was swept".
+type SweptParam struct {
+	Name      string   `json:"name"`
+	File      string   `json:"file"`
+	Runs      int      `json:"runs"`
+	Values    int      `json:"values"`     // distinct values tried
+	BestValue string   `json:"best_value"` // the value of the best run among them
+	Best      *float64 `json:"best"`
+	Champion  string   `json:"champion_value"` // in the champion's code; "" when unknown
+}
+
+// MaxSwept bounds "What was swept".
+const MaxSwept = 8
 
 // Headline is the first section.
 type Headline struct {
@@ -180,7 +197,7 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 	start := now.Add(-time.Duration(opts.SinceHours * float64(time.Hour)))
 	m := Morning{Version: MorningVersion, GeneratedAt: now.Format(time.RFC3339), Metric: g.Metric, Goal: g.Name(),
 		WindowHours: opts.SinceHours, WindowStart: start.Format(time.RFC3339),
-		DecisionQueue: []QueueItem{}, ChampionBoard: []BoardRow{}, RecentLedger: []LedgerRow{}}
+		DecisionQueue: []QueueItem{}, ChampionBoard: []BoardRow{}, RecentLedger: []LedgerRow{}, Swept: []SweptParam{}}
 
 	// Split at the window start; the champion before it comes from a cheap fold.
 	before := registry.New(registry.Options{Goal: g, ChampionOnly: true})

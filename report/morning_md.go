@@ -115,6 +115,15 @@ func (m *Morning) writeRest(b *bytes.Buffer) {
 	w("\n## Plateau\n")
 	w("- %s\n", cell(pl.Message))
 	w("- Window: last %d runs, minimum gain %g; best gain in the window: %s\n", pl.Window, pl.MinDelta, plain(pl.BestGain))
+	w("\n## What was swept\n")
+	if len(m.Swept) == 0 {
+		w("No parameter edits read from the code of the window's runs.\n")
+	} else {
+		w("| parameter | file | runs | values | best value | best %s | champion's value |\n| --- | --- | ---: | ---: | --- | ---: | --- |\n", metric)
+		for _, p := range m.Swept {
+			w("| `%s` | `%s` | %d | %d | `%s` | %s | %s |\n", code(p.Name), code(p.File), p.Runs, p.Values, code(p.BestValue), val(p.Best), orDashCode(p.Champion))
+		}
+	}
 	w("\n## Best Lineages\n")
 	if len(m.BestLineages) == 0 {
 		w("No lineages yet.\n")
@@ -189,6 +198,14 @@ func code(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// orDashCode is s as a code span, or "-" when empty.
+func orDashCode(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return "`" + code(s) + "`"
 }
 
 func orDashStr(s string) string {

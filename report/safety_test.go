@@ -49,7 +49,14 @@ func unescapedPipes(line string) int {
 func TestSafety(t *testing.T) {
 	recs := evilRecords(t)
 	m := morningOf(recs, registry.Goal{Metric: "val_bpb"}, corpusNow)
+	// Parameter names and values come from a repository's code: as hostile
+	// as any record text.
+	m.Swept = []SweptParam{{Name: "LR|`x`\n# heading", File: "a|b.py", Runs: 2, Values: 2, BestValue: "`rm -rf`|\r\n| x |",
+		Champion: "\x1b]52;c;aGk=\x07<script>"}}
 	md := string(m.Markdown())
+	if strings.ContainsAny(md, "\x1b\x07") {
+		t.Error("a control character reached the report")
+	}
 	var cols int
 	inTable := false
 	for _, line := range strings.Split(md, "\n") {
@@ -58,7 +65,7 @@ func TestSafety(t *testing.T) {
 		}
 		if strings.HasPrefix(line, "## ") {
 			switch strings.TrimPrefix(line, "## ") {
-			case "Headline", "Decision Queue", "Champion Board", "Progress", "Plateau", "Best Lineages", "Failure Clusters", "Recent Ledger":
+			case "Headline", "Decision Queue", "Champion Board", "Progress", "Plateau", "Best Lineages", "Failure Clusters", "Recent Ledger", "What was swept":
 			default:
 				t.Errorf("unexpected section %q", line)
 			}
@@ -100,8 +107,8 @@ func TestSafety(t *testing.T) {
 			t.Errorf("HTML lacks escaped text %q", want)
 		}
 	}
-	if n := strings.Count(low, "<table>"); n != 5 {
-		t.Errorf("HTML has %d tables, want 5", n)
+	if n := strings.Count(low, "<table>"); n != 6 { // five sections and What was swept
+		t.Errorf("HTML has %d tables, want 6", n)
 	}
 }
 

@@ -128,6 +128,11 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("the chart has %d points after the new run", points)
 	}
 
+	// What was swept: the parameter the runs' code changed, from the code.
+	if swept := eval[string](t, ctx, `[...document.querySelectorAll("h2")].filter(h => h.textContent === "What was swept").map(h => h.nextElementSibling.textContent).join("")`); !strings.Contains(swept, "LR") || !strings.Contains(swept, "train.py") {
+		t.Fatalf("what was swept: %q", swept)
+	}
+
 	// A training in progress: the run and its output, live.
 	st, _, err := f.env.Open()
 	if err != nil {

@@ -99,6 +99,7 @@ func New(env ops.Env, opts Options) *Server {
 	s.mux.HandleFunc("GET /api/runs/{id}", s.handleRun)
 	s.mux.HandleFunc("GET /api/compare", s.handleCompare)
 	s.mux.HandleFunc("GET /api/lineages", s.handleLineages)
+	s.mux.HandleFunc("GET /api/params", s.handleParams)
 	s.mux.HandleFunc("GET /api/events", s.live.handleEvents)
 	return s
 }
@@ -452,6 +453,17 @@ func (s *Server) handleCompare(w http.ResponseWriter, r *http.Request) {
 	var text strings.Builder
 	_ = report.WriteComparisonText(&text, *cmp)
 	writeJSON(w, comparison{Comparison: cmp, Text: text.String()})
+}
+
+// handleParams is the sweep memory (memorylab params --json); ?name= may
+// repeat to select parameters.
+func (s *Server) handleParams(w http.ResponseWriter, r *http.Request) {
+	res, err := ops.Params(s.env, ops.ParamsInput{Names: r.URL.Query()["name"]})
+	if err != nil {
+		opError(w, err)
+		return
+	}
+	writeJSON(w, res)
 }
 
 func (s *Server) handleLineages(w http.ResponseWriter, r *http.Request) {

@@ -227,6 +227,19 @@ func TestHandlers(t *testing.T) {
 			}
 		}},
 		{"compare unknown", "/api/compare?a=champion&b=nope", 404, nil},
+		{"params", "/api/params", 200, func(t *testing.T, b []byte) {
+			var p ops.ParamsResult
+			if err := json.Unmarshal(b, &p); err != nil || len(p.Sweeps) != 1 || p.Sweeps[0].Name != "LR" || p.Sweeps[0].Runs != 6 || p.Sweeps[0].Champion != "0.046" || len(p.Sweeps[0].Gaps) != 5 {
+				t.Fatalf("%s", b)
+			}
+		}},
+		{"params by name", "/api/params?name=LR", 200, nil},
+		{"params unknown", "/api/params?name=NOPE", 404, nil},
+		{"overview: what was swept", "/api/overview", 200, func(t *testing.T, b []byte) {
+			if !strings.Contains(string(b), `"what_was_swept":[{"name":"LR","file":"train.py","runs":6`) {
+				t.Fatalf("%s", b)
+			}
+		}},
 		{"lineages", "/api/lineages", 200, func(t *testing.T, b []byte) {
 			var l ops.LineagesResult
 			if err := json.Unmarshal(b, &l); err != nil || len(l.Chains) == 0 || len(l.Chains[0].Steps) != 3 {

@@ -38,6 +38,7 @@ func newApp(env *Env) *cli.App {
 			initCommand(env),
 			logCommand(env),
 			checkCommand(env),
+			paramsCommand(env),
 			demoCommand(env),
 			doctorCommand(env),
 			compareCommand(env),

@@ -17,28 +17,33 @@ func checkCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "ask the novelty guard whether a planned experiment is new before spending GPU time on it",
-		UsageText: "memorylab check --description TEXT [--tags T,...] [--family F] [--hypothesis H] [--mode explore|exploit|replicate] [--json] [--fail-on-similar]",
+		UsageText: "memorylab check --description TEXT [--tags T,...] [--family F] [--hypothesis H] [--mode explore|exploit|replicate] [--diff [REV]] [--json] [--fail-on-similar]",
 		Description: "Scores the idea against every logged run with the Python MemoryLab's similarity blend and\n" +
 			"classifies it as novel, duplicate_run, repeat_failure, incremental_followup or known_success;\n" +
 			"the mode's policy turns that into allow, caution or block. Prints one headline, then up to\n" +
 			"--limit matches, then the nearest kept run and the nearest failure even below the threshold.\n" +
 			"A bleve index under <store>/index/ recalls the candidates; it is built on first use, kept up\n" +
-			"to date by `log`, and rebuilt (with a notice on stderr) when missing, stale or corrupt.\n\n" +
+			"to date by `log`, and rebuilt (with a notice on stderr) when missing, stale or corrupt.\n" +
+			"--diff also fingerprints the code change (comments and whitespace ignored): the same change or\n" +
+			"the same resulting code already run is duplicate_code (blocks in exploit mode), and each\n" +
+			"parameter it edits is shown with the values already tried and their outcomes.\n\n" +
 			"Examples:\n" +
 			"   memorylab check --description 'increase matrix LR to 0.06' --family lr-sweep --tags lr\n" +
 			"   memorylab check -d 'double model width' --mode explore --fail-on-similar || git reset --hard HEAD~1\n" +
-			"   memorylab check -d 'shorten warmdown' --json | jq .classification",
+			"   memorylab check -d 'shorten warmdown' --json | jq .classification\n" +
+			"   memorylab check -d 'bump MATRIX_LR to 0.06' --diff --fail-on-similar",
 		Flags: append(ideaFlags(),
 			&cli.IntFlag{Name: "limit", Value: 3, Usage: "matches to show"},
 			&cli.BoolFlag{Name: "fail-on-similar", Usage: "exit 2 when the decision is block"},
 			&cli.BoolFlag{Name: "json", Usage: "print the verdict as JSON (stable contract, see README)"},
 			&cli.BoolFlag{Name: "exhaustive", Usage: "score every run instead of the index's candidates (slow; for verification)"},
+			&cli.StringFlag{Name: "diff", Usage: "also check the code: `--diff` alone reads the working tree against HEAD (HEAD's own change when clean), --diff REV a commit's own change"},
 		),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("check takes no arguments, got %q (quote the description?)", c.Args().First())
 			}
-			res, err := ops.Check(env.ops(c), ops.CheckInput{Idea: ideaFrom(c), Limit: c.Int("limit"), Exhaustive: c.Bool("exhaustive")})
+			res, err := ops.Check(env.ops(c), ops.CheckInput{Idea: ideaFrom(c), Limit: c.Int("limit"), Exhaustive: c.Bool("exhaustive"), Diff: c.String("diff")})
 			if err != nil {
 				return err
 			}
@@ -61,7 +66,38 @@ func printVerdict(env *Env, w io.Writer, res *ops.CheckResult, asJSON bool) erro
 	out := *env
 	out.Out = w
 	printCheck(&out, res.Result, res.Metric)
+	if res.Code != nil {
+		printCode(&out, res.Code, res.Metric)
+	}
 	return nil
+}
+
+// printCode prints what check --diff found: the change, earlier runs of
+// the same code, and the values tried for each parameter it edits.
+func printCode(env *Env, v *ops.CodeVerdict, metric string) {
+	edits := make([]string, 0, len(v.Edits))
+	for _, e := range v.Edits {
+		edits = append(edits, fmt.Sprintf("%s %s→%s", e.Name, e.Old, e.New))
+	}
+	line := fmt.Sprintf("code: %s change=%s", v.Target, orNone(v.Change))
+	if len(edits) > 0 {
+		line += " edits: " + strings.Join(edits, ", ")
+	}
+	fmt.Fprintln(env.Out, display.Line(line))
+	for _, d := range v.DuplicateCode {
+		val := "n/a"
+		if d.Value != nil {
+			val = strconv.FormatFloat(*d.Value, 'f', -1, 64)
+		}
+		what := "same change"
+		if d.Same == "result" {
+			what = "same code"
+		}
+		fmt.Fprintln(env.Out, display.Line(fmt.Sprintf("duplicate_code: %s as run=%s status=%s %s=%s", what, d.RunID, d.Status, metric, val)))
+	}
+	for _, sw := range v.ParamsTried {
+		fmt.Fprintln(env.Out, display.Line("tried "+sw.Line()))
+	}
 }
 
 func printCheck(env *Env, res novelty.Result, metric string) {

@@ -68,7 +68,7 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 	if subject == "" {
 		return nil
 	}
-	res, err := hookCheck(env, opts.Store, subject)
+	res, err := hookCheck(env, opts.Store, subject, opts.Hook)
 	if err != nil {
 		if opts.Hook == ledger.HookPostCommit {
 			fmt.Fprintf(env.Err, "memorylab: post-commit hook: novelty check skipped: %v\n", err)
@@ -76,7 +76,7 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 		}
 		return err
 	}
-	if res.Classification == novelty.Novel {
+	if res.Classification == novelty.Novel && duplicateCode(res) == nil {
 		return nil
 	}
 	line := hookWarning(subject, res)
@@ -95,25 +95,40 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 // hookCheck runs the novelty guard on a commit subject, in exploit mode at
 // the base threshold: what `memorylab check -d SUBJECT` says, through the
 // same bleve index (read-only), so a hook never reads the whole ledger.
-func hookCheck(env *Env, store, subject string) (novelty.Result, error) {
+// post-commit also checks HEAD's code (the commit just made); commit-msg
+// runs before the commit exists and judges the subject alone.
+func hookCheck(env *Env, store, subject, hook string) (*ops.CheckResult, error) {
 	oenv := env.opsEnv(store)
 	s, _, err := oenv.Open()
 	if err != nil {
-		return novelty.Result{}, err
+		return nil, err
 	}
-	res, err := ops.CheckIdea(oenv, s, ops.CheckInput{Idea: ops.Idea{Description: subject, Mode: novelty.ModeExploit,
-		Threshold: novelty.BaseThreshold}, Limit: 1})
-	if err != nil {
-		return novelty.Result{}, err
+	in := ops.CheckInput{Idea: ops.Idea{Description: subject, Mode: novelty.ModeExploit, Threshold: novelty.BaseThreshold}, Limit: 1}
+	if hook == ledger.HookPostCommit {
+		in.Diff, in.CodeOptional = "HEAD", true
 	}
-	return res.Result, nil
+	return ops.CheckIdea(oenv, s, in)
+}
+
+// duplicateCode is the first earlier run of the same code, if any.
+func duplicateCode(res *ops.CheckResult) *ops.CodeMatch {
+	if res.Code == nil || len(res.Code.DuplicateCode) == 0 {
+		return nil
+	}
+	return &res.Code.DuplicateCode[0]
 }
 
 // hookWarning is the one line a hook prints. Ledger text is folded to one
 // line and stripped of control characters: it is only ever printed.
-func hookWarning(subject string, res novelty.Result) string {
+func hookWarning(subject string, res *ops.CheckResult) string {
 	line := fmt.Sprintf("memorylab: novelty %s (policy: %s): %q", res.Classification, res.Policy.Decision, display.Line(subject))
-	if len(res.TopMatches) > 0 {
+	if d := duplicateCode(res); d != nil {
+		what := "the same change"
+		if d.Same == "result" {
+			what = "the same code"
+		}
+		line = fmt.Sprintf("memorylab: duplicate_code (policy: %s): %q is %s as run %s (%s)", res.Policy.Decision, display.Line(subject), what, d.RunID, d.Status)
+	} else if len(res.TopMatches) > 0 {
 		m := res.TopMatches[0]
 		line += fmt.Sprintf(" resembles run %s (%s, score %.2f): %s", m.RunID, m.Status, m.Score, display.Line(m.Description))
 	}

@@ -231,6 +231,18 @@ func TestHooksRun(t *testing.T) {
 			t.Fatalf("output %q", got)
 		}
 	})
+	t.Run("post-commit names code that already ran, whatever the subject", func(t *testing.T) {
+		// Only a comment differs from the logged runs' train.py.
+		f.commit("tidy the training loop", map[string]string{"train.py": "LR = 0.04\n# tidied\n"})
+		if err := runHooksRun(f.env(f.dir), hooksRunOptions{Hook: "post-commit"}); err != nil {
+			t.Fatal(err)
+		}
+		got := errOut()
+		if strings.Count(got, "\n") != 1 {
+			t.Fatalf("want one line, got %q", got)
+		}
+		mustContain(t, got, "memorylab: duplicate_code (policy: block)", "tidy the training loop", "the same code as run")
+	})
 	t.Run("linked worktree with GIT_DIR set reads its own HEAD", func(t *testing.T) {
 		t.Setenv("GIT_DIR", filepath.Join(f.dir, ".git", "worktrees", "wt"))
 		r, err := ledger.OpenScratchRepo(wt)

@@ -49,6 +49,12 @@ type CheckInput struct {
 	Hypothesis  string   `json:"hypothesis,omitempty" jsonschema:"what you expect and why"`
 	Mode        string   `json:"mode,omitempty" jsonschema:"novelty policy: explore, exploit (default) or replicate"`
 	Threshold   *float64 `json:"threshold,omitempty" jsonschema:"base similarity threshold 0..1 (default 0.62)"`
+	Diff        *string  `json:"diff,omitempty" jsonschema:"also check the code: \"\" for the working tree against HEAD (HEAD's own change when clean), or a revision whose own change is the idea"`
+}
+
+// ParamsInput is the params tool's input: `memorylab params`'s arguments.
+type ParamsInput struct {
+	Names []string `json:"names,omitempty" jsonschema:"parameter names (all varied parameters when empty)"`
 }
 
 // LogInput is the log tool's input: `memorylab log`'s flags.
@@ -129,6 +135,7 @@ func newMCPServer(env *Env, store string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "list", Description: "Runs in (timestamp, run id) order, filtered."}, m.list)
 	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first."}, m.best)
 	mcp.AddTool(s, &mcp.Tool{Name: "show", Description: "One run: record, commit, pin and its code change."}, m.show)
+	mcp.AddTool(s, &mcp.Tool{Name: "params", Description: "The sweep memory: every parameter runs changed in the code, the values tried with outcomes and best metric, the champion's value and untried gaps."}, m.params)
 	mcp.AddTool(s, &mcp.Tool{Name: "compare", Description: "Two runs side by side: metrics, config and code differences."}, m.compare)
 	s.AddResource(&mcp.Resource{URI: "memorylab://report/latest", Name: "report", Title: "Morning report",
 		Description: "The latest morning report (markdown)", MIMEType: "text/markdown"}, m.reportResource)
@@ -200,9 +207,24 @@ func idea(desc string, tags []string, family, hypothesis, mode string, threshold
 
 func (m *mcpServer) check(_ context.Context, _ *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, map[string]any, error) {
 	res, err := do(m, func(env ops.Env) (*ops.CheckResult, error) {
-		return ops.Check(env, ops.CheckInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, in.Threshold),
-			Limit: ops.DefaultMatches})
+		ci := ops.CheckInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, in.Threshold), Limit: ops.DefaultMatches}
+		if in.Diff != nil {
+			ci.Diff = *in.Diff
+			if ci.Diff == "" {
+				ci.Diff = ops.DiffWorktree
+			}
+		}
+		return ops.Check(env, ci)
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := structured(res)
+	return nil, out, err
+}
+
+func (m *mcpServer) params(_ context.Context, _ *mcp.CallToolRequest, in ParamsInput) (*mcp.CallToolResult, map[string]any, error) {
+	res, err := do(m, func(env ops.Env) (*ops.ParamsResult, error) { return ops.Params(env, ops.ParamsInput{Names: in.Names}) })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -84,7 +84,7 @@ func TestMCPTools(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	equals(t, "best,check,compare,list,log,report,show", strings.Join(names, ","))
+	equals(t, "best,check,compare,list,log,params,report,show", strings.Join(names, ","))
 
 	rec, _ := call(t, cs, "log", map[string]any{"description": "baseline", "status": "keep", "tags": []string{"baseline"},
 		"metrics": map[string]any{"val_bpb": 0.99}}, false)
@@ -107,6 +107,26 @@ func TestMCPTools(t *testing.T) {
 	runs, _ := call(t, cs, "list", map[string]any{}, false)
 	if rs, _ := runs["runs"].([]any); len(rs) != 2 {
 		t.Errorf("list: %v", runs)
+	}
+
+	// Code: a change already run is duplicate_code whatever its wording,
+	// and params remembers the values tried (issue 16).
+	if _, err := repo.Commit("raise matrix LR", map[string]string{"train.py": strings.Replace(trainPy, "0.04", "0.06", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	call(t, cs, "log", map[string]any{"description": "raise matrix LR", "status": "discard", "metrics": map[string]any{"val_bpb": 1.0}}, false)
+	v, _ = call(t, cs, "check", map[string]any{"description": "Muon learning rate up a notch", "diff": ""}, false)
+	code, _ := v["code"].(map[string]any)
+	if dups, _ := code["duplicate_code"].([]any); len(dups) != 1 || v["policy"].(map[string]any)["decision"] != "block" {
+		t.Errorf("check with diff: %v", v)
+	}
+	sw, _ := call(t, cs, "params", map[string]any{"names": []string{"MATRIX_LR"}}, false)
+	if ps, _ := sw["parameters"].([]any); len(ps) != 1 || ps[0].(map[string]any)["name"] != "MATRIX_LR" {
+		t.Errorf("params: %v", sw)
+	}
+	call(t, cs, "params", map[string]any{"names": []string{"NOPE"}}, true)
+	if err := repo.ResetHardToParent(); err != nil {
+		t.Fatal(err)
 	}
 	best, _ := call(t, cs, "best", map[string]any{"n": 1}, false)
 	if rs, _ := best["runs"].([]any); len(rs) != 1 || rs[0].(map[string]any)["run_id"] != base {
@@ -219,7 +239,7 @@ func TestMCPStdio(t *testing.T) {
 		t.Fatalf("initialize: %+v", init)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 7 {
+	if err != nil || len(tools.Tools) != 8 {
 		t.Fatalf("tools: %v %v", err, tools)
 	}
 	rec, _ := call(t, cs, "log", map[string]any{"description": "baseline", "status": "keep", "metrics": map[string]any{"val_bpb": 0.99}}, false)
@@ -261,7 +281,7 @@ func TestMCPInspector(t *testing.T) {
 		return string(out)
 	}
 	out := run("--method", "tools/list")
-	for _, name := range []string{`"check"`, `"log"`, `"report"`, `"compare"`} {
+	for _, name := range []string{`"check"`, `"log"`, `"report"`, `"compare"`, `"params"`} {
 		if !strings.Contains(out, name) {
 			t.Errorf("tools/list lacks %s:\n%s", name, out)
 		}
@@ -274,6 +294,10 @@ func TestMCPInspector(t *testing.T) {
 	out = run("--method", "tools/call", "--tool-name", "check", "--tool-arg", "description=baseline")
 	if !strings.Contains(out, `"decision": "block"`) {
 		t.Errorf("check through the inspector:\n%s", out)
+	}
+	out = run("--method", "tools/call", "--tool-name", "params")
+	if !strings.Contains(out, `"parameters"`) || !strings.Contains(out, `"runs_with_code": 1`) {
+		t.Errorf("params through the inspector:\n%s", out)
 	}
 	equals(t, 1, len(records(t, repo.Dir)))
 }

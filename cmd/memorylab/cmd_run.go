@@ -209,7 +209,8 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 // prints the verdict (stdout; JSON with --json), resets the blocked commit
 // away with --reset-on-discard (pinned first), and returns blockedError.
 func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) error {
-	res, err := ops.CheckIdea(env.opsWith(opts.Store, opts.JSON), s, ops.CheckInput{Idea: opts.Log.Idea, Limit: 1})
+	res, err := ops.CheckIdea(env.opsWith(opts.Store, opts.JSON), s, ops.CheckInput{Idea: opts.Log.Idea, Limit: 1,
+		Diff: ops.DiffWorktree, CodeOptional: true})
 	if err != nil {
 		return err
 	}
@@ -219,8 +220,12 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) 
 	if err := printVerdict(env, env.Out, res, opts.JSON); err != nil {
 		return err
 	}
+	why := res.Classification
+	if res.Code != nil && len(res.Code.DuplicateCode) > 0 {
+		why = "duplicate_code"
+	}
 	fmt.Fprintf(env.Err, "memorylab: blocked by the novelty guard (%s): nothing was trained or logged; try another idea, or --mode replicate / --no-check to run it anyway\n",
-		res.Classification)
+		why)
 	if opts.ResetOnDiscard {
 		head, _, err := loc.Repo.HeadMessage()
 		if err != nil {

@@ -72,7 +72,9 @@ func newRunFixture(t *testing.T, goal string) *runFixture {
 // experiment commits a change and writes the fake training script.
 func (f *runFixture) experiment(subject, script, bpb string) string {
 	f.t.Helper()
-	commit, err := f.repo.Commit(subject, map[string]string{"train.py": "LR = 0.04\n# " + subject + "\n"})
+	// Each experiment changes code (a comment would not: the code guard
+	// ignores comments and whitespace).
+	commit, err := f.repo.Commit(subject, map[string]string{"train.py": "LR = 0.04\nIDEA = " + strconv.Quote(subject) + "\n"})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -232,7 +234,7 @@ func TestRunResetOnDiscardKeepsRunAndUntracked(t *testing.T) {
 	if pinned, err := g.ResolvePin(recs[1].RunID); err != nil || pinned != commit {
 		t.Fatalf("run ref: %s %v, want %s", pinned, err, commit)
 	}
-	if b, _ := os.ReadFile(filepath.Join(f.dir, "train.py")); string(b) != "LR = 0.04\n# baseline\n" {
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "train.py")); string(b) != "LR = 0.04\nIDEA = \"baseline\"\n" {
 		t.Fatalf("train.py not restored: %q", b)
 	}
 	if _, err := os.Stat(filepath.Join(f.dir, "extra.py")); !os.IsNotExist(err) {

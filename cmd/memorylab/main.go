@@ -10,8 +10,11 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memorylab/memorylab/ops"
 )
 
 func main() {
@@ -82,7 +85,7 @@ func runEnv(env *Env, args []string) int {
 	done := make(chan struct{})
 	defer close(done)
 	go interruptBackstop(ctx, done, env.Err)
-	err := newApp(env).RunContext(ctx, args)
+	err := newApp(env).RunContext(ctx, optionalDiffValue(args))
 	if err != nil {
 		if _, printed := err.(blockedError); !printed {
 			fmt.Fprintf(env.Err, "memorylab: %v\n", err)
@@ -116,4 +119,25 @@ func interruptBackstop(ctx context.Context, done <-chan struct{}, errw io.Writer
 		fmt.Fprintln(errw, "memorylab: interrupted")
 		os.Exit(ExitInterrupted)
 	}
+}
+
+// optionalDiffValue lets `check --diff` stand without a value (the working
+// tree): urfave/cli's string flags always take one, so a bare --diff
+// (last, or followed by another flag) becomes --diff=@worktree.
+func optionalDiffValue(args []string) []string {
+	out := make([]string, 0, len(args))
+	inCheck := false
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a == "check" && !inCheck {
+			inCheck = true
+		}
+		if inCheck && (a == "--diff" || a == "-diff") && (i+1 == len(args) || strings.HasPrefix(args[i+1], "-")) {
+			a = "--diff=" + ops.DiffWorktree
+		}
+		out = append(out, a)
+	}
+	return out
 }

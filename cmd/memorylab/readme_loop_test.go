@@ -34,8 +34,9 @@ func readmeNightLoop(t *testing.T) (setup string, iteration []string, morning st
 }
 
 // TestREADMENightLoop runs the README's loop literally through sh, with git
-// and `uv run train.py` (a shim running python3), for 14 iterations of a
-// fake training script with repeated ideas and crashes (issue 18.1). After
+// and `uv run train.py` (a shim running python3), for 15 iterations of a
+// fake training script with repeated ideas, a re-worded re-try of earlier
+// code (blocked as duplicate_code, issue 16) and crashes (issue 18.1). After
 // every iteration HEAD is the initial commit or a kept run's, never a
 // blocked or crashed one; every record carries the commit it ran, pinned;
 // a repeat adds no record.
@@ -92,28 +93,35 @@ func TestREADMENightLoop(t *testing.T) {
 		desc, bpb string
 		crash     bool
 		want      string // keep, discard, crash or block
+		code      string // the idea the code implements; "" is desc (a re-worded re-try names an earlier one)
 	}
 	night := []idea{
-		{"increase matrix LR to 0.05", "0.990", false, "keep"},
-		{"switch to GeLU activation", "1.004", false, "discard"},
-		{"double model width", "", true, "crash"},
-		{"halve batch size to 262K", "0.985", false, "keep"},
-		{"increase matrix LR to 0.05", "0.970", false, "block"}, // a repeat: never trained on top of
-		{"warmup 240 steps", "0.984", false, "keep"},
-		{"double model width", "", true, "block"},
-		{"depth 9 with aspect ratio 57", "0.986", false, "discard"},
-		{"RoPE base frequency 200K", "0.979", false, "keep"},
-		{"final norm before unembedding", "", true, "crash"},
-		{"switch to GeLU activation", "0.950", false, "block"},
-		{"softcap logits at 20", "0.978", false, "keep"},
-		{"Muon momentum 0.97", "0.980", false, "discard"},
-		{"init scale 0.68x", "0.971", false, "keep"},
+		{"increase matrix LR to 0.05", "0.990", false, "keep", ""},
+		{"switch to GeLU activation", "1.004", false, "discard", ""},
+		{"double model width", "", true, "crash", ""},
+		{"halve batch size to 262K", "0.985", false, "keep", ""},
+		{"increase matrix LR to 0.05", "0.970", false, "block", ""}, // a repeat: never trained on top of
+		{"warmup 240 steps", "0.984", false, "keep", ""},
+		{"double model width", "", true, "block", ""},
+		{"depth 9 with aspect ratio 57", "0.986", false, "discard", ""},
+		{"RoPE base frequency 200K", "0.979", false, "keep", ""},
+		{"final norm before unembedding", "", true, "crash", ""},
+		{"switch to GeLU activation", "0.950", false, "block", ""},
+		{"GELU nonlinearity in the MLP", "1.004", false, "block", "switch to GeLU activation"}, // the same code, re-worded
+		{"softcap logits at 20", "0.978", false, "keep", ""},
+		{"Muon momentum 0.97", "0.980", false, "discard", ""},
+		{"init scale 0.68x", "0.971", false, "keep", ""},
 	}
 	kept := map[string]bool{initial: true}
 	ran := map[string]string{} // commit → idea, for every commit that trained
 	for i, it := range night {
 		head, _ := repo.Head()
-		if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(train(it.bpb, it.crash)+fmt.Sprintf("# %s\n", it.desc)), 0o644); err != nil {
+		if it.code == "" {
+			it.code = it.desc
+		}
+		// Each idea is code (an assignment, not a comment: the guard reads
+		// code with comments and whitespace ignored).
+		if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(train(it.bpb, it.crash)+fmt.Sprintf("IDEA = %q\n", it.code)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		before := len(records(t, dir))
@@ -131,6 +139,9 @@ func TestREADMENightLoop(t *testing.T) {
 			want := map[string]int{"keep": 0, "discard": 0, "crash": ExitCrash, "block": ExitBadInput}[it.want]
 			if code != want {
 				t.Fatalf("iteration %d (%s): %s: exit %d, want %d\n%s", i, it.desc, line, code, want, out)
+			}
+			if it.want == "block" && it.code != it.desc && !strings.Contains(out, "duplicate_code") {
+				t.Fatalf("iteration %d (%s): blocked, but not as duplicate_code of %q:\n%s", i, it.desc, it.code, out)
 			}
 		}
 		recs := records(t, dir)

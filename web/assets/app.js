@@ -106,6 +106,13 @@ async function renderOverview(view) {
   out.push(table(["role", "run", m.metric, "Δ to champion", "memory GB", "description"],
     m.champion_board.map((b) => el("tr", {}, el("td", { text: b.role }), el("td", {}, b.run_id ? runLink(b.run_id) : "–"), el("td", { class: "num", text: fmt(b.value) }),
       el("td", { class: "num", text: num(b.delta_to_champion) }), el("td", { class: "num", text: num(b.memory_gb) }), el("td", { text: b.description })))));
+  out.push(el("h2", { text: "What was swept" }));
+  const swept = m.what_was_swept || [];
+  out.push(swept.length ? table(["parameter", "file", "runs", "values", "best value", `best ${m.metric}`, "champion's value"],
+    swept.map((p) => el("tr", {}, el("td", { class: "mono", text: p.name }), el("td", { class: "mono", text: p.file }), el("td", { class: "num", text: String(p.runs) }),
+      el("td", { class: "num", text: String(p.values) }), el("td", { class: "mono", text: p.best_value }), el("td", { class: "num", text: fmt(p.best) }),
+      el("td", { class: "mono", text: p.champion_value || "–" }))))
+    : el("p", { class: "muted", text: "No parameter edits read from the code of the window's runs." }));
   out.push(el("h2", { text: "Recent runs" }));
   out.push(table(["time", "run", "status", m.metric, "description"],
     (m.recent_ledger || []).map((r) => el("tr", {}, el("td", { class: "mono", text: time(r.timestamp_utc) }), el("td", {}, runLink(r.run_id)),

@@ -1,0 +1,372 @@
+package ops
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/memorylab/memorylab/change"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// The code cache holds every run's change fingerprint (package change),
+// computed from git when the run is logged, or later from its pinned
+// commit, and never the source of truth: it is rebuilt from the ledger and
+// git. Two files in the store's cache directory:
+//
+//   - "code" (ledger.WriteCache, versioned, stamped with the ledger prefix
+//     it covers): one line per run;
+//   - "code.tail": lines appended by log (and by readers catching up) for
+//     runs after that prefix, folded into "code" once there are
+//     codeTailFold of them.
+//
+// A line is run id, status, metric value, change hash, result hash and the
+// parameter edits, tab-separated ("-" when empty). check finds the lines it
+// needs with a substring search instead of parsing the file: 100,000 runs
+// are about 10 MB. A run's fingerprint depends only on its commits, so a
+// line lost in a race is recomputed and a duplicate is harmless.
+const (
+	codeCacheName    = "code"
+	codeCacheVersion = 1
+	codeTailName     = "code.tail"
+	codeTailFold     = 256
+)
+
+// Separators inside the edits field: between edits, and between an edit's
+// file, name, old and new values.
+const (
+	editSep  = "\x1e"
+	fieldSep = "\x1f"
+)
+
+// RunCode is one run's entry in the code cache.
+type RunCode struct {
+	Run    ledger.RunID
+	Status string
+	Value  *float64
+	change.Code
+}
+
+// HasCode reports whether the run's code is known (imported rows, ArcMemo
+// passes and runs whose commit is missing have none).
+func (c *RunCode) HasCode() bool { return c.Result != "" || c.Change != "" }
+
+func cleanField(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '\t', '\n', '\r', 0x1e, 0x1f:
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (c *RunCode) line() []byte {
+	var b bytes.Buffer
+	b.WriteString(string(c.Run) + "\t" + orDash(cleanField(c.Status)) + "\t")
+	if c.Value != nil {
+		b.WriteString(strconv.FormatFloat(*c.Value, 'g', -1, 64))
+	} else {
+		b.WriteString("-")
+	}
+	b.WriteString("\t" + orDash(c.Change) + "\t" + orDash(c.Result) + "\t")
+	for i, e := range c.Edits {
+		if i > 0 {
+			b.WriteString(editSep)
+		}
+		b.WriteString(fieldSep + cleanField(e.File) + fieldSep + cleanField(e.Name) + fieldSep + cleanField(e.Old) + fieldSep + cleanField(e.New))
+	}
+	if len(c.Edits) == 0 {
+		b.WriteString("-")
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+func parseRunCode(line []byte) (RunCode, bool) {
+	f := strings.Split(strings.TrimRight(string(line), "\n"), "\t")
+	if len(f) != 6 || f[0] == "" {
+		return RunCode{}, false
+	}
+	undash := func(s string) string {
+		if s == "-" {
+			return ""
+		}
+		return s
+	}
+	c := RunCode{Run: ledger.RunID(f[0]), Status: undash(f[1])}
+	c.Change, c.Result = undash(f[3]), undash(f[4])
+	if f[2] != "-" {
+		v, err := strconv.ParseFloat(f[2], 64)
+		if err != nil {
+			return RunCode{}, false
+		}
+		c.Value = &v
+	}
+	if f[5] != "-" {
+		for _, e := range strings.Split(f[5], editSep) {
+			p := strings.Split(e, fieldSep)
+			if len(p) != 5 {
+				return RunCode{}, false
+			}
+			c.Edits = append(c.Edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
+		}
+	}
+	return c, true
+}
+
+// codeSet is the code cache as read: the base file's lines (searched, not
+// parsed) and the runs after it.
+type codeSet struct {
+	base []byte
+	tail map[ledger.RunID]RunCode
+}
+
+// find returns the runs whose line contains needle (deduplicated by run;
+// keep filters parsed lines).
+func (cs *codeSet) find(needle string, keep func(*RunCode) bool) []RunCode {
+	var out []RunCode
+	seen := map[ledger.RunID]bool{}
+	b := cs.base
+	for {
+		i := bytes.Index(b, []byte(needle))
+		if i < 0 {
+			break
+		}
+		start := bytes.LastIndexByte(b[:i], '\n') + 1
+		end := bytes.IndexByte(b[i:], '\n')
+		if end < 0 {
+			end = len(b) - i
+		}
+		if c, ok := parseRunCode(b[start : i+end]); ok && !seen[c.Run] && keep(&c) {
+			seen[c.Run] = true
+			out = append(out, c)
+		}
+		next := i + end
+		if next < len(b) {
+			next++ // past the line's newline
+		}
+		b = b[next:]
+	}
+	for _, c := range cs.tail {
+		if !seen[c.Run] && keep(&c) {
+			seen[c.Run] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// all parses every run of the set.
+func (cs *codeSet) all() []RunCode {
+	var out []RunCode
+	seen := map[ledger.RunID]bool{}
+	for _, line := range bytes.Split(cs.base, []byte("\n")) {
+		if c, ok := parseRunCode(line); ok && !seen[c.Run] {
+			seen[c.Run] = true
+			out = append(out, c)
+		}
+	}
+	for _, c := range cs.tail {
+		if !seen[c.Run] {
+			seen[c.Run] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// codeReader computes fingerprints of runs missing from the cache.
+type codeReader struct {
+	s    *ledger.Store
+	repo *ledger.Repo // nil outside a repository: no run has code then
+	skip func(string) bool
+	pins map[ledger.RunID]string // read once, on the first run that needs it
+}
+
+func newCodeReader(s *ledger.Store, repo *ledger.Repo) *codeReader {
+	cr := &codeReader{s: s, repo: repo}
+	if repo != nil {
+		// The store and results.tsv are data, not code, if ever tracked.
+		store, _ := filepath.Rel(repo.WorktreeRoot, s.Dir)
+		tsv, _ := filepath.Rel(repo.WorktreeRoot, s.TSVPath)
+		store, tsv = filepath.ToSlash(store), filepath.ToSlash(tsv)
+		cr.skip = func(p string) bool {
+			return p == tsv || p == "results.tsv" || strings.HasPrefix(p, store+"/")
+		}
+	}
+	return cr
+}
+
+// entry is the cache line of a record: its code from its pinned commit.
+// Imported records, dirty ones logged before the cache existed (their
+// code was the working tree, which is gone) and commits that are not here
+// get no code.
+func (cr *codeReader) entry(r *ledger.Record) RunCode {
+	c := RunCode{Run: r.RunID, Status: r.Status}
+	if v, ok := r.Metric(cr.s.Config.Metric); ok && r.Status != ledger.StatusCrash {
+		c.Value = &v
+	}
+	if cr.repo == nil || r.Imported() || (r.Dirty != nil && *r.Dirty) {
+		return c
+	}
+	if cr.pins == nil {
+		if cr.pins, _ = cr.repo.Pins(); cr.pins == nil {
+			cr.pins = map[ledger.RunID]string{}
+		}
+	}
+	// The pin, else the full commit the record names; never a walk of
+	// history for a short hash (this runs for every record of a rebuild).
+	commit := cr.pins[r.RunID]
+	if commit == "" {
+		commit = r.CommitFull
+	}
+	if len(commit) != 40 {
+		return c
+	}
+	if code, err := cr.fingerprint("", ledger.CodeSide{Commit: commit}); err == nil {
+		c.Code = code
+	}
+	return c
+}
+
+// fingerprint reads a change from git and fingerprints it.
+func (cr *codeReader) fingerprint(base string, to ledger.CodeSide) (change.Code, error) {
+	files, train, err := cr.repo.ChangeOf(base, to, cr.s.Config.TrainFile, cr.skip)
+	if err != nil {
+		return change.Code{}, err
+	}
+	return change.Fingerprint(files, cr.s.Config.TrainFile, train), nil
+}
+
+// openCode reads the code cache caught up with the ledger, computing the
+// runs it lacks (a first use on a big ledger reports progress). A ledger
+// rewritten under the cache (doctor --repair, a pull) rebuilds it, reusing
+// every fingerprint already computed.
+func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
+	cr := newCodeReader(s, repo)
+	fp, base, err := s.ReadCache(codeCacheName, codeCacheVersion)
+	valid := err == nil && s.StillCovers(fp)
+	if err != nil && !errors.Is(err, ledger.ErrCacheInvalid) {
+		return nil, err
+	}
+	tail := readCodeTail(s)
+	if !valid {
+		known := map[ledger.RunID]RunCode{}
+		if err == nil {
+			for _, c := range (&codeSet{base: base}).all() {
+				known[c.Run] = c
+			}
+		}
+		for id, c := range tail {
+			known[id] = c
+		}
+		return rebuildCode(env, s, cr, known)
+	}
+	cs := &codeSet{base: base, tail: map[ledger.RunID]RunCode{}}
+	var fresh [][]byte
+	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
+		c, ok := tail[r.RunID]
+		if !ok {
+			c = cr.entry(r)
+			fresh = append(fresh, c.line())
+		}
+		cs.tail[r.RunID] = c
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(cs.tail) >= codeTailFold {
+		var b bytes.Buffer
+		b.Write(base)
+		for _, c := range cs.tail {
+			b.Write(c.line())
+		}
+		if nfp, err := s.FingerprintAt(end); err == nil && s.WriteCache(codeCacheName, codeCacheVersion, nfp, b.Bytes()) == nil {
+			_ = os.Remove(s.CachePath(codeTailName))
+			return &codeSet{base: b.Bytes()}, nil
+		}
+	}
+	appendCodeTail(s, fresh...)
+	return cs, nil
+}
+
+func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunID]RunCode) (*codeSet, error) {
+	// Streamed: a first use at 100,000 runs must not hold the records.
+	var step ledger.Step
+	if env.Progress != nil {
+		step = env.Progress.Start("code fingerprints: reading each run's commit", 0)
+		defer step.Done()
+	}
+	var b bytes.Buffer
+	n := 0
+	end, _, err := s.ScanFrom(0, func(r *ledger.Record, _ int, _ int64) error {
+		c, ok := known[r.RunID]
+		if !ok {
+			c = cr.entry(r)
+		}
+		b.Write(c.line())
+		if n++; step != nil && n%256 == 0 {
+			step.Set(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if fp, err := s.FingerprintAt(end); err == nil {
+		if err := s.WriteCache(codeCacheName, codeCacheVersion, fp, b.Bytes()); err == nil {
+			_ = os.Remove(s.CachePath(codeTailName))
+		}
+	}
+	return &codeSet{base: b.Bytes()}, nil
+}
+
+func readCodeTail(s *ledger.Store) map[ledger.RunID]RunCode {
+	out := map[ledger.RunID]RunCode{}
+	b, err := os.ReadFile(s.CachePath(codeTailName))
+	if err != nil {
+		return out
+	}
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(line) == 0 || line[len(line)-1] != '\n' {
+			continue // torn by a crash: recomputed
+		}
+		if c, ok := parseRunCode(line); ok {
+			out[c.Run] = c
+		}
+	}
+	return out
+}
+
+// appendCodeTail appends lines to the tail file, best effort (a cache).
+func appendCodeTail(s *ledger.Store, lines ...[]byte) {
+	if len(lines) == 0 {
+		return
+	}
+	f, err := ledger.OpenForWriting(s.CachePath(codeTailName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.Write(bytes.Join(lines, nil))
+}
+
+// codeOfLoggedRun fingerprints the code a run being logged ran: its
+// commit's change, or, when the working tree was dirty, everything from
+// the commit's parent to the working tree.
+func codeOfLoggedRun(s *ledger.Store, repo *ledger.Repo, prov ledger.Provenance) (change.Code, error) {
+	cr := newCodeReader(s, repo)
+	return cr.fingerprint("", ledger.CodeSide{Commit: prov.Commit, Worktree: prov.Dirty})
+}
