@@ -20,7 +20,7 @@ import (
 func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	r := &Run{Producer: ProducerArcMemo, Dir: dir, Rule: RuleArcMemo, Complete: true, RetryPaths: 1}
 	cfg := map[string]string{}
-	if b, err := os.ReadFile(filepath.Join(dir, ".hydra", "config.yaml")); err == nil {
+	if b, err := readInput(filepath.Join(dir, ".hydra", "config.yaml")); err == nil {
 		cfg = flatYAML(b)
 	} else {
 		r.Warnings = append(r.Warnings, ".hydra/config.yaml is missing: model and settings unknown")
@@ -47,7 +47,7 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	// The run's identity is its folder (outputs/<date>/<time>); the key used
 	// for idempotent imports is content-based (see Pass.Hash).
 	r.RunID = filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
-	if b, err := os.ReadFile(filepath.Join(dir, ".hydra", "config.yaml")); err == nil {
+	if b, err := readInput(filepath.Join(dir, ".hydra", "config.yaml")); err == nil {
 		h := sha256.Sum256(b)
 		r.ConfigHash = hex.EncodeToString(h[:])
 	}
@@ -56,7 +56,7 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	if logs, _ := filepath.Glob(filepath.Join(dir, "*.log")); len(logs) > 0 {
 		sort.Strings(logs)
 		for _, l := range logs {
-			if b, err := os.ReadFile(l); err == nil {
+			if b, err := readInput(l); err == nil {
 				if x := parseDriverLog(b); len(x.reports) > 0 || lr.reports == nil {
 					lr = x
 				}
@@ -72,7 +72,7 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	puzzles := 0
 	for i, it := range iters {
 		treePath := filepath.Join(dir, it.name, "solution_trees.json")
-		tb, err := os.ReadFile(treePath)
+		tb, err := readInput(treePath)
 		if err != nil {
 			return nil, badInput("%s is missing: the iteration was not written completely; copy the whole output directory", treePath)
 		}

@@ -116,7 +116,7 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	}
 
 	var lr logReport
-	if b, err := os.ReadFile(p("driver.log")); err == nil {
+	if b, err := readInput(p("driver.log")); err == nil {
 		lr = parseDriverLog(b)
 	}
 	events, err := readEvents(p("events.jsonl"))
@@ -143,7 +143,7 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	nPass := len(iters)
 	var all []Attempt
 	fromTrees := false
-	if f, err := os.Open(p("eval_records.jsonl")); err == nil {
+	if f, err := openInput(p("eval_records.jsonl")); err == nil {
 		all, err = ParseEvalRecords(f, p("eval_records.jsonl"))
 		f.Close()
 		if err != nil {
@@ -177,7 +177,7 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	for i := 0; i < nPass; i++ {
 		folder := iters[i].name
 		treePath := p(folder, "solution_trees.json")
-		tb, err := os.ReadFile(treePath)
+		tb, err := readInput(treePath)
 		if err != nil {
 			return nil, badInput("%s is missing: the pass was not written completely; copy the whole run directory", treePath)
 		}
@@ -349,7 +349,7 @@ func checkMem2(r *Run, sum *mem2Summary) {
 
 // readEvents reads events.jsonl (absent: none). A malformed line is an error.
 func readEvents(path string) ([]mem2Event, error) {
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -374,7 +374,7 @@ func readEvents(path string) ([]mem2Event, error) {
 // modelFromUsage names the models of provider_usage.json ("" for mock).
 func modelFromUsage(path string) string {
 	var m map[string]json.RawMessage
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if err != nil || json.Unmarshal(b, &m) != nil {
 		return ""
 	}

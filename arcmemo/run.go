@@ -160,7 +160,7 @@ func iterationDirs(dir string) ([]iterDir, error) {
 }
 
 func readJSONFile(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if err != nil {
 		return badInput("unable to read %s: %v", path, unwrapPathErr(err))
 	}
@@ -180,7 +180,7 @@ func hashBytes(parts ...[]byte) string {
 }
 
 func hashFile(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if err != nil {
 		return ""
 	}
@@ -331,7 +331,7 @@ func passLocal(p *Pass, local []Attempt) {
 // countJobs reads iteration_N/metadata.json (a list, one entry per job).
 func countJobs(path string) int {
 	var v []json.RawMessage
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if err != nil || json.Unmarshal(b, &v) != nil {
 		return -1
 	}
@@ -345,7 +345,7 @@ func readSnapshots(dir string, files []snapFile) ([]Snapshot, error) {
 	var prev *Memory
 	for _, f := range files {
 		path := filepath.Join(dir, f.rel)
-		b, err := os.ReadFile(path)
+		b, err := readInput(path)
 		if err != nil {
 			return nil, badInput("unable to read %s: %v", path, unwrapPathErr(err))
 		}

@@ -2,7 +2,6 @@ package arcmemo
 
 import (
 	"encoding/json"
-	"os"
 )
 
 // Usage is what one pass consumed, from iteration_N/token_usage.json
@@ -21,7 +20,7 @@ type Usage struct {
 // file is missing or not in that shape.
 func readUsage(path string) Usage {
 	var u Usage
-	b, err := os.ReadFile(path)
+	b, err := readInput(path)
 	if err != nil {
 		return u
 	}

@@ -67,6 +67,17 @@ func ReadLogTail(path string) ([]byte, error) {
 	return buf, nil
 }
 
+// regularExample is how to get a regular file for what.
+func regularExample(what string) string {
+	switch what {
+	case "run log":
+		return "python train.py > run.log 2>&1"
+	case "summary":
+		return "cat <source> > summary.json"
+	}
+	return "cat <source> > file"
+}
+
 // OpenRegular opens an input file that must be a regular file: what (e.g.
 // "run log"), shown (the path as the user gave it) and hint make the
 // errors. The open never blocks (a FIFO
@@ -75,7 +86,10 @@ func ReadLogTail(path string) ([]byte, error) {
 func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, BadInputf("unable to read %s %s: %v; %s", what, shown, unwrapPath(err), hint)
+		if hint != "" {
+			hint = "; " + hint
+		}
+		return nil, nil, BadInputf("unable to read %s %s: %v%s", what, shown, unwrapPath(err), hint)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -84,8 +98,8 @@ func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) 
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, BadInputf("%s %s is %s; memorylab reads a regular file: write it to one first (e.g. `python train.py > run.log 2>&1`)",
-			what, shown, describeMode(st.Mode()))
+		return nil, nil, BadInputf("%s %s is %s; memorylab reads a regular file: write it to one first (e.g. `%s`)",
+			what, shown, describeMode(st.Mode()), regularExample(what))
 	}
 	return f, st, nil
 }

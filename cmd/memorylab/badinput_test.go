@@ -143,6 +143,26 @@ func badInputs() []badInput {
 		{name: "summary/a FIFO", code: ExitBadInput, msg: `summary .*summary\.fifo is a FIFO`, prep: func(t *testing.T, r testRepo) []string {
 			return keep("--summary", mkfifo(t, r, "summary.fifo"))
 		}},
+		{name: "import/a device (/dev/zero)", code: ExitBadInput, msg: `results file /dev/zero is a device; memorylab reads a regular file`, prep: static("import", "/dev/zero")},
+		{name: "import/a FIFO without a writer", code: ExitBadInput, msg: `results file .*results\.fifo is a FIFO`, prep: func(t *testing.T, r testRepo) []string {
+			return []string{"import", mkfifo(t, r, "results.fifo")}
+		}},
+		{name: "arcmemo memory/a device", code: ExitBadInput, msg: `memory file /dev/zero is a device`, prep: static("arcmemo", "memory", "/dev/zero")},
+		{name: "arcmemo import/a FIFO in the run directory", code: ExitBadInput, msg: `events\.jsonl: not a regular file`, prep: func(t *testing.T, r testRepo) []string {
+			// A real mem2 run whose events.jsonl is a FIFO nobody writes.
+			dir := filepath.Join(r.Dir, "mem2-run")
+			if err := copyTreeTest(filepath.Join("..", "..", "testdata", "arcmemo", "mem2-mock-run"), dir); err != nil {
+				t.Fatal(err)
+			}
+			ev := filepath.Join(dir, "events.jsonl")
+			if err := os.Remove(ev); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(ev, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"arcmemo", "import", dir}
+		}},
 		{name: "log/CRLF line endings", ok: true, prep: static(keep("--log", fixture("log-crlf.log"))...)},
 		{name: "log/100 MB with summary at the end", ok: true, prep: func(t *testing.T, r testRepo) []string {
 			size := 100 << 20

@@ -386,9 +386,9 @@ type arcmemoMemoryJSON struct {
 
 func runArcmemoMemory(env *Env, opts arcmemoMemoryOptions) error {
 	path := env.abs(opts.File)
-	b, err := os.ReadFile(path)
+	b, err := ledger.ReadRegularFile(path, opts.File, "memory file", "name an ArcMemo memory JSON file", arcmemo.MaxInputFile)
 	if err != nil {
-		return fmt.Errorf("%w: unable to read memory file %s: %v", ledger.ErrBadInput, opts.File, errors.Unwrap(err))
+		return err
 	}
 	m, err := arcmemo.ParseMemory(b, opts.File)
 	if err != nil {

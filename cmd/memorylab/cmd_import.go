@@ -350,18 +350,22 @@ func runImport(env *Env, opts importOptions) error {
 
 // readImportFile reads and understands one file. Unreadable files are bad
 // input (exit 2).
+// maxImportFile bounds a results.tsv read whole (a night writes ~10 KB).
+const maxImportFile = 1 << 30
+
 func readImportFile(env *Env, loc ledger.Location, p string, ropts results.Options) (*importedFile, error) {
 	abs := env.abs(p)
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is a directory: name the results.tsv file inside it", ledger.ErrBadInput, p)
+	}
+	// A regular file only: /dev/zero or a FIFO would never end.
+	data, err := ledger.ReadRegularFile(abs, p, "results file", "name a results.tsv", maxImportFile)
+	if err != nil {
+		return nil, err
+	}
 	st, err := os.Stat(abs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: unable to read %s: %v", ledger.ErrBadInput, p, errors.Unwrap(err))
-	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%w: %s is a directory: name the results.tsv file inside it", ledger.ErrBadInput, p)
-	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: unable to read %s: %v", ledger.ErrBadInput, p, err)
 	}
 	res, err := results.Read(data, ropts)
 	if err != nil {
