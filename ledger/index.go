@@ -252,8 +252,11 @@ type NoveltyIndex struct {
 
 func (s *Store) indexPath() string { return s.Path(IndexDir, indexName) }
 
+// progress is opts.Progress for a ledger big enough to take a while
+// (ProgressMinBytes); nothing for a small one, which builds in well under
+// a second and would only flash a bar.
 func (x *NoveltyIndex) progress() Progress {
-	if x.opts.Progress == nil {
+	if x.opts.Progress == nil || x.ledgerSize() < ProgressMinBytes {
 		return noProgress{}
 	}
 	return x.opts.Progress

@@ -435,6 +435,7 @@ func (s *recordedStep) Done()     { s.done = true }
 // an up-to-date open reports nothing.
 func TestIndexRebuildReportsProgress(t *testing.T) {
 	defer ledger.TestSetIndexBatchSize(50)()
+	defer ledger.TestSetProgressMinBytes(0)()
 	s := newIndexStore(t, novelty.SyntheticRecords(400, 3))
 	var p recordedProgress
 	opts := ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Progress: &p}

@@ -15,9 +15,23 @@ type Step interface {
 	Done()        // the step finished (or failed)
 }
 
+// ProgressMinBytes is the ledger size from which a cache build reports
+// progress (about 2,000 runs: a second or so of work).
+var ProgressMinBytes int64 = 4 << 20
+
+// TestSetProgressMinBytes sets ProgressMinBytes and returns a restore func.
+func TestSetProgressMinBytes(n int64) func() {
+	old := ProgressMinBytes
+	ProgressMinBytes = n
+	return func() { ProgressMinBytes = old }
+}
+
 type noProgress struct{}
 
 func (noProgress) Start(string, int) Step { return noStep{} }
+
+// NoStep reports nothing.
+type NoStep = noStep
 
 type noStep struct{}
 

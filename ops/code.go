@@ -305,7 +305,7 @@ func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
 func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunID]RunCode) (*codeSet, error) {
 	// Streamed: a first use at 100,000 runs must not hold the records.
 	var step ledger.Step
-	if env.Progress != nil {
+	if fp, err := s.CurrentFingerprint(); err == nil && fp.Size >= ledger.ProgressMinBytes && env.Progress != nil {
 		step = env.Progress.Start("code fingerprints: reading each run's commit", 0)
 		defer step.Done()
 	}

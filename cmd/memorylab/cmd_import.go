@@ -339,7 +339,13 @@ func runImport(env *Env, opts importOptions) error {
 		}
 		recs = plan()
 		if len(recs) > 0 {
-			if err := store.AppendLocked(recs...); err != nil {
+			step := ledger.Step(ledger.NoStep{})
+			if p := newProgress(env, opts.JSON); p != nil && len(recs) >= 10000 {
+				step = p.Start("import: writing records", len(recs))
+			}
+			err := store.AppendLockedProgress(step, recs...)
+			step.Done()
+			if err != nil {
 				return err
 			}
 		}
