@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"regexp"
@@ -78,30 +79,43 @@ func regularExample(what string) string {
 	return "cat <source> > file"
 }
 
-// OpenRegular opens an input file that must be a regular file: what (e.g.
-// "run log"), shown (the path as the user gave it) and hint make the
-// errors. The open never blocks (a FIFO
-// without a writer would wait forever), and anything but a regular file is
-// refused with ErrBadInput.
-func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		if hint != "" {
-			hint = "; " + hint
-		}
-		return nil, nil, BadInputf("unable to read %s %s: %v%s", what, shown, unwrapPath(err), hint)
+// OpenInput opens path for reading without blocking (a FIFO without a
+// writer would wait forever) and only when it is a regular file: anything
+// else is a *fs.PathError wrapping ErrNotRegular, with its kind in mode.
+// Open errors come back as they are (fs.ErrNotExist for a missing file).
+func OpenInput(path string) (f *os.File, st os.FileInfo, err error) {
+	if f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err != nil {
+		return nil, nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
+	if st, err = f.Stat(); err != nil {
 		f.Close()
-		return nil, nil, BadInputf("unable to read %s %s: %v", what, shown, err)
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, BadInputf("%s %s is %s; memorylab reads a regular file: write it to one first (e.g. `%s`)",
-			what, shown, describeMode(st.Mode()), regularExample(what))
+		return nil, st, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
 	}
 	return f, st, nil
+}
+
+// OpenRegular is OpenInput for a file the user named: what (e.g. "run
+// log"), shown (the path as the user gave it) and hint make the errors,
+// each wrapping ErrBadInput.
+func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) {
+	f, st, err := OpenInput(path)
+	switch {
+	case err == nil:
+		return f, st, nil
+	case errors.Is(err, ErrNotRegular):
+		return nil, nil, BadInputf("%s %s is %s; memorylab reads a regular file: write it to one first (e.g. `%s`)",
+			what, shown, describeMode(st.Mode()), regularExample(what))
+	case st != nil:
+		return nil, nil, BadInputf("unable to read %s %s: %v", what, shown, err)
+	}
+	if hint != "" {
+		hint = "; " + hint
+	}
+	return nil, nil, BadInputf("unable to read %s %s: %v%s", what, shown, unwrapPath(err), hint)
 }
 
 // ReadRegularFile reads a whole input file that must be a regular file of

@@ -41,6 +41,12 @@ func TestValidation(t *testing.T) {
 		}, "--description must not be empty"},
 		{"check: limit", func() error { _, err := Check(env, CheckInput{Idea: idea, Limit: -1}); return err }, "--limit must be 0 or more"},
 		{"log: status", func() error { _, err := Log(env, LogInput{Idea: idea, Status: "kept"}); return err }, "--status must be keep, discard or crash"},
+		{"import: no file", func() error { _, err := Import(env, ImportInput{}); return err }, "import needs at least one results.tsv file"},
+		{"import: goal", func() error { _, err := Import(env, ImportInput{Files: []string{"r.tsv"}, Goal: "up"}); return err }, "--goal must be min or max"},
+		{"import: status map", func() error {
+			_, err := Import(env, ImportInput{Files: []string{"r.tsv"}, StatusMap: []string{"kept"}})
+			return err
+		}, "--status-map wants WORD=keep|discard|crash"},
 		{"log: metric", func() error {
 			_, err := Log(env, LogInput{Idea: idea, Status: "keep", Metrics: map[string]float64{"val_bpb": math.Inf(1)}})
 			return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // tsvCorpus is the real results.tsv files in the module's testdata/, as an
@@ -249,7 +250,7 @@ func TestImportErrors(t *testing.T) {
 		msg  string
 	}{
 		{"no files", []string{"import"}, ExitBadInput, "at least one results.tsv"},
-		{"missing file", []string{"import", "nope.tsv"}, ExitBadInput, "unable to read nope.tsv"},
+		{"missing file", []string{"import", "nope.tsv"}, ExitBadInput, "unable to read results file nope.tsv: no such file or directory"},
 		{"directory", []string{"import", "."}, ExitBadInput, "is a directory"},
 		{"bad goal", []string{"import", "--goal", "up", "r.tsv"}, ExitBadInput, "--goal must be min or max"},
 		{"bad status map", []string{"import", "r.tsv", "--status-map", "lb=maybe"}, ExitBadInput, "--status-map wants WORD=keep|discard|crash"},
@@ -410,7 +411,7 @@ func TestImportKeyCache(t *testing.T) {
 	if r := memorylab(t, dir, nil, "import", "old.tsv"); r.code != 0 || !strings.Contains(r.out, "imported 5 records") {
 		t.Fatalf("%d %s %s", r.code, r.out, r.errOut)
 	}
-	cache := filepath.Join(dir, "results", "memorylab", ledger.CacheDir, importKeysFile)
+	cache := filepath.Join(dir, "results", "memorylab", ledger.CacheDir, ops.ImportKeysFile)
 	if _, err := os.Stat(cache); err != nil {
 		t.Fatalf("no key cache: %v", err)
 	}

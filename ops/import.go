@@ -1,0 +1,341 @@
+package ops
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/results"
+)
+
+// ImportInput is `memorylab import`'s input.
+type ImportInput struct {
+	Files     []string
+	Metric    string   // --metric COLUMN
+	As        string   // --as NAME: record the --metric column under the store's metric NAME
+	Goal      string   // --goal min|max
+	StatusMap []string // --status-map WORD=STATUS
+	DryRun    bool
+	Init      bool // create the store with the detected metric and goal
+}
+
+// ImportResult is what an import read, planned and wrote.
+type ImportResult struct {
+	Store    *ledger.Store // nil on a dry run without a store
+	Created  bool          // the store was initialised by this import
+	Metric   string
+	Goal     string
+	Files    []*ImportedFile
+	Imported int // records appended (or that would be, on a dry run)
+}
+
+// Import reads every results.tsv, plans the records, and appends the new
+// ones in one write under the store lock. Nothing is written when any file
+// is unreadable or disagrees with the store's metric; importing the same
+// rows again adds nothing.
+func Import(env Env, opts ImportInput) (*ImportResult, error) {
+	if len(opts.Files) == 0 {
+		return nil, ledger.BadInputf("import needs at least one results.tsv file")
+	}
+	if opts.Goal != "" && opts.Goal != ledger.GoalMin && opts.Goal != ledger.GoalMax {
+		return nil, ledger.BadInputf("--goal must be min or max, got %q", opts.Goal)
+	}
+	smap, err := parseStatusMap(opts.StatusMap)
+	if err != nil {
+		return nil, err
+	}
+	loc, locErr := env.Locate()
+	var store *ledger.Store
+	if locErr == nil {
+		store, err = loc.Open()
+		if err != nil && !errors.Is(err, ledger.ErrNoStore) {
+			return nil, err
+		}
+	} else if !opts.DryRun {
+		return nil, locErr
+	}
+
+	ropts := results.Options{Metric: opts.Metric, Goal: opts.Goal, GoalFrom: "--goal", StatusMap: smap}
+	if store != nil {
+		if opts.Goal != "" && opts.Goal != store.Config.Goal {
+			return nil, ledger.BadInputf("--goal %s contradicts the store's goal %s (%s): drop --goal, or import into another store (--store DIR --init)",
+				opts.Goal, store.Config.Goal, store.Path(ledger.ConfigFile))
+		}
+		ropts.Prefer, ropts.Goal, ropts.GoalFrom = store.Config.Metric, store.Config.Goal, "store config"
+	}
+
+	var files []*ImportedFile
+	for _, p := range opts.Files {
+		f, err := readImportFile(env, loc, p, ropts)
+		if err != nil {
+			return nil, err
+		}
+		if d := f.Result.DataRows(); d > 0 && len(f.Result.Entries) == 0 {
+			return nil, fmt.Errorf("%w: %s: every data row was skipped (%d; first: line %d, %s)",
+				ledger.ErrBadInput, f.Path, d, firstDataSkip(f.Result).Line, firstDataSkip(f.Result).Reason)
+		}
+		files = append(files, f)
+	}
+	if opts.As != "" && opts.Metric == "" {
+		return nil, ledger.BadInputf("--as %s needs --metric COLUMN: name the file's column to record as %s", opts.As, opts.As)
+	}
+
+	// The metric name the records carry, and the goal.
+	metric, goal, from := "", "", ""
+	if store != nil {
+		metric, goal = store.Config.Metric, store.Config.Goal
+	}
+	for _, f := range files {
+		r := f.Result
+		if len(r.Entries) == 0 {
+			continue
+		}
+		if r.MetricName == "" {
+			continue // history without the metric: recorded under the store's (or the default) metric
+		}
+		name := r.MetricName
+		if opts.As != "" {
+			name = opts.As
+		}
+		switch {
+		case store != nil && !strings.EqualFold(name, metric):
+			hint := "pass --metric COLUMN naming the column that holds " + metric
+			if opts.Metric != "" {
+				hint = fmt.Sprintf("pass --as %s as well if %s really is the same quantity as %s", metric, r.MetricName, metric)
+			}
+			return nil, fmt.Errorf("%w: %s: the metric column is %q but the store's metric is %q: %s, or import into another store (--store DIR --init)",
+				ledger.ErrBadInput, f.Path, r.MetricName, metric, hint)
+		case metric == "":
+			metric, goal, from = name, r.Goal, f.Path
+		case store == nil && (name != metric || r.Goal != goal):
+			return nil, fmt.Errorf("%w: %s has metric %s (%s) but %s has %s (%s): import them into separate stores, or pass --metric and --goal",
+				ledger.ErrBadInput, f.Path, r.MetricName, r.Goal, from, metric, goal)
+		}
+	}
+	if metric == "" { // no file names a metric: the records are history without it
+		def := ledger.DefaultConfig()
+		metric, goal = def.Metric, def.Goal
+	}
+
+	res := &ImportResult{Files: files}
+	if store == nil && !opts.DryRun {
+		if !opts.Init {
+			return nil, fmt.Errorf("%w at %s: run `memorylab init --metric %s --goal %s` (detected from %s), or pass --init",
+				ledger.ErrNoStore, loc.StoreDir, shellWord(metric), goal, files[0].Path)
+		}
+		cfg := ledger.DefaultConfig()
+		cfg.Metric, cfg.Goal = metric, goal
+		s, created, err := ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(metric))
+		if err != nil {
+			return nil, err
+		}
+		store, res.Created = s, len(created) > 0
+	}
+
+	seen := results.KeyCounts{}
+	scan := func() (err error) {
+		if store == nil {
+			return nil
+		}
+		seen, err = loadImportKeys(env, store, metric)
+		return err
+	}
+	plan := func() []*ledger.Record {
+		var recs []*ledger.Record
+		for _, f := range files {
+			f.Plan = f.Result.Plan(f.Display, f.MTime, metric, seen)
+			for _, p := range f.Plan {
+				if !p.Present {
+					recs = append(recs, p.Record)
+				}
+			}
+		}
+		return recs
+	}
+
+	var recs []*ledger.Record
+	if opts.DryRun {
+		if err := scan(); err != nil {
+			return nil, err
+		}
+		recs = plan()
+	} else {
+		lock, err := store.LockContext(env.ctx())
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Unlock()
+		if err := scan(); err != nil {
+			return nil, err
+		}
+		recs = plan()
+		if len(recs) > 0 {
+			step := ledger.Step(ledger.NoStep{})
+			if env.Progress != nil && len(recs) >= importProgressRows {
+				step = env.Progress.Start("import: writing records", len(recs))
+			}
+			err := store.AppendLockedProgress(step, recs...)
+			step.Done()
+			if err != nil {
+				return nil, err
+			}
+		}
+		saveImportKeys(env, store, metric, seen)
+	}
+	res.Store, res.Metric, res.Goal, res.Imported = store, metric, goal, len(recs)
+	return res, nil
+}
+
+// importProgressRows is the import size from which a bar is shown.
+const importProgressRows = 10000
+
+// readImportFile reads and understands one file. Unreadable files are bad
+// input (exit 2).
+
+// ImportedFile is one input file read and understood.
+type ImportedFile struct {
+	Path    string // as given
+	Display string // as recorded in Source["file"]
+	Result  *results.Result
+	Plan    []results.Planned
+	MTime   time.Time // the file's modification time: the last line's timestamp
+}
+
+// parseStatusMap turns WORD=STATUS flags into a normalised map.
+func parseStatusMap(pairs []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range pairs {
+		word, st, ok := strings.Cut(p, "=")
+		st = strings.ToLower(strings.TrimSpace(st))
+		if !ok || !ledger.ValidStatus(st) {
+			return nil, ledger.BadInputf("--status-map wants WORD=keep|discard|crash, got %q", p)
+		}
+		w := results.NormStatus(word)
+		if w == "" || w == "empty" {
+			w = "(empty)"
+		}
+		out[w] = st
+	}
+	return out, nil
+}
+
+// maxImportFile bounds a results.tsv read whole (a night writes ~10 KB).
+const maxImportFile = 1 << 30
+
+func readImportFile(env Env, loc ledger.Location, p string, ropts results.Options) (*ImportedFile, error) {
+	abs := env.Abs(p)
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is a directory: name the results.tsv file inside it", ledger.ErrBadInput, p)
+	}
+	// A regular file only: /dev/zero or a FIFO would never end.
+	data, err := ledger.ReadRegularFile(abs, p, "results file", "name a results.tsv", maxImportFile)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: unable to read %s: %v", ledger.ErrBadInput, p, errors.Unwrap(err))
+	}
+	res, err := results.Read(data, ropts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ledger.ErrBadInput, p, err)
+	}
+	display := filepath.ToSlash(abs)
+	if loc.Repo != nil {
+		for _, root := range []string{loc.Repo.WorktreeRoot, loc.Repo.MainRoot} {
+			if rel, err := filepath.Rel(root, abs); err == nil && !strings.HasPrefix(rel, "..") {
+				display = filepath.ToSlash(rel)
+				break
+			}
+		}
+	}
+	return &ImportedFile{Path: p, Display: display, Result: res, MTime: st.ModTime()}, nil
+}
+
+// shellWord quotes s for a shell command line when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '_' || r == '-' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// firstDataSkip is the first skipped line that held data.
+func firstDataSkip(r *results.Result) results.Skip {
+	for _, s := range r.Skipped {
+		if s.Data {
+			return s
+		}
+	}
+	return results.Skip{}
+}
+
+// ImportKeysFile caches the row keys of the ledger (results.RowKey of every
+// record's canonical row, with counts) so that repeated imports into a large
+// ledger read only the records appended since. Rebuildable from the ledger.
+const ImportKeysFile = "import_keys.json"
+
+// importKeysVersion: 1 = {version, metric, ledger fingerprint, keys}.
+const importKeysVersion = 1
+
+type importKeysCache struct {
+	Version int                `json:"version"`
+	Metric  string             `json:"metric"`
+	Ledger  ledger.Fingerprint `json:"ledger"`
+	Keys    results.KeyCounts  `json:"keys"`
+}
+
+// loadImportKeys returns the key counts of every record in the ledger: from
+// the cache plus the records after the prefix it covers, or from a full scan
+// when the cache is missing, of another version or metric, or no longer
+// matches the ledger (rewritten, truncated).
+func loadImportKeys(env Env, store *ledger.Store, metric string) (results.KeyCounts, error) {
+	path := store.Path(ledger.CacheDir, ImportKeysFile)
+	var c importKeysCache
+	from := int64(0)
+	keys := results.KeyCounts{}
+	if b, err := os.ReadFile(path); err == nil {
+		switch {
+		case json.Unmarshal(b, &c) != nil || c.Version != importKeysVersion || c.Metric != metric || c.Keys == nil:
+			env.notef("rebuilding %s (unreadable, other version or metric)", path)
+		case !store.StillCovers(c.Ledger):
+			env.notef("rebuilding %s (the ledger was rewritten)", path)
+		default:
+			keys, from = c.Keys, c.Ledger.Size
+		}
+	}
+	_, warns, err := store.ScanFrom(from, func(r *ledger.Record, _ int, _ int64) error {
+		keys.Add(r, metric)
+		return nil
+	})
+	for _, w := range warns {
+		env.notef("warning: %s: %s", store.LedgerPath(), w)
+	}
+	return keys, err
+}
+
+// saveImportKeys writes the cache for the whole ledger as it is now; the
+// caller holds the store lock, so keys describe exactly these bytes. A cache
+// that cannot be written is only a warning.
+func saveImportKeys(env Env, store *ledger.Store, metric string, keys results.KeyCounts) {
+	fp, err := store.CurrentFingerprint()
+	if err == nil {
+		var b []byte
+		b, err = json.Marshal(importKeysCache{Version: importKeysVersion, Metric: metric, Ledger: fp, Keys: keys})
+		if err == nil {
+			if err = os.MkdirAll(store.Path(ledger.CacheDir), 0o755); err == nil {
+				err = ledger.WriteFileAtomic(store.Path(ledger.CacheDir, ImportKeysFile), append(b, '\n'), 0o644)
+			}
+		}
+	}
+	if err != nil {
+		env.notef("warning: import key cache not written: %v", err)
+	}
+}
