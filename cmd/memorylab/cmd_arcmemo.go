@@ -2,12 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,8 +14,6 @@ import (
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
-	"github.com/memorylab/memorylab/registry"
-	"github.com/memorylab/memorylab/results"
 )
 
 type arcmemoImportOptions struct {
@@ -154,175 +149,14 @@ type passSummary struct {
 	Check         string  `json:"score_check"`
 }
 
+// runArcmemoImport imports one run (ops.ImportArcMemo) and prints it.
 func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
-	run, err := arcmemo.ReadRun(env.abs(opts.Dir))
+	res, err := ops.ImportArcMemo(env.opsWith(opts.Store, opts.JSON), ops.ArcMemoInput{Dir: opts.Dir, Init: opts.Init,
+		DryRun: opts.DryRun, SkipMemory: opts.SkipMemory})
 	if err != nil {
 		return err
 	}
-	loc, err := locate(env, opts.Store)
-	if err != nil {
-		return err
-	}
-	cfg := ledger.DefaultConfig()
-	cfg.Metric, cfg.Goal = "official_score", ledger.GoalMax
-	var s *ledger.Store
-	var lock *ledger.Lock
-	switch s, err = loc.Open(); {
-	case err == nil:
-	case errors.Is(err, ledger.ErrNoStore) && opts.Init && opts.DryRun:
-		s = &ledger.Store{Dir: loc.StoreDir, TSVPath: loc.TSVPath, Config: cfg} // nothing exists yet
-	case errors.Is(err, ledger.ErrNoStore) && opts.Init:
-		if s, _, err = ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(cfg.Metric)); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.Err, "memorylab: initialised store at %s (metric official_score, goal max)\n", s.Dir)
-	case errors.Is(err, ledger.ErrNoStore):
-		return fmt.Errorf("%w at %s: pass --init to create it (metric official_score, goal max), or run `memorylab --store DIR init --metric official_score --goal max`", ledger.ErrNoStore, loc.StoreDir)
-	default:
-		return err
-	}
-	if err := arcmemo.CheckMetric(s.Config); err != nil {
-		return err
-	}
-	prov, err := importProvenance(loc)
-	if err != nil {
-		return err
-	}
-	if !opts.DryRun {
-		if lock, err = s.Lock(); err != nil {
-			return err
-		}
-		defer lock.Unlock()
-	}
-	ex, err := loadImportIDs(s, env.Err)
-	if err != nil {
-		return err
-	}
-	build := arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()}
-	// The registry decides keep/discard exactly as it picks the champion,
-	// and each solve pass gets its decision packet, as `log` does; memory
-	// snapshots are folded in too, so the cached state matches the ledger.
-	var st *registry.State
-	behind := -1
-	var packetFilesOf = map[ledger.RunID][]ledger.ArchiveFile{}
-	if _, err := os.Stat(s.LedgerPath()); err == nil {
-		if st, _, behind, err = ops.LoadRegistry(s, env.Err, nil); err != nil {
-			return err
-		}
-		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
-		build.Fold = func(rec *ledger.Record) error {
-			if rec.Source["kind"] != arcmemo.KindSolvePass {
-				st.Add(rec)
-				return nil
-			}
-			packet := ops.DecisionPacket(st, rec)
-			b, err := json.Marshal(packet)
-			if err != nil {
-				return err
-			}
-			rec.DecisionPacket = b
-			packetFilesOf[rec.RunID] = ops.PacketFiles(&packet)
-			return nil
-		}
-	}
-	plan, err := arcmemo.BuildRecords(run, ex, prov, build)
-	if err != nil {
-		return err
-	}
-	if !opts.DryRun && len(plan.Records) > 0 {
-		for _, r := range plan.Records {
-			if files := packetFilesOf[r.RunID]; len(files) > 0 {
-				if err := s.Archive(r, files); err != nil {
-					return err
-				}
-			}
-		}
-		// The commit point: every record of this import in one write.
-		if err := s.AppendLocked(plan.Records...); err != nil {
-			return err
-		}
-		for _, r := range plan.Records {
-			if r.Source["kind"] != arcmemo.KindSolvePass {
-				continue
-			}
-			row := results.Row{Commit: r.Commit, Status: r.Status, Description: r.Description}
-			if v, ok := r.Metric(s.Config.Metric); ok && r.Status != ledger.StatusCrash {
-				row.Metric = &v
-			}
-			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
-				return err
-			}
-		}
-		// Derived files: the records are committed, so failures are warnings.
-		if fp, err := s.CurrentFingerprint(); err == nil {
-			err = s.WriteCache(importIDsCache, importIDsCacheVersion, fp, ex.ImportIDPayload())
-			if err != nil {
-				fmt.Fprintf(env.Err, "memorylab: warning: import-id cache not written: %v\n", err)
-			}
-		}
-		if st != nil {
-			if fp, err := s.CurrentFingerprint(); err != nil {
-				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
-			} else if err := ops.SaveRegistry(s, st, fp, behind, 0, env.Now()); err != nil {
-				fmt.Fprintf(env.Err, "memorylab: warning: registry not refreshed: %v\n", err)
-			}
-		}
-	}
-	return printImport(env.Out, env.Err, run, s, plan, opts)
-}
-
-// The import-id cache under <store>/cache/ holds every source.import_id of
-// the ledger prefix it covers, so a second import of a big ledger reads
-// only the new tail instead of decoding every line.
-const (
-	importIDsCache        = "arcmemo_imports"
-	importIDsCacheVersion = 1
-)
-
-// loadImportIDs returns the import ids (and a champion view) of the ledger:
-// from the cache caught up with ScanFrom, or by reading the whole ledger
-// when the cache is missing or no longer covers it (one-line notice).
-func loadImportIDs(s *ledger.Store, errw io.Writer) (*arcmemo.Existing, error) {
-	fp, payload, err := s.ReadCache(importIDsCache, importIDsCacheVersion)
-	if err == nil && s.StillCovers(fp) {
-		ex := arcmemo.NewExisting(s.Config)
-		ex.AddImportIDs(payload)
-		if _, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error { ex.Observe(r); return nil }); err != nil {
-			return nil, err
-		}
-		return ex, nil
-	}
-	if err == nil {
-		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (the ledger changed under it)\n")
-	} else if !errors.Is(err, ledger.ErrCacheMissing) {
-		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (%v)\n", err)
-	}
-	f, err := os.Open(s.LedgerPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return arcmemo.NewExisting(s.Config), nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
-	}
-	defer f.Close()
-	// Torn or malformed lines are skipped here; they are `doctor`'s business.
-	return arcmemo.ReadExisting(f, s.Config)
-}
-
-// importProvenance attributes records to the repository's HEAD, or to no
-// commit outside a repository or before the first commit.
-func importProvenance(loc ledger.Location) (arcmemo.Provenance, error) {
-	if loc.Repo == nil {
-		return arcmemo.Provenance{}, nil
-	}
-	p, err := loc.Repo.Provenance("")
-	if errors.Is(err, ledger.ErrNoCommits) {
-		return arcmemo.Provenance{}, nil
-	}
-	if err != nil {
-		return arcmemo.Provenance{}, err
-	}
-	return arcmemo.Provenance{Branch: p.Branch, Commit: p.Commit, Parent: p.Parent, Dirty: p.Dirty}, nil
+	return printImport(env.Out, env.Err, res.Run, res.Store, res.Plan, opts)
 }
 
 func printImport(out, errw io.Writer, run *arcmemo.Run, s *ledger.Store, plan *arcmemo.Plan, opts arcmemoImportOptions) error {

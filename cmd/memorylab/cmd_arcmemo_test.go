@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 var updateArcmemo = flag.Bool("update-arcmemo", false, "rewrite cmd/memorylab/testdata/arcmemo_* goldens")
@@ -447,7 +448,7 @@ func TestArcmemoImportIDCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, payload, err := s.ReadCache(importIDsCache, importIDsCacheVersion)
+	fp, payload, err := s.ReadCache(ops.ImportIDsCache, ops.ImportIDsCacheVersion)
 	if err != nil || !s.StillCovers(fp) || strings.Count(string(payload), "\n") != 6 {
 		t.Fatalf("cache: %v covers=%v ids=%q", err, s.StillCovers(fp), payload)
 	}
@@ -458,7 +459,7 @@ func TestArcmemoImportIDCache(t *testing.T) {
 	}
 	// A broken cache is rebuilt from the ledger, with a notice, and the
 	// answer is the same.
-	if err := os.WriteFile(s.CachePath(importIDsCache), []byte("garbage"), 0o644); err != nil {
+	if err := os.WriteFile(s.CachePath(ops.ImportIDsCache), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res = runArcCLI(t, dir, "--store", store, "arcmemo", "import", run)
@@ -469,7 +470,7 @@ func TestArcmemoImportIDCache(t *testing.T) {
 	if res := runArcCLI(t, dir, "--store", store, "arcmemo", "import", filepath.Join(corpus, "mem2-mock-run")); res.code != 0 {
 		t.Fatal(res.err)
 	}
-	os.Remove(s.CachePath(importIDsCache))
+	os.Remove(s.CachePath(ops.ImportIDsCache))
 	res = runArcCLI(t, dir, "--store", store, "arcmemo", "import", filepath.Join(corpus, "mem2-mock-run"))
 	if !strings.Contains(res.out, "nothing to import: all 6 records") || res.err != "" {
 		t.Errorf("missing cache: %q %q", res.out, res.err)

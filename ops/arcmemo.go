@@ -1,0 +1,206 @@
+package ops
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
+	"github.com/memorylab/memorylab/results"
+)
+
+// ArcMemoInput is `memorylab arcmemo import`'s input.
+type ArcMemoInput struct {
+	Dir        string // a mem2 run directory or an arc_memo output directory
+	Init       bool   // create the store (metric official_score, goal max) if missing
+	DryRun     bool
+	SkipMemory bool // no memory-snapshot records
+}
+
+// ArcMemoResult is the run read and the records planned (and, unless a
+// dry run, written).
+type ArcMemoResult struct {
+	Run   *arcmemo.Run
+	Store *ledger.Store
+	Plan  *arcmemo.Plan
+}
+
+// ImportArcMemo turns one ArcMemo / mem2 run into ledger records: one per
+// solve pass (with its decision packet and results.tsv row) and one per
+// memory snapshot, appended in one write under the store lock. Passes
+// already imported are skipped by their import ids.
+func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
+	run, err := arcmemo.ReadRun(env.Abs(opts.Dir))
+	if err != nil {
+		return nil, err
+	}
+	loc, err := env.Locate()
+	if err != nil {
+		return nil, err
+	}
+	cfg := ledger.DefaultConfig()
+	cfg.Metric, cfg.Goal = "official_score", ledger.GoalMax
+	var s *ledger.Store
+	var lock *ledger.Lock
+	switch s, err = loc.Open(); {
+	case err == nil:
+	case errors.Is(err, ledger.ErrNoStore) && opts.Init && opts.DryRun:
+		s = &ledger.Store{Dir: loc.StoreDir, TSVPath: loc.TSVPath, Config: cfg} // nothing exists yet
+	case errors.Is(err, ledger.ErrNoStore) && opts.Init:
+		if s, _, err = ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(cfg.Metric)); err != nil {
+			return nil, err
+		}
+		env.notef("initialised store at %s (metric official_score, goal max)", s.Dir)
+	case errors.Is(err, ledger.ErrNoStore):
+		return nil, fmt.Errorf("%w at %s: pass --init to create it (metric official_score, goal max), or run `memorylab --store DIR init --metric official_score --goal max`", ledger.ErrNoStore, loc.StoreDir)
+	default:
+		return nil, err
+	}
+	if err := arcmemo.CheckMetric(s.Config); err != nil {
+		return nil, err
+	}
+	prov, err := importProvenance(loc)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.DryRun {
+		if lock, err = s.LockContext(env.ctx()); err != nil {
+			return nil, err
+		}
+		defer lock.Unlock()
+	}
+	ex, err := loadImportIDs(s, env.Notice)
+	if err != nil {
+		return nil, err
+	}
+	build := arcmemo.BuildOptions{SkipMemory: opts.SkipMemory, Now: env.Now()}
+	// The registry decides keep/discard exactly as it picks the champion,
+	// and each solve pass gets its decision packet, as `log` does; memory
+	// snapshots are folded in too, so the cached state matches the ledger.
+	var st *registry.State
+	behind := -1
+	var packetFilesOf = map[ledger.RunID][]ledger.ArchiveFile{}
+	if _, err := os.Stat(s.LedgerPath()); err == nil {
+		if st, _, behind, err = LoadRegistry(s, env.Notice, nil); err != nil {
+			return nil, err
+		}
+		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
+		build.Fold = func(rec *ledger.Record) error {
+			if rec.Source["kind"] != arcmemo.KindSolvePass {
+				st.Add(rec)
+				return nil
+			}
+			packet := DecisionPacket(st, rec)
+			b, err := json.Marshal(packet)
+			if err != nil {
+				return err
+			}
+			rec.DecisionPacket = b
+			packetFilesOf[rec.RunID] = PacketFiles(&packet)
+			return nil
+		}
+	}
+	plan, err := arcmemo.BuildRecords(run, ex, prov, build)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.DryRun && len(plan.Records) > 0 {
+		for _, r := range plan.Records {
+			if files := packetFilesOf[r.RunID]; len(files) > 0 {
+				if err := s.Archive(r, files); err != nil {
+					return nil, err
+				}
+			}
+		}
+		// The commit point: every record of this import in one write.
+		if err := s.AppendLocked(plan.Records...); err != nil {
+			return nil, err
+		}
+		for _, r := range plan.Records {
+			if r.Source["kind"] != arcmemo.KindSolvePass {
+				continue
+			}
+			row := results.Row{Commit: r.Commit, Status: r.Status, Description: r.Description}
+			if v, ok := r.Metric(s.Config.Metric); ok && r.Status != ledger.StatusCrash {
+				row.Metric = &v
+			}
+			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
+				return nil, err
+			}
+		}
+		// Derived files: the records are committed, so failures are warnings.
+		if fp, err := s.CurrentFingerprint(); err == nil {
+			err = s.WriteCache(ImportIDsCache, ImportIDsCacheVersion, fp, ex.ImportIDPayload())
+			if err != nil {
+				env.notef("warning: import-id cache not written: %v", err)
+			}
+		}
+		if st != nil {
+			if fp, err := s.CurrentFingerprint(); err != nil {
+				env.notef("warning: registry not refreshed: %v", err)
+			} else if err := SaveRegistry(s, st, fp, behind, 0, env.Now()); err != nil {
+				env.notef("warning: registry not refreshed: %v", err)
+			}
+		}
+	}
+	return &ArcMemoResult{Run: run, Store: s, Plan: plan}, nil
+}
+
+// The import-id cache under <store>/cache/ holds every source.import_id of
+// the ledger prefix it covers, so a second import of a big ledger reads
+// only the new tail instead of decoding every line.
+const (
+	ImportIDsCache        = "arcmemo_imports"
+	ImportIDsCacheVersion = 1
+)
+
+// loadImportIDs returns the import ids (and a champion view) of the ledger:
+// from the cache caught up with ScanFrom, or by reading the whole ledger
+// when the cache is missing or no longer covers it (one-line notice).
+func loadImportIDs(s *ledger.Store, errw io.Writer) (*arcmemo.Existing, error) {
+	fp, payload, err := s.ReadCache(ImportIDsCache, ImportIDsCacheVersion)
+	if err == nil && s.StillCovers(fp) {
+		ex := arcmemo.NewExisting(s.Config)
+		ex.AddImportIDs(payload)
+		if _, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error { ex.Observe(r); return nil }); err != nil {
+			return nil, err
+		}
+		return ex, nil
+	}
+	if err == nil {
+		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (the ledger changed under it)\n")
+	} else if !errors.Is(err, ledger.ErrCacheMissing) {
+		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (%v)\n", err)
+	}
+	f, err := os.Open(s.LedgerPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return arcmemo.NewExisting(s.Config), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	defer f.Close()
+	// Torn or malformed lines are skipped here; they are `doctor`'s business.
+	return arcmemo.ReadExisting(f, s.Config)
+}
+
+// importProvenance attributes records to the repository's HEAD, or to no
+// commit outside a repository or before the first commit.
+func importProvenance(loc ledger.Location) (arcmemo.Provenance, error) {
+	if loc.Repo == nil {
+		return arcmemo.Provenance{}, nil
+	}
+	p, err := loc.Repo.Provenance("")
+	if errors.Is(err, ledger.ErrNoCommits) {
+		return arcmemo.Provenance{}, nil
+	}
+	if err != nil {
+		return arcmemo.Provenance{}, err
+	}
+	return arcmemo.Provenance{Branch: p.Branch, Commit: p.Commit, Parent: p.Parent, Dirty: p.Dirty}, nil
+}
