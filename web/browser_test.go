@@ -195,7 +195,7 @@ func TestBrowser(t *testing.T) {
 
 	// Lineages and compare render.
 	do(t, ctx, chromedp.Navigate(ts.URL+"/#/lineages"))
-	waitText(t, ctx, "main", "warmdown 0.3", 2*time.Second)
+	waitText(t, ctx, "main .chain", "warmdown 0.3", 2*time.Second)
 	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a=champion&b=latest"))
 	waitText(t, ctx, "#compare-text", "val_bpb", 2*time.Second)
 	screenshot(t, ctx, "compare")

@@ -295,7 +295,7 @@ async function renderLineages(view) {
     const steps = [];
     c.steps.forEach((s, i) => {
       if (i) steps.push(el("span", { class: "arrow", text: "→" }));
-      steps.push(el("span", { class: "step", title: s.description }, runLink(s.run_id, short(s.run_id, 24)), " ", fmt(s.value)));
+      steps.push(el("span", { class: "step", title: s.run_id }, runLink(s.run_id, s.description || short(s.run_id, 24)), " ", fmt(s.value)));
     });
     out.push(el("div", { class: "card" }, el("p", {}, `root ${short(c.root, 12)} · best ${res.metric} ${fmt(c.best)} · tip on HEAD: ${c.reachable_from_head}`), el("div", { class: "chain" }, steps)));
   }
