@@ -104,7 +104,8 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 		}
 		switch {
 		case store != nil && !strings.EqualFold(name, metric):
-			hint := "pass --metric COLUMN naming the column that holds " + metric
+			hint := fmt.Sprintf("pass --metric COLUMN naming the column that holds %s, or --metric %s --as %s if they are the same quantity",
+				metric, r.MetricName, metric)
 			if opts.Metric != "" {
 				hint = fmt.Sprintf("pass --as %s as well if %s really is the same quantity as %s", metric, r.MetricName, metric)
 			}

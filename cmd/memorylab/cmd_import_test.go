@@ -256,7 +256,7 @@ func TestImportErrors(t *testing.T) {
 		{"bad status map", []string{"import", "r.tsv", "--status-map", "lb=maybe"}, ExitBadInput, "--status-map wants WORD=keep|discard|crash"},
 		{"unknown trailing flag", []string{"import", "r.tsv", "--frobnicate"}, ExitBadInput, "unknown flag --frobnicate"},
 		{"metric column missing", []string{"import", "r.tsv", "--metric", "acc"}, ExitBadInput, `no column "acc"`},
-		{"metric differs from the store", []string{"import", "score.tsv"}, ExitBadInput, `the metric column is "score" but the store's metric is "val_bpb"`},
+		{"metric differs from the store", []string{"import", "score.tsv"}, ExitBadInput, `the metric column is "score" but the store's metric is "val_bpb": pass --metric COLUMN naming the column that holds val_bpb, or --metric score --as val_bpb if they are the same quantity`},
 		{"goal contradicts the store", []string{"import", "r.tsv", "--goal", "max"}, ExitBadInput, "contradicts the store's goal min"},
 		{"one bad file stops all", []string{"import", "r.tsv", "nope.tsv"}, ExitBadInput, "nope.tsv"},
 	}
