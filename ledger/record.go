@@ -28,6 +28,17 @@ func ValidStatus(s string) bool {
 	return s == StatusKeep || s == StatusDiscard || s == StatusCrash
 }
 
+// CheckStatuses refuses any status other than keep, discard or crash,
+// naming the flag or field the statuses came from.
+func CheckStatuses(field string, statuses ...string) error {
+	for _, s := range statuses {
+		if !ValidStatus(s) {
+			return BadInputf("%s must be keep, discard or crash, got %q", field, s)
+		}
+	}
+	return nil
+}
+
 // RunID identifies one logged run: "<YYYYMMDDTHHMMSSZ>-<commit7>" as the
 // Python tool wrote it, optionally followed by "-<4..8 hex>" to keep runs of one
 // commit in one second unique.

@@ -30,8 +30,8 @@ type RunInput struct {
 // provenance. It refuses a keep/discard run without the store's primary
 // metric, and gives a crash null metrics and an error.
 func (s *Store) NewRecord(in RunInput, prov Provenance, now time.Time) (*Record, error) {
-	if !ValidStatus(in.Status) {
-		return nil, BadInputf("unknown status %q: use keep, discard or crash", in.Status)
+	if err := CheckStatuses("status", in.Status); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(in.Description) == "" {
 		return nil, BadInputf("--description is empty: say what this experiment changed")

@@ -45,6 +45,35 @@ type LogInput struct {
 	Report *ReportInput
 }
 
+// Validate checks everything a log input can be refused for before a file
+// is read or a training is run: the status when one is given (`run`
+// decides it after training), the idea, the metrics, the metric patterns
+// and the report settings.
+func (in *LogInput) Validate() error {
+	if in.Status != "" {
+		if err := ledger.CheckStatuses("--status", in.Status); err != nil {
+			return err
+		}
+	}
+	if err := in.Idea.Validate(); err != nil {
+		return err
+	}
+	for name, v := range in.Metrics {
+		if name == "" || math.IsNaN(v) || math.IsInf(v, 0) {
+			return ledger.BadInputf("--metric %s: %v is not a finite number", name, v)
+		}
+	}
+	for _, spec := range in.Patterns {
+		if _, err := ledger.ParseMetricPattern(spec); err != nil {
+			return err
+		}
+	}
+	if in.Report != nil {
+		return in.Report.validate()
+	}
+	return nil
+}
+
 // LogResult is the stored record.
 type LogResult struct {
 	Record *ledger.Record
@@ -55,16 +84,11 @@ type LogResult struct {
 // taken; the ledger line is the commit point and is written after the
 // archive and before results.tsv and derived files.
 func Log(env Env, in LogInput) (*LogResult, error) {
-	if !ledger.ValidStatus(in.Status) {
-		return nil, ledger.BadInputf("--status must be keep, discard or crash, got %q", in.Status)
+	if err := ledger.CheckStatuses("--status", in.Status); err != nil {
+		return nil, err
 	}
 	if err := in.Validate(); err != nil {
 		return nil, err
-	}
-	for name, v := range in.Metrics {
-		if name == "" || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, ledger.BadInputf("--metric %s: %v is not a finite number", name, v)
-		}
 	}
 	s, loc, err := env.Open()
 	if err != nil {

@@ -64,6 +64,17 @@ func TestValidation(t *testing.T) {
 			_, err := Report(env, ReportInput{Format: "md", SinceHours: 1, PlateauWindow: 1, MinDelta: -1})
 			return err
 		}, "--min-delta must be zero or positive"},
+		{"log: pattern", func() error {
+			_, err := Log(env, LogInput{Idea: idea, Status: "keep", Patterns: []string{"no-equals-sign"}})
+			return err
+		}, "--metric-pattern"},
+		{"log: report settings checked before logging", func() error {
+			_, err := Log(env, LogInput{Idea: idea, Status: "keep", Report: &ReportInput{Format: "pdf"}})
+			return err
+		}, "--format must be md, html or json"},
+		{"min delta: infinite", func() error { return CheckMinDelta(math.Inf(1)) }, "--min-delta must be zero or positive"},
+		{"init: goal", func() error { _, err := Init(env, InitInput{Metric: "acc", Goal: "up"}); return err }, "--goal must be min or max"},
+		{"init: metric", func() error { _, err := Init(env, InitInput{Metric: " ", Goal: "max"}); return err }, "--metric must not be empty"},
 		{"list: status", func() error { _, err := List(env, ListInput{Status: []string{"keep,won"}}); return err }, "--status must be keep, discard or crash"},
 		{"list: best", func() error { _, err := List(env, ListInput{Best: -1}); return err }, "--best and --limit must not be negative"},
 		{"since: word", func() error { _, err := ParseSince("yesterday"); return err }, "--since must be a duration"},

@@ -54,10 +54,8 @@ type SearchFunc func(norm string) ([]int64, error)
 // (in ledger order, offsets beside them). search may be nil (no index).
 func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Time, search SearchFunc) (*PageResult, error) {
 	in.Status = SplitTags(in.Status)
-	for _, st := range in.Status {
-		if !ledger.ValidStatus(st) {
-			return nil, ledger.BadInputf("status must be keep, discard or crash, got %q", st)
-		}
+	if err := ledger.CheckStatuses("status", in.Status...); err != nil {
+		return nil, err
 	}
 	switch in.Sort {
 	case "", "time", "metric", "status", "family", "memory":

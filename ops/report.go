@@ -40,8 +40,13 @@ func (in ReportInput) validate() error {
 	if in.PlateauWindow < 1 {
 		return ledger.BadInputf("--plateau-window must be at least 1, got %d", in.PlateauWindow)
 	}
-	if math.IsNaN(in.MinDelta) || in.MinDelta < 0 {
-		return ledger.BadInputf("--min-delta must be zero or positive, got %v", in.MinDelta)
+	return CheckMinDelta(in.MinDelta)
+}
+
+// CheckMinDelta refuses a minimum gain that is negative or not finite.
+func CheckMinDelta(v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return ledger.BadInputf("--min-delta must be zero or positive, got %v", v)
 	}
 	return nil
 }

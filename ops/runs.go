@@ -62,10 +62,8 @@ func ParseSince(v string) (time.Duration, error) {
 // runs that was 4.5 s and 850 MB of peak memory).
 func List(env Env, in ListInput) (*ListResult, error) {
 	in.Status = SplitTags(in.Status)
-	for _, st := range in.Status {
-		if !ledger.ValidStatus(st) {
-			return nil, ledger.BadInputf("--status must be keep, discard or crash, got %q", st)
-		}
+	if err := ledger.CheckStatuses("--status", in.Status...); err != nil {
+		return nil, err
 	}
 	if in.Best < 0 || in.Limit < 0 {
 		return nil, ledger.BadInputf("--best and --limit must not be negative")

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ops"
 )
 
 // TestInitAgent: init --agent writes program.md's memorylab section when the
@@ -19,13 +21,13 @@ func TestInitAgent(t *testing.T) {
 		wantOut  string
 		wantFile string // "" means the file must equal existing
 	}{
-		{"no program.md: written", "", "wrote ", "# autoresearch\n\n" + agentSectionHeading},
-		{"karpathy's program.md: printed, not rewritten", karpathy, agentSectionHeading, ""},
-		{"section already there", karpathy + "\n" + agentSectionHeading + "\n\n(edited by the user)\n", "already has the memorylab section", ""},
+		{"no program.md: written", "", "wrote ", "# autoresearch\n\n" + ops.AgentSectionHeading},
+		{"karpathy's program.md: printed, not rewritten", karpathy, ops.AgentSectionHeading, ""},
+		{"section already there", karpathy + "\n" + ops.AgentSectionHeading + "\n\n(edited by the user)\n", "already has the memorylab section", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := experimentRepo(t)
-			path := filepath.Join(repo.Dir, programFile)
+			path := filepath.Join(repo.Dir, ops.ProgramFile)
 			if tc.existing != "" {
 				writeFile(t, path, tc.existing)
 			}
@@ -49,7 +51,7 @@ func TestInitAgent(t *testing.T) {
 func TestAgentSectionGolden(t *testing.T) {
 	repo := experimentRepo(t)
 	mustRun(t, repo.Dir, nil, "init", "--agent")
-	section := readFile(t, filepath.Join(repo.Dir, programFile))
+	section := readFile(t, filepath.Join(repo.Dir, ops.ProgramFile))
 	golden(t, "agent_program_section.md.golden", section)
 	for _, want := range []string{"val_bpb (lower is better)", "`train.py`", "`results/memorylab/`",
 		"memorylab check -d", "memorylab run --reset-on-discard --", "memorylab report --json"} {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,19 +98,11 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if len(opts.Command) == 0 {
 		return usagef("run needs a training command after --, e.g. `memorylab run -- uv run train.py`")
 	}
-	if opts.Log.Status != "" && !ledger.ValidStatus(opts.Log.Status) {
-		return usagef("--status must be keep, discard or crash, got %q", opts.Log.Status)
-	}
-	if math.IsNaN(opts.MinDelta) || math.IsInf(opts.MinDelta, 0) || opts.MinDelta < 0 {
-		return usagef("--min-delta must be a finite number >= 0, got %v", opts.MinDelta)
+	if err := ops.CheckMinDelta(opts.MinDelta); err != nil {
+		return err
 	}
 	if err := opts.Log.Validate(); err != nil {
 		return err
-	}
-	for _, spec := range opts.Log.Patterns {
-		if _, err := ledger.ParseMetricPattern(spec); err != nil {
-			return err
-		}
 	}
 	s, loc, err := env.opsEnv(opts.Store).Open()
 	if err != nil {

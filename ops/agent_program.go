@@ -1,4 +1,4 @@
-package main
+package ops
 
 import (
 	"bytes"
@@ -13,14 +13,14 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-// programFile is the agent's instructions in an autoresearch repository.
-const programFile = "program.md"
+// ProgramFile is the agent's instructions in an autoresearch repository.
+const ProgramFile = "program.md"
 
-// agentSectionHeading marks memorylab's section in program.md; init --agent
+// AgentSectionHeading marks memorylab's section in program.md; init --agent
 // finds it to stay idempotent.
-const agentSectionHeading = "## Research memory (memorylab)"
+const AgentSectionHeading = "## Research memory (memorylab)"
 
-var agentSection = template.Must(template.New("agent").Parse(agentSectionHeading + `
+var agentSection = template.Must(template.New("agent").Parse(AgentSectionHeading + `
 
 Every experiment in this repository is recorded by memorylab: metrics, crash tails, the code of each run (also
 of runs that were reset away), novelty verdicts and the morning report. Use it instead of your own notes, and do
@@ -40,8 +40,8 @@ not edit ` + "`results.tsv`" + ` or ` + "`{{.Store}}/`" + ` by hand (memorylab k
    (retry, branch or drop).
 `))
 
-// agentSectionText renders the section for a store.
-func agentSectionText(cfg ledger.Config, storeRel string) string {
+// AgentSectionText renders the section for a store.
+func AgentSectionText(cfg ledger.Config, storeRel string) string {
 	dir := "lower"
 	if cfg.Goal == ledger.GoalMax {
 		dir = "higher"
@@ -55,11 +55,25 @@ func agentSectionText(cfg ledger.Config, storeRel string) string {
 	return b.String()
 }
 
-// setupAgentProgram writes program.md with memorylab's section when the
-// worktree has none; prints the section when program.md exists without it
-// (it is the user's file: memorylab does not rewrite it); says so when the
-// section is already there.
-func setupAgentProgram(env *Env, loc ledger.Location, cfg ledger.Config) error {
+// What SetupAgentProgram did with program.md.
+const (
+	ProgramWritten = "written" // there was none: written with the section
+	ProgramPresent = "present" // the section is already there: nothing changed
+	ProgramPrint   = "print"   // the file is the user's: the section is returned to show them
+)
+
+// ProgramResult is where program.md is and what happened to it.
+type ProgramResult struct {
+	Path    string
+	Action  string // ProgramWritten, ProgramPresent or ProgramPrint
+	Section string
+}
+
+// SetupAgentProgram writes program.md with memorylab's section when the
+// worktree has none. An existing program.md is the user's: memorylab never
+// rewrites it, and returns the section for them to add (ProgramPrint)
+// unless it is already there.
+func SetupAgentProgram(env Env, loc ledger.Location, cfg ledger.Config) (*ProgramResult, error) {
 	root := env.Dir
 	if loc.Repo != nil {
 		root = loc.Repo.WorktreeRoot
@@ -68,23 +82,20 @@ func setupAgentProgram(env *Env, loc ledger.Location, cfg ledger.Config) error {
 	if r, err := filepath.Rel(root, loc.StoreDir); err == nil && !strings.HasPrefix(r, "..") {
 		storeRel = filepath.ToSlash(r)
 	}
-	section := agentSectionText(cfg, storeRel)
-	path := filepath.Join(root, programFile)
-	b, err := os.ReadFile(path)
+	res := &ProgramResult{Path: filepath.Join(root, ProgramFile), Section: AgentSectionText(cfg, storeRel)}
+	b, err := os.ReadFile(res.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.WriteFile(path, []byte("# autoresearch\n\n"+section), 0o644); err != nil {
-			return fmt.Errorf("unable to write %s: %w", path, err)
+		if err := ledger.WriteFileAtomic(res.Path, []byte("# autoresearch\n\n"+res.Section), 0o644); err != nil {
+			return nil, fmt.Errorf("unable to write %s: %w", res.Path, err)
 		}
-		fmt.Fprintf(env.Out, "wrote %s with the memorylab section for your agent\n", path)
-		return nil
+		res.Action = ProgramWritten
 	case err != nil:
-		return fmt.Errorf("unable to read %s: %w", path, err)
-	case bytes.Contains(b, []byte(agentSectionHeading)):
-		fmt.Fprintf(env.Out, "%s already has the memorylab section (%q); nothing changed\n", path, agentSectionHeading)
-		return nil
+		return nil, fmt.Errorf("unable to read %s: %w", res.Path, err)
+	case bytes.Contains(b, []byte(AgentSectionHeading)):
+		res.Action = ProgramPresent
+	default:
+		res.Action = ProgramPrint
 	}
-	fmt.Fprintf(env.Err, "memorylab: note: %s exists and is yours: add this section to it (memorylab does not rewrite it)\n", path)
-	fmt.Fprint(env.Out, section)
-	return nil
+	return res, nil
 }
