@@ -231,6 +231,7 @@ func badInputs() []badInput {
 		{name: "branch/name with ..", code: ExitBadInput, msg: `"\.\./\.\./x" is not a valid branch name`, prep: static("branch", "20261122T03", "../../x")},
 		{name: "branch/full ref name", code: ExitBadInput, msg: `"refs/heads/x\.lock" is not a valid branch name`, prep: static("branch", "2026", "refs/heads/x.lock")},
 		{name: "branch/run id traversal", code: ExitBadInput, msg: `no run id or commit starts with "\.\./\.\./etc"`, prep: static("branch", "../../etc", "x")},
+		{name: "sync/--archive-cap too small", code: ExitBadInput, msg: `--archive-cap must be at least 1024 bytes, got 10`, prep: static("sync", "--archive-cap", "10")},
 		{name: "list/bad --status", code: ExitBadInput, msg: `--status must be keep, discard or crash, got "maybe"`, prep: static("list", "--status", "maybe")},
 		{name: "list/bad --since", code: ExitBadInput, msg: `--since must be a duration like 90m or 16h`, prep: static("list", "--since", "forever")},
 		{name: "list/negative --best", code: ExitBadInput, msg: `--best and --limit must not be negative`, prep: static("list", "--best", "-1")},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
-	"github.com/memorylab/memorylab/results"
 )
 
 type syncOptions struct {
@@ -58,9 +56,6 @@ func syncArgs(c *cli.Context) (syncOptions, error) {
 	if c.NArg() > 1 {
 		return syncOptions{}, usagef("%s takes at most one remote, got %q", c.Command.Name, strings.Join(c.Args().Slice(), " "))
 	}
-	if c.Int64("archive-cap") < 1024 {
-		return syncOptions{}, usagef("--archive-cap must be at least 1024 bytes, got %d", c.Int64("archive-cap"))
-	}
 	return syncOptions{Store: c.String("store"), Remote: c.Args().First(), JSON: c.Bool("json"),
 		NoArchives: c.Bool("no-archives"), ArchiveCap: c.Int64("archive-cap")}, nil
 }
@@ -76,75 +71,20 @@ type syncJSON struct {
 // pull (or sync) in a repository without a store creates it from the
 // remote's config.
 func runSync(ctx context.Context, env *Env, opts syncOptions) error {
-	s, loc, err := openStore(env, opts.Store)
-	created := false
-	if errors.Is(err, ledger.ErrNoStore) && (!opts.Push || opts.Both) && loc.Repo != nil {
-		if s, err = storeFromRemote(ctx, env, loc, opts); err != nil {
-			return err
-		}
-		created = true
-	}
-	if err != nil {
-		return err
-	}
-	if loc.Repo == nil {
-		return loc.RepoErr
-	}
-	so := ledger.SyncOptions{Remote: opts.Remote, Now: env.Now(), NoArchives: opts.NoArchives, ArchiveCap: opts.ArchiveCap,
-		Progress: newProgress(env, opts.JSON)}
-	// Arriving records get their results.tsv rows, in arrival order.
-	so.OnArrive = func(recs []*ledger.Record) error {
-		var b strings.Builder
-		for _, r := range recs {
-			if r.HasTSVRow() {
-				b.WriteString(results.RowFromRecord(r, s.Config.Metric).Format())
-			}
-		}
-		return s.AppendTSVLocked(results.Header(s.Config.Metric), b.String())
-	}
-	steps := []bool{opts.Push}
-	if opts.Both {
-		steps = []bool{false, true}
-	}
-	for _, push := range steps {
-		var res *ledger.SyncResult
-		if push {
-			res, err = loc.Repo.Push(ctx, s, so)
-		} else {
-			res, err = loc.Repo.Pull(ctx, s, so)
-		}
-		if err != nil {
-			return err
-		}
-		if res.Arrived > 0 {
-			if err := ops.RefreshRegistry(env.Now(), env.Err, s, res.OutOfOrder); err != nil {
-				fmt.Fprintf(env.Err, "memorylab: warning: champion_challenger.json not refreshed (the next log or report does it): %v\n", err)
-			}
-		}
-		printSync(env, opts, res, push, created)
-	}
-	return nil
+	e := env.opsWith(opts.Store, opts.JSON)
+	e.Ctx = ctx
+	_, err := ops.Sync(e, ops.SyncInput{Remote: opts.Remote, Push: opts.Push, Both: opts.Both,
+		NoArchives: opts.NoArchives, ArchiveCap: opts.ArchiveCap, Step: func(out *ops.SyncOutput, push bool) {
+			printSync(env, opts, out, push)
+		}})
+	return err
 }
 
-// storeFromRemote creates the store of a fresh clone with the config the
-// remote's ledger carries.
-func storeFromRemote(ctx context.Context, env *Env, loc ledger.Location, opts syncOptions) (*ledger.Store, error) {
-	cfg, ok, err := loc.Repo.RemoteConfig(ctx, opts.Remote)
-	if err != nil {
-		return nil, err
+func printSync(env *Env, opts syncOptions, out *ops.SyncOutput, push bool) {
+	res := out.Pull
+	if push {
+		res = out.Push
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w at %s, and the remote has no shared ledger with a config yet: run `memorylab init` first", ledger.ErrNoStore, loc.StoreDir)
-	}
-	s, _, err := ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(cfg.Metric))
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(env.Err, "memorylab: created the store at %s with the remote's config (metric %s, goal %s)\n", s.Dir, cfg.Metric, cfg.Goal)
-	return s, nil
-}
-
-func printSync(env *Env, opts syncOptions, res *ledger.SyncResult, push, created bool) {
 	for _, w := range res.Warnings {
 		fmt.Fprintf(env.Err, "memorylab: warning: %s\n", w)
 	}
@@ -155,7 +95,7 @@ func printSync(env *Env, opts syncOptions, res *ledger.SyncResult, push, created
 	if opts.JSON {
 		enc := json.NewEncoder(env.Out)
 		enc.SetEscapeHTML(false)
-		_ = enc.Encode(syncJSON{MessageType: verb, CreatedStore: created && !push, SyncResult: res})
+		_ = enc.Encode(syncJSON{MessageType: verb, CreatedStore: out.CreatedStore && !push, SyncResult: res})
 		return
 	}
 	merges := ""
