@@ -47,43 +47,88 @@ func demoCommand(env *Env) *cli.Command {
 // demoStep is one experiment of the replayed night.
 type demoStep struct {
 	desc, family, tags, hypothesis, mode string
+	code                                 string  // "NAME = VALUE; …": the constants the experiment sets in train.py
 	bpb                                  float64 // 0 means the run crashes
 	crash                                string  // the traceback's last line
+}
+
+// demoTrain is train.py before the night: the constants the experiments
+// edit, as in karpathy's train.py.
+const demoTrain = `# train.py: GPT pretraining for a fixed 5 minute budget
+DEPTH = 8
+ASPECT_RATIO = 64
+MODEL_DIM = 768
+ACTIVATION = "relu2"
+TOTAL_BATCH_SIZE = 2**19
+DEVICE_BATCH_SIZE = 128
+GRAD_ACCUM = 1
+MATRIX_LR = 0.04
+EMBEDDING_LR = 0.6
+SCALAR_LR = 0.5
+EMBEDDING_WD = 0.0
+WEIGHT_DECAY = 0.0
+MUON_MOMENTUM = 0.95
+WARMUP_RATIO = 0.0
+WARMDOWN_RATIO = 0.5
+ROPE_BASE = 10000
+INIT_SCALE = 1.0
+VALUE_EMBEDS = True
+WINDOW_PATTERN = "L"
+SOFTCAP = 30
+FINAL_NORM = False
+`
+
+// applyDemoCode sets each NAME = VALUE of code in train (every name is one
+// of demoTrain's constants).
+func applyDemoCode(train, code string) string {
+	lines := strings.Split(train, "\n")
+	for _, assign := range strings.Split(code, ";") {
+		name, _, ok := strings.Cut(strings.TrimSpace(assign), " = ")
+		if !ok {
+			continue
+		}
+		for i, l := range lines {
+			if strings.HasPrefix(l, name+" = ") {
+				lines[i] = strings.TrimSpace(assign)
+			}
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // demoNight is modelled on real autoresearch sessions: an early run of
 // learning-rate and shape wins, then a long plateau of small sweeps.
 var demoNight = []demoStep{
 	{desc: "baseline", family: "baseline", tags: "baseline", bpb: 0.9979},
-	{desc: "increase matrix LR to 0.05", family: "lr-sweep", tags: "lr", hypothesis: "muon tolerates a higher LR", bpb: 0.9932},
-	{desc: "increase matrix LR to 0.06", family: "lr-sweep", tags: "lr", bpb: 0.9941},
-	{desc: "switch to GeLU activation", family: "activation", tags: "architecture", mode: "explore", bpb: 1.0050},
-	{desc: "double model width", family: "width", tags: "architecture,width", crash: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."},
-	{desc: "halve batch size to 262K", family: "batching", tags: "batch_size", hypothesis: "more steps beat bigger batches in 5 minutes", bpb: 0.9867},
-	{desc: "depth 9 with aspect ratio 57", family: "depth", tags: "architecture,depth", bpb: 0.9841},
-	{desc: "increase embedding LR to 0.8", family: "lr-sweep", tags: "lr", bpb: 0.9822},
-	{desc: "add weight decay 0.1 on embeddings", family: "optimizer", tags: "optimizer", bpb: 0.9846},
-	{desc: "shorten warmdown to 0.3", family: "schedule", tags: "schedule", bpb: 0.9851},
-	{desc: "switch to SwiGLU activation", family: "activation", tags: "architecture", mode: "explore", bpb: 0.9830},
-	{desc: "increase matrix LR to 0.05", family: "lr-sweep", tags: "lr", bpb: 0.9825},
-	{desc: "double model width", family: "width", tags: "architecture,width", crash: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."},
-	{desc: "RoPE base frequency 200K", family: "rope", tags: "architecture", bpb: 0.9761},
-	{desc: "init scale 0.68x", family: "init", tags: "init", hypothesis: "smaller init stabilises the first steps", bpb: 0.9709},
-	{desc: "remove value embeddings", family: "architecture", tags: "value_embedding", bpb: 0.9790},
-	{desc: "window pattern SSSL", family: "attention", tags: "attention", bpb: 0.9712},
-	{desc: "Muon momentum 0.97", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9710},
-	{desc: "gradient accumulation 2 with batch 131K", family: "batching", tags: "batch_size", crash: "AssertionError"},
-	{desc: "softcap logits at 20", family: "logits", tags: "architecture,softcap", bpb: 0.9703},
-	{desc: "softcap logits at 15", family: "logits", tags: "architecture,softcap", bpb: 0.9706},
-	{desc: "Muon momentum 0.96", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9707},
-	{desc: "increase matrix LR to 0.045", family: "lr-sweep", tags: "lr", bpb: 0.9705},
-	{desc: "warmup 2 percent of steps", family: "schedule", tags: "schedule", bpb: 0.9708},
-	{desc: "Muon momentum 0.98", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9709},
-	{desc: "weight decay 0.05 on matrices", family: "optimizer", tags: "optimizer", bpb: 0.9704},
-	{desc: "softcap logits at 25", family: "logits", tags: "architecture,softcap", bpb: 0.9705},
-	{desc: "reduce scalar LR to 0.3", family: "lr-sweep", tags: "lr", bpb: 0.9706},
-	{desc: "final norm before unembedding", family: "architecture", tags: "architecture", crash: "RuntimeError: shape mismatch: value tensor of shape [8, 768] cannot be broadcast"},
-	{desc: "Muon momentum 0.965", family: "optimizer-sweep", tags: "optimizer", bpb: 0.9704},
+	{desc: "increase matrix LR to 0.05", code: `MATRIX_LR = 0.05`, family: "lr-sweep", tags: "lr", hypothesis: "muon tolerates a higher LR", bpb: 0.9932},
+	{desc: "increase matrix LR to 0.06", code: `MATRIX_LR = 0.06`, family: "lr-sweep", tags: "lr", bpb: 0.9941},
+	{desc: "switch to GeLU activation", code: `ACTIVATION = "gelu"`, family: "activation", tags: "architecture", mode: "explore", bpb: 1.0050},
+	{desc: "double model width", code: `MODEL_DIM = 1536`, family: "width", tags: "architecture,width", crash: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."},
+	{desc: "halve batch size to 262K", code: `TOTAL_BATCH_SIZE = 2**18`, family: "batching", tags: "batch_size", hypothesis: "more steps beat bigger batches in 5 minutes", bpb: 0.9867},
+	{desc: "depth 9 with aspect ratio 57", code: `DEPTH = 9; ASPECT_RATIO = 57`, family: "depth", tags: "architecture,depth", bpb: 0.9841},
+	{desc: "increase embedding LR to 0.8", code: `EMBEDDING_LR = 0.8`, family: "lr-sweep", tags: "lr", bpb: 0.9822},
+	{desc: "add weight decay 0.1 on embeddings", code: `EMBEDDING_WD = 0.1`, family: "optimizer", tags: "optimizer", bpb: 0.9846},
+	{desc: "shorten warmdown to 0.3", code: `WARMDOWN_RATIO = 0.3`, family: "schedule", tags: "schedule", bpb: 0.9851},
+	{desc: "switch to SwiGLU activation", code: `ACTIVATION = "swiglu"`, family: "activation", tags: "architecture", mode: "explore", bpb: 0.9830},
+	{desc: "increase matrix LR to 0.05", code: `MATRIX_LR = 0.05`, family: "lr-sweep", tags: "lr", bpb: 0.9825},
+	{desc: "double model width", code: `MODEL_DIM = 1536`, family: "width", tags: "architecture,width", crash: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."},
+	{desc: "RoPE base frequency 200K", code: `ROPE_BASE = 200000`, family: "rope", tags: "architecture", bpb: 0.9761},
+	{desc: "init scale 0.68x", code: `INIT_SCALE = 0.68`, family: "init", tags: "init", hypothesis: "smaller init stabilises the first steps", bpb: 0.9709},
+	{desc: "remove value embeddings", code: `VALUE_EMBEDS = False`, family: "architecture", tags: "value_embedding", bpb: 0.9790},
+	{desc: "window pattern SSSL", code: `WINDOW_PATTERN = "SSSL"`, family: "attention", tags: "attention", bpb: 0.9712},
+	{desc: "Muon momentum 0.97", code: `MUON_MOMENTUM = 0.97`, family: "optimizer-sweep", tags: "optimizer", bpb: 0.9710},
+	{desc: "gradient accumulation 2 with batch 131K", code: `GRAD_ACCUM = 2; DEVICE_BATCH_SIZE = 64`, family: "batching", tags: "batch_size", crash: "AssertionError"},
+	{desc: "softcap logits at 20", code: `SOFTCAP = 20`, family: "logits", tags: "architecture,softcap", bpb: 0.9703},
+	{desc: "softcap logits at 15", code: `SOFTCAP = 15`, family: "logits", tags: "architecture,softcap", bpb: 0.9706},
+	{desc: "Muon momentum 0.96", code: `MUON_MOMENTUM = 0.96`, family: "optimizer-sweep", tags: "optimizer", bpb: 0.9707},
+	{desc: "increase matrix LR to 0.045", code: `MATRIX_LR = 0.045`, family: "lr-sweep", tags: "lr", bpb: 0.9705},
+	{desc: "warmup 2 percent of steps", code: `WARMUP_RATIO = 0.02`, family: "schedule", tags: "schedule", bpb: 0.9708},
+	{desc: "Muon momentum 0.98", code: `MUON_MOMENTUM = 0.98`, family: "optimizer-sweep", tags: "optimizer", bpb: 0.9709},
+	{desc: "weight decay 0.05 on matrices", code: `WEIGHT_DECAY = 0.05`, family: "optimizer", tags: "optimizer", bpb: 0.9704},
+	{desc: "softcap logits at 25", code: `SOFTCAP = 25`, family: "logits", tags: "architecture,softcap", bpb: 0.9705},
+	{desc: "reduce scalar LR to 0.3", code: `SCALAR_LR = 0.3`, family: "lr-sweep", tags: "lr", bpb: 0.9706},
+	{desc: "final norm before unembedding", code: `FINAL_NORM = True`, family: "architecture", tags: "architecture", crash: "RuntimeError: shape mismatch: value tensor of shape [8, 768] cannot be broadcast"},
+	{desc: "Muon momentum 0.965", code: `MUON_MOMENTUM = 0.965`, family: "optimizer-sweep", tags: "optimizer", bpb: 0.9704},
 }
 
 func runDemo(env *Env, opts demoOptions) (err error) {
@@ -109,7 +154,7 @@ func runDemo(env *Env, opts demoOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	train := "# train.py: GPT pretraining for a fixed 5 minute budget\nMATRIX_LR = 0.04\nDEPTH = 8\n"
+	train := demoTrain
 	if _, err := repo.Commit("initial train.py", map[string]string{"train.py": train, ".gitignore": "run.log\nresults/\nresults.tsv\n"}); err != nil {
 		return err
 	}
@@ -128,7 +173,7 @@ func runDemo(env *Env, opts demoOptions) (err error) {
 		clock = start.Add(time.Duration(i*6) * time.Minute)
 		repo.When = clock.Add(-6 * time.Minute)
 		parent := train
-		train = parent + fmt.Sprintf("# experiment %d: %s\n", i+1, st.desc)
+		train = applyDemoCode(parent, st.code) + fmt.Sprintf("# experiment %d: %s\n", i+1, st.desc)
 		commit, err := repo.Commit(st.desc, map[string]string{"train.py": train})
 		if err != nil {
 			return err

@@ -109,4 +109,11 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	equals(t, 30, len(runs))
+	// Every experiment changes real code, so the report shows the sweeps.
+	md := readFile(t, filepath.Join(dir, "results", "memorylab", "reports", "latest.md"))
+	for _, want := range []string{"## What was swept", "| `MUON_MOMENTUM` | `train.py` | 4 | 5 | `0.95` |", "| `SOFTCAP` | `train.py` | 3 | 3 | `20` |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the demo's report lacks %q", want)
+		}
+	}
 }
