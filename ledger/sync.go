@@ -268,6 +268,11 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		return nil, err
 	}
 	defer done()
+	release, err := pushTurn(ctx, rs)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
 	if err != nil {
 		return nil, err

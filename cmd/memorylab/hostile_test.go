@@ -55,6 +55,14 @@ func TestSymlinksAreNeverWrittenThrough(t *testing.T) {
 			symlink(t, victim, filepath.Join(remote, "memorylab-receive.lock"))
 			return []string{"push", remote}
 		}, "never writes through links"},
+		{"memorylab-push.lock in a path remote", func(t *testing.T, r testRepo, victim string) []string {
+			if code, _, errOut := runCLI(t, r.Dir, "log", "-d", "a run to push", "--status", "keep", "--metric", "val_bpb=0.9"); code != 0 {
+				t.Fatal(errOut)
+			}
+			remote := sharedRemote(t)
+			symlink(t, victim, filepath.Join(remote, "memorylab-push.lock"))
+			return []string{"push", remote}
+		}, "never writes through links"},
 		{"store directory outside the repository", func(t *testing.T, r testRepo, victim string) []string {
 			outside := filepath.Join(filepath.Dir(victim), "store")
 			if err := os.Rename(r.Store, outside); err != nil {
