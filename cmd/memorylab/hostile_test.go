@@ -16,8 +16,8 @@ const victimContent = "# ~/.bashrc of the victim\nexport PATH=/usr/bin\n"
 
 // TestSymlinksAreNeverWrittenThrough reproduces issue 17 item 1: a cloned
 // repository (or a shared bare remote) carries symbolic links where
-// memorylab writes — ledger.lock, results.tsv, experiments.jsonl, the sync
-// and receive locks, the store directory or runs/ — pointing at a file of
+// memorylab writes — ledger.lock, results.tsv, experiments.jsonl, the sync,
+// receive and push locks, the store directory or runs/ — pointing at a file of
 // the user's. Every command must refuse (exit 2, naming the link) and leave
 // the target byte-identical.
 func TestSymlinksAreNeverWrittenThrough(t *testing.T) {
@@ -47,22 +47,8 @@ func TestSymlinksAreNeverWrittenThrough(t *testing.T) {
 			symlink(t, victim, filepath.Join(r.Dir, ".git", "memorylab-sync.lock"))
 			return []string{"push", sharedRemote(t)}
 		}, "never writes through links"},
-		{"memorylab-receive.lock in a path remote", func(t *testing.T, r testRepo, victim string) []string {
-			if code, _, errOut := runCLI(t, r.Dir, "log", "-d", "a run to push", "--status", "keep", "--metric", "val_bpb=0.9"); code != 0 {
-				t.Fatal(errOut)
-			}
-			remote := sharedRemote(t)
-			symlink(t, victim, filepath.Join(remote, "memorylab-receive.lock"))
-			return []string{"push", remote}
-		}, "never writes through links"},
-		{"memorylab-push.lock in a path remote", func(t *testing.T, r testRepo, victim string) []string {
-			if code, _, errOut := runCLI(t, r.Dir, "log", "-d", "a run to push", "--status", "keep", "--metric", "val_bpb=0.9"); code != 0 {
-				t.Fatal(errOut)
-			}
-			remote := sharedRemote(t)
-			symlink(t, victim, filepath.Join(remote, "memorylab-push.lock"))
-			return []string{"push", remote}
-		}, "never writes through links"},
+		{"memorylab-receive.lock in a path remote", linkInRemote("memorylab-receive.lock"), "never writes through links"},
+		{"memorylab-push.lock in a path remote", linkInRemote("memorylab-push.lock"), "never writes through links"},
 		{"store directory outside the repository", func(t *testing.T, r testRepo, victim string) []string {
 			outside := filepath.Join(filepath.Dir(victim), "store")
 			if err := os.Rename(r.Store, outside); err != nil {
@@ -252,5 +238,18 @@ func TestFutureRecordLeavesWindows(t *testing.T) {
 	}
 	if _, out, _ := runCLI(t, r.Dir, "list", "--since", "8h"); strings.Contains(out, "from the future") || !strings.Contains(out, "today's run") {
 		t.Fatalf("list --since 8h:\n%s", out)
+	}
+}
+
+// linkInRemote plants name in a path remote as a link to the victim and
+// pushes a run there.
+func linkInRemote(name string) func(t *testing.T, r testRepo, victim string) []string {
+	return func(t *testing.T, r testRepo, victim string) []string {
+		if code, _, errOut := runCLI(t, r.Dir, "log", "-d", "a run to push", "--status", "keep", "--metric", "val_bpb=0.9"); code != 0 {
+			t.Fatal(errOut)
+		}
+		remote := sharedRemote(t)
+		symlink(t, victim, filepath.Join(remote, name))
+		return []string{"push", remote}
 	}
 }
