@@ -16,13 +16,11 @@ import (
 	"github.com/memorylab/memorylab/ops"
 )
 
+// arcmemoImportOptions is the operation's input plus what only the CLI has.
 type arcmemoImportOptions struct {
-	Store      string
-	Dir        string
-	Init       bool
-	DryRun     bool
-	JSON       bool
-	SkipMemory bool
+	ops.ArcMemoInput
+	Store string
+	JSON  bool
 }
 
 type arcmemoMemoryOptions struct {
@@ -73,8 +71,8 @@ func arcmemoCommand(env *Env) *cli.Command {
 					if len(args) != 1 {
 						return usagef("arcmemo import takes exactly one RUN_DIR, got %d arguments", len(args))
 					}
-					return runArcmemoImport(env, arcmemoImportOptions{Store: store, Dir: args[0],
-						Init: bools["init"], DryRun: bools["dry-run"], JSON: bools["json"], SkipMemory: bools["skip-memory"]})
+					return runArcmemoImport(env, arcmemoImportOptions{Store: store, JSON: bools["json"], ArcMemoInput: ops.ArcMemoInput{
+						Dir: args[0], Init: bools["init"], DryRun: bools["dry-run"], SkipMemory: bools["skip-memory"]}})
 				},
 			},
 			{
@@ -151,8 +149,7 @@ type passSummary struct {
 
 // runArcmemoImport imports one run (ops.ImportArcMemo) and prints it.
 func runArcmemoImport(env *Env, opts arcmemoImportOptions) error {
-	res, err := ops.ImportArcMemo(env.opsWith(opts.Store, opts.JSON), ops.ArcMemoInput{Dir: opts.Dir, Init: opts.Init,
-		DryRun: opts.DryRun, SkipMemory: opts.SkipMemory})
+	res, err := ops.ImportArcMemo(env.opsWith(opts.Store, opts.JSON), opts.ArcMemoInput)
 	if err != nil {
 		return err
 	}

@@ -13,16 +13,11 @@ import (
 	"github.com/memorylab/memorylab/results"
 )
 
+// importOptions is the operation's input plus what only the CLI has.
 type importOptions struct {
-	Store     string
-	Files     []string
-	Metric    string   // --metric COLUMN
-	As        string   // --as NAME: record the --metric column under the store's metric NAME
-	Goal      string   // --goal min|max
-	StatusMap []string // --status-map word=status
-	DryRun    bool
-	JSON      bool
-	Init      bool
+	ops.ImportInput
+	Store string
+	JSON  bool
 }
 
 func importCommand(env *Env) *cli.Command {
@@ -59,9 +54,9 @@ func importCommand(env *Env) *cli.Command {
 			if c.NArg() == 0 {
 				return usagef("import needs at least one results.tsv file")
 			}
-			opts := importOptions{Store: c.String("store"), Metric: c.String("metric"), As: c.String("as"),
-				Goal: c.String("goal"), StatusMap: c.StringSlice("status-map"), DryRun: c.Bool("dry-run"),
-				JSON: c.Bool("json"), Init: c.Bool("init")}
+			opts := importOptions{Store: c.String("store"), JSON: c.Bool("json"), ImportInput: ops.ImportInput{
+				Metric: c.String("metric"), As: c.String("as"), Goal: c.String("goal"),
+				StatusMap: c.StringSlice("status-map"), DryRun: c.Bool("dry-run"), Init: c.Bool("init")}}
 			if err := opts.parseTrailing(c.Args().Slice()); err != nil {
 				return err
 			}
@@ -172,9 +167,7 @@ type importRowJSON struct {
 
 // runImport imports (ops.Import) and prints the summary.
 func runImport(env *Env, opts importOptions) error {
-	smap := opts.StatusMap
-	res, err := ops.Import(env.opsWith(opts.Store, opts.JSON), ops.ImportInput{Files: opts.Files, Metric: opts.Metric, As: opts.As,
-		Goal: opts.Goal, StatusMap: smap, DryRun: opts.DryRun, Init: opts.Init})
+	res, err := ops.Import(env.opsWith(opts.Store, opts.JSON), opts.ImportInput)
 	if err != nil {
 		return err
 	}
