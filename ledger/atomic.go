@@ -87,7 +87,7 @@ func writeAllAtomic(dir string, files []atomicFile) (err error) {
 			return fmt.Errorf("unable to write %s: %w", files[i].path, err)
 		}
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // removeStaleTemps removes the temporary files writeAllAtomic leaves in dir
@@ -101,7 +101,7 @@ func removeStaleTemps(dir string) {
 	}
 }
 
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil // best effort: some filesystems refuse to open directories

@@ -96,10 +96,10 @@ func (s *Store) CachePath(name string) string { return s.Path(CacheDir, name) }
 // never creates the store itself: a reader that was building a cache while
 // the store was deleted (rm -rf, a test's cleanup) must not bring a bare
 // store directory back.
-func (s *Store) ensureCacheDir() error { return s.ensureSubdir(CacheDir) }
+func (s *Store) ensureCacheDir() error { return s.EnsureSubdir(CacheDir) }
 
 // ensureSubdir creates one directory directly inside an existing store.
-func (s *Store) ensureSubdir(name string) error {
+func (s *Store) EnsureSubdir(name string) error {
 	err := os.Mkdir(s.Path(name), 0o755)
 	if err == nil || errors.Is(err, fs.ErrExist) {
 		return nil

@@ -1,8 +1,8 @@
 // Package ledger owns memorylab's records and where they live: the record
 // types and schema version, the append-only JSONL store with its lock and
-// atomic writes, git provenance and refs (the only go-git user), and the
-// bleve index that caches novelty lookups.
+// atomic writes, and git provenance and refs.
 //
-// Everything above this package (novelty, registry, packets, report) works on
-// []Record values and never touches the disk or git itself.
+// The bleve novelty index is in ledger/index. Everything above this package
+// (novelty, registry, packets, report) works on []Record values and never
+// touches the disk or git itself.
 package ledger

@@ -117,7 +117,7 @@ func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
 	seen := map[RunID]seenRec{}
 	var offset int64
 	for no := 1; ; no++ {
-		raw, n, long, err := readLine(br)
+		raw, n, long, err := ReadLine(br)
 		if n == 0 && err != nil {
 			if err == io.EOF {
 				return nil
@@ -674,7 +674,7 @@ func writeFileAtomicFunc(dst string, perm os.FileMode, produce func(w io.Writer)
 	if err != nil {
 		return fmt.Errorf("unable to write %s: %w", dst, err)
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // OpenStoreForDoctor opens a store even when config.json is invalid, so the

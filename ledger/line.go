@@ -11,7 +11,7 @@ import (
 // comes back as nil with long set and n its length, so a 1 GB torn line
 // costs every reader one pass, not a gigabyte. err is io.EOF for the last
 // line when it has no newline (and for the end, with n 0).
-func readLine(br *bufio.Reader) (line []byte, n int64, long bool, err error) {
+func ReadLine(br *bufio.Reader) (line []byte, n int64, long bool, err error) {
 	for {
 		frag, ferr := br.ReadSlice('\n')
 		n += int64(len(frag))

@@ -26,9 +26,9 @@ func TestSetProgressMinBytes(n int64) func() {
 	return func() { ProgressMinBytes = old }
 }
 
-type noProgress struct{}
+type NoProgress struct{}
 
-func (noProgress) Start(string, int) Step { return noStep{} }
+func (NoProgress) Start(string, int) Step { return noStep{} }
 
 // NoStep reports nothing.
 type NoStep = noStep

@@ -363,7 +363,7 @@ func scanReader(rd io.Reader, bufSize int, fn func(r *Record, line int, offset i
 	var warnings []Warning
 	var offset int64
 	for lineNo := 1; ; lineNo++ {
-		line, n, long, err := readLine(br)
+		line, n, long, err := ReadLine(br)
 		if n == 0 && err != nil {
 			if err == io.EOF {
 				return warnings, nil
@@ -471,7 +471,7 @@ func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64)
 			return true
 		}
 		for lineNo := 1; ; lineNo++ {
-			line, n, long, err := readLine(br)
+			line, n, long, err := ReadLine(br)
 			if n > 0 {
 				batch = append(batch, scanLine{data: line, no: lineNo, start: offset, torn: err == io.EOF, long: n, isLong: long})
 				offset += n

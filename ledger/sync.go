@@ -127,7 +127,7 @@ func (o SyncOptions) archiveCap() int64 {
 
 func (o SyncOptions) progress() Progress {
 	if o.Progress == nil {
-		return noProgress{}
+		return NoProgress{}
 	}
 	return o.Progress
 }

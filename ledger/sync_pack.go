@@ -227,7 +227,7 @@ func (pb *packBuilder) flush() (err error) {
 	if err := os.Rename(pb.f.Name(), base+".pack"); err != nil {
 		return fmt.Errorf("unable to write a pack: %w", err)
 	}
-	if err := syncDir(pb.packDir()); err != nil {
+	if err := SyncDir(pb.packDir()); err != nil {
 		return err
 	}
 	pb.f.Close()

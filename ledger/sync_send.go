@@ -706,7 +706,7 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 	}
 	f.Close()
 	f = nil
-	return syncDir(packDir)
+	return SyncDir(packDir)
 }
 
 // countingReader counts the bytes taken from br. zlib stops exactly at the

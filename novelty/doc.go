@@ -6,7 +6,7 @@
 // Numbers, Similarity, and the precomputed Text type) are shared with the
 // registry's failure clustering. Classification works over ledger records
 // plus an optional candidate source (the Index interface, implemented with
-// bleve by package ledger); novelty never touches the file system, git,
+// bleve by package ledger/index); novelty never touches the file system, git,
 // bleve or the clock.
 package novelty
 

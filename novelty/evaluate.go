@@ -10,20 +10,32 @@ import (
 
 // Run is what the guard needs of one prior record besides its text: its
 // ledger offset (the tie-breaker of equal matches), status and metric.
-type Run = ledger.GroupRun
+type Run struct {
+	Offset int64    // byte offset of the record in the ledger
+	Status string   // keep, discard or crash
+	Value  *float64 // the store's primary metric; nil when missing
+}
 
 // Group is a set of prior runs with the same normalised comparison text
 // and the same family. Similarity depends only on the normalised text, so
 // every run of a group scores alike against any probe, and with the family
 // fixed every run's category follows from its status. Scoring groups
 // instead of records gives the same verdict as scoring every record.
-type Group = ledger.TextGroup
+type Group struct {
+	Norm   string
+	Family string
+	// Desc is the normalised description of the group's runs (of its first
+	// run: runs share it unless the description, hypothesis and tags split
+	// one comparison text differently).
+	Desc string
+	Runs []Run // ledger order
+}
 
 // groupKey identifies the group of a normalised text and a family.
 func groupKey(norm, family string) string { return family + "\x00" + norm }
 
 // Index is the candidate source `check` uses instead of scoring every
-// group; package ledger implements it with bleve.
+// group; package ledger/index implements it with bleve.
 type Index interface {
 	// Candidates returns the groups most likely to match a probe whose
 	// normalised text is norm: the best limit groups by text relevance to

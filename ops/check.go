@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
 )
 
@@ -111,7 +112,7 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 	if in.Exhaustive {
 		out.Result, err = checkExhaustive(s, in.probe(), nopts)
 	} else {
-		var ix *ledger.NoveltyIndex
+		var ix *index.Index
 		if ix, err = OpenNoveltyIndex(env, s, false); err != nil {
 			return nil, err
 		}
@@ -147,8 +148,8 @@ func noveltyOptions(s *ledger.Store, mode string, threshold float64) novelty.Opt
 
 // OpenNoveltyIndex opens the store's novelty index; notices go to
 // env.Notice.
-func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*ledger.NoveltyIndex, error) {
-	return ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*index.Index, error) {
+	return index.Open(s, index.Options{Normalize: novelty.Normalize,
 		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Notice, Progress: env.Progress, Writer: writer})
 }
 

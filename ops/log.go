@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
@@ -220,7 +221,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	var (
 		lineageRoot string
 		lineageErr  error
-		nix         *ledger.NoveltyIndex
+		nix         *index.Index
 		verdict     novelty.Result
 		st          *registry.State
 		behind      int

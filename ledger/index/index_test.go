@@ -1,4 +1,4 @@
-package ledger_test
+package index_test
 
 import (
 	"bytes"
@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
 )
 
-var _ novelty.Index = (*ledger.NoveltyIndex)(nil)
+var _ novelty.Index = (*index.Index)(nil)
 
 func newIndexStore(t testing.TB, recs []*ledger.Record) *ledger.Store {
 	t.Helper()
@@ -31,13 +32,13 @@ func newIndexStore(t testing.TB, recs []*ledger.Record) *ledger.Store {
 	return s
 }
 
-func openIx(t testing.TB, s *ledger.Store, notice *bytes.Buffer, writer bool) *ledger.NoveltyIndex {
+func openIx(t testing.TB, s *ledger.Store, notice *bytes.Buffer, writer bool) *index.Index {
 	t.Helper()
-	opts := ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Writer: writer}
+	opts := index.Options{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Writer: writer}
 	if notice != nil {
 		opts.Notice = notice
 	}
-	ix, err := ledger.OpenNoveltyIndex(s, opts)
+	ix, err := index.Open(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func readRecords(t testing.TB, s *ledger.Store) []*ledger.Record {
 
 // assertSameVerdicts checks the index's verdicts against scoring every
 // record, on whole JSON (the ledger is small enough for full recall).
-func assertSameVerdicts(t *testing.T, s *ledger.Store, ix *ledger.NoveltyIndex) {
+func assertSameVerdicts(t *testing.T, s *ledger.Store, ix *index.Index) {
 	t.Helper()
 	recs := readRecords(t, s)
 	for _, p := range novelty.SyntheticProbes(25, 99) {
@@ -77,7 +78,7 @@ func assertSameVerdicts(t *testing.T, s *ledger.Store, ix *ledger.NoveltyIndex) 
 }
 
 func TestIndexBuildCatchUpAndReuse(t *testing.T) {
-	defer ledger.TestSetIndexDeferBytes(0)() // persist every catch-up
+	defer index.TestSetIndexDeferBytes(0)() // persist every catch-up
 	recs := novelty.SyntheticRecords(160, 7)
 	s := newIndexStore(t, recs[:100])
 	var notice bytes.Buffer
@@ -109,7 +110,7 @@ func TestIndexBuildCatchUpAndReuse(t *testing.T) {
 	ix.Close()
 
 	// And the caught-up state was persisted: a read-only reopen needs nothing.
-	ro, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+	ro, err := index.Open(s, index.Options{Normalize: novelty.Normalize,
 		NormalizerVersion: novelty.NormalizerVersion, Notice: &notice, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func TestIndexBuildCatchUpAndReuse(t *testing.T) {
 // TestIndexWriterCatchUp is the log path: a writer open, an append, then
 // CatchUp persists the new run so the next reader needs no work.
 func TestIndexWriterCatchUp(t *testing.T) {
-	defer ledger.TestSetIndexDeferBytes(0)() // persist every catch-up
+	defer index.TestSetIndexDeferBytes(0)() // persist every catch-up
 	recs := novelty.SyntheticRecords(60, 8)
 	s := newIndexStore(t, recs[:59])
 	var notice bytes.Buffer
@@ -158,7 +159,7 @@ func TestIndexDefersSmallCatchUps(t *testing.T) {
 	built := st.Size()
 
 	// Below the threshold: each writer catch-up keeps the new runs pending.
-	defer ledger.TestSetIndexDeferBytes(1 << 30)()
+	defer index.TestSetIndexDeferBytes(1 << 30)()
 	for _, r := range recs[60:90] {
 		w := openIx(t, s, &notice, true)
 		if err := s.Append(r); err != nil {
@@ -179,7 +180,7 @@ func TestIndexDefersSmallCatchUps(t *testing.T) {
 	}
 	assertSameVerdicts(t, s, r)
 	r.Close()
-	ro, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+	ro, err := index.Open(s, index.Options{Normalize: novelty.Normalize,
 		NormalizerVersion: novelty.NormalizerVersion, Notice: &notice, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestIndexDefersSmallCatchUps(t *testing.T) {
 	ro.Close()
 
 	// Past the threshold: one catch-up persists everything pending.
-	ledger.TestSetIndexDeferBytes(1)
+	index.TestSetIndexDeferBytes(1)
 	w := openIx(t, s, &notice, true)
 	if err := s.Append(recs[90:]...); err != nil {
 		t.Fatal(err)
@@ -199,7 +200,7 @@ func TestIndexDefersSmallCatchUps(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	ro, err = ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+	ro, err = index.Open(s, index.Options{Normalize: novelty.Normalize,
 		NormalizerVersion: novelty.NormalizerVersion, Notice: &notice, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +303,7 @@ func TestIndexStaleLedgerRewritten(t *testing.T) {
 // it, another open never hangs (bolt_timeout) and still answers correctly
 // from the ledger.
 func TestIndexConcurrentOpens(t *testing.T) {
-	defer ledger.TestSetIndexOpenTimeout(200 * time.Millisecond)()
+	defer index.TestSetIndexOpenTimeout(200 * time.Millisecond)()
 	s := newIndexStore(t, novelty.SyntheticRecords(100, 5))
 	var notice bytes.Buffer
 	openIx(t, s, &notice, false).Close()
@@ -314,7 +315,7 @@ func TestIndexConcurrentOpens(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion})
+				ix, err := index.Open(s, index.Options{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion})
 				if err != nil {
 					t.Error(err)
 					return
@@ -333,13 +334,13 @@ func TestIndexConcurrentOpens(t *testing.T) {
 	t.Run("reader while a writer holds it", func(t *testing.T) {
 		// With no deferral the writer reopens the index for writing (and
 		// holds bolt's lock) even though nothing is pending.
-		defer ledger.TestSetIndexDeferBytes(0)()
+		defer index.TestSetIndexDeferBytes(0)()
 		w := openIx(t, s, &notice, true)
 		defer w.Close()
-		done := make(chan *ledger.NoveltyIndex, 1)
+		done := make(chan *index.Index, 1)
 		var buf bytes.Buffer
 		go func() {
-			ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+			ix, err := index.Open(s, index.Options{Normalize: novelty.Normalize,
 				NormalizerVersion: novelty.NormalizerVersion, Notice: &buf})
 			if err != nil {
 				t.Error(err)
@@ -366,7 +367,7 @@ func TestIndexConcurrentOpens(t *testing.T) {
 // index answers from the ledger and creates nothing.
 func TestIndexReadOnlyNeverWrites(t *testing.T) {
 	s := newIndexStore(t, novelty.SyntheticRecords(50, 6))
-	ix, err := ledger.OpenNoveltyIndex(s, ledger.IndexOptions{Normalize: novelty.Normalize,
+	ix, err := index.Open(s, index.Options{Normalize: novelty.Normalize,
 		NormalizerVersion: novelty.NormalizerVersion, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -434,12 +435,12 @@ func (s *recordedStep) Done()     { s.done = true }
 // reading the ledger (MiB) and indexing the run groups, each finished;
 // an up-to-date open reports nothing.
 func TestIndexRebuildReportsProgress(t *testing.T) {
-	defer ledger.TestSetIndexBatchSize(50)()
+	defer index.TestSetIndexBatchSize(50)()
 	defer ledger.TestSetProgressMinBytes(0)()
 	s := newIndexStore(t, novelty.SyntheticRecords(400, 3))
 	var p recordedProgress
-	opts := ledger.IndexOptions{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Progress: &p}
-	ix, err := ledger.OpenNoveltyIndex(s, opts)
+	opts := index.Options{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion, Progress: &p}
+	ix, err := index.Open(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +457,7 @@ func TestIndexRebuildReportsProgress(t *testing.T) {
 		t.Errorf("indexing step: total %d, last set %d", idx.total, idx.last)
 	}
 	p.steps = nil
-	ix, err = ledger.OpenNoveltyIndex(s, opts)
+	ix, err = index.Open(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,8 @@
-package ledger
+// Package index is the novelty index: a bleve (scorch) cache over the
+// ledger's runs that answers novelty.Index. It is the only package that
+// imports bleve, and it never decides a verdict (package novelty does) nor
+// writes the ledger (it reads experiments.jsonl and writes <store>/index/).
+package index
 
 import (
 	"bufio"
@@ -24,7 +28,10 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search/query"
-	index "github.com/blevesearch/bleve_index_api"
+	bindex "github.com/blevesearch/bleve_index_api"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
 )
 
 // The novelty index is a bleve (scorch) index under <store>/index/novelty
@@ -44,14 +51,14 @@ import (
 // group's norm, family and runs as offset/status/metric; no ledger read is
 // needed to score, only to show the few top matches). Dynamic mapping off.
 
-// IndexFormat is the version of the novelty index layout.
+// Format is the version of the novelty index layout.
 //
 //	1: groups by (norm, family), fields norm/normkey/family/data (JSON runs).
 //	2: data holds runs as "offset:code:metric;…" (10x faster to decode).
 //	3: groups carry their normalised description (data's third line, and
 //	   the desckey field), so an exact description repeat is found whatever
 //	   the tags and family (issue 18).
-const IndexFormat = 3
+const Format = 3
 
 const (
 	indexName      = "novelty"
@@ -87,30 +94,11 @@ func TestSetIndexOpenTimeout(d time.Duration) func() {
 	return func() { indexOpenTimeout = old }
 }
 
-// GroupRun is one run of a TextGroup.
-type GroupRun struct {
-	Offset int64    // byte offset of the record in the ledger
-	Status string   // keep, discard or crash
-	Value  *float64 // the store's primary metric; nil when missing
-}
-
-// TextGroup is the set of runs sharing one normalised comparison text and
-// one family. novelty.Group is this type.
-type TextGroup struct {
-	Norm   string
-	Family string
-	// Desc is the normalised description of the group's runs (of its first
-	// run: runs share it unless the description, hypothesis and tags split
-	// one comparison text differently).
-	Desc string
-	Runs []GroupRun // ledger order
-}
-
 // encodeGroup writes the stored "data" field: norm, family and desc as JSON
 // strings on a line each, then the runs as "offset:code:metric" joined by ";" (code k, d,
 // c for keep, discard, crash, else "-"; metric empty when missing, else
 // shortest round-trip form). It decodes ~10x faster than JSON arrays.
-func encodeGroup(g *TextGroup) string {
+func encodeGroup(g *novelty.Group) string {
 	var sb strings.Builder
 	nb, _ := json.Marshal(g.Norm)
 	fb, _ := json.Marshal(g.Family)
@@ -136,20 +124,20 @@ func encodeGroup(g *TextGroup) string {
 
 func statusCode(s string) string {
 	switch s {
-	case StatusKeep:
+	case ledger.StatusKeep:
 		return "k"
-	case StatusDiscard:
+	case ledger.StatusDiscard:
 		return "d"
-	case StatusCrash:
+	case ledger.StatusCrash:
 		return "c"
 	}
 	return "-"
 }
 
-var codeStatus = map[string]string{"k": StatusKeep, "d": StatusDiscard, "c": StatusCrash, "-": ""}
+var codeStatus = map[string]string{"k": ledger.StatusKeep, "d": ledger.StatusDiscard, "c": ledger.StatusCrash, "-": ""}
 
-func decodeGroup(s string) (TextGroup, error) {
-	var g TextGroup
+func decodeGroup(s string) (novelty.Group, error) {
+	var g novelty.Group
 	parts := strings.SplitN(s, "\n", 4)
 	if len(parts) != 4 {
 		return g, errors.New("malformed group data")
@@ -163,7 +151,7 @@ func decodeGroup(s string) (TextGroup, error) {
 		return g, nil
 	}
 	runs := strings.Split(parts[3], ";")
-	g.Runs = make([]GroupRun, len(runs))
+	g.Runs = make([]novelty.Run, len(runs))
 	for i, r := range runs {
 		off, rest, ok1 := strings.Cut(r, ":")
 		code, val, ok2 := strings.Cut(rest, ":")
@@ -175,7 +163,7 @@ func decodeGroup(s string) (TextGroup, error) {
 		if err != nil {
 			return g, err
 		}
-		g.Runs[i] = GroupRun{Offset: n, Status: status}
+		g.Runs[i] = novelty.Run{Offset: n, Status: status}
 		if val != "" {
 			v, err := strconv.ParseFloat(val, 64)
 			if err != nil {
@@ -205,8 +193,8 @@ type indexMeta struct {
 	Normalizer string `json:"normalizer"`
 }
 
-// IndexOptions say how the novelty index turns records into groups.
-type IndexOptions struct {
+// Options say how the novelty index turns records into groups.
+type Options struct {
 	// Normalize is novelty.Normalize (ledger cannot import novelty).
 	Normalize func(string) string
 	// NormalizerVersion changes whenever Normalize's output changes; an
@@ -214,33 +202,33 @@ type IndexOptions struct {
 	NormalizerVersion string
 	// Writer marks the log path (under the store lock). Every open starts
 	// read-only; the index is reopened for writing only once the ledger is
-	// indexDeferBytes ahead of it (see OpenNoveltyIndex and CatchUp).
+	// indexDeferBytes ahead of it (see Open and CatchUp).
 	Writer bool
 	// Notice receives one-line notices (rebuilds, fallbacks); may be nil.
 	Notice io.Writer
 	// Progress reports a rebuild (13 s at 100,000 runs); nil reports nothing.
-	Progress Progress
+	Progress ledger.Progress
 	// ReadOnly never writes the index: a stale index is used with the
 	// missing runs scored in memory, a missing or corrupt one falls back
 	// to scanning the ledger.
 	ReadOnly bool
 }
 
-// NoveltyIndex answers candidate queries for the novelty guard. It is
+// Index answers candidate queries for the novelty guard. It is
 // either backed by bleve or, when the index cannot be used (held by another
 // process, unwritable), by an in-memory grouping of the whole ledger.
-type NoveltyIndex struct {
-	store    *Store
-	opts     IndexOptions
+type Index struct {
+	store    *ledger.Store
+	opts     Options
 	meta     indexMeta
 	idx      bleve.Index // nil in fallback mode
 	writable bool
-	fp       Fingerprint // ledger prefix answered for: the bleve index plus pending
+	fp       ledger.Fingerprint // ledger prefix answered for: the bleve index plus pending
 	// persisted is the ledger prefix whose runs are in bleve itself (its
 	// stored fingerprint). Runs after it are kept pending in memory until
 	// at least indexDeferBytes of ledger have piled up (see CatchUp).
 	persisted int64
-	pending   map[string]*TextGroup // runs after fp not in bleve (read-only mode), or all groups (fallback)
+	pending   map[string]*novelty.Group // runs after fp not in bleve (read-only mode), or all groups (fallback)
 	fallback  bool
 	// readAt, when set, is told how far groupsFrom has read (a rebuild's
 	// progress).
@@ -250,25 +238,25 @@ type NoveltyIndex struct {
 	Mode string
 }
 
-func (s *Store) indexPath() string { return s.Path(IndexDir, indexName) }
+func indexPath(s *ledger.Store) string { return s.Path(ledger.IndexDir, indexName) }
 
 // progress is opts.Progress for a ledger big enough to take a while
-// (ProgressMinBytes); nothing for a small one, which builds in well under
+// (ledger.ProgressMinBytes); nothing for a small one, which builds in well under
 // a second and would only flash a bar.
-func (x *NoveltyIndex) progress() Progress {
-	if x.opts.Progress == nil || x.ledgerSize() < ProgressMinBytes {
-		return noProgress{}
+func (x *Index) progress() ledger.Progress {
+	if x.opts.Progress == nil || x.ledgerSize() < ledger.ProgressMinBytes {
+		return ledger.NoProgress{}
 	}
 	return x.opts.Progress
 }
 
-func (x *NoveltyIndex) notice(format string, a ...any) {
+func (x *Index) notice(format string, a ...any) {
 	if x.opts.Notice != nil {
 		fmt.Fprintf(x.opts.Notice, "memorylab: "+format+"\n", a...)
 	}
 }
 
-// OpenNoveltyIndex opens the novelty index of s, bringing it up to date
+// Open opens the novelty index of s, bringing it up to date
 // with the ledger: it catches up incrementally when the ledger has grown,
 // rebuilds it (beside the live one, then swapped in) when it is missing,
 // corrupt, of another format or no longer a prefix of the ledger, and
@@ -276,10 +264,10 @@ func (x *NoveltyIndex) notice(format string, a ...any) {
 // index cannot be used it falls back to grouping the whole ledger in
 // memory (correct, slower) and says so on opts.Notice. Errors are returned
 // only when the ledger itself cannot be read.
-func OpenNoveltyIndex(s *Store, opts IndexOptions) (*NoveltyIndex, error) {
-	x := &NoveltyIndex{store: s, opts: opts,
-		meta: indexMeta{Format: IndexFormat, Metric: s.Config.Metric, Normalizer: opts.NormalizerVersion}}
-	path := s.indexPath()
+func Open(s *ledger.Store, opts Options) (*Index, error) {
+	x := &Index{store: s, opts: opts,
+		meta: indexMeta{Format: Format, Metric: s.Config.Metric, Normalizer: opts.NormalizerVersion}}
+	path := indexPath(s)
 	// Every command, log included, opens read-only first: a writable scorch
 	// open starts the segment merger, which cost ~30 ms per log even when
 	// nothing was written. Only when the ledger has run indexDeferBytes
@@ -391,7 +379,7 @@ func safeOpen(path string, cfg map[string]any) (idx bleve.Index, err error) {
 
 // validate reads the stored fingerprint and meta and reports whether the
 // index still describes a prefix of the ledger under the same meta.
-func (x *NoveltyIndex) validate(idx bleve.Index) (fp Fingerprint, ok bool) {
+func (x *Index) validate(idx bleve.Index) (fp ledger.Fingerprint, ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
@@ -416,7 +404,7 @@ func (x *NoveltyIndex) validate(idx bleve.Index) (fp Fingerprint, ok bool) {
 	return fp, x.store.StillCovers(fp)
 }
 
-func (x *NoveltyIndex) ledgerSize() int64 {
+func (x *Index) ledgerSize() int64 {
 	st, err := os.Stat(x.store.LedgerPath())
 	if err != nil {
 		return -1
@@ -436,21 +424,21 @@ func oneLine(err error) string {
 // fields (not artifacts, novelty_guard, decision_packet…) makes a rebuild
 // ~3x cheaper than ScanFrom's full decode.
 type slimRecord struct {
-	SchemaVersion int      `json:"schema_version"`
-	RunID         RunID    `json:"run_id"`
-	Family        string   `json:"family"`
-	Status        string   `json:"status"`
-	Description   string   `json:"description"`
-	Hypothesis    string   `json:"hypothesis"`
-	Tags          []string `json:"tags"`
-	Metrics       Metrics  `json:"metrics"`
+	SchemaVersion int            `json:"schema_version"`
+	RunID         ledger.RunID   `json:"run_id"`
+	Family        string         `json:"family"`
+	Status        string         `json:"status"`
+	Description   string         `json:"description"`
+	Hypothesis    string         `json:"hypothesis"`
+	Tags          []string       `json:"tags"`
+	Metrics       ledger.Metrics `json:"metrics"`
 }
 
 // groupsFrom scans the ledger from offset and groups the records. It
 // accepts the lines Scan accepts (a JSON object with a run_id and a schema
 // version this build reads) and, like ScanFrom, does not cover a torn last
 // line a writer may still be finishing.
-func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64, error) {
+func (x *Index) groupsFrom(from int64, into map[string]*novelty.Group) (int64, error) {
 	f, err := os.Open(x.store.LedgerPath())
 	if err != nil {
 		return from, fmt.Errorf("unable to read ledger: %w", err)
@@ -462,7 +450,7 @@ func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64
 	br := bufio.NewReaderSize(f, 1<<20)
 	off := from
 	for {
-		line, n, long, err := readLine(br)
+		line, n, long, err := ledger.ReadLine(br)
 		if n == 0 && err != nil {
 			if errors.Is(err, io.EOF) {
 				return off, nil
@@ -486,26 +474,26 @@ func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64
 			continue
 		}
 		var r slimRecord
-		if json.Unmarshal(body, &r) != nil || r.RunID == "" || r.SchemaVersion > SchemaVersion {
+		if json.Unmarshal(body, &r) != nil || r.RunID == "" || r.SchemaVersion > ledger.SchemaVersion {
 			if torn {
 				return start, nil
 			}
 			continue
 		}
-		rec := Record{Family: r.Family, Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
+		rec := ledger.Record{Family: r.Family, Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
 		norm := x.opts.Normalize(rec.ComparisonText())
 		id := groupID(norm, rec.Family)
 		g := into[id]
 		if g == nil {
-			g = &TextGroup{Norm: norm, Family: rec.Family, Desc: x.opts.Normalize(rec.Description)}
+			g = &novelty.Group{Norm: norm, Family: rec.Family, Desc: x.opts.Normalize(rec.Description)}
 			into[id] = g
 		}
 		g.Runs = append(g.Runs, x.runOf(&rec, start))
 	}
 }
 
-func (x *NoveltyIndex) runOf(r *Record, off int64) GroupRun {
-	run := GroupRun{Offset: off, Status: r.Status}
+func (x *Index) runOf(r *ledger.Record, off int64) novelty.Run {
+	run := novelty.Run{Offset: off, Status: r.Status}
 	if v, ok := r.Metric(x.meta.Metric); ok {
 		run.Value = &v
 	}
@@ -513,8 +501,8 @@ func (x *NoveltyIndex) runOf(r *Record, off int64) GroupRun {
 }
 
 // scanFallback groups the whole ledger in memory.
-func (x *NoveltyIndex) scanFallback() (*NoveltyIndex, error) {
-	x.pending = map[string]*TextGroup{}
+func (x *Index) scanFallback() (*Index, error) {
+	x.pending = map[string]*novelty.Group{}
 	end, err := x.groupsFrom(0, x.pending)
 	if err != nil {
 		return nil, err
@@ -526,11 +514,11 @@ func (x *NoveltyIndex) scanFallback() (*NoveltyIndex, error) {
 
 // rebuildOrFallback rebuilds the index beside the live one and swaps it
 // in; when that is impossible it falls back to scanning.
-func (x *NoveltyIndex) rebuildOrFallback() (*NoveltyIndex, error) {
+func (x *Index) rebuildOrFallback() (*Index, error) {
 	if x.opts.ReadOnly {
 		return x.scanFallback()
 	}
-	groups := map[string]*TextGroup{}
+	groups := map[string]*novelty.Group{}
 	read := x.progress().Start("novelty index: reading the ledger (MiB)", int(x.ledgerSize()>>20))
 	x.readAt = func(off int64) { read.Set(int(off >> 20)) }
 	end, err := x.groupsFrom(0, groups)
@@ -545,13 +533,13 @@ func (x *NoveltyIndex) rebuildOrFallback() (*NoveltyIndex, error) {
 	}
 	if err := x.build(groups, fp); err != nil {
 		x.notice("unable to rebuild the novelty index (%v); scoring from the ledger", oneLine(err))
-		x.pending, x.fp, x.fallback, x.Mode = groups, Fingerprint{Size: end}, true, "scan"
+		x.pending, x.fp, x.fallback, x.Mode = groups, ledger.Fingerprint{Size: end}, true, "scan"
 		return x, nil
 	}
-	idx, err := openIndex(x.store.indexPath(), true)
+	idx, err := openIndex(indexPath(x.store), true)
 	if err != nil {
 		// Built and swapped, but someone holds it now: answer from memory.
-		x.pending, x.fp, x.fallback, x.Mode = groups, Fingerprint{Size: end}, true, "scan"
+		x.pending, x.fp, x.fallback, x.Mode = groups, ledger.Fingerprint{Size: end}, true, "scan"
 		return x, nil
 	}
 	x.idx, x.fp, x.persisted, x.Mode = idx, fp, fp.Size, "index"
@@ -594,15 +582,15 @@ func newIndexMapping() (*mapping.IndexMappingImpl, error) {
 	return im, nil
 }
 
-func groupDoc(g *TextGroup) map[string]any {
+func groupDoc(g *novelty.Group) map[string]any {
 	return map[string]any{"norm": g.Norm, "normkey": normKey(g.Norm), "desckey": normKey(g.Desc), "family": g.Family, "data": encodeGroup(g)}
 }
 
 // build writes a fresh index into a temp dir beside the live one, then
-// swaps it in with renames, so a crash never leaves a half-built index.
-func (x *NoveltyIndex) build(groups map[string]*TextGroup, fp Fingerprint) error {
-	dir := filepath.Dir(x.store.indexPath())
-	if err := x.store.ensureSubdir(IndexDir); err != nil {
+// swaps it in with renames, so a crash never leaves a half-built bindex.
+func (x *Index) build(groups map[string]*novelty.Group, fp ledger.Fingerprint) error {
+	dir := filepath.Dir(indexPath(x.store))
+	if err := x.store.EnsureSubdir(ledger.IndexDir); err != nil {
 		return err
 	}
 	var rnd [4]byte
@@ -653,10 +641,10 @@ func (x *NoveltyIndex) build(groups map[string]*TextGroup, fp Fingerprint) error
 		os.RemoveAll(tmp)
 		return err
 	}
-	return swapDir(tmp, x.store.indexPath())
+	return swapDir(tmp, indexPath(x.store))
 }
 
-func (x *NoveltyIndex) setInternals(b *bleve.Batch, fp Fingerprint) {
+func (x *Index) setInternals(b *bleve.Batch, fp ledger.Fingerprint) {
 	mb, _ := json.Marshal(x.meta)
 	fb, _ := json.Marshal(fp)
 	b.SetInternal([]byte(internalMeta), mb)
@@ -684,7 +672,7 @@ func swapDir(tmp, live string) error {
 	if old != "" {
 		os.RemoveAll(old)
 	}
-	return syncDir(filepath.Dir(live))
+	return ledger.SyncDir(filepath.Dir(live))
 }
 
 // indexDeferBytes is how much ledger may pile up after the index before
@@ -707,14 +695,14 @@ func TestSetIndexDeferBytes(n int64) func() {
 // open for writing and at least indexDeferBytes have piled up since what
 // bleve holds, else into the in-memory pending groups. The log command
 // calls it under the store lock right after appending.
-func (x *NoveltyIndex) CatchUp() error {
+func (x *Index) CatchUp() error {
 	size := x.ledgerSize()
 	if size == x.fp.Size {
 		return nil
 	}
 	if !x.writable || size-x.persisted < indexDeferBytes {
 		if x.pending == nil {
-			x.pending = map[string]*TextGroup{}
+			x.pending = map[string]*novelty.Group{}
 		}
 		end, err := x.groupsFrom(x.fp.Size, x.pending)
 		if err != nil {
@@ -726,7 +714,7 @@ func (x *NoveltyIndex) CatchUp() error {
 		}
 		return nil
 	}
-	fresh := map[string]*TextGroup{}
+	fresh := map[string]*novelty.Group{}
 	end, err := x.groupsFrom(x.persisted, fresh)
 	if err != nil {
 		return err
@@ -760,7 +748,7 @@ func (x *NoveltyIndex) CatchUp() error {
 }
 
 // lookupGroup returns the stored group with id, or nil.
-func (x *NoveltyIndex) lookupGroup(id string) (*TextGroup, error) {
+func (x *Index) lookupGroup(id string) (*novelty.Group, error) {
 	req := bleve.NewSearchRequestOptions(bleve.NewDocIDQuery([]string{id}), 1, 0, false)
 	req.Fields = []string{"data"}
 	res, err := x.idx.Search(req)
@@ -783,7 +771,7 @@ func (x *NoveltyIndex) lookupGroup(id string) (*TextGroup, error) {
 // limit groups by relevance to norm's tokens, the best limit groups of
 // family, and every group whose normalised text is norm or whose
 // description is desc. In scan mode it returns every group.
-func (x *NoveltyIndex) Candidates(norm, desc, family string, limit int) ([]TextGroup, error) {
+func (x *Index) Candidates(norm, desc, family string, limit int) ([]novelty.Group, error) {
 	groups, err := x.candidates(norm, desc, family, limit)
 	if err == nil || x.idx == nil {
 		return groups, err
@@ -799,8 +787,8 @@ func (x *NoveltyIndex) Candidates(norm, desc, family string, limit int) ([]TextG
 	return x.candidates(norm, desc, family, limit)
 }
 
-func (x *NoveltyIndex) candidates(norm, desc, family string, limit int) ([]TextGroup, error) {
-	out := map[string]*TextGroup{}
+func (x *Index) candidates(norm, desc, family string, limit int) ([]novelty.Group, error) {
+	out := map[string]*novelty.Group{}
 	if x.idx != nil {
 		tokens := uniqueFields(norm)
 		var should []query.Query
@@ -845,7 +833,7 @@ func (x *NoveltyIndex) candidates(norm, desc, family string, limit int) ([]TextG
 				return err
 			}
 		}
-		if err := Parallel(searches...); err != nil {
+		if err := ledger.Parallel(searches...); err != nil {
 			return nil, err
 		}
 		for i := range queries {
@@ -864,13 +852,13 @@ func (x *NoveltyIndex) candidates(norm, desc, family string, limit int) ([]TextG
 	for id, g := range x.pending {
 		if have, ok := out[id]; ok {
 			merged := *have
-			merged.Runs = append(append([]GroupRun(nil), have.Runs...), g.Runs...)
+			merged.Runs = append(append([]novelty.Run(nil), have.Runs...), g.Runs...)
 			out[id] = &merged
 		} else {
 			out[id] = g
 		}
 	}
-	groups := make([]TextGroup, 0, len(out))
+	groups := make([]novelty.Group, 0, len(out))
 	ids := make([]string, 0, len(out))
 	for id := range out {
 		ids = append(ids, id)
@@ -883,7 +871,7 @@ func (x *NoveltyIndex) candidates(norm, desc, family string, limit int) ([]TextG
 }
 
 // search returns the ids of the best limit documents for q.
-func (x *NoveltyIndex) search(q query.Query, limit int) ([]string, error) {
+func (x *Index) search(q query.Query, limit int) ([]string, error) {
 	res, err := x.idx.Search(bleve.NewSearchRequestOptions(q, limit, 0, false))
 	if err != nil {
 		return nil, fmt.Errorf("unable to search the novelty index: %w", err)
@@ -896,14 +884,14 @@ func (x *NoveltyIndex) search(q query.Query, limit int) ([]string, error) {
 }
 
 // loadGroup reads the group stored in document id.
-func (x *NoveltyIndex) loadGroup(id string) (*TextGroup, error) {
+func (x *Index) loadGroup(id string) (*novelty.Group, error) {
 	doc, err := x.idx.Document(id)
 	if err != nil || doc == nil {
 		return nil, fmt.Errorf("corrupt novelty index document %s: %v", id, err)
 	}
 	var data string
-	doc.VisitFields(func(f index.Field) {
-		if tf, ok := f.(index.TextField); ok && f.Name() == "data" {
+	doc.VisitFields(func(f bindex.Field) {
+		if tf, ok := f.(bindex.TextField); ok && f.Name() == "data" {
 			data = tf.Text()
 		}
 	})
@@ -929,7 +917,7 @@ func uniqueFields(s string) []string {
 // Record reads the record at a ledger offset. It reads just that line
 // (Store.ReadRecordAt allocates a 1 MiB reader per call, which dominated
 // check's profile), through one descriptor kept open for the index's life.
-func (x *NoveltyIndex) Record(offset int64) (*Record, error) {
+func (x *Index) Record(offset int64) (*ledger.Record, error) {
 	if x.ledger == nil {
 		f, err := os.Open(x.store.LedgerPath())
 		if err != nil {
@@ -954,21 +942,21 @@ func (x *NoveltyIndex) Record(offset int64) (*Record, error) {
 			return nil, fmt.Errorf("unable to read ledger: %w", err)
 		}
 		if len(line) > 64<<20 {
-			return nil, fmt.Errorf("%w: ledger line at offset %d is longer than 64 MiB", ErrBadInput, offset)
+			return nil, fmt.Errorf("%w: ledger line at offset %d is longer than 64 MiB", ledger.ErrBadInput, offset)
 		}
 	}
-	var r Record
+	var r ledger.Record
 	if err := json.Unmarshal(line, &r); err != nil || r.RunID == "" {
-		return nil, fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ErrNotFound, offset)
+		return nil, fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ledger.ErrNotFound, offset)
 	}
 	return &r, nil
 }
 
 // Covered is the ledger size this index answers for (index plus pending).
-func (x *NoveltyIndex) Covered() int64 { return x.fp.Size }
+func (x *Index) Covered() int64 { return x.fp.Size }
 
-// Close releases the bleve index.
-func (x *NoveltyIndex) Close() error {
+// Close releases the bleve bindex.
+func (x *Index) Close() error {
 	if x.ledger != nil {
 		x.ledger.Close()
 		x.ledger = nil

@@ -1,4 +1,4 @@
-package ledger
+package index
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestIndexCorruptDocumentRebuilds: documents bleve returns but memorylab
@@ -14,24 +16,24 @@ import (
 // number) make Candidates rebuild the index and answer from the new one.
 func TestIndexCorruptDocumentRebuilds(t *testing.T) {
 	dir := t.TempDir()
-	s, _, err := InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "h\n")
+	s, _, err := ledger.InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), ledger.DefaultConfig(), "h\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, d := range []string{"increase matrix lr to 0.05", "double model width", "increase matrix lr to 0.06"} {
-		r := &Record{RunID: RunID("20260101T00000" + string(rune('0'+i)) + "Z-abcdef" + string(rune('0'+i))), Timestamp: "2026-01-01T00:00:00Z", Status: StatusKeep, Description: d, Tags: []string{}}
+		r := &ledger.Record{RunID: ledger.RunID("20260101T00000" + string(rune('0'+i)) + "Z-abcdef" + string(rune('0'+i))), Timestamp: "2026-01-01T00:00:00Z", Status: ledger.StatusKeep, Description: d, Tags: []string{}}
 		if err := s.Append(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	opts := IndexOptions{Normalize: strings.ToLower, NormalizerVersion: "test"}
-	ix, err := OpenNoveltyIndex(s, opts)
+	opts := Options{Normalize: strings.ToLower, NormalizerVersion: "test"}
+	ix, err := Open(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()
 
-	raw, err := bleve.Open(s.indexPath())
+	raw, err := bleve.Open(indexPath(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +50,7 @@ func TestIndexCorruptDocumentRebuilds(t *testing.T) {
 
 	var notice bytes.Buffer
 	opts.Notice = &notice
-	ix, err = OpenNoveltyIndex(s, opts)
+	ix, err = Open(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestIndexCorruptDocumentRebuilds(t *testing.T) {
 		t.Fatalf("%d groups, notice %q", len(groups), notice.String())
 	}
 	notice.Reset()
-	again, err := OpenNoveltyIndex(s, opts)
+	again, err := Open(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ledger_test
+package index_test
 
 import (
 	"os"
