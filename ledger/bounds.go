@@ -15,7 +15,7 @@ import (
 // made every other clone refuse the remote ledger. So text that is only a
 // copy or an excerpt is cut with a marker at log time, and what remains is
 // refused above these limits, by log, import and pull alike
-// (validateRecord), far below the 16 MiB a reader accepts
+// (RecordProblems), far below the 16 MiB a reader accepts
 // (MaxRecordBytes), so a record one machine writes every machine reads.
 const (
 	// MaxRecordSize is the largest ledger line (JSON, without the newline)
@@ -60,7 +60,7 @@ func Excerpt(s string) string {
 // in error.tail: the ledger's copy of the packet keeps the error's summary
 // and source with an empty tail (runs/<id>/decision_packet.json keeps the
 // whole packet). The record's own fields (description, notes, metrics) are
-// never cut: validateRecord refuses a record that is still too large,
+// never cut: RecordProblems refuses a record that is still too large,
 // naming the limit. Call it on new records only, never on pulled ones (a
 // changed line would differ from the shared blob).
 func BoundRecord(r *Record) {

@@ -71,3 +71,10 @@ func corpusRunLogs(t testing.TB) map[string][]byte {
 	}
 	return out
 }
+
+// Run ids the tests share.
+const (
+	idA = "20261122T010000Z-abc1234-0001"
+	idB = "20261122T010100Z-abc1234-0002"
+	idC = "20261122T010200Z-def5678-0003"
+)

@@ -38,6 +38,6 @@ func ReadLine(br *bufio.Reader) (line []byte, n int64, long bool, err error) {
 }
 
 // longLineReason is the warning for a line over MaxRecordBytes.
-func longLineReason(n int64) string {
+func LongLineReason(n int64) string {
 	return fmt.Sprintf("a line of %d bytes, over the %d bytes a record may have: skipped", n, MaxRecordBytes)
 }

@@ -31,8 +31,8 @@ var ErrNotRegular = errors.New("not a regular file")
 func OpenForWriting(path string, flag int, perm os.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) || isSymlink(path) {
-			return nil, symlinkError(path)
+		if errors.Is(err, syscall.ELOOP) || IsSymlink(path) {
+			return nil, SymlinkError(path)
 		}
 		if errors.Is(err, syscall.ENXIO) { // a FIFO without a reader
 			return nil, fmt.Errorf("%w: %w: %s is a FIFO or socket; memorylab only writes regular files: move it away", ErrBadInput, ErrNotRegular, path)
@@ -64,13 +64,13 @@ func WriteFileNoFollow(path string, data []byte, perm os.FileMode) error {
 	return err
 }
 
-func symlinkError(path string) error {
+func SymlinkError(path string) error {
 	target, _ := os.Readlink(path)
 	return fmt.Errorf("%w: %w: %s points at %q; memorylab never writes through links (a cloned repository can point one at any file): replace the link with a regular file",
 		ErrBadInput, ErrSymlink, path, target)
 }
 
-func isSymlink(path string) bool {
+func IsSymlink(path string) bool {
 	st, err := os.Lstat(path)
 	return err == nil && st.Mode()&os.ModeSymlink != 0
 }

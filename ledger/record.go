@@ -164,7 +164,7 @@ func ComparisonText(description, hypothesis, family string, tags []string) strin
 }
 
 // ValidateRecord checks r with the rules every reader relies on and every
-// writer keeps (doctor's validateRecord: schema version, run id, status,
+// writer keeps (doctor's RecordProblems: schema version, run id, status,
 // timestamp not beyond now + MaxClockSkew, metric count, encoded size).
 // log, import and arcmemo (through AppendLocked) and pull run it on every
 // record before it is written, so a rule added there applies to all of
@@ -176,22 +176,66 @@ func ValidateRecord(r *Record) error { return ValidateRecordAt(r, time.Now()) }
 func ValidateRecordAt(r *Record, now time.Time) error {
 	line, err := MarshalRecord(r)
 	if err != nil {
-		return fmt.Errorf("%w: record %s: %v", ErrBadInput, truncate(string(r.RunID), 80), err)
+		return fmt.Errorf("%w: record %s: %v", ErrBadInput, Truncate(string(r.RunID), 80), err)
 	}
-	return recordError(r, validateRecord(r, len(line), now))
+	return recordError(r, RecordProblems(r, len(line), now))
 }
 
-func recordError(r *Record, probs []problem) error {
+func recordError(r *Record, probs []Problem) error {
 	if len(probs) == 0 {
 		return nil
 	}
 	msgs := make([]string, len(probs))
 	for i, p := range probs {
-		msgs[i] = p.msg
+		msgs[i] = p.Msg
 	}
 	kind := ErrBadInput
 	if r.SchemaVersion > SchemaVersion {
 		kind = ErrNewerVersion
 	}
-	return fmt.Errorf("%w: record %s: %s", kind, truncate(string(r.RunID), 80), strings.Join(msgs, "; "))
+	return fmt.Errorf("%w: record %s: %s", kind, Truncate(string(r.RunID), 80), strings.Join(msgs, "; "))
+}
+
+// Problem is one way a record breaks a rule every reader relies on, and its fix.
+type Problem struct{ Msg, Fix string }
+
+// RecordProblems checks the fields a reader relies on and the bounds every
+// writer keeps (bounds.go): size is the record's encoded length, now the
+// clock that a timestamp may not run more than MaxClockSkew ahead of.
+func RecordProblems(r *Record, size int, now time.Time) []Problem {
+	var out []Problem
+	switch {
+	case r.SchemaVersion > SchemaVersion:
+		out = append(out, Problem{fmt.Sprintf("schema_version %d is newer than this memorylab (%d)", r.SchemaVersion, SchemaVersion), "upgrade memorylab"})
+	case r.SchemaVersion < 0:
+		out = append(out, Problem{fmt.Sprintf("schema_version %d is not a known version", r.SchemaVersion), "fix the line by hand"})
+	}
+	if !ValidRunID(string(r.RunID)) {
+		out = append(out, Problem{fmt.Sprintf("run_id %q is not a run id (<YYYYMMDDTHHMMSSZ>-<commit>)", Truncate(string(r.RunID), 80)), "fix the line by hand"})
+	}
+	if !ValidStatus(r.Status) {
+		out = append(out, Problem{fmt.Sprintf("status %q is not keep, discard or crash", Truncate(r.Status, 40)), "fix the line by hand"})
+	}
+	if t, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {
+		out = append(out, Problem{fmt.Sprintf("timestamp_utc %q is not an RFC 3339 time", Truncate(r.Timestamp, 40)), "fix the line by hand"})
+	} else if t.After(now.Add(MaxClockSkew)) {
+		out = append(out, Problem{fmt.Sprintf("timestamp_utc %s is more than a day in the future (now %s); it would stay in every report window", r.Timestamp, now.UTC().Format(time.RFC3339)),
+			"check the clock of the machine that logged it, then fix the line by hand"})
+	}
+	if len(r.Metrics) > MaxMetrics {
+		out = append(out, Problem{fmt.Sprintf("%d metrics, more than the %d a record may hold", len(r.Metrics), MaxMetrics),
+			"record the few metrics that matter (the archived summary keeps the rest)"})
+	}
+	if size > MaxRecordSize {
+		out = append(out, Problem{fmt.Sprintf("record is %d bytes, over the %d KiB limit", size, MaxRecordSize>>10),
+			"shorten the description, notes or metrics (the archive keeps whole logs)"})
+	}
+	return out
+}
+
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

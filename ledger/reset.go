@@ -237,7 +237,7 @@ func restoreTracked(root string, from, to *object.Commit) error {
 		} else if !within(dir, r) {
 			return fmt.Errorf("%w: %w: %s resolves outside the working tree", ErrBadInput, ErrSymlink, filepath.Dir(p))
 		}
-		if isSymlink(p) {
+		if IsSymlink(p) {
 			if err := os.Remove(p); err != nil {
 				return err
 			}

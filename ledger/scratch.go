@@ -181,6 +181,11 @@ func (s *ScratchRepo) Ref(name string) (string, error) {
 	return r.Hash().String(), nil
 }
 
+// SetRef points the ref name at hash, as a test plants a ref by hand.
+func (s *ScratchRepo) SetRef(name, hash string) error {
+	return s.r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), plumbing.NewHash(hash)))
+}
+
 // Parent returns the first parent of commit.
 func (s *ScratchRepo) Parent(commit string) (string, error) {
 	c, err := s.r.CommitObject(plumbing.NewHash(commit))

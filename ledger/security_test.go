@@ -5,9 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // hostileIDs are run ids an attacker could put in a ledger line, a flag or
@@ -32,7 +30,7 @@ var hostileIDs = []string{
 }
 
 func TestHostileRunIDs(t *testing.T) {
-	s := doctorStore(t, "")
+	s := TestStore(t, "")
 	for _, id := range hostileIDs {
 		t.Run(strings.ReplaceAll(id, "/", "|"), func(t *testing.T) {
 			if ref, err := RunRef(RunID(id)); err == nil {
@@ -64,7 +62,7 @@ func TestHostileRunIDs(t *testing.T) {
 }
 
 func TestArchiveNamesStayInRunDir(t *testing.T) {
-	s := doctorStore(t, "")
+	s := TestStore(t, "")
 	id := RunID("20261122T010000Z-abc1234-0001")
 	for _, name := range []string{"../escape", "..", ".", "", "sub/file", `sub\file`, "/etc/passwd"} {
 		r := &Record{RunID: id, Artifacts: map[string]string{}}
@@ -76,35 +74,4 @@ func TestArchiveNamesStayInRunDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.Dir, "escape")); err == nil {
 		t.Fatal("a file escaped the run dir")
 	}
-}
-
-// TestArchivePermissions checks that archived files are 0644 and run dirs
-// 0755 even under a permissive umask, and that a doctor rewrite keeps the
-// ledger 0644.
-func TestArchivePermissions(t *testing.T) {
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
-	s := doctorStore(t, "garbage\n")
-	r := &Record{RunID: "20261122T010000Z-abc1234-0001", Artifacts: map[string]string{}}
-	if err := s.Archive(r, []ArchiveFile{{Key: "archived_log_path", Name: "run.log", Data: []byte("x")}}); err != nil {
-		t.Fatal(err)
-	}
-	check := func(p string, want os.FileMode) {
-		t.Helper()
-		st, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Mode().Perm()&^want != 0 {
-			t.Errorf("%s has mode %v, want %v or stricter", p, st.Mode().Perm(), want)
-		}
-	}
-	check(s.Path(RunsDir, string(r.RunID)), 0o755)
-	check(s.Path(RunsDir, string(r.RunID), "run.log"), 0o644)
-	res, err := s.Repair(time.Now(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(s.LedgerPath(), 0o644)
-	check(res.Backup, 0o644)
 }

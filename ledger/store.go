@@ -232,7 +232,7 @@ func (s *Store) AppendLockedProgress(step Step, recs ...*Record) error {
 		}
 		// The one validation (ValidateRecord's rules) before anything is
 		// written: a bad or oversized record never reaches the ledger.
-		if err := recordError(r, validateRecord(r, len(line), now)); err != nil {
+		if err := recordError(r, RecordProblems(r, len(line), now)); err != nil {
 			return err
 		}
 		buf.Write(line)
@@ -373,7 +373,7 @@ func scanReader(rd io.Reader, bufSize int, fn func(r *Record, line int, offset i
 		start := offset
 		offset += n
 		if long {
-			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: longLineReason(n), Torn: err == io.EOF})
+			warnings = append(warnings, Warning{Line: lineNo, Offset: start, Reason: LongLineReason(n), Torn: err == io.EOF})
 			continue
 		}
 		r, w := decodeLine(line, lineNo, start, err == io.EOF)
@@ -398,7 +398,7 @@ func decodeLine(line []byte, lineNo int, start int64, torn bool) (*Record, *Warn
 	}
 	var r Record
 	if perr := json.Unmarshal(body, &r); perr != nil {
-		return nil, &Warning{Line: lineNo, Offset: start, Reason: shortReason(perr), Torn: torn}
+		return nil, &Warning{Line: lineNo, Offset: start, Reason: ShortReason(perr), Torn: torn}
 	}
 	if r.RunID == "" {
 		return nil, &Warning{Line: lineNo, Offset: start, Reason: "record has no run_id", Torn: torn}
@@ -497,7 +497,7 @@ func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64)
 				for _, l := range j.lines {
 					r, w := decodeLine(l.data, l.no, l.start, l.torn)
 					if l.isLong {
-						r, w = nil, &Warning{Line: l.no, Offset: l.start, Reason: longLineReason(l.long), Torn: l.torn}
+						r, w = nil, &Warning{Line: l.no, Offset: l.start, Reason: LongLineReason(l.long), Torn: l.torn}
 					}
 					if r != nil || w != nil {
 						items = append(items, scanItem{rec: r, warn: w, line: l.no, off: l.start})
@@ -522,7 +522,7 @@ func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64)
 	return warnings, readErr
 }
 
-func shortReason(err error) string {
+func ShortReason(err error) string {
 	msg := err.Error()
 	if len(msg) > 120 {
 		msg = msg[:120] + "…"
@@ -538,4 +538,45 @@ func (s *Store) ReadAll() ([]Record, []Warning, error) {
 		return nil
 	})
 	return recs, w, err
+}
+
+// OpenStoreForDoctor opens a store even when config.json is invalid, so the
+// doctor can report it: the store then carries the default config and
+// configErr says what is wrong. A missing ledger is still ErrNoStore.
+func OpenStoreForDoctor(dir, tsvPath string) (s *Store, configErr error, err error) {
+	s, err = OpenStore(dir, tsvPath)
+	if err == nil {
+		return s, nil, nil
+	}
+	if errors.Is(err, ErrInvalidConfig) || errors.Is(err, ErrNewerVersion) {
+		return &Store{Dir: dir, TSVPath: tsvPath, Config: DefaultConfig()}, err, nil
+	}
+	return nil, nil, err
+}
+
+// CheckWritable fails when the ledger or results.tsv is a symbolic link, or
+// results.tsv exists but is not a regular file, so `log` refuses before its
+// commit point (the ledger line) instead of leaving a record without a row,
+// and before it takes the lock.
+func (s *Store) CheckWritable() error {
+	if IsSymlink(s.LedgerPath()) {
+		return SymlinkError(s.LedgerPath())
+	}
+	if s.TSVPath == "" {
+		return nil
+	}
+	st, err := os.Lstat(s.TSVPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unable to use %s: %w", s.TSVPath, err)
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		return SymlinkError(s.TSVPath)
+	}
+	if !st.Mode().IsRegular() {
+		return BadInputf("%s is not a regular file: move it away so memorylab can recreate it", s.TSVPath)
+	}
+	return nil
 }

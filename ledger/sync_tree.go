@@ -113,7 +113,7 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 	if cb, err := smallFile(root, treeConfig, 64<<10); err == nil {
 		var cfg Config
 		if err := json.Unmarshal(cb, &cfg); err != nil || cfg.Metric == "" || (cfg.Goal != GoalMin && cfg.Goal != GoalMax) {
-			return nil, fmt.Errorf("%w: the shared ledger's config.json is not a store config: %s", ErrBadInput, truncate(string(cb), 120))
+			return nil, fmt.Errorf("%w: the shared ledger's config.json is not a store config: %s", ErrBadInput, Truncate(string(cb), 120))
 		}
 		ls.config = &cfg
 	}

@@ -78,3 +78,34 @@ func TestCorpus(t testing.TB, elem ...string) string {
 		}
 	}
 }
+
+// TestStore makes a store in a temp dir whose ledger holds content.
+func TestStore(t testing.TB, content string) *Store {
+	t.Helper()
+	dir := t.TempDir()
+	s, _, err := InitStore(dir, filepath.Join(dir, TSVFile), DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.LedgerPath(), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRecordLine is one ledger line for a run with the given id and commit.
+func TestRecordLine(t testing.TB, id, commit string, edit func(r *Record)) string {
+	t.Helper()
+	v := 0.99
+	r := &Record{SchemaVersion: SchemaVersion, RunID: RunID(id), Timestamp: "2026-11-22T01:00:00Z", Branch: "main",
+		Commit: Short(commit), CommitFull: commit, Status: StatusDiscard, Description: "idea " + id, Tags: []string{},
+		Metrics: Metrics{"val_bpb": &v}, Artifacts: map[string]string{}}
+	if edit != nil {
+		edit(r)
+	}
+	b, err := MarshalRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) + "\n"
+}

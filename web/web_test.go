@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ledger/doctor"
 	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/results"
 )
@@ -448,7 +449,7 @@ func TestSurvivesStoreTrouble(t *testing.T) {
 			t.Fatalf("%s with a torn line: %d %s", p, res.StatusCode, body)
 		}
 	}
-	if _, err := st.Repair(time.Now(), nil); err != nil {
+	if _, err := doctor.Repair(st, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if res, body := get(t, ts.URL+"/api/runs", nil); res.StatusCode != 200 || !strings.Contains(string(body), `"matched":6`) {

@@ -7,7 +7,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/display"
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ledger/doctor"
+	"github.com/memorylab/memorylab/ops"
 )
 
 type doctorOptions struct {
@@ -45,15 +46,6 @@ func doctorCommand(env *Env) *cli.Command {
 	}
 }
 
-// doctorJSON is the --json output contract.
-type doctorJSON struct {
-	Healthy bool                 `json:"healthy"`
-	Store   string               `json:"store"`
-	Before  *ledger.DoctorReport `json:"before_repair,omitempty"` // with --repair: the first check
-	Repair  *ledger.RepairResult `json:"repair,omitempty"`
-	Report  *ledger.DoctorReport `json:"report"` // the final check
-}
-
 // unhealthyError is returned when doctor finds errors; the findings are
 // already printed.
 type unhealthyError struct{ errors int }
@@ -63,43 +55,10 @@ func (e unhealthyError) Error() string {
 }
 
 func runDoctor(env *Env, opts doctorOptions) error {
-	loc, err := locate(env, opts.Store)
+	out, err := ops.Doctor(env.opsEnv(opts.Store), ops.DoctorInput{Repair: opts.Repair})
 	if err != nil {
 		return err
 	}
-	if loc.StoreDir == "" {
-		_, err := loc.Open()
-		return err
-	}
-	// An invalid config.json is a finding, not a reason to stop.
-	s, configErr, err := ledger.OpenStoreForDoctor(loc.StoreDir, loc.TSVPath)
-	if err != nil {
-		return err
-	}
-	out := doctorJSON{Store: s.Dir}
-	rep, err := s.Diagnose(loc.Repo, configErr)
-	if err != nil {
-		return err
-	}
-	if opts.Repair {
-		out.Before = rep
-		if !opts.JSON {
-			printDoctor(env, rep, "before repair")
-		}
-		res, err := s.Repair(env.Now(), loc.Repo)
-		if err != nil {
-			return err
-		}
-		out.Repair = res
-		if !opts.JSON {
-			printRepair(env, res)
-		}
-		if rep, err = s.Diagnose(loc.Repo, configErr); err != nil {
-			return err
-		}
-	}
-	out.Report = rep
-	out.Healthy = rep.Healthy()
 	if opts.JSON {
 		enc := json.NewEncoder(env.Out)
 		enc.SetIndent("", "  ")
@@ -109,18 +68,20 @@ func runDoctor(env *Env, opts doctorOptions) error {
 		}
 	} else {
 		title := ""
-		if opts.Repair {
+		if out.Before != nil {
+			printDoctor(env, out.Before, "before repair")
+			printRepair(env, out.Repair)
 			title = "after repair"
 		}
-		printDoctor(env, rep, title)
+		printDoctor(env, out.Report, title)
 	}
 	if !out.Healthy {
-		return unhealthyError{errors: rep.Count(ledger.SevError)}
+		return unhealthyError{errors: out.Report.Count(doctor.SevError)}
 	}
 	return nil
 }
 
-func printDoctor(env *Env, rep *ledger.DoctorReport, title string) {
+func printDoctor(env *Env, rep *doctor.Report, title string) {
 	if title != "" {
 		title = " (" + title + ")"
 	}
@@ -134,7 +95,7 @@ func printDoctor(env *Env, rep *ledger.DoctorReport, title string) {
 		}
 		fmt.Fprintf(env.Out, "  %s\n", display.Line(f.String()))
 	}
-	e, w, n := rep.Count(ledger.SevError), rep.Count(ledger.SevWarning), rep.Count(ledger.SevInfo)
+	e, w, n := rep.Count(doctor.SevError), rep.Count(doctor.SevWarning), rep.Count(doctor.SevInfo)
 	if rep.Healthy() {
 		fmt.Fprintf(env.Out, "healthy: %d errors, %d warnings, %d info\n", e, w, n)
 		return
@@ -146,7 +107,7 @@ func printDoctor(env *Env, rep *ledger.DoctorReport, title string) {
 	fmt.Fprintf(env.Out, "problems: %d errors, %d warnings, %d info%s\n", e, w, n, hint)
 }
 
-func printRepair(env *Env, res *ledger.RepairResult) {
+func printRepair(env *Env, res *doctor.RepairResult) {
 	switch {
 	case res.Moved > 0:
 		fmt.Fprintf(env.Out, "repair: moved %d line(s) %v to %s and rewrote the ledger without them\n", res.Moved, res.Lines, res.Backup)

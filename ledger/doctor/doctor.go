@@ -1,4 +1,9 @@
-package ledger
+// Package doctor verifies a store and repairs what can be repaired: torn and
+// garbage ledger lines, duplicate copies, missing archives, broken refs under
+// refs/memorylab/, results.tsv out of step, stale caches. It reads the store
+// and the repository through ledger's exported API; it never decides what a
+// record means (no policy) and writes only through Repair.
+package doctor
 
 import (
 	"bufio"
@@ -15,6 +20,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // Severities of doctor findings. Only errors make `memorylab doctor` fail.
@@ -37,12 +44,12 @@ const (
 
 // Finding is one problem or note from Diagnose.
 type Finding struct {
-	Severity string `json:"severity"`
-	Check    string `json:"check"`
-	Line     int    `json:"line,omitempty"` // 1-based ledger line, when the finding is about one
-	RunID    RunID  `json:"run_id,omitempty"`
-	Message  string `json:"message"`
-	Fix      string `json:"fix,omitempty"`
+	Severity string       `json:"severity"`
+	Check    string       `json:"check"`
+	Line     int          `json:"line,omitempty"` // 1-based ledger line, when the finding is about one
+	RunID    ledger.RunID `json:"run_id,omitempty"`
+	Message  string       `json:"message"`
+	Fix      string       `json:"fix,omitempty"`
 }
 
 func (f Finding) String() string {
@@ -58,8 +65,8 @@ func (f Finding) String() string {
 	return b.String()
 }
 
-// DoctorReport is the result of Diagnose.
-type DoctorReport struct {
+// Report is the result of Diagnose.
+type Report struct {
 	Store      string    `json:"store"`
 	Lines      int       `json:"lines"`      // non-empty ledger lines
 	Records    int       `json:"records"`    // well-formed records
@@ -69,7 +76,7 @@ type DoctorReport struct {
 }
 
 // Count returns the number of findings of a severity.
-func (r *DoctorReport) Count(severity string) int {
+func (r *Report) Count(severity string) int {
 	n := 0
 	for _, f := range r.Findings {
 		if f.Severity == severity {
@@ -80,9 +87,9 @@ func (r *DoctorReport) Count(severity string) int {
 }
 
 // Healthy reports whether no errors were found.
-func (r *DoctorReport) Healthy() bool { return r.Count(SevError) == 0 }
+func (r *Report) Healthy() bool { return r.Count(SevError) == 0 }
 
-func (r *DoctorReport) add(f Finding) { r.Findings = append(r.Findings, f) }
+func (r *Report) add(f Finding) { r.Findings = append(r.Findings, f) }
 
 // lineKind classifies one ledger line.
 type lineKind int
@@ -99,11 +106,11 @@ const (
 type ledgerLine struct {
 	No     int
 	Offset int64
-	Raw    []byte // including the newline, if any; nil for a line over MaxRecordBytes
+	Raw    []byte // including the newline, if any; nil for a line over ledger.MaxRecordBytes
 	Size   int64  // the line's length in bytes
 	Kind   lineKind
 	Reason string
-	Rec    *Record
+	Rec    *ledger.Record
 }
 
 // walkLedger reads the ledger line by line and classifies each line. It is
@@ -114,10 +121,10 @@ func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
 		line int
 		hash uint64
 	}
-	seen := map[RunID]seenRec{}
+	seen := map[ledger.RunID]seenRec{}
 	var offset int64
 	for no := 1; ; no++ {
-		raw, n, long, err := ReadLine(br)
+		raw, n, long, err := ledger.ReadLine(br)
 		if n == 0 && err != nil {
 			if err == io.EOF {
 				return nil
@@ -130,16 +137,16 @@ func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
 		body := bytes.TrimSpace(raw)
 		switch {
 		case long:
-			l.Kind, l.Reason = lineGarbage, longLineReason(n)
+			l.Kind, l.Reason = lineGarbage, ledger.LongLineReason(n)
 			if torn {
 				l.Kind = lineTorn
 			}
 		case len(body) == 0:
 			l.Kind = lineBlank
 		default:
-			var r Record
+			var r ledger.Record
 			if perr := json.Unmarshal(body, &r); perr != nil {
-				l.Kind, l.Reason = lineGarbage, shortReason(perr)
+				l.Kind, l.Reason = lineGarbage, ledger.ShortReason(perr)
 			} else if r.RunID == "" {
 				l.Kind, l.Reason = lineGarbage, "JSON without a run_id is not a record"
 			} else {
@@ -172,11 +179,11 @@ func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
 // well-formed record of a known schema version, unique run ids, archived
 // files present, run refs present (when repo is not nil), results.tsv in
 // step. configErr is the error OpenStore gave for config.json, if any.
-func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
-	rep := &DoctorReport{Store: s.Dir, Findings: []Finding{}}
+func Diagnose(s *ledger.Store, repo *ledger.Repo, configErr error) (*Report, error) {
+	rep := &Report{Store: s.Dir, Findings: []Finding{}}
 	if configErr != nil {
 		rep.add(Finding{Severity: SevError, Check: CheckConfig, Message: configErr.Error(),
-			Fix: "fix " + s.Path(ConfigFile) + ` by hand ({"version":1,"metric":"val_bpb","goal":"min","train_file":"train.py"})`})
+			Fix: "fix " + s.Path(ledger.ConfigFile) + ` by hand ({"version":1,"metric":"val_bpb","goal":"min","train_file":"train.py"})`})
 	}
 	f, err := os.Open(s.LedgerPath())
 	if err != nil {
@@ -185,7 +192,7 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 	defer f.Close()
 
 	var recs []doctorRec
-	firstLine := map[RunID]int{}
+	firstLine := map[ledger.RunID]int{}
 	err = walkLedger(f, func(l *ledgerLine) error {
 		if l.Kind != lineBlank {
 			rep.Lines++
@@ -208,8 +215,8 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 		case lineRecord:
 			r := l.Rec
 			rep.Records++
-			for _, p := range validateRecord(r, len(bytes.TrimSpace(l.Raw)), time.Now()) {
-				rep.add(Finding{Severity: SevError, Check: CheckSchema, Line: l.No, RunID: r.RunID, Message: p.msg, Fix: p.fix})
+			for _, p := range ledger.RecordProblems(r, len(bytes.TrimSpace(l.Raw)), time.Now()) {
+				rep.add(Finding{Severity: SevError, Check: CheckSchema, Line: l.No, RunID: r.RunID, Message: p.Msg, Fix: p.Fix})
 			}
 			if first, dup := firstLine[r.RunID]; dup {
 				rep.add(Finding{Severity: SevError, Check: CheckRunID, Line: l.No, RunID: r.RunID,
@@ -226,9 +233,9 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.checkArtifacts(rep, recs)
-	s.checkRefs(rep, repo, recs)
-	s.checkTSV(rep, recs)
+	checkArtifacts(s, rep, recs)
+	checkRefs(s, rep, repo, recs)
+	checkTSV(s, rep, recs)
 	return rep, nil
 }
 
@@ -236,63 +243,20 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 // never holds whole records of a large ledger.
 type doctorRec struct {
 	line       int
-	id         RunID
+	id         ledger.RunID
 	imported   bool // from an import: no run ref, maybe no results.tsv row
-	tsvRow     bool // results.tsv holds a row for it (Record.HasTSVRow)
+	tsvRow     bool // results.tsv holds a row for it (ledger.Record.HasTSVRow)
 	commit     string
 	commitFull string
 	schema     int
 	artifacts  map[string]string
 }
 
-type problem struct{ msg, fix string }
-
-// validateRecord checks the fields a reader relies on and the bounds every
-// writer keeps (bounds.go): size is the record's encoded length, now the
-// clock that a timestamp may not run more than MaxClockSkew ahead of.
-func validateRecord(r *Record, size int, now time.Time) []problem {
-	var out []problem
-	switch {
-	case r.SchemaVersion > SchemaVersion:
-		out = append(out, problem{fmt.Sprintf("schema_version %d is newer than this memorylab (%d)", r.SchemaVersion, SchemaVersion), "upgrade memorylab"})
-	case r.SchemaVersion < 0:
-		out = append(out, problem{fmt.Sprintf("schema_version %d is not a known version", r.SchemaVersion), "fix the line by hand"})
-	}
-	if !ValidRunID(string(r.RunID)) {
-		out = append(out, problem{fmt.Sprintf("run_id %q is not a run id (<YYYYMMDDTHHMMSSZ>-<commit>)", truncate(string(r.RunID), 80)), "fix the line by hand"})
-	}
-	if !ValidStatus(r.Status) {
-		out = append(out, problem{fmt.Sprintf("status %q is not keep, discard or crash", truncate(r.Status, 40)), "fix the line by hand"})
-	}
-	if t, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {
-		out = append(out, problem{fmt.Sprintf("timestamp_utc %q is not an RFC 3339 time", truncate(r.Timestamp, 40)), "fix the line by hand"})
-	} else if t.After(now.Add(MaxClockSkew)) {
-		out = append(out, problem{fmt.Sprintf("timestamp_utc %s is more than a day in the future (now %s); it would stay in every report window", r.Timestamp, now.UTC().Format(time.RFC3339)),
-			"check the clock of the machine that logged it, then fix the line by hand"})
-	}
-	if len(r.Metrics) > MaxMetrics {
-		out = append(out, problem{fmt.Sprintf("%d metrics, more than the %d a record may hold", len(r.Metrics), MaxMetrics),
-			"record the few metrics that matter (the archived summary keeps the rest)"})
-	}
-	if size > MaxRecordSize {
-		out = append(out, problem{fmt.Sprintf("record is %d bytes, over the %d KiB limit", size, MaxRecordSize>>10),
-			"shorten the description, notes or metrics (the archive keeps whole logs)"})
-	}
-	return out
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
 // artifactPath maps an artifacts value ("results/memorylab/runs/<id>/run.log")
 // to a path inside the store. ok is false for values outside the store (such
 // as source_log_path); escapes is true for values that try to leave it.
-func (s *Store) artifactPath(v string) (p string, ok, escapes bool) {
-	prefix := DefaultStoreDir + "/"
+func artifactPath(s *ledger.Store, v string) (p string, ok, escapes bool) {
+	prefix := ledger.DefaultStoreDir + "/"
 	if !strings.HasPrefix(v, prefix) {
 		return "", false, false
 	}
@@ -303,11 +267,11 @@ func (s *Store) artifactPath(v string) (p string, ok, escapes bool) {
 	return filepath.Join(s.Dir, filepath.FromSlash(rel)), true, false
 }
 
-func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
+func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 	notFetched := 0
 	for _, r := range recs {
 		if dir, err := s.RunDir(r.id); err == nil {
-			if _, err := os.Lstat(filepath.Join(dir, NotFetchedMarker)); err == nil {
+			if _, err := os.Lstat(filepath.Join(dir, ledger.NotFetchedMarker)); err == nil {
 				notFetched++
 				continue // pulled with --no-archives: its files are on the remote, not lost
 			}
@@ -321,10 +285,10 @@ func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
 			if k == "source_log_path" {
 				continue // the user's run.log, outside the store
 			}
-			p, ok, escapes := s.artifactPath(r.artifacts[k])
+			p, ok, escapes := artifactPath(s, r.artifacts[k])
 			if escapes {
 				rep.add(Finding{Severity: SevError, Check: CheckArtifacts, Line: r.line, RunID: r.id,
-					Message: fmt.Sprintf("artifact %s %q points outside the store; it is never opened", k, truncate(r.artifacts[k], 120)),
+					Message: fmt.Sprintf("artifact %s %q points outside the store; it is never opened", k, ledger.Truncate(r.artifacts[k], 120)),
 					Fix:     "fix the line by hand"})
 				continue
 			}
@@ -348,7 +312,7 @@ func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
 // refs/memorylab/runs/<id>. Records that predate pinning (older than the
 // first pinned record in ledger order, or any record when the store has no
 // pins at all) are reported once as info, not as errors.
-func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
+func checkRefs(s *ledger.Store, rep *Report, repo *ledger.Repo, recs []doctorRec) {
 	if repo == nil {
 		rep.add(Finding{Severity: SevInfo, Check: CheckRefs, Message: "no git repository here: run refs not checked"})
 		return
@@ -381,7 +345,7 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 		}
 	}
 	unpinnedOld := 0
-	inLedger := make(map[RunID]bool, len(recs))
+	inLedger := make(map[ledger.RunID]bool, len(recs))
 	for i, r := range recs {
 		inLedger[r.id] = true
 		if r.commit == "" || r.imported {
@@ -393,7 +357,7 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 				unpinnedOld++
 				continue
 			}
-			ref, _ := RunRef(r.id)
+			ref, _ := ledger.RunRef(r.id)
 			rep.add(Finding{Severity: SevError, Check: CheckRefs, Line: r.line, RunID: r.id,
 				Message: fmt.Sprintf("run ref %s is missing, so `git gc` may lose commit %s", ref, r.commit),
 				Fix:     "recreate it with `git update-ref " + ref + " " + r.commit + "` if the commit still exists"})
@@ -405,7 +369,7 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 		}
 		if !strings.HasPrefix(h, want) {
 			rep.add(Finding{Severity: SevError, Check: CheckRefs, Line: r.line, RunID: r.id,
-				Message: fmt.Sprintf("run ref points at %s, but the record's commit is %s", Short(h), r.commit),
+				Message: fmt.Sprintf("run ref points at %s, but the record's commit is %s", ledger.Short(h), r.commit),
 				Fix:     "check who moved the ref; run refs are never rewritten by memorylab"})
 		}
 	}
@@ -432,7 +396,7 @@ func (s *Store) checkRefs(rep *DoctorReport, repo *Repo, recs []doctorRec) {
 // checkTSV compares the number of results.tsv rows with the ledger. A gap is
 // a warning: `log` appends the TSV row after the ledger line (the commit
 // point), so a writer killed in between leaves the table one row short.
-func (s *Store) checkTSV(rep *DoctorReport, recs []doctorRec) {
+func checkTSV(s *ledger.Store, rep *Report, recs []doctorRec) {
 	if s.TSVPath == "" {
 		return
 	}
@@ -478,7 +442,7 @@ type RepairResult struct {
 	LedgerRewritten bool     `json:"ledger_rewritten"` // whether experiments.jsonl was replaced
 	Lines           []int    `json:"lines,omitempty"`  // line numbers moved
 	// RemovedRefs are the broken refs under refs/memorylab/ removed.
-	RemovedRefs []BrokenRef `json:"removed_refs"`
+	RemovedRefs []ledger.BrokenRef `json:"removed_refs"`
 }
 
 // Repair takes the store lock, moves torn, garbage and byte-identical
@@ -487,19 +451,19 @@ type RepairResult struct {
 // caches under index/ and cache/ so they rebuild from the ledger. Records
 // with schema problems are real data and stay. With repo, it also removes
 // the broken refs under refs/memorylab/ (BrokenRefs). now names the backup.
-func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
+func Repair(s *ledger.Store, now time.Time, repo *ledger.Repo) (*RepairResult, error) {
 	// The rewrite renames a new file over the ledger: through a link it
 	// would replace the link with a copy and later records would stop
 	// reaching the link's target. Refuse instead (issue 17 item 8).
-	if isSymlink(s.LedgerPath()) {
-		return nil, symlinkError(s.LedgerPath())
+	if ledger.IsSymlink(s.LedgerPath()) {
+		return nil, ledger.SymlinkError(s.LedgerPath())
 	}
 	lock, err := s.Lock()
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	res := &RepairResult{RemovedCaches: []string{}, RemovedRefs: []BrokenRef{}}
+	res := &RepairResult{RemovedCaches: []string{}, RemovedRefs: []ledger.BrokenRef{}}
 	if repo != nil {
 		removed, err := repo.RemoveBrokenRefs()
 		if err != nil {
@@ -531,7 +495,7 @@ func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 	if res.Moved > 0 || res.Dropped > 0 {
 		if res.Moved > 0 {
 			res.Backup = s.LedgerPath() + ".corrupt-" + now.UTC().Format("20060102T150405Z")
-			bf, err := OpenForWriting(res.Backup, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			bf, err := ledger.OpenForWriting(res.Backup, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 			if err != nil {
 				return nil, fmt.Errorf("unable to write backup %s: %w", res.Backup, err)
 			}
@@ -577,7 +541,7 @@ func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 		}
 		res.LedgerRewritten = true
 	}
-	for _, d := range []string{IndexDir, CacheDir} {
+	for _, d := range []string{ledger.IndexDir, ledger.CacheDir} {
 		p := s.Path(d)
 		removed, err := removeCacheDir(p, now)
 		if err != nil {
@@ -591,7 +555,7 @@ func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 }
 
 // backupLine is a bad line Repair moves to the backup: its bytes, or for a
-// line over MaxRecordBytes its place in the ledger (copied, never held).
+// line over ledger.MaxRecordBytes its place in the ledger (copied, never held).
 type backupLine struct {
 	raw       []byte
 	off, size int64
@@ -674,46 +638,5 @@ func writeFileAtomicFunc(dst string, perm os.FileMode, produce func(w io.Writer)
 	if err != nil {
 		return fmt.Errorf("unable to write %s: %w", dst, err)
 	}
-	return SyncDir(dir)
-}
-
-// OpenStoreForDoctor opens a store even when config.json is invalid, so the
-// doctor can report it: the store then carries the default config and
-// configErr says what is wrong. A missing ledger is still ErrNoStore.
-func OpenStoreForDoctor(dir, tsvPath string) (s *Store, configErr error, err error) {
-	s, err = OpenStore(dir, tsvPath)
-	if err == nil {
-		return s, nil, nil
-	}
-	if errors.Is(err, ErrInvalidConfig) || errors.Is(err, ErrNewerVersion) {
-		return &Store{Dir: dir, TSVPath: tsvPath, Config: DefaultConfig()}, err, nil
-	}
-	return nil, nil, err
-}
-
-// CheckWritable fails when the ledger or results.tsv is a symbolic link, or
-// results.tsv exists but is not a regular file, so `log` refuses before its
-// commit point (the ledger line) instead of leaving a record without a row,
-// and before it takes the lock.
-func (s *Store) CheckWritable() error {
-	if isSymlink(s.LedgerPath()) {
-		return symlinkError(s.LedgerPath())
-	}
-	if s.TSVPath == "" {
-		return nil
-	}
-	st, err := os.Lstat(s.TSVPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("unable to use %s: %w", s.TSVPath, err)
-	}
-	if st.Mode()&os.ModeSymlink != 0 {
-		return symlinkError(s.TSVPath)
-	}
-	if !st.Mode().IsRegular() {
-		return BadInputf("%s is not a regular file: move it away so memorylab can recreate it", s.TSVPath)
-	}
-	return nil
+	return ledger.SyncDir(dir)
 }

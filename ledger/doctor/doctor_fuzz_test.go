@@ -1,14 +1,14 @@
-package ledger
+package doctor
 
 import (
 	"bufio"
 	"bytes"
-	"errors"
-	"math"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // corpusLedgerLines seeds fuzzers with real ledger lines from the Python
@@ -42,7 +42,7 @@ func FuzzDoctorRepair(f *testing.F) {
 	f.Add([]byte("[1,2]\n{}\nnull\n\"x\"\n"))
 	f.Fuzz(func(t *testing.T, content []byte) {
 		dir := t.TempDir()
-		s := &Store{Dir: dir, Config: DefaultConfig()}
+		s := &ledger.Store{Dir: dir, Config: ledger.DefaultConfig()}
 		if err := os.WriteFile(s.LedgerPath(), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -59,14 +59,14 @@ func FuzzDoctorRepair(f *testing.F) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := s.Diagnose(nil, nil)
+		rep, err := Diagnose(s, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rep.Repairable != moved {
 			t.Fatalf("Diagnose says %d repairable, walkLedger %d", rep.Repairable, moved)
 		}
-		res, err := s.Repair(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil)
+		res, err := Repair(s, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,14 +86,14 @@ func FuzzDoctorRepair(f *testing.F) {
 				t.Fatalf("backup has %d lines for %d moved", bytes.Count(backup, []byte("\n")), moved)
 			}
 		}
-		rep2, err := s.Diagnose(nil, nil)
+		rep2, err := Diagnose(s, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if rep2.Repairable != 0 {
 			t.Fatalf("still repairable after repair: %v", rep2.Findings)
 		}
-		w, err := s.Scan(func(*Record, int, int64) error { return nil })
+		w, err := s.Scan(func(*ledger.Record, int, int64) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,40 +102,9 @@ func FuzzDoctorRepair(f *testing.F) {
 				t.Fatalf("reader still skips a line after repair: %s", x)
 			}
 		}
-		res2, err := s.Repair(time.Now(), nil)
+		res2, err := Repair(s, time.Now(), nil)
 		if err != nil || res2.Moved != 0 || res2.LedgerRewritten {
 			t.Fatalf("second repair: %+v %v", res2, err)
-		}
-	})
-}
-
-// FuzzRunLogInputs feeds arbitrary bytes to the run-log and summary parsers.
-// Properties: no panic; every metric they return is finite or missing;
-// the crash summary is one of the log's lines.
-func FuzzRunLogInputs(f *testing.F) {
-	f.Add(corpusFile(f, "runs/20261122T022416Z-06e29ac/run.log"))
-	f.Add([]byte("---\nval_bpb: 0.99\npeak_vram_mb: 45060.2\n"))
-	f.Add([]byte("---\r\nval_bpb: nan\r\n"))
-	f.Add([]byte("Traceback (most recent call last):\n  File \"train.py\"\ntorch.OutOfMemoryError: CUDA out of memory\n"))
-	f.Add([]byte(`{"val_bpb": 0.99, "eval": {"acc": 1e308, "x": null}}`))
-	f.Add([]byte(`[{"val_bpb": 1}]`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		finite := func(m Metrics) {
-			for k, v := range m {
-				if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
-					t.Fatalf("metric %s = %v", k, *v)
-				}
-			}
-		}
-		finite(ParseSummaryBlock(b))
-		if m, err := ParseSummaryJSON(b); err == nil {
-			finite(m)
-		} else if !errors.Is(err, ErrBadInput) {
-			t.Fatalf("summary error is not bad input: %v", err)
-		}
-		e := CrashError(b, "run.log")
-		if e.Summary != "no output in run log" && !strings.Contains(strings.ReplaceAll(string(b), "\r\n", "\n"), e.Summary) {
-			t.Fatalf("crash summary %q is not from the log", e.Summary)
 		}
 	})
 }
