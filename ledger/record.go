@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -133,6 +134,22 @@ func (r *Record) Parent() string {
 // Metric returns the named metric and whether it is present and finite.
 func (r *Record) Metric(name string) (float64, bool) {
 	return r.Metrics.Get(name)
+}
+
+// MemoryGB is the run's peak memory in GB, the results.tsv memory_gb
+// column: a memory_gb metric when the run has one (an import or a summary
+// that says so), else peak_vram_mb / 1024 with one decimal; nil when it has
+// neither. Every reader (results.tsv, the registry, packets, pages) uses it.
+func (r *Record) MemoryGB() *float64 {
+	if v, ok := r.Metric("memory_gb"); ok {
+		return &v
+	}
+	v, ok := r.Metric("peak_vram_mb")
+	if !ok {
+		return nil
+	}
+	gb := math.Round(v/1024*10) / 10
+	return &gb
 }
 
 // ComparisonText is the text novelty and failure clustering compare:

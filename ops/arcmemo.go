@@ -125,10 +125,7 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 			if r.Source["kind"] != arcmemo.KindSolvePass {
 				continue
 			}
-			row := results.Row{Commit: r.Commit, Status: r.Status, Description: r.Description}
-			if v, ok := r.Metric(s.Config.Metric); ok && r.Status != ledger.StatusCrash {
-				row.Metric = &v
-			}
+			row := results.RowFromRecord(r, s.Config.Metric)
 			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
 				return nil, err
 			}

@@ -293,10 +293,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	// and touches three different files, so it runs side by side: the
 	// index (a cache), results.tsv, and the registry (both rebuildable;
 	// their failures are a note and a warning, results.tsv's an error).
-	row := results.Row{Commit: rec.Commit, Status: rec.Status, Description: rec.Description, MemoryGB: memoryGB(rec)}
-	if v, ok := rec.Metric(s.Config.Metric); ok && !crash {
-		row.Metric = &v
-	}
+	row := results.RowFromRecord(rec, s.Config.Metric)
 	var indexErr, registryErr error
 	err = ledger.Parallel(
 		func() error { indexErr = nix.CatchUp(); return nil },
@@ -335,16 +332,6 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		}
 	}
 	return &LogResult{Record: rec, Metric: s.Config.Metric}, nil
-}
-
-// memoryGB is peak_vram_mb in GB with one decimal, as results.tsv wants.
-func memoryGB(r *ledger.Record) *float64 {
-	v, ok := r.Metric("peak_vram_mb")
-	if !ok || r.Status == ledger.StatusCrash {
-		return nil
-	}
-	gb := math.Round(v/1024*10) / 10
-	return &gb
 }
 
 // applyMetricPatterns runs each metric pattern over the log. A pattern for

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/results"
 )
 
 // Page sizes of the runs table.
@@ -97,7 +98,7 @@ func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Tim
 		Pages: max(1, (len(sel)+in.Size-1)/in.Size), Rows: []PageRow{}}
 	from := min((in.Page-1)*in.Size, len(sel))
 	for _, r := range sel[from:min(from+in.Size, len(sel))] {
-		row := PageRow{ListItem: listItem(r, cfg.Metric), Tags: r.Tags, MemoryGB: memoryGB(r)}
+		row := PageRow{ListItem: listItem(r, cfg.Metric), Tags: r.Tags, MemoryGB: results.RowFromRecord(r, cfg.Metric).MemoryGB}
 		if row.Tags == nil {
 			row.Tags = []string{}
 		}

@@ -212,7 +212,7 @@ func Build(in Input) Packet {
 	r, g := in.Record, in.Goal
 	p := Packet{Version: Version, Metric: g.Metric, Goal: g.Name(), Novelty: NoveltyOf(r), Error: r.Error}
 	p.Run = RunInfo{RunID: string(r.RunID), Commit: r.Commit, Status: r.Status, Family: r.Family,
-		Description: r.Description, Hypothesis: r.Hypothesis, MemoryGB: registry.MemoryGB(r)}
+		Description: r.Description, Hypothesis: r.Hypothesis, MemoryGB: r.MemoryGB()}
 	if r.Status == ledger.StatusCrash {
 		p.Run.MemoryGB = nil
 	}

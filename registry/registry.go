@@ -108,19 +108,6 @@ type Run struct {
 	MemoryGB    *float64
 }
 
-// MemoryGB is peak_vram_mb in GB (one decimal), or a memory_gb metric.
-func MemoryGB(r *ledger.Record) *float64 {
-	if v, ok := r.Metric("memory_gb"); ok {
-		return &v
-	}
-	v, ok := r.Metric("peak_vram_mb")
-	if !ok {
-		return nil
-	}
-	gb := math.Round(v/1024*10) / 10
-	return &gb
-}
-
 // LineageFunc returns r's lineage root. rootOf gives the root already
 // assigned to a logged commit. The default, ParentChain, is the Python rule;
 // a git-ancestry resolver can be injected through Options.
@@ -254,7 +241,7 @@ func (s *State) dropMemo() {
 func (s *State) RunOf(r *ledger.Record, root string) Run {
 	v, ok := s.Goal().Value(r)
 	return Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Commit: r.Commit, Status: r.Status,
-		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: MemoryGB(r)}
+		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: r.MemoryGB()}
 }
 
 // better orders runs: better metric first, ties in the one order of runs

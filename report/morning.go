@@ -293,7 +293,7 @@ func ledgerRow(r *ledger.Record, g registry.Goal) LedgerRow {
 	row := LedgerRow{Timestamp: r.Timestamp, RunID: string(r.RunID), Commit: r.Commit, Status: r.Status,
 		Value: valueOf(r, g), Description: r.Description, Dirty: r.Dirty != nil && *r.Dirty}
 	if r.Status != ledger.StatusCrash {
-		row.MemoryGB = registry.MemoryGB(r)
+		row.MemoryGB = r.MemoryGB()
 	}
 	return row
 }

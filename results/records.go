@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 	"time"
@@ -21,7 +20,7 @@ const SourceKind = ledger.SourceResultsTSV
 const rowSpacing = 5 * time.Minute
 
 // RowFromRecord is the canonical results.tsv row of a ledger record: the
-// store's metric (nil for crashes), memory_gb (or peak_vram_mb / 1024),
+// store's metric and Record.MemoryGB (both nil for crashes),
 // status and description. Records without a git commit show the id they were
 // imported with.
 func RowFromRecord(r *ledger.Record, metric string) Row {
@@ -35,12 +34,7 @@ func RowFromRecord(r *ledger.Record, metric string) Row {
 		if v, ok := r.Metric(metric); ok {
 			row.Metric = &v
 		}
-		if v, ok := r.Metric("memory_gb"); ok {
-			row.MemoryGB = &v
-		} else if v, ok := r.Metric("peak_vram_mb"); ok {
-			gb := math.Round(v/1024*10) / 10
-			row.MemoryGB = &gb
-		}
+		row.MemoryGB = r.MemoryGB()
 	}
 	return row
 }

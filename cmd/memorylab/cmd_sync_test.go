@@ -282,3 +282,34 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 		t.Fatalf("sync output: %q %q", r.out, r.errOut)
 	}
 }
+
+// TestResultsRowSameLoggedOrSynced (issue 26): the results.tsv row of a run
+// is one rule. A run whose summary has both memory_gb and peak_vram_mb got
+// 44.0 GB (peak_vram_mb / 1024) where it was logged and 12.5 GB (memory_gb)
+// on a machine that pulled it; both now write the same bytes.
+func TestResultsRowSameLoggedOrSynced(t *testing.T) {
+	remote := newRunFixture(t, "min")
+	a := newRunFixture(t, "min")
+	b := newRunFixture(t, "min")
+	a.experiment("memory in two units", scriptSummary+`echo "memory_gb:        12.5"
+`, "0.99")
+	if err := a.run(context.Background(), runOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runSync(context.Background(), a.env, syncOptions{Remote: remote.dir, Push: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := runSync(context.Background(), b.env, syncOptions{Remote: remote.dir}); err != nil {
+		t.Fatal(err)
+	}
+	rows := func(f *runFixture) []string {
+		return strings.Split(strings.TrimSpace(readFile(t, filepath.Join(f.dir, "results.tsv"))), "\n")[1:]
+	}
+	logged, synced := rows(a), rows(b)
+	if len(logged) != 1 || len(synced) != 1 || logged[0] != synced[0] {
+		t.Fatalf("logged here %q, arrived by sync %q", logged, synced)
+	}
+	if !strings.Contains(logged[0], "\t12.5\t") {
+		t.Fatalf("row %q: want the memory_gb metric, 12.5", logged[0])
+	}
+}
