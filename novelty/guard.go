@@ -3,6 +3,7 @@ package novelty
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -31,6 +32,14 @@ const (
 	ModeReplicate = "replicate"
 )
 
+// Modes lists the policies in the order help text names them.
+var Modes = []string{ModeExplore, ModeExploit, ModeReplicate}
+
+// ModeNames is Modes as a sentence lists them: "explore, exploit or replicate".
+func ModeNames() string {
+	return strings.Join(Modes[:len(Modes)-1], ", ") + " or " + Modes[len(Modes)-1]
+}
+
 // Decisions.
 const (
 	Allow   = "allow"
@@ -51,7 +60,7 @@ const (
 
 var modeShift = map[string]float64{ModeExplore: -0.05, ModeExploit: 0, ModeReplicate: -0.08}
 
-// ValidMode reports whether m is explore, exploit or replicate.
+// ValidMode reports whether m is one of Modes.
 func ValidMode(m string) bool { _, ok := modeShift[m]; return ok }
 
 type policyEntry struct{ decision, rationale string }

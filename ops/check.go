@@ -11,8 +11,8 @@ import (
 
 // Defaults of an idea's novelty settings.
 const (
-	DefaultMode      = "exploit"
-	DefaultThreshold = 0.62
+	DefaultMode      = novelty.ModeExploit
+	DefaultThreshold = novelty.BaseThreshold
 	DefaultMatches   = 3 // matches check shows
 )
 
@@ -32,10 +32,8 @@ func (i *Idea) Validate() error {
 	if i.Mode == "" {
 		i.Mode = DefaultMode
 	}
-	switch i.Mode {
-	case "explore", "exploit", "replicate":
-	default:
-		return ledger.BadInputf("--mode must be explore, exploit or replicate, got %q", i.Mode)
+	if !novelty.ValidMode(i.Mode) {
+		return ledger.BadInputf("--mode must be %s, got %q", novelty.ModeNames(), i.Mode)
 	}
 	if math.IsNaN(i.Threshold) || i.Threshold < 0 || i.Threshold > 1 {
 		return ledger.BadInputf("--threshold must be between 0 and 1, got %v", i.Threshold)

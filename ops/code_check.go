@@ -234,7 +234,7 @@ func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*Par
 	}
 	for _, n := range in.Names {
 		if !found[n] {
-			return nil, ledger.BadInputf("no run has changed parameter %q (memorylab params lists those that were varied)", n)
+			return nil, fmt.Errorf("%w: %w: no run has changed parameter %q (memorylab params lists those that were varied)", ledger.ErrBadInput, ledger.ErrNotFound, n)
 		}
 	}
 	if champ, ok := champion(env, s); ok {

@@ -294,7 +294,7 @@ func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error
 			}
 		}
 		if best < 0 {
-			return -1, ledger.BadInputf("no run has a %s value yet, so there is no champion", cfg.Metric)
+			return -1, fmt.Errorf("%w: %w: no run has a %s value yet, so there is no champion", ledger.ErrBadInput, ledger.ErrNotFound, cfg.Metric)
 		}
 		return best, nil
 	}

@@ -189,7 +189,8 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
-// opError answers a failed operation: bad input 400, no run 404, no store
+// opError answers a failed operation: no such run 404 (ErrNotFound), bad
+// input 400, no store
 // 503, anything else 500.
 func opError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
@@ -198,9 +199,6 @@ func opError(w http.ResponseWriter, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, ledger.ErrBadInput):
 		code = http.StatusBadRequest
-		if strings.Contains(err.Error(), "no run") {
-			code = http.StatusNotFound
-		}
 	case errors.Is(err, ledger.ErrNoStore), errors.Is(err, ledger.ErrNotRepo), errors.Is(err, fs.ErrNotExist):
 		code = http.StatusServiceUnavailable
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/ops"
 )
 
@@ -107,8 +108,8 @@ func ideaFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "tags", Usage: "comma-separated tags (repeatable)"},
 		&cli.StringFlag{Name: "family", Usage: "experiment family, e.g. lr-sweep"},
 		&cli.StringFlag{Name: "hypothesis", Usage: "what you expect and why"},
-		&cli.StringFlag{Name: "mode", Value: "exploit", Usage: "novelty policy: explore, exploit or replicate"},
-		&cli.Float64Flag{Name: "threshold", Value: 0.62, Usage: "base similarity threshold (0..1)"},
+		&cli.StringFlag{Name: "mode", Value: ops.DefaultMode, Usage: "novelty policy: " + novelty.ModeNames()},
+		&cli.Float64Flag{Name: "threshold", Value: ops.DefaultThreshold, Usage: "base similarity threshold (0..1)"},
 	}
 }
 

@@ -154,23 +154,6 @@ func (e *toolError) Error() string {
 	return fmt.Sprintf("%s (exit %d: %s)", e.msg, e.code, exitMeaning(e.code))
 }
 
-// exitMeaning names an exit code as the README's table does.
-func exitMeaning(code int) string {
-	switch code {
-	case ExitBadInput:
-		return "bad usage or input"
-	case ExitNoRepo:
-		return "not a git repository, or no store"
-	case ExitLocked:
-		return "ledger locked"
-	case ExitNotWritable:
-		return "store not writable"
-	case ExitInterrupted:
-		return "interrupted"
-	}
-	return "failure"
-}
-
 // do runs one operation with the server's environment (notes go to the
 // server's stderr) and turns its error into a tool error. Operations run
 // one at a time: go-git handles and caches are per call anyway, and an

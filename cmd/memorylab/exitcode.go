@@ -24,11 +24,45 @@ const (
 	ExitInterrupted = 130 // interrupted (Ctrl-C)
 )
 
-const exitStatusHelp = `EXIT STATUS:
-   0 ok; 1 failure; 2 bad usage or input (also check --fail-on-similar and run on a block);
-   3 run: the training crashed (logged);
-   10 not a git repository / no commits / no store; 11 ledger locked; 12 store not writable;
-   130 interrupted. Other codes mean failure.`
+// exitTable is the one table of what each exit code means: the help's EXIT
+// STATUS section and the MCP server's tool errors both read it.
+var exitTable = []struct {
+	code          int
+	meaning, note string
+}{
+	{ExitOK, "ok", ""},
+	{ExitFailure, "failure", ""},
+	{ExitBadInput, "bad usage or input", "also check --fail-on-similar and run on a block"},
+	{ExitCrash, "the training crashed", "run; logged"},
+	{ExitNoRepo, "not a git repository / no commits / no store", ""},
+	{ExitLocked, "ledger locked", ""},
+	{ExitNotWritable, "store not writable", ""},
+	{ExitInterrupted, "interrupted", ""},
+}
+
+// exitMeaning names an exit code as exitTable does; unknown codes mean failure.
+func exitMeaning(code int) string {
+	for _, e := range exitTable {
+		if e.code == code {
+			return e.meaning
+		}
+	}
+	return "failure"
+}
+
+// exitStatusHelp is the EXIT STATUS section every command's help ends with.
+var exitStatusHelp = func() string {
+	var b strings.Builder
+	b.WriteString("EXIT STATUS:")
+	for _, e := range exitTable {
+		fmt.Fprintf(&b, "\n   %d %s", e.code, e.meaning)
+		if e.note != "" {
+			fmt.Fprintf(&b, " (%s)", e.note)
+		}
+	}
+	b.WriteString("\n   Other codes mean failure.")
+	return b.String()
+}()
 
 // usageError marks errors in flags and arguments.
 type usageError struct{ msg string }

@@ -211,6 +211,12 @@ func TestExitCodeMapping(t *testing.T) {
 			if got := exitCode(tc.err); got != tc.code {
 				t.Fatalf("exitCode(%v) = %d, want %d", tc.err, got, tc.code)
 			}
+			// Every code exitCode returns has its own line in the one table
+			// the help and the MCP server's errors read (issue 26 item 6).
+			if m := exitMeaning(tc.code); (m == "failure") != (tc.code == ExitFailure) ||
+				!strings.Contains(exitStatusHelp, fmt.Sprintf("%d %s", tc.code, m)) {
+				t.Fatalf("exit %d means %q; help:\n%s", tc.code, m, exitStatusHelp)
+			}
 		})
 	}
 }
