@@ -7,6 +7,10 @@
 // Inputs are validated here: a bad value is an error wrapping
 // ledger.ErrBadInput whose message names the CLI flag (front ends map it to
 // their own "bad input", exit 2 in the CLI).
+//
+// Operations never print, parse flags or speak HTTP (the front ends do),
+// and never import go-git or bleve directly: git goes through ledger, the
+// novelty index through ledger/index.
 package ops
 
 import (

@@ -1,5 +1,7 @@
 // Package results reads and writes karpathy's results.tsv, the flat table the
 // autoresearch loop keeps: commit, val_bpb, memory_gb, status, description.
+// It is an adapter at the edge: bytes in, rows and records out; it never
+// touches git, and writing the file is the store's job (ledger).
 //
 // # Writing
 //

@@ -1,4 +1,10 @@
 // Command memorylab is a git-native experiment ledger for autoresearch loops.
+//
+// This package is a front end: the CLI (urfave/cli/v2, one cmd_<verb>.go
+// per command) and the MCP server. It owns flags, help text, the output
+// format and the mapping of errors to exit codes (exitcode.go, the one
+// table). Every rule and validation lives in ops; this package never
+// imports go-git or bleve.
 package main
 
 import (
