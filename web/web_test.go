@@ -117,9 +117,12 @@ func (f *fixture) server(opts Options) (*Server, *httptest.Server) {
 	}
 	s := New(f.env, opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	go s.Run(ctx)
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
 	ts := httptest.NewServer(s)
-	f.t.Cleanup(func() { ts.Close(); cancel() })
+	// Run may be writing a cache when the test ends: wait for it, or the
+	// temp dir's removal races the write ("directory not empty").
+	f.t.Cleanup(func() { ts.Close(); cancel(); <-done })
 	return s, ts
 }
 
