@@ -86,7 +86,7 @@ func (f *runFixture) experiment(subject, script, bpb string) string {
 }
 
 func (f *runFixture) run(ctx context.Context, opts runOptions) error {
-	opts.Command = []string{"sh", "train.sh"}
+	opts.Command, opts.DashDash = []string{"sh", "train.sh"}, true
 	if opts.Log.Mode == "" {
 		opts.Log.Mode = "exploit"
 	}
@@ -337,7 +337,7 @@ func TestRunBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
 			opts.Log.Mode, opts.Log.Threshold, opts.Log.LogPath = "exploit", 0.62, "run.log"
-			opts.Command = tc.cmd
+			opts.Command, opts.DashDash = tc.cmd, true
 			if tc.cmd == nil {
 				opts.Command = []string{"sh", "train.sh"}
 			}
