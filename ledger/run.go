@@ -281,3 +281,48 @@ func copyBounded(w io.Writer, path string) error {
 	_, err = io.Copy(w, io.LimitReader(src, st.Size()))
 	return err
 }
+
+// ArchivedCopyOf returns the run, among the newest recent runs that
+// archived a log, whose archived log is byte for byte the file at path and
+// not older than it, or "" when none is: a run.log already logged by an earlier run (the leftover
+// of a run that was reset away) is not a new run's output.
+func (s *Store) ArchivedCopyOf(path string, recent int) (RunID, error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxArchivedLog {
+		return "", nil // a bounded copy never equals a longer log
+	}
+	type archived struct {
+		id   RunID
+		path string
+	}
+	var last []archived
+	if _, err := s.Scan(func(r *Record, _ int, _ int64) error {
+		if p, ok, _ := s.artifactPath(r.Artifacts["archived_log_path"]); ok {
+			last = append(last, archived{r.RunID, p})
+			if len(last) > recent {
+				last = last[1:]
+			}
+		}
+		return nil
+	}); err != nil {
+		return "", fmt.Errorf("unable to read ledger: %w", err)
+	}
+	var data []byte
+	for i := len(last) - 1; i >= 0; i-- {
+		// The copy is written after the log it copies: a log written
+		// since (the same bytes from a deterministic script, or a log
+		// pulled with another machine's runs) is a new one.
+		if ast, err := os.Stat(last[i].path); err != nil || ast.Size() != st.Size() || st.ModTime().After(ast.ModTime()) {
+			continue
+		}
+		if data == nil {
+			if data, err = os.ReadFile(path); err != nil {
+				return "", nil
+			}
+		}
+		if b, err := os.ReadFile(last[i].path); err == nil && bytes.Equal(b, data) {
+			return last[i].id, nil
+		}
+	}
+	return "", nil
+}
