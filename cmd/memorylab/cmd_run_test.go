@@ -40,7 +40,7 @@ exit 1
 func strconvF(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 type runFixture struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	repo *ledger.ScratchRepo
 	env  *Env
@@ -48,7 +48,7 @@ type runFixture struct {
 	err  *bytes.Buffer
 }
 
-func newRunFixture(t *testing.T, goal string) *runFixture {
+func newRunFixture(t testing.TB, goal string) *runFixture {
 	t.Helper()
 	dir := t.TempDir()
 	repo, err := ledger.InitScratchRepo(dir, "autoresearch/test")
