@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -295,20 +296,35 @@ func (s *Store) ArchivedCopyOf(path string, recent int) (RunID, error) {
 		id   RunID
 		path string
 	}
-	var last []archived
-	if _, err := s.Scan(func(r *Record, _ int, _ int64) error {
-		if p, ok, _ := s.artifactPath(r.Artifacts["archived_log_path"]); ok {
-			last = append(last, archived{r.RunID, p})
-			if len(last) > recent {
-				last = last[1:]
-			}
+	// The newest runs are at the ledger's end (appended in time order):
+	// read its tail, never the whole ledger (log stays flat in its size).
+	tail, err := readTail(s.LedgerPath(), runIDTailWindow)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
 		}
-		return nil
-	}); err != nil {
 		return "", fmt.Errorf("unable to read ledger: %w", err)
 	}
+	lines := bytes.Split(tail, []byte("\n"))
+	first := 1 // lines[0] may be cut, unless the whole ledger fit
+	if int64(len(tail)) < runIDTailWindow {
+		first = 0
+	}
+	var last []archived
+	for i := len(lines) - 1; i >= first && len(last) < recent; i-- {
+		var r struct {
+			RunID     RunID             `json:"run_id"`
+			Artifacts map[string]string `json:"artifacts"`
+		}
+		if len(bytes.TrimSpace(lines[i])) == 0 || json.Unmarshal(lines[i], &r) != nil {
+			continue
+		}
+		if p, ok, _ := s.artifactPath(r.Artifacts["archived_log_path"]); ok {
+			last = append(last, archived{r.RunID, p})
+		}
+	}
 	var data []byte
-	for i := len(last) - 1; i >= 0; i-- {
+	for i := range last { // newest first
 		// The copy is written after the log it copies: a log written
 		// since (the same bytes from a deterministic script, or a log
 		// pulled with another machine's runs) is a new one.

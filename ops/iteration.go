@@ -26,17 +26,18 @@ func (c CommitRun) String() string {
 }
 
 // RunsOfCommit lists the ledger's runs of commit (a full hash), in ledger
-// order.
+// order. It reads the catalog (the slim cache of the ledger, caught up from
+// its tail), never the whole ledger.
 func RunsOfCommit(s *ledger.Store, commit string) ([]CommitRun, error) {
-	var out []CommitRun
-	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		if r.CommitFull == commit {
-			out = append(out, CommitRun{RunID: r.RunID, Status: r.Status, Dirty: r.Dirty != nil && *r.Dirty})
-		}
-		return nil
-	})
+	cat, _, err := s.OpenCatalog(s.Config.Metric, io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	var out []CommitRun
+	for i := range cat.Records {
+		if r := &cat.Records[i]; r.CommitFull == commit {
+			out = append(out, CommitRun{RunID: r.RunID, Status: r.Status, Dirty: r.Dirty != nil && *r.Dirty})
+		}
 	}
 	return out, nil
 }

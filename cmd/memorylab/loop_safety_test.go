@@ -364,3 +364,31 @@ func commitIdea(t *testing.T, repo *ledger.ScratchRepo) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunRefusesHeadTrainingElsewhere (issue 25.1): a run of the same
+// commit in another process sharing the store (a linked worktree) makes a
+// clean HEAD's run refused, naming it.
+func TestRunRefusesHeadTrainingElsewhere(t *testing.T) {
+	f := newRunFixture(t, "min")
+	commit := f.experiment("the idea", "echo TRAINED > trained.txt\n"+scriptSummary, "0.99")
+	s, err := ledger.OpenStore(filepath.Join(f.dir, "results", "memorylab"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	// pid 1 always exists: the other process is alive.
+	if _, err := s.PublishRun(ledger.RunState{PID: 1, Host: host, Started: "2026-11-22T03:00:00Z", Commit: ledger.Short(commit),
+		Command: "uv run train.py"}); err != nil {
+		t.Fatal(err)
+	}
+	err = f.run(context.Background(), runOptions{ResetOnDiscard: true})
+	if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "is training in another process (pid 1 on "+host) {
+		t.Fatalf("want a refusal naming pid 1, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "trained.txt")); err == nil || len(f.records()) != 0 {
+		t.Fatal("trained or logged")
+	}
+	if head, _ := f.repo.Head(); head != commit {
+		t.Fatal("HEAD moved")
+	}
+}
