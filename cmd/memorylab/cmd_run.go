@@ -63,6 +63,11 @@ func runCommand(env *Env) *cli.Command {
 			"trains nothing, logs nothing, prints the verdict and exits 2 (with --reset-on-discard the blocked\n" +
 			"commit is pinned under refs/memorylab/blocked/ and reset away). Everything else that can fail is\n" +
 			"checked before training too: the store, the flags, and with --reset-on-discard a clean tree.\n" +
+			"A clean HEAD that already ran (kept, discarded or crashed: the idea was not committed) is refused\n" +
+			"(exit 2; --mode replicate trains it again, never reset), and so is a second run in the same\n" +
+			"checkout or of the same commit elsewhere (naming the first). Uncommitted changes without\n" +
+			"--description are described by their parameter edits, not HEAD's subject. A block names the\n" +
+			"flags that would run it, each checked.\n" +
 			"Then it runs the training command in the current directory with $" + ops.SummaryEnv + " set to a fresh\n" +
 			"file, streams its output to the terminal and to run.log, and prints the elapsed time every 30s\n" +
 			"when stderr is a terminal. Then it decides the status: crash on a non-zero exit or when no\n" +
@@ -70,7 +75,8 @@ func runCommand(env *Env) *cli.Command {
 			"the store's direction) by more than --min-delta; discard otherwise (--status overrides). It logs\n" +
 			"the run like `memorylab log`, with the HEAD commit's subject as the default description. With\n" +
 			"--reset-on-discard a discarded or crashed commit is pinned under refs/memorylab/runs/<run_id>\n" +
-			"and the branch is reset to its parent; untracked files are kept.\n" +
+			"and the branch is reset to its parent; untracked files are kept. Only the commit tried in this\n" +
+			"run is reset: never one already in the ledger, never a kept one.\n" +
 			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n" +
 			"Exit status: 0 keep or discard, 3 crash (logged), 2 blocked or bad input.\n\n" +
 			"Examples:\n   memorylab run -- uv run train.py\n" +
