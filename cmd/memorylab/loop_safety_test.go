@@ -137,6 +137,12 @@ func TestRunOneAtATimePerCheckout(t *testing.T) {
 	if recs := f.records(); len(recs) != 1 || recs[0].CommitFull != commit || recs[0].Status != "keep" {
 		t.Fatalf("records %+v", recs)
 	}
+	// "wait for it to finish": once it has, the next idea runs.
+	f.experiment("next idea", "echo SECOND > second.txt\n"+scriptSummary, "0.98")
+	if err := f.run(context.Background(), runOptions{ResetOnDiscard: true}); err != nil {
+		t.Fatalf("after the first finished: %v\n%s", err, f.err)
+	}
+	equals(t, 2, len(f.records()))
 }
 
 // hatchRe finds the flags a block message names.
@@ -221,19 +227,37 @@ func TestRunEscapeHatchesWork(t *testing.T) {
 }
 
 // TestRunHeadThatRanHatch (issue 25.4): the refusal of a HEAD that already
-// ran names --mode replicate, and that runs it.
+// ran names --mode replicate, and that runs it, whatever the earlier run's
+// outcome.
 func TestRunHeadThatRanHatch(t *testing.T) {
-	f := newRunFixture(t, "min")
-	f.experiment("baseline", scriptSummary, "0.99")
-	mustNoErr(f, runOptions{})
-	err := f.run(context.Background(), runOptions{})
-	if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "pass --mode replicate") {
-		t.Fatalf("want the refusal naming --mode replicate, got %v", err)
+	for _, tc := range []struct{ name, script, bpb, status string }{
+		{"kept", scriptSummary, "0.99", "discard"}, // the replicate ties the champion: a discard, not reset
+		{"discarded", scriptSummary, "0.999", "discard"},
+		{"crashed", scriptCrash, "0", "crash"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newRunFixture(t, "min")
+			f.experiment("baseline", scriptSummary, "0.995")
+			mustNoErr(f, runOptions{})
+			f.experiment("the idea", tc.script, tc.bpb)
+			_ = f.run(context.Background(), runOptions{})
+			err := f.run(context.Background(), runOptions{})
+			if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "pass --mode replicate") {
+				t.Fatalf("want the refusal naming --mode replicate, got %v", err)
+			}
+			err = f.run(context.Background(), runOptions{ResetOnDiscard: true, Log: ops.LogInput{Idea: ops.Idea{Mode: "replicate"}}})
+			if err != nil && exitCode(err) != ExitCrash {
+				t.Fatalf("--mode replicate: %v\n%s", err, f.err)
+			}
+			recs := f.records()
+			if len(recs) != 3 || recs[2].Status != tc.status || recs[2].CommitFull != recs[1].CommitFull {
+				t.Fatalf("%d records, last %s of %s, want %s of %s", len(recs), recs[len(recs)-1].Status, recs[len(recs)-1].Commit, tc.status, recs[1].Commit)
+			}
+			if head, _ := f.repo.Head(); head != recs[1].CommitFull {
+				t.Fatal("a commit that ran before this run was reset")
+			}
+		})
 	}
-	if err := f.run(context.Background(), runOptions{Log: ops.LogInput{Idea: ops.Idea{Mode: "replicate"}}}); err != nil {
-		t.Fatalf("--mode replicate: %v\n%s", err, f.err)
-	}
-	equals(t, 2, len(f.records()))
 }
 
 func mustNoErr(f *runFixture, opts runOptions) {
