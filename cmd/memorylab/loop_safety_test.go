@@ -416,3 +416,39 @@ func TestRunRefusesHeadTrainingElsewhere(t *testing.T) {
 		t.Fatal("HEAD moved")
 	}
 }
+
+// TestRunHeadMovedDuringTraining (issue 25.1): a commit made by hand while
+// the training runs is neither logged as the run nor reset away.
+func TestRunHeadMovedDuringTraining(t *testing.T) {
+	f := newRunFixture(t, "min")
+	ran := f.experiment("slow idea", "while [ ! -f go ]; do sleep 0.05; done\nBPB=0.999\n"+scriptSummary, "0.999")
+	done := make(chan error, 1)
+	go func() { done <- f.run(context.Background(), runOptions{ResetOnDiscard: true}) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(f.dir, "run.log")); err == nil {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("the run never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	moved, err := f.repo.Commit("committed by hand meanwhile", map[string]string{"train.py": "LR = 0.07\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(f.dir, "go"), "")
+	err = <-done
+	if exitCode(err) != ExitBadInput || !strings.Contains(err.Error(), "HEAD moved from "+ran[:7]+" to "+moved[:7]) {
+		t.Fatalf("want a refusal to log, got %v", err)
+	}
+	if len(f.records()) != 0 {
+		t.Fatal("logged under the wrong commit")
+	}
+	if head, _ := f.repo.Head(); head != moved {
+		t.Fatal("the commit made meanwhile was reset")
+	}
+	if !strings.Contains(readFile(t, filepath.Join(f.dir, "run.log")), "val_bpb") {
+		t.Fatal("the training output is gone")
+	}
+}
