@@ -115,6 +115,19 @@ func (it *Iteration) Release() {
 	}
 }
 
+// StillAtHead refuses to log a run whose HEAD moved (by hand) while it
+// trained: log records HEAD, which is not the code that trained, and a
+// reset would throw away a commit that never ran. logPath is where the
+// training output stays.
+func (it *Iteration) StillAtHead(repo *ledger.Repo, logPath string) error {
+	now, err := repo.HeadCommit()
+	if err != nil || now == it.Head {
+		return err
+	}
+	return ledger.BadInputf("HEAD moved from %s to %s while the training ran; the run is not logged (its output is in %s): check out %s, then `memorylab log -d '...' --status ... --log %s`",
+		ledger.Short(it.Head), ledger.Short(now), logPath, ledger.Short(it.Head), logPath)
+}
+
 // ResetRefusal says why --reset-on-discard must not reset commit now, or ""
 // when it may: only the commit tried in this iteration is reset, never one
 // the ledger held before it began, never a kept run's, never with

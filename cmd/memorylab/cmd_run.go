@@ -183,11 +183,8 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if err != nil {
 		return err
 	}
-	// The log records HEAD: a HEAD moved by hand meanwhile is not the code
-	// that trained, and a reset would throw away a commit that never ran.
-	if now, err := loc.Repo.HeadCommit(); err == nil && now != it.Head {
-		return ledger.BadInputf("HEAD moved from %s to %s while the training ran; the run is not logged (its output is in %s): check out %s, then `memorylab log -d '...' --status ... --log %s`",
-			ledger.Short(it.Head), ledger.Short(now), opts.Log.LogPath, ledger.Short(it.Head), opts.Log.LogPath)
+	if err := it.StillAtHead(loc.Repo, opts.Log.LogPath); err != nil {
+		return err
 	}
 	status, errText, err := ops.DecideStatus(env.opsEnv(opts.Store), s, ops.DecideInput{Log: opts.Log,
 		SummaryPath: summary, ExitCode: out.ExitCode, MinDelta: opts.MinDelta})
