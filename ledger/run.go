@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -280,4 +281,64 @@ func copyBounded(w io.Writer, path string) error {
 	}
 	_, err = io.Copy(w, io.LimitReader(src, st.Size()))
 	return err
+}
+
+// ArchivedCopyOf returns the run, among the newest recent runs that
+// archived a log, whose archived log is byte for byte the file at path and
+// not older than it, or "" when none is: a run.log already logged by an earlier run (the leftover
+// of a run that was reset away) is not a new run's output.
+func (s *Store) ArchivedCopyOf(path string, recent int) (RunID, error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() > MaxArchivedLog {
+		return "", nil // a bounded copy never equals a longer log
+	}
+	type archived struct {
+		id   RunID
+		path string
+	}
+	// The newest runs are at the ledger's end (appended in time order):
+	// read its tail, never the whole ledger (log stays flat in its size).
+	tail, err := readTail(s.LedgerPath(), runIDTailWindow)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("unable to read ledger: %w", err)
+	}
+	lines := bytes.Split(tail, []byte("\n"))
+	first := 1 // lines[0] may be cut, unless the whole ledger fit
+	if int64(len(tail)) < runIDTailWindow {
+		first = 0
+	}
+	var last []archived
+	for i := len(lines) - 1; i >= first && len(last) < recent; i-- {
+		var r struct {
+			RunID     RunID             `json:"run_id"`
+			Artifacts map[string]string `json:"artifacts"`
+		}
+		if len(bytes.TrimSpace(lines[i])) == 0 || json.Unmarshal(lines[i], &r) != nil {
+			continue
+		}
+		if p, ok, _ := s.artifactPath(r.Artifacts["archived_log_path"]); ok {
+			last = append(last, archived{r.RunID, p})
+		}
+	}
+	var data []byte
+	for i := range last { // newest first
+		// The copy is written after the log it copies: a log written
+		// since (the same bytes from a deterministic script, or a log
+		// pulled with another machine's runs) is a new one.
+		if ast, err := os.Stat(last[i].path); err != nil || ast.Size() != st.Size() || st.ModTime().After(ast.ModTime()) {
+			continue
+		}
+		if data == nil {
+			if data, err = os.ReadFile(path); err != nil {
+				return "", nil
+			}
+		}
+		if b, err := os.ReadFile(last[i].path); err == nil && bytes.Equal(b, data) {
+			return last[i].id, nil
+		}
+	}
+	return "", nil
 }

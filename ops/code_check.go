@@ -157,6 +157,12 @@ func applyCode(res *CheckResult, v *CodeVerdict) {
 		res.Policy.Rationale = note + "; exploit mode blocks re-running code"
 	case novelty.ModeExplore:
 		res.Policy.Rationale = strings.TrimSuffix(res.Policy.Rationale, ".") + "; " + note
+	case novelty.ModeReplicate:
+		// Re-running known code is what replicate mode is for, however the
+		// description reads (a re-worded one is "novel": nothing to
+		// replicate by text, issue 25.4).
+		res.Policy.Decision = novelty.Allow
+		res.Policy.Rationale = note + "; replicate mode re-runs it"
 	}
 }
 

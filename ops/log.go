@@ -6,6 +6,11 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/xrash/smetrics"
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/index"
@@ -114,6 +119,11 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	var logData []byte
 	logPath := env.Abs(logName)
 	_, statErr := os.Stat(logPath)
+	if !logSet && statErr == nil {
+		if err := checkDefaultLogIsNew(s, loc.Repo, logPath, logName); err != nil {
+			return nil, err
+		}
+	}
 	if crash && logSet && errors.Is(statErr, fs.ErrNotExist) {
 		env.notef("note: %s does not exist; the crash is recorded without its output", logName)
 	} else if statErr == nil || logSet {
@@ -153,6 +163,9 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		run.Metrics = ledger.ParseSummaryBlock(logData)
 	}
 	if err := applyMetricPatterns(env, in, logName, logData, run.Metrics, s.Config.Metric); err != nil {
+		return nil, err
+	}
+	if err := checkMetricNames(in.Metrics, run.Metrics, s.Config.Metric, logName, logData != nil); err != nil {
 		return nil, err
 	}
 	for name, v := range in.Metrics {
@@ -367,4 +380,75 @@ func applyMetricPatterns(env Env, in LogInput, logName string, logData []byte, i
 		}
 	}
 	return nil
+}
+
+// recentArchives is how many of the newest archived logs a default run.log
+// is compared with: the leftover of the run just before is the one met in
+// practice (it was reset away and nothing trained since).
+const recentArchives = 8
+
+// checkDefaultLogIsNew refuses to read the default run.log (not named with
+// --log) when it cannot be this run's output (issue 25.9): it was last
+// written before HEAD was committed, or it is the log an earlier run
+// already archived. Named with --log, it is read as it is.
+func checkDefaultLogIsNew(s *ledger.Store, repo *ledger.Repo, path, name string) error {
+	if st, err := os.Stat(path); err == nil {
+		if head, when, err := repo.HeadTime(); err == nil && st.ModTime().Before(when.Truncate(time.Second)) {
+			return ledger.BadInputf("%s was last written %s, before HEAD %s was committed (%s): it is an earlier run's output; train first, or pass --log %s to read it anyway; nothing was logged",
+				name, st.ModTime().UTC().Format(time.RFC3339), ledger.Short(head), when.UTC().Format(time.RFC3339), name)
+		}
+	}
+	id, err := s.ArchivedCopyOf(path, recentArchives)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		return ledger.BadInputf("%s is the output run %s already logged (an earlier run's, left behind): train first, or pass --log %s to read it anyway; nothing was logged",
+			name, id, name)
+	}
+	return nil
+}
+
+// checkMetricNames refuses a --metric whose name is neither the store's
+// metric nor one the log or summary reported, when it is a near miss of
+// one of those (val_bpp for val_bpb): the typo would be recorded beside
+// the real metric, which would come from elsewhere. Other new names are
+// extra metrics and pass.
+func checkMetricNames(given map[string]float64, read ledger.Metrics, primary, logName string, haveLog bool) error {
+	known := append([]string{primary}, read.Names()...)
+	names := make([]string, 0, len(given))
+	for name := range given {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if slices.Contains(known, name) {
+			continue
+		}
+		if near := nearestName(name, known); near != "" {
+			where := "the summary"
+			if haveLog {
+				where = logName
+			}
+			return ledger.BadInputf("--metric %s: %s is neither the store's metric (%s) nor in %s; did you mean %s? nothing was logged",
+				name, name, primary, where, near)
+		}
+	}
+	return nil
+}
+
+// nearestName is the candidate within a quarter of name's length in edit
+// distance (at least 1), for names of 4 or more characters; "" when none.
+func nearestName(name string, candidates []string) string {
+	if len(name) < 4 {
+		return ""
+	}
+	limit := max(len(name)/4, 1)
+	best, bestD := "", limit+1
+	for _, c := range candidates {
+		if d := smetrics.WagnerFischer(name, c, 1, 1, 1); d <= limit && d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }

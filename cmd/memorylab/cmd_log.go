@@ -24,6 +24,9 @@ func logCommand(env *Env) *cli.Command {
 			"run.log; then --metric-pattern 'NAME=REGEX' over the log (last match; first group or whole match),\n" +
 			"then --metric NAME=VALUE. A keep/discard run without the store's primary metric is refused and\n" +
 			"nothing is written. A crash records null metrics and the traceback's last line.\n" +
+			"The default run.log is refused when it predates HEAD's commit or an earlier run already logged\n" +
+			"it (name it with --log to read it anyway); a --metric name that is a near miss of the store's\n" +
+			"metric or of one in the log is refused with a did-you-mean.\n" +
 			"Order on disk: the run ref pin and the runs/<run_id>/ archive first, then the ledger line (the\n" +
 			"commit point), then the results.tsv row.\n\n" +
 			"Examples:\n" +

@@ -141,7 +141,8 @@ func TestLogCrash(t *testing.T) {
 	repo := experimentRepo(t)
 	writeFile(t, filepath.Join(repo.Dir, "run.log"), "step 1\nTraceback (most recent call last):\n  File \"train.py\"\nAssertionError\n")
 	mustRun(t, repo.Dir, nil, "log", "-d", "grad accum", "--status", "crash")
-	mustRun(t, repo.Dir, nil, "log", "-d", "grad accum again", "--status", "crash", "--error", "OOM on GPU 3", "--metric", "val_bpb=0.9")
+	mustRun(t, repo.Dir, nil, "log", "-d", "grad accum again", "--status", "crash", "--error", "OOM on GPU 3", "--metric", "val_bpb=0.9",
+		"--log", "run.log") // named: the default run.log was logged already (issue 25.9)
 	recs := records(t, repo.Dir)
 	equals(t, "AssertionError", recs[0].Error.Summary)
 	equals(t, 4, len(recs[0].Error.Tail))
@@ -190,7 +191,7 @@ func TestLogArchive(t *testing.T) {
 		equals(t, v, rec.Artifacts[k])
 	}
 
-	mustRun(t, repo.Dir, nil, "log", "-d", "no copies", "--status", "keep", "--summary", "s.json", "--skip-archive")
+	mustRun(t, repo.Dir, nil, "log", "-d", "no copies", "--status", "keep", "--summary", "s.json", "--skip-archive", "--log", "run.log")
 	rec = records(t, repo.Dir)[1]
 	if _, err := os.Stat(filepath.Join(repo.Dir, "results", "memorylab", "runs", string(rec.RunID))); !os.IsNotExist(err) {
 		t.Fatalf("--skip-archive wrote a run dir: %v", err)

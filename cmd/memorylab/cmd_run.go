@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,9 @@ type runOptions struct {
 	ResetOnDiscard bool
 	NoCheck        bool // skip the novelty guard before training
 	Command        []string
+	// DashDash says the command came after `--` (a command without it is
+	// refused: flags after it would be memorylab's, issue 25.9).
+	DashDash bool
 	// Grace is how long the child gets between SIGINT and SIGKILL.
 	Grace time.Duration
 	// Tick is the period of the elapsed-time line on a terminal; 0 disables it.
@@ -59,6 +63,11 @@ func runCommand(env *Env) *cli.Command {
 			"trains nothing, logs nothing, prints the verdict and exits 2 (with --reset-on-discard the blocked\n" +
 			"commit is pinned under refs/memorylab/blocked/ and reset away). Everything else that can fail is\n" +
 			"checked before training too: the store, the flags, and with --reset-on-discard a clean tree.\n" +
+			"A clean HEAD that already ran (kept, discarded or crashed: the idea was not committed) is refused\n" +
+			"(exit 2; --mode replicate trains it again, never reset), and so is a second run in the same\n" +
+			"checkout or of the same commit elsewhere (naming the first). Uncommitted changes without\n" +
+			"--description are described by their parameter edits, not HEAD's subject. A block names the\n" +
+			"flags that would run it, each checked.\n" +
 			"Then it runs the training command in the current directory with $" + ops.SummaryEnv + " set to a fresh\n" +
 			"file, streams its output to the terminal and to run.log, and prints the elapsed time every 30s\n" +
 			"when stderr is a terminal. Then it decides the status: crash on a non-zero exit or when no\n" +
@@ -66,7 +75,8 @@ func runCommand(env *Env) *cli.Command {
 			"the store's direction) by more than --min-delta; discard otherwise (--status overrides). It logs\n" +
 			"the run like `memorylab log`, with the HEAD commit's subject as the default description. With\n" +
 			"--reset-on-discard a discarded or crashed commit is pinned under refs/memorylab/runs/<run_id>\n" +
-			"and the branch is reset to its parent; untracked files are kept.\n" +
+			"and the branch is reset to its parent; untracked files are kept. Only the commit tried in this\n" +
+			"run is reset: never one already in the ledger, never a kept one.\n" +
 			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n" +
 			"Exit status: 0 keep or discard, 3 crash (logged), 2 blocked or bad input.\n\n" +
 			"Examples:\n   memorylab run -- uv run train.py\n" +
@@ -80,7 +90,7 @@ func runCommand(env *Env) *cli.Command {
 			lo.LogPath = c.String("log") // run writes the training output there
 			opts := runOptions{Store: c.String("store"), Log: lo, JSON: c.Bool("json"),
 				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"),
-				Command: c.Args().Slice(), Grace: 10 * time.Second, Tick: 30 * time.Second,
+				Command: c.Args().Slice(), DashDash: slices.Contains(env.Args, "--"), Grace: 10 * time.Second, Tick: 30 * time.Second,
 			}
 			return runRun(c.Context, env, opts)
 		},
@@ -98,6 +108,9 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if len(opts.Command) == 0 {
 		return usagef("run needs a training command after --, e.g. `memorylab run -- uv run train.py`")
 	}
+	if !opts.DashDash {
+		return usagef("the training command must follow `--`: memorylab run [flags] -- %s", strings.Join(opts.Command, " "))
+	}
 	if err := ops.CheckMinDelta(opts.MinDelta); err != nil {
 		return err
 	}
@@ -111,25 +124,37 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if loc.Repo == nil {
 		return loc.RepoErr
 	}
+	// Hold the checkout from the guard to the reset, and refuse a HEAD that
+	// already ran or trains elsewhere: nothing is trained, logged or reset.
+	host, _ := os.Hostname()
+	head, _, _ := loc.Repo.HeadMessage()
+	state := ledger.RunState{PID: os.Getpid(), Host: host, Started: env.Now().UTC().Format(time.RFC3339),
+		Description: opts.Log.Description, Commit: ledger.Short(head), Command: strings.Join(opts.Command, " ")}
+	it, err := ops.StartIteration(s, loc.Repo, ops.IterationInput{Mode: opts.Log.Mode, State: state}, env.Now())
+	if err != nil {
+		return err
+	}
+	defer it.Release()
 	if opts.Log.Description == "" {
-		if opts.Log.Description, err = loc.Repo.HeadSubject(); err != nil {
+		if it.Dirty != "" {
+			// Uncommitted changes are the idea: HEAD's subject names the
+			// earlier idea under them.
+			opts.Log.Description, err = ops.DescribeWorktree(s, loc.Repo, it.Dirty)
+		} else {
+			opts.Log.Description, err = loc.Repo.HeadSubject()
+		}
+		if err != nil {
 			return err
 		}
 	}
 	// Refuse before spending compute: a reset would have to throw away
 	// uncommitted changes to tracked files.
-	if opts.ResetOnDiscard {
-		path, err := loc.Repo.TrackedChange()
-		if err != nil {
-			return err
-		}
-		if path != "" {
-			return fmt.Errorf("%w: %s has uncommitted changes and --reset-on-discard could not reset a discarded run without losing them: commit or stash them first; nothing was run",
-				ledger.ErrBadInput, path)
-		}
+	if opts.ResetOnDiscard && it.Dirty != "" {
+		return fmt.Errorf("%w: %s has uncommitted changes and --reset-on-discard could not reset a discarded run without losing them: commit or stash them first; nothing was run",
+			ledger.ErrBadInput, it.Dirty)
 	}
 	if !opts.NoCheck {
-		if err := guardIdea(env, s, loc, opts); err != nil {
+		if err := guardIdea(env, s, loc, it, opts); err != nil {
 			return err
 		}
 	}
@@ -148,17 +173,17 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	}
 
 	// Say what is training, for `memorylab serve`; gone when run returns.
-	head, _, _ := loc.Repo.HeadMessage()
-	host, _ := os.Hostname()
-	published, err := s.PublishRun(ledger.RunState{PID: os.Getpid(), Host: host, Started: env.Now().UTC().Format(time.RFC3339),
-		Description: opts.Log.Description, Commit: ledger.Short(head), LogPath: env.abs(opts.Log.LogPath),
-		Command: strings.Join(opts.Command, " ")})
+	state.Description, state.LogPath = opts.Log.Description, env.abs(opts.Log.LogPath)
+	published, err := s.PublishRun(state)
 	if err != nil {
 		fmt.Fprintf(env.Err, "memorylab: note: the dashboard will not see this run: %v\n", err)
 	}
 	out, err := runTraining(ctx, env, opts, summary)
 	published.Remove()
 	if err != nil {
+		return err
+	}
+	if err := it.StillAtHead(loc.Repo, opts.Log.LogPath); err != nil {
 		return err
 	}
 	status, errText, err := ops.DecideStatus(env.opsEnv(opts.Store), s, ops.DecideInput{Log: opts.Log,
@@ -180,11 +205,19 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		return err
 	}
 	if opts.ResetOnDiscard && status != ledger.StatusKeep {
-		parent, err := loc.Repo.ResetRunToParent(rec.RunID, rec.CommitFull)
-		if err != nil {
-			return fmt.Errorf("run %s is logged, but the reset failed: %w", rec.RunID, err)
+		why, err := it.ResetRefusal(s, rec.CommitFull)
+		switch {
+		case err != nil:
+			return fmt.Errorf("run %s is logged, but not reset: %w", rec.RunID, err)
+		case why != "":
+			fmt.Fprintf(env.Err, "memorylab: not reset: %s; the branch stays at %s\n", why, ledger.Short(rec.CommitFull))
+		default:
+			parent, err := loc.Repo.ResetRunToParent(rec.RunID, rec.CommitFull)
+			if err != nil {
+				return fmt.Errorf("run %s is logged, but the reset failed: %w", rec.RunID, err)
+			}
+			fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/runs/%s; branch reset to %s\n", ledger.Short(rec.CommitFull), rec.RunID, ledger.Short(parent))
 		}
-		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/runs/%s; branch reset to %s\n", ledger.Short(rec.CommitFull), rec.RunID, ledger.Short(parent))
 	}
 	if status == ledger.StatusCrash {
 		why := "no summary"
@@ -197,11 +230,14 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 }
 
 // guardIdea runs the novelty guard on the idea before any training. A block
-// prints the verdict (stdout; JSON with --json), resets the blocked commit
-// away with --reset-on-discard (pinned first), and returns blockedError.
-func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) error {
-	res, err := ops.CheckIdea(env.opsWith(opts.Store, opts.JSON), s, ops.CheckInput{Idea: opts.Log.Idea, Limit: 1,
-		Diff: ops.DiffWorktree, CodeOptional: true})
+// prints the verdict (stdout; JSON with --json), the reason and the flags
+// that would let it run (each checked), resets the blocked commit away with
+// --reset-on-discard (pinned first; only the commit this run started from,
+// never one already in the ledger), and returns blockedError.
+func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
+	oenv := env.opsWith(opts.Store, opts.JSON)
+	in := ops.CheckInput{Idea: opts.Log.Idea, Limit: 1, Diff: ops.DiffWorktree, CodeOptional: true}
+	res, err := ops.CheckIdea(oenv, s, in)
 	if err != nil {
 		return err
 	}
@@ -211,22 +247,22 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) 
 	if err := printVerdict(env, env.Out, res, opts.JSON); err != nil {
 		return err
 	}
-	why := res.Classification
-	if res.Code != nil && len(res.Code.DuplicateCode) > 0 {
-		why = "duplicate_code"
-	}
-	fmt.Fprintf(env.Err, "memorylab: blocked by the novelty guard (%s): nothing was trained or logged; try another idea, or --mode replicate / --no-check to run it anyway\n",
-		why)
+	fmt.Fprintf(env.Err, "memorylab: blocked by the novelty guard (%s): nothing was trained or logged; try another idea, or %s to run it anyway\n",
+		ops.BlockReason(res), strings.Join(ops.EscapeHatches(oenv, s, in), " or "))
 	if opts.ResetOnDiscard {
-		head, _, err := loc.Repo.HeadMessage()
+		why, err := it.ResetRefusal(s, it.Head)
 		if err != nil {
 			return err
 		}
-		parent, err := loc.Repo.ResetBlockedToParent(head)
+		if why != "" {
+			fmt.Fprintf(env.Err, "memorylab: not reset: %s; the branch stays at %s\n", why, ledger.Short(it.Head))
+			return blockedError{}
+		}
+		parent, err := loc.Repo.ResetBlockedToParent(it.Head)
 		if err != nil {
 			return fmt.Errorf("blocked, but the reset failed: %w", err)
 		}
-		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/blocked/%s; branch reset to %s\n", ledger.Short(head), head, ledger.Short(parent))
+		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/blocked/%s; branch reset to %s\n", ledger.Short(it.Head), it.Head, ledger.Short(parent))
 	}
 	return blockedError{}
 }

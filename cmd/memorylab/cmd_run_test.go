@@ -40,7 +40,7 @@ exit 1
 func strconvF(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 type runFixture struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	repo *ledger.ScratchRepo
 	env  *Env
@@ -48,7 +48,7 @@ type runFixture struct {
 	err  *bytes.Buffer
 }
 
-func newRunFixture(t *testing.T, goal string) *runFixture {
+func newRunFixture(t testing.TB, goal string) *runFixture {
 	t.Helper()
 	dir := t.TempDir()
 	repo, err := ledger.InitScratchRepo(dir, "autoresearch/test")
@@ -86,7 +86,7 @@ func (f *runFixture) experiment(subject, script, bpb string) string {
 }
 
 func (f *runFixture) run(ctx context.Context, opts runOptions) error {
-	opts.Command = []string{"sh", "train.sh"}
+	opts.Command, opts.DashDash = []string{"sh", "train.sh"}, true
 	if opts.Log.Mode == "" {
 		opts.Log.Mode = "exploit"
 	}
@@ -337,7 +337,7 @@ func TestRunBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
 			opts.Log.Mode, opts.Log.Threshold, opts.Log.LogPath = "exploit", 0.62, "run.log"
-			opts.Command = tc.cmd
+			opts.Command, opts.DashDash = tc.cmd, true
 			if tc.cmd == nil {
 				opts.Command = []string{"sh", "train.sh"}
 			}

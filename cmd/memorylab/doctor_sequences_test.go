@@ -44,7 +44,7 @@ func TestDoctorHealthyAfterDocumentedUse(t *testing.T) {
 	commit("raise LR", "0.05")
 	mustOK(a.Dir, "log", "-d", "raise LR", "--status", "keep")
 	commit("lower LR", "0.03")
-	mustOK(a.Dir, "log", "-d", "lower LR", "--status", "discard", "--metric", "val_bpb=0.999")
+	mustOK(a.Dir, "log", "-d", "lower LR", "--status", "discard", "--metric", "val_bpb=0.999", "--log", "run.log")
 	commit("huge LR", "9")
 	writeFile(t, filepath.Join(a.Dir, "crash.log"), "Traceback (most recent call last):\nRuntimeError: loss is NaN\n")
 	mustOK(a.Dir, "log", "-d", "huge LR", "--status", "crash", "--log", "crash.log")

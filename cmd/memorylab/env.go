@@ -24,6 +24,9 @@ type Env struct {
 	// Ctx ends on Ctrl-C or SIGTERM (runEnv); nil in tests that call
 	// commands directly.
 	Ctx context.Context
+	// Args is the command line as given (runEnv sets it): `run` checks
+	// that its training command followed `--`.
+	Args []string
 }
 
 // osEnv is the real process environment.

@@ -195,7 +195,7 @@ func TestCrashConsistency(t *testing.T) {
 					return
 				}
 				desc := fmt.Sprintf("crash test worker %d attempt %d", w, n)
-				cmd := child(t, r.Dir, []string{childSplitEnv + "=5ms", childReadyFlush + "=1"}, "log", "-d", desc, "--status", "keep")
+				cmd := child(t, r.Dir, []string{childSplitEnv + "=5ms", childReadyFlush + "=1"}, "log", "-d", desc, "--status", "keep", "--log", "run.log") // named: every attempt reads the same log
 				var out bytes.Buffer
 				cmd.Stdout = &out
 				stderr, err := cmd.StderrPipe()
@@ -318,7 +318,7 @@ func TestCrashConsistency(t *testing.T) {
 	}
 	t.Logf("doctor --repair moved %d fragments to %v and verified the store clean", len(warns), baseNames(backups))
 	// And logging goes on.
-	if code, _, stderr := runCLI(t, r.Dir, "log", "-d", "after the repair", "--status", "discard"); code != 0 {
+	if code, _, stderr := runCLI(t, r.Dir, "log", "-d", "after the repair", "--status", "discard", "--log", "run.log"); code != 0 {
 		t.Fatalf("log after repair: %d %s", code, stderr)
 	}
 }
@@ -331,7 +331,7 @@ func TestTornWriteInjected(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if code, _, stderr := runCLI(t, r.Dir, "log", "-d", fmt.Sprintf("run %d", i), "--status", "discard"); code != 0 {
+		if code, _, stderr := runCLI(t, r.Dir, "log", "-d", fmt.Sprintf("run %d", i), "--status", "discard", "--log", "run.log"); code != 0 {
 			t.Fatalf("log: %d %s", code, stderr)
 		}
 	}
@@ -359,7 +359,7 @@ func TestTornWriteInjected(t *testing.T) {
 		t.Fatalf("doctor: exit %d\n%s", code, out)
 	}
 	// The next append starts a new line: the fragment stays one skipped line.
-	if code, _, stderr := runCLI(t, r.Dir, "log", "-d", "after the tear", "--status", "discard"); code != 0 {
+	if code, _, stderr := runCLI(t, r.Dir, "log", "-d", "after the tear", "--status", "discard", "--log", "run.log"); code != 0 {
 		t.Fatalf("log after tear: %d %s", code, stderr)
 	}
 	recs, warns = readLedger(t, r.Store)

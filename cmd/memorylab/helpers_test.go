@@ -55,7 +55,7 @@ func experimentRepo(t *testing.T) *ledger.ScratchRepo {
 	return repo
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func readFile(t *testing.T, path string) string {
+func readFile(t testing.TB, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -83,11 +83,12 @@ func run(args []string) int { return runEnv(osEnv(), args) }
 func runEnv(env *Env, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if env.Ctx == nil {
-		e := *env
+	e := *env
+	if e.Ctx == nil {
 		e.Ctx = ctx
-		env = &e
 	}
+	e.Args = args
+	env = &e
 	done := make(chan struct{})
 	defer close(done)
 	go interruptBackstop(ctx, done, env.Err)

@@ -34,12 +34,15 @@ func readmeNightLoop(t *testing.T) (setup string, iteration []string, morning st
 }
 
 // TestREADMENightLoop runs the README's loop literally through sh, with git
-// and `uv run train.py` (a shim running python3), for 15 iterations of a
+// and `uv run train.py` (a shim running python3), for 18 iterations of a
 // fake training script with repeated ideas, a re-worded re-try of earlier
-// code (blocked as duplicate_code, issue 16) and crashes (issue 18.1). After
-// every iteration HEAD is the initial commit or a kept run's, never a
-// blocked or crashed one; every record carries the commit it ran, pinned;
-// a repeat adds no record.
+// code (blocked as duplicate_code, issue 16), crashes (issue 18.1), a tie
+// with the champion (a discard, reset), and a `git commit` that printed
+// "nothing to commit" right after a keep, leaving the champion at HEAD
+// (refused before training; the champion stays, issue 25.1). After every
+// iteration HEAD is the initial commit or a kept run's, never a blocked or
+// crashed one; every record carries the commit it ran, pinned; a repeat
+// adds no record.
 func TestREADMENightLoop(t *testing.T) {
 	setup, iteration, morning := readmeNightLoop(t)
 	const example = `"increase matrix LR to 0.06"`
@@ -92,11 +95,12 @@ func TestREADMENightLoop(t *testing.T) {
 	type idea struct {
 		desc, bpb string
 		crash     bool
-		want      string // keep, discard, crash or block
+		want      string // keep, discard, crash, block, or nocommit (train.py unchanged: git commit fails, run refuses)
 		code      string // the idea the code implements; "" is desc (a re-worded re-try names an earlier one)
 	}
 	night := []idea{
 		{"increase matrix LR to 0.05", "0.990", false, "keep", ""},
+		{"try a longer warmup", "", false, "nocommit", ""}, // the agent forgot to save train.py
 		{"switch to GeLU activation", "1.004", false, "discard", ""},
 		{"double model width", "", true, "crash", ""},
 		{"halve batch size to 262K", "0.985", false, "keep", ""},
@@ -105,12 +109,14 @@ func TestREADMENightLoop(t *testing.T) {
 		{"double model width", "", true, "block", ""},
 		{"depth 9 with aspect ratio 57", "0.986", false, "discard", ""},
 		{"RoPE base frequency 200K", "0.979", false, "keep", ""},
+		{"embedding LR 0.8", "0.979", false, "discard", ""}, // a tie with the champion
 		{"final norm before unembedding", "", true, "crash", ""},
 		{"switch to GeLU activation", "0.950", false, "block", ""},
 		{"GELU nonlinearity in the MLP", "1.004", false, "block", "switch to GeLU activation"}, // the same code, re-worded
 		{"softcap logits at 20", "0.978", false, "keep", ""},
 		{"Muon momentum 0.97", "0.980", false, "discard", ""},
 		{"init scale 0.68x", "0.971", false, "keep", ""},
+		{"shorter warmdown", "", false, "nocommit", ""},
 	}
 	kept := map[string]bool{initial: true}
 	ran := map[string]string{} // commit → idea, for every commit that trained
@@ -121,7 +127,10 @@ func TestREADMENightLoop(t *testing.T) {
 		}
 		// Each idea is code (an assignment, not a comment: the guard reads
 		// code with comments and whitespace ignored).
-		if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(train(it.bpb, it.crash)+fmt.Sprintf("IDEA = %q\n", it.code)), 0o644); err != nil {
+		if it.want == "nocommit" {
+			// train.py left as it is: `git commit -am` prints "nothing to
+			// commit" and exits 1, and HEAD stays the kept commit.
+		} else if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(train(it.bpb, it.crash)+fmt.Sprintf("IDEA = %q\n", it.code)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		before := len(records(t, dir))
@@ -130,15 +139,24 @@ func TestREADMENightLoop(t *testing.T) {
 			line = strings.ReplaceAll(line, example, `"`+it.desc+`"`)
 			code, out := sh(line)
 			if strings.HasPrefix(line, "git commit") {
+				if it.want == "nocommit" {
+					if code == 0 || !strings.Contains(out, "nothing to commit") {
+						t.Fatalf("iteration %d: %s: exit %d, want git's \"nothing to commit\"\n%s", i, line, code, out)
+					}
+					continue
+				}
 				if code != 0 {
 					t.Fatalf("iteration %d: %s: exit %d\n%s", i, line, code, out)
 				}
 				commit, _ = repo.Head()
 				continue
 			}
-			want := map[string]int{"keep": 0, "discard": 0, "crash": ExitCrash, "block": ExitBadInput}[it.want]
+			want := map[string]int{"keep": 0, "discard": 0, "crash": ExitCrash, "block": ExitBadInput, "nocommit": ExitBadInput}[it.want]
 			if code != want {
 				t.Fatalf("iteration %d (%s): %s: exit %d, want %d\n%s", i, it.desc, line, code, want, out)
+			}
+			if it.want == "nocommit" && (!strings.Contains(out, "already ran") || !strings.Contains(out, "commit your idea first")) {
+				t.Fatalf("iteration %d: run on the kept HEAD did not say it already ran:\n%s", i, out)
 			}
 			if it.want == "block" && it.code != it.desc && !strings.Contains(out, "duplicate_code") {
 				t.Fatalf("iteration %d (%s): blocked, but not as duplicate_code of %q:\n%s", i, it.desc, it.code, out)
@@ -147,6 +165,11 @@ func TestREADMENightLoop(t *testing.T) {
 		recs := records(t, dir)
 		now, _ := repo.Head()
 		switch it.want {
+		case "nocommit":
+			if len(recs) != before || now != head || !kept[now] {
+				t.Fatalf("iteration %d: after \"nothing to commit\": %d records (want %d), HEAD %s (want the kept %s)", i, len(recs), before, now, head)
+			}
+			continue
 		case "block":
 			if len(recs) != before {
 				t.Fatalf("iteration %d: a blocked idea was logged", i)
@@ -182,5 +205,5 @@ func TestREADMENightLoop(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "results", "memorylab", "reports", "latest.html")); err != nil {
 		t.Fatalf("no morning report: %v", err)
 	}
-	equals(t, 11, len(ran))
+	equals(t, 12, len(ran))
 }
