@@ -319,7 +319,7 @@ func (s *Store) ArchivedCopyOf(path string, recent int) (RunID, error) {
 		if len(bytes.TrimSpace(lines[i])) == 0 || json.Unmarshal(lines[i], &r) != nil {
 			continue
 		}
-		if p, ok, _ := s.artifactPath(r.Artifacts["archived_log_path"]); ok {
+		if p, ok, _ := s.ArtifactPath(r.Artifacts["archived_log_path"]); ok {
 			last = append(last, archived{r.RunID, p})
 		}
 	}

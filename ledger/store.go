@@ -10,8 +10,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -579,4 +581,19 @@ func (s *Store) CheckWritable() error {
 		return BadInputf("%s is not a regular file: move it away so memorylab can recreate it", s.TSVPath)
 	}
 	return nil
+}
+
+// ArtifactPath maps an artifacts value ("results/memorylab/runs/<id>/run.log")
+// to a path inside the store. ok is false for values outside the store (such
+// as source_log_path); escapes is true for values that try to leave it.
+func (s *Store) ArtifactPath(v string) (p string, ok, escapes bool) {
+	prefix := DefaultStoreDir + "/"
+	if !strings.HasPrefix(v, prefix) {
+		return "", false, false
+	}
+	rel := path.Clean(strings.TrimPrefix(v, prefix))
+	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) || strings.Contains(v, `\`) {
+		return "", false, true
+	}
+	return filepath.Join(s.Dir, filepath.FromSlash(rel)), true, false
 }

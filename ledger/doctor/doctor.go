@@ -15,7 +15,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -252,21 +251,6 @@ type doctorRec struct {
 	artifacts  map[string]string
 }
 
-// artifactPath maps an artifacts value ("results/memorylab/runs/<id>/run.log")
-// to a path inside the store. ok is false for values outside the store (such
-// as source_log_path); escapes is true for values that try to leave it.
-func artifactPath(s *ledger.Store, v string) (p string, ok, escapes bool) {
-	prefix := ledger.DefaultStoreDir + "/"
-	if !strings.HasPrefix(v, prefix) {
-		return "", false, false
-	}
-	rel := path.Clean(strings.TrimPrefix(v, prefix))
-	if rel == ".." || strings.HasPrefix(rel, "../") || path.IsAbs(rel) || strings.Contains(v, `\`) {
-		return "", false, true
-	}
-	return filepath.Join(s.Dir, filepath.FromSlash(rel)), true, false
-}
-
 func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 	notFetched := 0
 	for _, r := range recs {
@@ -285,7 +269,7 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 			if k == "source_log_path" {
 				continue // the user's run.log, outside the store
 			}
-			p, ok, escapes := artifactPath(s, r.artifacts[k])
+			p, ok, escapes := s.ArtifactPath(r.artifacts[k])
 			if escapes {
 				rep.add(Finding{Severity: SevError, Check: CheckArtifacts, Line: r.line, RunID: r.id,
 					Message: fmt.Sprintf("artifact %s %q points outside the store; it is never opened", k, ledger.Truncate(r.artifacts[k], 120)),
