@@ -101,13 +101,13 @@ func runInput(env Env, dirs []string, p PathPolicy, name, what string, named boo
 	case inside:
 		in.Shown = name
 		return in, resolved, true, nil
+	case !named:
+		env.notef("note: %s links out of the worktree (to %s); it was not read: pass --log %s to read it", name, resolved, resolved)
+		return in, resolved, false, nil
 	case p.Confined:
 		return in, resolved, false, ledger.BadInputf("%s %s resolves to %s, outside the worktree %s and the store %s: "+
 			"over MCP memorylab reads a run's files only there (start `memorylab mcp --allow-path DIR` to allow another directory)",
 			what, name, resolved, dirs[0], dirs[1])
-	case !named:
-		env.notef("note: %s links out of the worktree (to %s); it was not read: pass --log %s to read it", name, resolved, resolved)
-		return in, resolved, false, nil
 	}
 	return ledger.Input{Name: abs, Shown: name}, abs, true, nil
 }

@@ -275,6 +275,7 @@ func badInputs() []badInput {
 		}},
 		{name: "init/--train-file climbs out", code: ExitBadInput, msg: `--train-file: train_file "\.\./secret" is not clean`, prep: static("init", "--train-file", "../secret")},
 		{name: "init/--train-file absolute", code: ExitBadInput, msg: `--train-file: train_file "/etc/shadow" is absolute`, prep: static("init", "--train-file", "/etc/shadow")},
+		{name: "mcp/--allow-path not a directory", code: ExitBadInput, msg: `--allow-path /nonexistent/dir: not a directory`, prep: static("mcp", "--allow-path", "/nonexistent/dir")},
 		{name: "store/results.tsv is a directory", code: ExitBadInput, msg: `results\.tsv is not a regular file: move it away`, prep: func(t *testing.T, r testRepo) []string {
 			mustRemove(t, r.tsvPath())
 			if err := os.Mkdir(r.tsvPath(), 0o755); err != nil {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -127,5 +131,116 @@ func TestTrainFileLinkCannotLeaveTheWorktree(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(r.Dir, p)); err == nil && strings.Contains(string(b), "export PATH=/usr/bin") {
 			t.Fatalf("train.patch holds the link target outside the worktree:\n%s", b)
 		}
+	}
+}
+
+// mcpSessionAllowing is mcpSession for a server started with --allow-path.
+func mcpSessionAllowing(t *testing.T, dir string, allow ...string) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := newMCPServer(mcpEnv(dir), "", allow...).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "memorylab-test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestMCPPathsStayInside (issue 24.2): the log tool's log_path and
+// summary_path must resolve, after links, inside the worktree or the store.
+// A path elsewhere — given as it is, or through a link in the worktree — is
+// refused with exit 2 before it is read, and nothing is logged; the server's
+// --allow-path widens the rule explicitly.
+func TestMCPPathsStayInside(t *testing.T) {
+	repo := experimentRepo(t)
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "id_rsa")
+	writeFile(t, secret, "-----BEGIN OPENSSH PRIVATE KEY-----\nc2VjcmV0\n-----END OPENSSH PRIVATE KEY-----\n")
+	creds := filepath.Join(secretDir, "config.json")
+	writeFile(t, creds, `{"val_bpb": 0.5, "auths": 1}`)
+	symlink(t, secret, filepath.Join(repo.Dir, "run.log"))
+	symlink(t, creds, filepath.Join(repo.Dir, "summary.json"))
+	if err := os.Mkdir(filepath.Join(repo.Dir, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, secretDir, filepath.Join(repo.Dir, "logs", "out"))
+
+	cs := mcpSession(t, repo.Dir)
+	cases := []struct {
+		name string
+		args map[string]any
+	}{
+		{"absolute log_path", map[string]any{"status": "crash", "log_path": secret}},
+		{"relative log_path climbing out", map[string]any{"status": "crash", "log_path": "../" + filepath.Base(filepath.Dir(secretDir)) + "/" + filepath.Base(secretDir) + "/id_rsa"}},
+		{"log_path linking out", map[string]any{"status": "crash", "log_path": "run.log"}},
+		{"log_path under a directory linking out", map[string]any{"status": "crash", "log_path": "logs/out/id_rsa"}},
+		{"missing log_path outside", map[string]any{"status": "crash", "log_path": filepath.Join(secretDir, "nope.log")}},
+		{"absolute summary_path", map[string]any{"status": "keep", "summary_path": creds}},
+		{"summary_path linking out", map[string]any{"status": "keep", "summary_path": "summary.json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := readFile(t, ledgerPath(repo.Dir))
+			tc.args["description"] = "read a secret: " + tc.name
+			_, text := call(t, cs, "log", tc.args, true)
+			if !strings.Contains(text, "outside the worktree") || !strings.Contains(text, "exit 2") || strings.Contains(text, "c2VjcmV0") {
+				t.Fatalf("refusal: %s", text)
+			}
+			if readFile(t, ledgerPath(repo.Dir)) != before {
+				t.Fatal("the ledger changed")
+			}
+		})
+	}
+
+	// Inside the worktree is fine, through a link that stays inside too.
+	writeFile(t, filepath.Join(repo.Dir, "logs", "train.log"), "Traceback (most recent call last):\nRuntimeError: CUDA out of memory\n")
+	symlink(t, filepath.Join(repo.Dir, "logs", "train.log"), filepath.Join(repo.Dir, "latest.log"))
+	rec, _ := call(t, cs, "log", map[string]any{"description": "an OOM", "status": "crash", "log_path": "latest.log"}, false)
+	if e, _ := rec["error"].(map[string]any); !strings.Contains(fmt.Sprint(e["summary"]), "CUDA out of memory") {
+		t.Fatalf("log inside the worktree: %v", rec)
+	}
+
+	// --allow-path DIR allows that directory, explicitly.
+	allowed := mcpSessionAllowing(t, repo.Dir, secretDir)
+	rec, _ = call(t, allowed, "log", map[string]any{"description": "allowed summary", "status": "keep", "summary_path": creds}, false)
+	if m, _ := rec["metrics"].(map[string]any); m["val_bpb"] != 0.5 {
+		t.Fatalf("allowed summary: %v", rec)
+	}
+}
+
+// TestDefaultRunLogLinkingOutIsNotRead (issue 24.1): run.log, which log
+// reads without being told to, is read only inside the worktree: a link
+// out of it (a cloned repository can carry one) is left alone with a note,
+// and the run is logged without it. Naming the link with --log reads it:
+// a path the user names on the command line is theirs.
+func TestDefaultRunLogLinkingOutIsNotRead(t *testing.T) {
+	r := newTestRepo(t)
+	secret := victimFile(t)
+	symlink(t, secret, filepath.Join(r.Dir, "run.log"))
+	code, _, stderr := runCLI(t, r.Dir, "log", "-d", "crash with a planted run.log", "--status", "crash")
+	if code != 0 || !strings.Contains(stderr, "run.log links out of the worktree") {
+		t.Fatalf("log: %d %s", code, stderr)
+	}
+	recs, _ := readLedger(t, r.Store)
+	rec := recs[len(recs)-1]
+	if rec.Error != nil && strings.Contains(strings.Join(rec.Error.Tail, "\n")+rec.Error.Summary, "export PATH") {
+		t.Fatalf("the planted run.log was read: %+v", rec.Error)
+	}
+	if _, ok := rec.Artifacts["archived_log_path"]; ok {
+		t.Fatal("the planted run.log was archived")
+	}
+	code, _, stderr = runCLI(t, r.Dir, "log", "-d", "crash with a named link", "--status", "crash", "--log", "run.log")
+	if code != 0 {
+		t.Fatalf("log --log run.log: %d %s", code, stderr)
+	}
+	recs, _ = readLedger(t, r.Store)
+	if rec := recs[len(recs)-1]; rec.Artifacts["archived_log_path"] == "" {
+		t.Fatalf("a named log was not read: %v", rec.Artifacts)
 	}
 }
