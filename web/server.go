@@ -261,7 +261,7 @@ type overview struct {
 }
 
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
-	st, _, err := s.env.Open()
+	st, loc, err := s.env.Open()
 	if err != nil {
 		opError(w, err)
 		return
@@ -274,7 +274,7 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	// Runs in progress change without the ledger: merged in on every request.
 	var o overview
 	_ = json.Unmarshal(b, &o)
-	o.Running, _ = st.RunningNow(s.env.Now())
+	o.Running, _ = st.RunningNow(s.env.Now(), loc.Repo)
 	if o.Running == nil {
 		o.Running = []ledger.RunState{}
 	}

@@ -152,7 +152,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	host, _ := os.Hostname()
 	published, err := s.PublishRun(ledger.RunState{PID: os.Getpid(), Host: host, Started: env.Now().UTC().Format(time.RFC3339),
 		Description: opts.Log.Description, Commit: ledger.Short(head), LogPath: env.abs(opts.Log.LogPath),
-		Command: strings.Join(opts.Command, " ")})
+		Command: strings.Join(opts.Command, " "), Worktree: loc.Repo.WorktreeRoot})
 	if err != nil {
 		fmt.Fprintf(env.Err, "memorylab: note: the dashboard will not see this run: %v\n", err)
 	}
