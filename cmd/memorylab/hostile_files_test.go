@@ -244,3 +244,43 @@ func TestDefaultRunLogLinkingOutIsNotRead(t *testing.T) {
 		t.Fatalf("a named log was not read: %v", rec.Artifacts)
 	}
 }
+
+// TestTrainFileUnderALinkedDirectory (issue 24.1): a train file whose
+// directory is replaced by a link out of the worktree reads as deleted, as
+// git sees it: the log records the run, and no byte of the link's target
+// reaches train.patch or the code fingerprint.
+func TestTrainFileUnderALinkedDirectory(t *testing.T) {
+	repo, err := ledger.InitScratchRepo(t.TempDir(), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Commit("baseline", map[string]string{"model/train.py": trainPy, ".gitignore": "results/\nresults.tsv\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := memorylab(t, repo.Dir, nil, "init", "--train-file", "model/train.py"); r.code != 0 {
+		t.Fatalf("init: %s", r.errOut)
+	}
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "train.py"), victimContent)
+	if err := os.RemoveAll(filepath.Join(repo.Dir, "model")); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, outside, filepath.Join(repo.Dir, "model"))
+	r := memorylab(t, repo.Dir, nil, "log", "-d", "model linked out", "--status", "keep", "--metric", "val_bpb=0.9")
+	if r.code != 0 {
+		t.Fatalf("log: %d %s", r.code, r.errOut)
+	}
+	recs := records(t, repo.Dir)
+	rec := recs[len(recs)-1]
+	if rec.Dirty == nil || !*rec.Dirty {
+		t.Error("a tracked file under a link is not reported as changed")
+	}
+	for _, p := range []string{rec.Artifacts["train_diff_path"], filepath.Join("results", "memorylab", "cache", "code.tail")} {
+		if p == "" {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(repo.Dir, p)); err == nil && strings.Contains(string(b), "export PATH") {
+			t.Fatalf("%s holds the file behind the link:\n%s", p, b)
+		}
+	}
+}
