@@ -94,12 +94,17 @@ type PathPolicy struct {
 // through the directory of dirs that holds it, as named, or refused. named
 // is false for the default run.log, which is skipped (ok false, with a
 // note) rather than read when it links out of every directory.
-func runInput(env Env, dirs []string, p PathPolicy, name, what string, named bool) (in ledger.Input, resolved string, ok bool, err error) {
+// Errors reading it name it as the user gave it, or absolute with showAbs.
+func runInput(env Env, dirs []string, p PathPolicy, name, what string, named, showAbs bool) (in ledger.Input, resolved string, ok bool, err error) {
 	abs := env.Abs(name)
+	shown := name
+	if showAbs {
+		shown = abs
+	}
 	in, resolved, inside := ledger.LocateInput(abs, dirs)
 	switch {
 	case inside:
-		in.Shown = name
+		in.Shown = shown
 		return in, resolved, true, nil
 	case !named:
 		env.notef("note: %s links out of the worktree (to %s); it was not read: pass --log %s to read it", name, resolved, resolved)
@@ -109,7 +114,7 @@ func runInput(env Env, dirs []string, p PathPolicy, name, what string, named boo
 			"over MCP memorylab reads a run's files only there (start `memorylab mcp --allow-path DIR` to allow another directory)",
 			what, name, resolved, dirs[0], dirs[1])
 	}
-	return ledger.Input{Name: abs, Shown: name}, abs, true, nil
+	return ledger.Input{Name: abs, Shown: shown}, abs, true, nil
 }
 
 // LogResult is the stored record.
@@ -152,7 +157,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	// the directories the policy allows (each read through its os.Root).
 	dirs := append([]string{loc.Repo.WorktreeRoot, s.Dir}, in.Paths.Allow...)
 	var logData []byte
-	logIn, logResolved, logOK, err := runInput(env, dirs, in.Paths, logName, "run log", logSet)
+	logIn, logResolved, logOK, err := runInput(env, dirs, in.Paths, logName, "run log", logSet, true)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +182,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		policy := in.Paths
 		policy.Confined = policy.Confined && !summaryFromEnv
 		var resolved string
-		if summaryIn, resolved, _, err = runInput(env, dirs, policy, summaryPath, "summary", true); err != nil {
+		if summaryIn, resolved, _, err = runInput(env, dirs, policy, summaryPath, "summary", true, false); err != nil {
 			return nil, err
 		}
 		if summaryFromEnv || crash {
