@@ -156,7 +156,7 @@ func (st RunState) ReadTail(g *Repo, offset, limit int64) (data []byte, size int
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: the log %s of run %s-%d is not inside its worktree", ErrBadInput, st.LogPath, st.Host, st.PID)
 	}
-	return readTailInput(in, offset, limit)
+	return ReadTailInput(in, offset, limit)
 }
 
 // ReadTailFrom reads the part of path after offset, at most limit bytes
@@ -165,10 +165,11 @@ func (st RunState) ReadTail(g *Repo, offset, limit int64) (data []byte, size int
 // file that shrank (rewritten) is read from its start. Only a regular file
 // is read, opened non-blocking: a FIFO there never blocks.
 func ReadTailFrom(path string, offset, limit int64) (data []byte, size int64, err error) {
-	return readTailInput(Input{Name: path}, offset, limit)
+	return ReadTailInput(Input{Name: path}, offset, limit)
 }
 
-func readTailInput(in Input, offset, limit int64) (data []byte, size int64, err error) {
+// ReadTailInput is ReadTailFrom of an Input (through its Dir when set).
+func ReadTailInput(in Input, offset, limit int64) (data []byte, size int64, err error) {
 	f, st, err := in.Open()
 	if errors.Is(err, ErrNotRegular) {
 		return nil, 0, fmt.Errorf("%w: %s is not a regular file", ErrBadInput, in.shown())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // TestPlantedRunningFiles (issue 24.3): running/*.json files that memorylab
@@ -94,5 +95,45 @@ func TestPlantedRunningFiles(t *testing.T) {
 	_, body := get(t, ts.URL+"/api/overview", nil)
 	if strings.Contains(string(body), "PLANTED") || strings.Contains(string(body), "PRIVATE KEY") {
 		t.Fatalf("the overview shows a planted run: %s", body)
+	}
+}
+
+// TestArchivedRunLogLinkIsNotRead (issue 24.3): the run page reads the
+// archived run.log through the run directory's root, non-blocking: a link
+// planted there (a cloned store can carry one) is not followed out of it.
+func TestArchivedRunLogLinkIsNotRead(t *testing.T) {
+	f := newFixture(t)
+	f.night()
+	if err := os.WriteFile(filepath.Join(f.dir, "run.log"), []byte("Traceback\nRuntimeError: boom\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ops.Log(f.env, ops.LogInput{Idea: ops.Idea{Description: "crash with a log", Threshold: ops.DefaultThreshold, Mode: "explore"},
+		Status: ledger.StatusCrash, LogPath: "run.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := f.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := st.RunDir(res.Record.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	if err := os.WriteFile(secret, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	archived := filepath.Join(dir, "run.log")
+	if err := os.Remove(archived); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, archived); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := f.server(Options{})
+	_, body := get(t, ts.URL+"/api/runs/"+string(res.Record.RunID), nil)
+	if strings.Contains(string(body), "PRIVATE KEY") || !strings.Contains(string(body), "archived run.log unavailable") {
+		t.Fatalf("the run page followed a planted link: %s", body)
 	}
 }

@@ -412,7 +412,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			} else {
 				var size int64
 				var data []byte
-				data, size, err = ledger.ReadTailFrom(dir+string(os.PathSeparator)+"run.log", 0, runLogShown)
+				// Through the run directory's root: a run.log planted as a
+				// link out of it (a cloned store) is never read.
+				data, size, err = ledger.ReadTailInput(ledger.Input{Dir: dir, Name: "run.log"}, 0, runLogShown)
 				d.LogTail, d.LogBytes = string(data), size
 				d.LogCutOff = size > int64(len(data))
 			}
