@@ -125,7 +125,9 @@ func LocateInput(path string, dirs []string) (in Input, resolved string, ok bool
 }
 
 // IsOutsideRoot reports whether err says a path left the directory it was
-// read through (os.Root's "path escapes from parent").
+// read through (os.Root's "path escapes from parent"). The os package does
+// not export that error, so its text is matched; should it change, such a
+// path becomes an ordinary read error instead (still never read).
 func IsOutsideRoot(err error) bool {
 	var pe *fs.PathError
 	return errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "path escapes from parent"
