@@ -119,7 +119,7 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 			return nil, fmt.Errorf("the shared ledger's config.json: %w", err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: the shared ledger's config.json is refused: %v; nothing was written (%s)", ErrBadInput, err, truncate(string(cb), 120))
+			return nil, fmt.Errorf("%w: the shared ledger's config.json is refused: %v; nothing was written (someone who can push to the remote must fix it)", ErrBadInput, err)
 		}
 		ls.config = &cfg
 	}

@@ -61,6 +61,7 @@ func TestHostileRemoteCannotReadFiles(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(b.Dir, "results", "memorylab")); !os.IsNotExist(err) {
 				t.Fatalf("%s created a store from a hostile config", verb)
 			}
+			t.Logf("%s: exit %d: %s", verb, r.code, strings.TrimSpace(r.errOut))
 		})
 	}
 }
