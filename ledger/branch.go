@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -105,6 +106,18 @@ func (g *Repo) CreateBranch(name, commit string, force bool) (string, error) {
 // knows only the worktree it opened.
 func (g *Repo) checkedOutIn(rn plumbing.ReferenceName) string {
 	want := "ref: " + rn.String()
+	for p, root := range g.worktreeHeads() {
+		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == want {
+			return root
+		}
+	}
+	return ""
+}
+
+// worktreeHeads maps the HEAD file of the main and of every linked worktree
+// to that worktree's top directory, as the git dir records them (never as
+// a file inside a worktree says).
+func (g *Repo) worktreeHeads() map[string]string {
 	heads := map[string]string{filepath.Join(g.CommonDir, "HEAD"): g.MainRoot}
 	if dirs, err := os.ReadDir(filepath.Join(g.CommonDir, "worktrees")); err == nil {
 		for _, d := range dirs {
@@ -116,10 +129,18 @@ func (g *Repo) checkedOutIn(rn plumbing.ReferenceName) string {
 			heads[filepath.Join(wtGit, "HEAD")] = root
 		}
 	}
-	for p, root := range heads {
-		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == want {
-			return root
+	return heads
+}
+
+// Worktrees lists the top directories of the repository's worktrees (the
+// main one and every linked one), links resolved.
+func (g *Repo) Worktrees() []string {
+	var out []string
+	for _, root := range g.worktreeHeads() {
+		if r, err := resolveExisting(root); err == nil {
+			out = append(out, r)
 		}
 	}
-	return ""
+	sort.Strings(out)
+	return out
 }

@@ -77,13 +77,17 @@ func (g *Repo) ChangeOf(base string, to CodeSide, trainFile string, skip func(st
 		if err != nil {
 			return nil, nil, fmt.Errorf("unable to read the git index: %w", err)
 		}
+		root, err := g.openWorktree()
+		if err != nil {
+			return nil, nil, err
+		}
+		defer root.Close()
 		target = map[string]plumbing.Hash{}
 		for _, e := range idx.Entries {
 			if e.Mode == filemode.Submodule || e.Stage != 0 {
 				continue
 			}
-			p := filepath.Join(g.WorktreeRoot, filepath.FromSlash(e.Name))
-			changed, err := worktreeDiffers(p, e)
+			changed, err := worktreeDiffers(root, e)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -91,7 +95,7 @@ func (g *Repo) ChangeOf(base string, to CodeSide, trainFile string, skip func(st
 				target[e.Name] = e.Hash
 				continue
 			}
-			b, err := readWorktreeFile(p)
+			b, err := readWorktreeFile(root, e.Name)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // deleted
 			}
@@ -248,19 +252,21 @@ func (g *Repo) blobBounded(h plumbing.Hash) ([]byte, error) {
 	return io.ReadAll(rd)
 }
 
-// readWorktreeFile reads a tracked file from disk for a fingerprint.
-// A symlink is its target, as git stores it: never followed.
-func readWorktreeFile(p string) ([]byte, error) {
-	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		target, err := os.Readlink(p)
+// readWorktreeFile reads a tracked file (slash-separated name) from disk
+// for a fingerprint, through root (the worktree's). A symlink is its
+// target, as git stores it: never followed.
+func readWorktreeFile(root *os.Root, name string) ([]byte, error) {
+	p := filepath.FromSlash(name)
+	if fi, err := root.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, err := root.Readlink(p)
 		return []byte(filepath.ToSlash(target)), err
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
+	b, err := readInRoot(root, p, change.MaxFile)
+	if IsOutsideRoot(err) || errors.Is(err, ErrNotRegular) || errors.Is(err, syscall.ENOTDIR) {
+		// As git sees it: a path under a link, or a directory or FIFO
+		// in a file's place, is no longer that tracked file.
+		return nil, fmt.Errorf("%s: %w (%v)", name, fs.ErrNotExist, err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, change.MaxFile+1))
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
@@ -223,13 +224,20 @@ func (g *Repo) Provenance(trainFile string) (Provenance, error) {
 		p.Parent = c.ParentHashes[0].String()
 		parent, _ = c.Parent(0) // missing in a shallow clone: no patch then
 	}
-	p.Dirty, err = g.dirty(c)
+	root, err := g.openWorktree()
+	if err != nil {
+		return p, err
+	}
+	defer root.Close()
+	p.Dirty, err = g.dirty(c, root)
 	if err != nil {
 		return p, err
 	}
 	if trainFile != "" {
 		if p.Dirty {
-			p.TrainPatch, _ = worktreePatch(c, g.WorktreeRoot, trainFile)
+			// Through the worktree's root: a train file that climbs out
+			// or links out of the worktree is never read (no patch then).
+			p.TrainPatch, _ = worktreePatch(c, root, trainFile)
 		}
 		if len(p.TrainPatch) == 0 {
 			p.TrainPatch, _ = commitPatch(parent, c, trainFile)
@@ -247,7 +255,8 @@ func (g *Repo) Provenance(trainFile string) (Provenance, error) {
 // unchanged without hashing; otherwise its content is hashed and compared.
 // Not modelled: core.autocrlf, core.fileMode (executable bits are ignored)
 // and submodule contents.
-func (g *Repo) dirty(c *object.Commit) (bool, error) {
+// Files are read through root, the worktree's.
+func (g *Repo) dirty(c *object.Commit, root *os.Root) (bool, error) {
 	idx, err := g.r.Storer.Index()
 	if err != nil {
 		return false, fmt.Errorf("unable to read the git index: %w", err)
@@ -286,7 +295,7 @@ func (g *Repo) dirty(c *object.Commit) (bool, error) {
 		if e.SkipWorktree || e.Mode == filemode.Submodule {
 			continue
 		}
-		changed, err := worktreeDiffers(filepath.Join(g.WorktreeRoot, filepath.FromSlash(e.Name)), e)
+		changed, err := worktreeDiffers(root, e)
 		if err != nil || changed {
 			return changed, err
 		}
@@ -294,11 +303,14 @@ func (g *Repo) dirty(c *object.Commit) (bool, error) {
 	return false, nil
 }
 
-// worktreeDiffers compares one working-tree file with its index entry.
-func worktreeDiffers(path string, e *index.Entry) (bool, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return true, nil
+// worktreeDiffers compares one working-tree file with its index entry,
+// read through root (the worktree's): a tracked path whose directories link
+// out of the worktree is never read, and neither is a FIFO or a device.
+func worktreeDiffers(root *os.Root, e *index.Entry) (bool, error) {
+	path := filepath.FromSlash(e.Name)
+	fi, err := root.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || IsOutsideRoot(err) {
+		return true, nil // gone, or under a link (git sees a deleted file)
 	}
 	if err != nil {
 		return false, fmt.Errorf("unable to check %s: %w", path, err)
@@ -309,7 +321,7 @@ func worktreeDiffers(path string, e *index.Entry) (bool, error) {
 		if fi.Mode()&os.ModeSymlink == 0 {
 			return true, nil
 		}
-		target, err := os.Readlink(path)
+		target, err := root.Readlink(path)
 		if err != nil {
 			return false, fmt.Errorf("unable to check %s: %w", path, err)
 		}
@@ -321,7 +333,7 @@ func worktreeDiffers(path string, e *index.Entry) (bool, error) {
 	case e.ModifiedAt.Equal(fi.ModTime()):
 		return false, nil // git's stat shortcut: same size and mtime as when staged
 	default:
-		content, err = os.ReadFile(path)
+		content, err = readInRoot(root, path, int64(e.Size))
 		if err != nil {
 			return false, fmt.Errorf("unable to check %s: %w", path, err)
 		}
@@ -347,17 +359,24 @@ func commitPatch(parent, c *object.Commit, path string) ([]byte, error) {
 	return UnifiedDiff(path, from, to, fromHash != plumbing.ZeroHash, toHash != plumbing.ZeroHash)
 }
 
-// worktreePatch is the unified diff of path between c and the working tree.
-func worktreePatch(c *object.Commit, root, path string) ([]byte, error) {
+// maxTrainFile bounds the working-tree train file read for a patch.
+const maxTrainFile = 64 << 20
+
+// worktreePatch is the unified diff of path between c and the working tree,
+// whose file is read through root (the worktree's).
+func worktreePatch(c *object.Commit, root *os.Root, path string) ([]byte, error) {
 	var from string
 	hadFrom := false
 	if f, err := c.File(path); err == nil {
 		from, _ = f.Contents()
 		hadFrom = true
 	}
-	b, err := os.ReadFile(filepath.Join(root, path))
+	b, err := readInRoot(root, path, maxTrainFile)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
+	}
+	if len(b) > maxTrainFile {
+		return nil, fmt.Errorf("%s is over %d MiB", path, maxTrainFile>>20)
 	}
 	return UnifiedDiff(path, from, string(b), hadFrom, err == nil)
 }

@@ -64,7 +64,7 @@ func TestArchivedLogBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := copyBounded(&out, p); err != nil {
+	if err := copyBounded(&out, Input{Name: p}); err != nil {
 		t.Fatal(err)
 	}
 	if out.Len() > MaxArchivedLog+200 || !bytes.HasSuffix(out.Bytes(), []byte("val_bpb: 0.99\n")) ||
@@ -76,7 +76,7 @@ func TestArchivedLogBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if err := copyBounded(&out, small); err != nil || out.String() != "all of it\n" {
+	if err := copyBounded(&out, Input{Name: small}); err != nil || out.String() != "all of it\n" {
 		t.Fatalf("small log: %q %v", out.String(), err)
 	}
 }

@@ -163,16 +163,21 @@ func (g *Repo) refreshIndexStat() error {
 	if err != nil {
 		return err
 	}
+	root, err := g.openWorktree()
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, e := range idx.Entries {
 		if e.Mode != filemode.Regular && e.Mode != filemode.Executable {
 			continue
 		}
-		p := filepath.Join(g.WorktreeRoot, filepath.FromSlash(e.Name))
-		fi, err := os.Lstat(p)
+		p := filepath.FromSlash(e.Name)
+		fi, err := root.Lstat(p)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		b, err := os.ReadFile(p)
+		b, err := readInRoot(root, p, fi.Size())
 		if err != nil || plumbing.ComputeHash(plumbing.BlobObject, b) != e.Hash {
 			continue
 		}

@@ -145,8 +145,8 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 			_, err := w.Write(f.Data)
 			return err
 		}
-		if f.SrcPath != "" {
-			write = func(w io.Writer) error { return copyBounded(w, f.SrcPath) }
+		if f.Src.Name != "" {
+			write = func(w io.Writer) error { return copyBounded(w, f.Src) }
 		}
 		writes = append(writes, atomicFile{path: filepath.Join(dir, f.Name), perm: 0o644, write: write})
 	}
@@ -180,9 +180,10 @@ type ArchiveFile struct {
 	Key  string // artifacts key, e.g. "archived_log_path"
 	Name string // file name inside runs/<run_id>/
 	Data []byte
-	// SrcPath, when set, is copied (streamed) instead of Data, so a large
-	// run log is archived whole without being held in memory.
-	SrcPath string
+	// Src, when set, is copied (streamed) instead of Data, so a large run
+	// log is archived whole without being held in memory. It is opened
+	// again for the copy, through its Dir when it has one.
+	Src Input
 }
 
 // runIDTailWindow is how much of the ledger's end ClaimRunIDLocked searches
@@ -263,10 +264,10 @@ func (s *Store) AppendTSVLocked(header, line string) error {
 // while it is copied is copied as long as it was when the copy began.
 const MaxArchivedLog = 16 << 20
 
-// copyBounded copies the regular file at path to w, bounded as
-// MaxArchivedLog says.
-func copyBounded(w io.Writer, path string) error {
-	src, st, err := OpenRegular(path, path, "run log", "pass --log with the path of the training output")
+// copyBounded copies the regular file in to w, bounded as MaxArchivedLog
+// says.
+func copyBounded(w io.Writer, in Input) error {
+	src, st, err := openRegularInput(in, "run log", "pass --log with the path of the training output")
 	if err != nil {
 		return err
 	}

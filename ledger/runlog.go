@@ -50,7 +50,12 @@ const maxLogTail = 4 << 20
 // device (/dev/zero), a FIFO or a process substitution (<(cmd)) is refused
 // (OpenRegular), never read without end or silently as empty.
 func ReadLogTail(path string) ([]byte, error) {
-	f, st, err := OpenRegular(path, path, "run log", "pass --log with the path of the training output")
+	return ReadLogTailInput(Input{Name: path})
+}
+
+// ReadLogTailInput is ReadLogTail of an Input (read through its directory).
+func ReadLogTailInput(in Input) ([]byte, error) {
+	f, st, err := openRegularInput(in, "run log", "pass --log with the path of the training output")
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +63,7 @@ func ReadLogTail(path string) ([]byte, error) {
 	off := max(st.Size()-maxLogTail, 0)
 	buf := make([]byte, st.Size()-off)
 	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
-		return nil, BadInputf("unable to read run log %s: %v", path, err)
+		return nil, BadInputf("unable to read run log %s: %v", in.shown(), err)
 	}
 	if off > 0 {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
@@ -102,7 +107,14 @@ func OpenInput(path string) (f *os.File, st os.FileInfo, err error) {
 // log"), shown (the path as the user gave it) and hint make the errors,
 // each wrapping ErrBadInput.
 func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) {
-	f, st, err := OpenInput(path)
+	return openRegularInput(Input{Name: path, Shown: shown}, what, hint)
+}
+
+// openRegularInput is OpenRegular of an Input: with a Dir, a path that
+// leaves it (through "..", or a link pointing out) is refused too.
+func openRegularInput(in Input, what, hint string) (*os.File, os.FileInfo, error) {
+	f, st, err := in.Open()
+	shown := in.shown()
 	switch {
 	case err == nil:
 		return f, st, nil
@@ -121,7 +133,13 @@ func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) 
 // ReadRegularFile reads a whole input file that must be a regular file of
 // at most limit bytes (OpenRegular).
 func ReadRegularFile(path, shown, what, hint string, limit int64) ([]byte, error) {
-	f, st, err := OpenRegular(path, shown, what, hint)
+	return ReadRegularInput(Input{Name: path, Shown: shown}, what, hint, limit)
+}
+
+// ReadRegularInput is ReadRegularFile of an Input.
+func ReadRegularInput(in Input, what, hint string, limit int64) ([]byte, error) {
+	shown := in.shown()
+	f, st, err := openRegularInput(in, what, hint)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,6 +29,9 @@ type RunState struct {
 	Branch      string `json:"branch,omitempty"`
 	LogPath     string `json:"log_path"` // absolute path of the training output
 	Command     string `json:"command"`
+	// Worktree is the top of the worktree the run trains in: its log is
+	// shown only when it lies inside.
+	Worktree string `json:"worktree"`
 }
 
 // RunStateHandle removes a published RunState.
@@ -60,11 +64,17 @@ func (h *RunStateHandle) Remove() {
 	}
 }
 
-// RunningNow lists the runs in progress, oldest first: the published states
-// whose process still exists on this host. A state of another host is kept
-// (the store may be on a shared disk) unless older than a day; unreadable
-// files are skipped.
-func (s *Store) RunningNow(now time.Time) ([]RunState, error) {
+// startSkew is how far in the future a run's start may lie (clocks step).
+const startSkew = time.Minute
+
+// RunningNow lists the runs in progress, oldest first. A running file is
+// untrusted (a cloned repository can carry one, a shared disk can hold
+// another machine's), so a state counts only when all of these hold: it was
+// written on this host, its process is alive, it did not start in the
+// future, its worktree is one of g's worktrees (g nil: none is), and its
+// log lies inside that worktree once links are resolved. Everything else,
+// and unreadable files, are skipped.
+func (s *Store) RunningNow(now time.Time, g *Repo) ([]RunState, error) {
 	ents, err := os.ReadDir(s.Path(RunningDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -73,6 +83,10 @@ func (s *Store) RunningNow(now time.Time) ([]RunState, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
+	if g == nil {
+		return nil, nil
+	}
+	worktrees := g.Worktrees()
 	var out []RunState
 	for _, e := range ents {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
@@ -87,14 +101,10 @@ func (s *Store) RunningNow(now time.Time) ([]RunState, error) {
 			continue
 		}
 		started, err := time.Parse(time.RFC3339, st.Started)
-		if err != nil {
-			continue
+		if err != nil || started.After(now.Add(startSkew)) || st.Host != host || !processAlive(st.PID) {
+			continue // planted, another machine's, or a killed run's leftover
 		}
-		if st.Host == host {
-			if !processAlive(st.PID) {
-				continue // a killed run's leftover
-			}
-		} else if now.Sub(started) > 24*time.Hour {
+		if _, ok := st.logInput(worktrees); !ok {
 			continue
 		}
 		out = append(out, st)
@@ -122,23 +132,52 @@ func safeHost(h string) string {
 	return h
 }
 
+// logInput is how the state's log is read: through its worktree, which must
+// be one of worktrees, and only when the log lies inside it.
+func (st RunState) logInput(worktrees []string) (Input, bool) {
+	if st.Worktree == "" || !filepath.IsAbs(st.Worktree) || !filepath.IsAbs(st.LogPath) {
+		return Input{}, false
+	}
+	wt, err := resolveExisting(st.Worktree)
+	if err != nil || !slices.Contains(worktrees, wt) {
+		return Input{}, false
+	}
+	in, _, ok := LocateInput(st.LogPath, []string{wt})
+	return in, ok
+}
+
+// ReadTail is ReadTailFrom of the run's log, read through the root of its
+// worktree (RunningNow's rules): a link out of it is never followed.
+func (st RunState) ReadTail(g *Repo, offset, limit int64) (data []byte, size int64, err error) {
+	if g == nil {
+		return nil, 0, fmt.Errorf("%w: no repository", ErrNotFound)
+	}
+	in, ok := st.logInput(g.Worktrees())
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: the log %s of run %s-%d is not inside its worktree", ErrBadInput, st.LogPath, st.Host, st.PID)
+	}
+	return ReadTailInput(in, offset, limit)
+}
+
 // ReadTailFrom reads the part of path after offset, at most limit bytes
 // (the last limit bytes when more was written), and the file's size: what a
 // live tail needs to show what a training printed since it last looked. A
-// file that shrank (rewritten) is read from its start.
+// file that shrank (rewritten) is read from its start. Only a regular file
+// is read, opened non-blocking: a FIFO there never blocks.
 func ReadTailFrom(path string, offset, limit int64) (data []byte, size int64, err error) {
-	f, err := os.Open(path)
+	return ReadTailInput(Input{Name: path}, offset, limit)
+}
+
+// ReadTailInput is ReadTailFrom of an Input (through its Dir when set).
+func ReadTailInput(in Input, offset, limit int64) (data []byte, size int64, err error) {
+	f, st, err := in.Open()
+	if errors.Is(err, ErrNotRegular) {
+		return nil, 0, fmt.Errorf("%w: %s is not a regular file", ErrBadInput, in.shown())
+	}
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%w: %s is not a regular file", ErrBadInput, path)
-	}
 	size = st.Size()
 	if offset > size || offset < 0 {
 		offset = 0

@@ -172,25 +172,66 @@ func OpenStore(dir, tsvPath string) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("unable to read store config: %w", err)
 	default:
-		var c Config
-		if err := json.Unmarshal(b, &c); err != nil {
+		c, err := ParseConfig(b)
+		if err != nil && !errors.Is(err, ErrNewerVersion) {
 			return nil, fmt.Errorf("%w %s: %v", ErrInvalidConfig, filepath.Join(dir, ConfigFile), err)
 		}
-		if c.Version > ConfigVersion {
-			return nil, fmt.Errorf("store config version %d is %w: upgrade memorylab", c.Version, ErrNewerVersion)
-		}
-		if c.Metric == "" {
-			c.Metric = "val_bpb"
-		}
-		if c.Goal != GoalMin && c.Goal != GoalMax {
-			return nil, fmt.Errorf("%w %s: goal %q is not min or max", ErrInvalidConfig, filepath.Join(dir, ConfigFile), c.Goal)
-		}
-		if c.TrainFile == "" {
-			c.TrainFile = "train.py"
+		if err != nil {
+			return nil, err
 		}
 		s.Config = c
 	}
 	return s, nil
+}
+
+// ParseConfig decodes a config.json and checks it: the one set of rules for
+// every config read, the store's own and the one a shared ledger carries.
+// A missing metric or train file means the default; the goal is min or
+// max; the train file is a clean relative path (ValidTrainFile). A config
+// of a newer version wraps ErrNewerVersion.
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Config{}, err
+	}
+	if c.Version > ConfigVersion {
+		return Config{}, fmt.Errorf("store config version %d is %w: upgrade memorylab", c.Version, ErrNewerVersion)
+	}
+	if c.Metric == "" {
+		c.Metric = "val_bpb"
+	}
+	if c.Goal != GoalMin && c.Goal != GoalMax {
+		return Config{}, fmt.Errorf("goal %q is not min or max", c.Goal)
+	}
+	if c.TrainFile == "" {
+		c.TrainFile = "train.py"
+	}
+	if err := ValidTrainFile(c.TrainFile); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// ValidTrainFile checks a train file name: a clean relative path inside the
+// worktree, in git's spelling (slash-separated). Absolute paths, ".." and
+// "." elements, doubled or trailing slashes and control characters are
+// refused. Links are judged when the file is read: every read goes through
+// the worktree's root, which refuses one that leaves it.
+func ValidTrainFile(name string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("train_file %q is %s: it must be a clean relative path inside the worktree, such as train.py", name, why)
+	}
+	switch {
+	case name == "" || name == ".":
+		return bad("empty")
+	case strings.HasPrefix(name, "/") || filepath.IsAbs(name):
+		return bad("absolute")
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return bad("not printable")
+	case !filepath.IsLocal(name) || path.Clean(name) != name:
+		return bad("not clean (no .., no ./, no doubled or trailing /)")
+	}
+	return nil
 }
 
 // Lock takes the store's exclusive writer lock (see lockFile).

@@ -1129,17 +1129,35 @@ func unwrapBadInput(err error) string {
 	return strings.TrimPrefix(err.Error(), ErrBadInput.Error()+": ")
 }
 
-// checkConfig refuses to mix stores with different metrics or goals.
-// A remote ledger without a config (format 1) is accepted.
+// checkConfig refuses to mix stores whose configs differ in anything but
+// their version: the remote's is never adopted over the local one. A
+// remote ledger without a config (format 1) is accepted.
 func checkConfig(local Config, remote *Config) error {
 	if remote == nil {
 		return nil
 	}
-	if local.Metric != remote.Metric || local.Goal != remote.Goal {
-		return fmt.Errorf("%w: %w: the remote ledger tracks %s (goal %s) but this store tracks %s (goal %s); nothing was written: use a separate --store for the other metric, or fix config.json on one side",
-			ErrBadInput, ErrConfigMismatch, remote.Metric, remote.Goal, local.Metric, local.Goal)
+	if diff := ConfigDiff(local, *remote); diff != "" {
+		return fmt.Errorf("%w: %w: the remote ledger's config.json differs from this store's: %s; nothing was written: use a separate --store, or make config.json the same on both sides",
+			ErrBadInput, ErrConfigMismatch, diff)
 	}
 	return nil
+}
+
+// ConfigDiff lists, field by field, how the remote config differs from the
+// local one, version aside (`metric "acc" on the remote, "val_bpb" here;
+// …`); "" when they agree. It is the one comparison of a remote config
+// with a local one (pull, push, sync, and init with flags).
+func ConfigDiff(local, remote Config) string {
+	var parts []string
+	field := func(name, here, there string) {
+		if here != there {
+			parts = append(parts, fmt.Sprintf("%s %q on the remote, %q here", name, there, here))
+		}
+	}
+	field("metric", local.Metric, remote.Metric)
+	field("goal", local.Goal, remote.Goal)
+	field("train_file", local.TrainFile, remote.TrainFile)
+	return strings.Join(parts, "; ")
 }
 
 // MaxRecordBytes is the largest record a reader accepts from a remote

@@ -111,9 +111,15 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 		return nil, fmt.Errorf("ledger ref format %d is %w (%d): upgrade memorylab", ls.version, ErrNewerVersion, ledgerFormatVersion)
 	}
 	if cb, err := smallFile(root, treeConfig, 64<<10); err == nil {
-		var cfg Config
-		if err := json.Unmarshal(cb, &cfg); err != nil || cfg.Metric == "" || (cfg.Goal != GoalMin && cfg.Goal != GoalMax) {
-			return nil, fmt.Errorf("%w: the shared ledger's config.json is not a store config: %s", ErrBadInput, Truncate(string(cb), 120))
+		// The same rules as the store's own config: a remote's train_file
+		// that climbs out of the worktree is refused here, before any
+		// store is created or compared with it.
+		cfg, err := ParseConfig(cb)
+		if errors.Is(err, ErrNewerVersion) {
+			return nil, fmt.Errorf("the shared ledger's config.json: %w", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: the shared ledger's config.json is refused: %v; nothing was written (someone who can push to the remote must fix it)", ErrBadInput, err)
 		}
 		ls.config = &cfg
 	}

@@ -16,8 +16,8 @@ type InitInput struct {
 	Metric    string
 	Goal      string // min or max
 	TrainFile string
-	// FlagsSet: the metric or goal was chosen by the user, so a remote's
-	// different config is refused rather than adopted.
+	// FlagsSet: the metric, goal or train file was chosen by the user, so
+	// a remote's different config is refused rather than adopted.
 	FlagsSet bool
 	// Agent also writes (or returns, when the file is the user's) the
 	// program.md section that tells the coding agent how to use memorylab.
@@ -44,6 +44,9 @@ func Init(env Env, in InitInput) (*InitResult, error) {
 	}
 	if strings.TrimSpace(in.Metric) == "" {
 		return nil, ledger.BadInputf("--metric must not be empty")
+	}
+	if err := ledger.ValidTrainFile(in.TrainFile); err != nil {
+		return nil, ledger.BadInputf("--train-file: %v", err)
 	}
 	loc, err := env.Locate()
 	if err != nil {
@@ -104,6 +107,11 @@ func adoptRemoteConfig(env Env, loc ledger.Location, cfg ledger.Config, flagsSet
 		return cfg, nil
 	case err != nil && env.ctx().Err() != nil:
 		return cfg, env.ctx().Err() // interrupted: nothing written yet
+	case errors.Is(err, ledger.ErrBadInput):
+		// origin holds a config memorylab refuses (a train_file outside
+		// the worktree, say): creating a store beside it would only be
+		// refused at the first sync.
+		return cfg, fmt.Errorf("origin's shared ledger: %w", err)
 	case err != nil:
 		env.notef("note: could not read origin's shared ledger (%v); using the flags' config", err)
 		return cfg, nil
@@ -111,9 +119,9 @@ func adoptRemoteConfig(env Env, loc ledger.Location, cfg ledger.Config, flagsSet
 	if !ok {
 		return cfg, nil
 	}
-	if flagsSet && (remote.Metric != cfg.Metric || remote.Goal != cfg.Goal) {
-		return cfg, fmt.Errorf("%w: %w: origin's shared ledger tracks %s (goal %s) but --metric/--goal ask for %s (goal %s): drop the flags to adopt origin's config, or use a separate --store",
-			ledger.ErrBadInput, ledger.ErrConfigMismatch, remote.Metric, remote.Goal, cfg.Metric, cfg.Goal)
+	if diff := ledger.ConfigDiff(cfg, remote); flagsSet && diff != "" {
+		return cfg, fmt.Errorf("%w: %w: origin's shared config differs from what --metric/--goal/--train-file ask for: %s; nothing was written: drop the flags to adopt origin's config, or use a separate --store",
+			ledger.ErrBadInput, ledger.ErrConfigMismatch, diff)
 	}
 	env.notef("adopting origin's shared config: metric %s, goal %s, train file %s", remote.Metric, remote.Goal, remote.TrainFile)
 	return remote, nil

@@ -90,7 +90,7 @@ func StartIteration(s *ledger.Store, repo *ledger.Repo, in IterationInput, now t
 		return nil, err
 	}
 	if it.Dirty == "" {
-		running, _ := s.RunningNow(now)
+		running, _ := s.RunningNow(now, repo)
 		for _, r := range running {
 			if r.Commit == ledger.Short(it.Head) && !(r.PID == in.State.PID && r.Host == in.State.Host) {
 				return nil, ledger.BadInputf("HEAD %s is training in another process (pid %d on %s, started %s: %s): commit your idea first (git commit -am 'idea'); nothing was run",

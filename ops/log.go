@@ -46,6 +46,8 @@ type LogInput struct {
 	Patterns         []string           // NAME=REGEX over the log (last match wins)
 	ErrorText        string             // crash summary instead of the log's last traceback line
 	SkipArchive      bool               // do not copy run.log, summary and patch into runs/<id>/
+	// Paths says where LogPath and SummaryPath may point.
+	Paths PathPolicy
 	// Report, when not nil, also writes the morning report with these
 	// settings after logging.
 	Report *ReportInput
@@ -78,6 +80,47 @@ func (in *LogInput) Validate() error {
 		return in.Report.validate()
 	}
 	return nil
+}
+
+// PathPolicy says where Log may read the files it is named. A file inside
+// the worktree, the store or one of Allow (after links) is always read
+// through an os.Root at that directory, so it cannot leave it while it is
+// read. A path elsewhere is read as it is when the user named it on the
+// command line (their choice), and refused when Confined.
+type PathPolicy struct {
+	// Confined refuses a log or summary path that resolves outside the
+	// worktree, the store and Allow (exit 2): the MCP server's rule, as its
+	// paths come from an agent. $AUTORESEARCH_SUMMARY_PATH, which the
+	// user sets, is not confined.
+	Confined bool
+	Allow    []string // more directories a path may resolve into (absolute)
+}
+
+// runInput is how Log reads the file name (what: "run log" or "summary"):
+// through the directory of dirs that holds it, as named, or refused. named
+// is false for the default run.log, which is skipped (ok false, with a
+// note) rather than read when it links out of every directory.
+// Errors reading it name it as the user gave it, or absolute with showAbs.
+func runInput(env Env, dirs []string, p PathPolicy, name, what string, named, showAbs bool) (in ledger.Input, resolved string, ok bool, err error) {
+	abs := env.Abs(name)
+	shown := name
+	if showAbs {
+		shown = abs
+	}
+	in, resolved, inside := ledger.LocateInput(abs, dirs)
+	switch {
+	case inside:
+		in.Shown = shown
+		return in, resolved, true, nil
+	case !named:
+		env.notef("note: %s links out of the worktree (to %s); it was not read: pass --log %s to read it", name, resolved, resolved)
+		return in, resolved, false, nil
+	case p.Confined:
+		return in, resolved, false, ledger.BadInputf("%s %s resolves to %s, outside the worktree %s and the store %s: "+
+			"over MCP memorylab reads a run's files only there (start `memorylab mcp --allow-path DIR` to allow another directory)",
+			what, name, resolved, dirs[0], dirs[1])
+	}
+	return ledger.Input{Name: abs, Shown: shown}, abs, true, nil
 }
 
 // LogResult is the stored record.
@@ -116,39 +159,56 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if !logSet {
 		logName = DefaultLog
 	}
+	// Where the run's files may be read from: the worktree, the store and
+	// the directories the policy allows (each read through its os.Root).
+	dirs := append([]string{loc.Repo.WorktreeRoot, s.Dir}, in.Paths.Allow...)
 	var logData []byte
-	logPath := env.Abs(logName)
-	_, statErr := os.Stat(logPath)
-	if !logSet && statErr == nil {
-		if err := checkDefaultLogIsNew(s, loc.Repo, logPath, logName); err != nil {
+	logIn, logResolved, logOK, err := runInput(env, dirs, in.Paths, logName, "run log", logSet, true)
+	if err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(logResolved)
+	if logOK && !logSet && statErr == nil {
+		if err := checkDefaultLogIsNew(s, loc.Repo, logResolved, logName); err != nil {
 			return nil, err
 		}
 	}
-	if crash && logSet && errors.Is(statErr, fs.ErrNotExist) {
+	switch {
+	case !logOK:
+	case crash && logSet && errors.Is(statErr, fs.ErrNotExist):
 		env.notef("note: %s does not exist; the crash is recorded without its output", logName)
-	} else if statErr == nil || logSet {
-		logData, err = ledger.ReadLogTail(logPath)
+	case statErr == nil || logSet:
+		logData, err = ledger.ReadLogTailInput(logIn)
 		if err != nil {
 			return nil, err
 		}
-		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", SrcPath: logPath})
+		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", Src: logIn})
 	}
 	summaryPath, summaryFromEnv := in.SummaryPath, false
 	if summaryPath == "" && !in.IgnoreSummaryEnv {
 		summaryPath, summaryFromEnv = env.getenv(SummaryEnv), true
 	}
-	if (summaryFromEnv || crash) && summaryPath != "" {
-		// The sidecar is written at the end of training, so a crashed run
-		// (or a script that does not write one) leaves none behind.
-		if _, err := os.Stat(env.Abs(summaryPath)); errors.Is(err, fs.ErrNotExist) {
-			if !summaryFromEnv {
-				env.notef("note: %s does not exist (the crashed training never wrote it)", summaryPath)
+	var summaryIn ledger.Input
+	if summaryPath != "" {
+		policy := in.Paths
+		policy.Confined = policy.Confined && !summaryFromEnv
+		var resolved string
+		if summaryIn, resolved, _, err = runInput(env, dirs, policy, summaryPath, "summary", true, false); err != nil {
+			return nil, err
+		}
+		if summaryFromEnv || crash {
+			// The sidecar is written at the end of training, so a crashed
+			// run (or a script that does not write one) leaves none behind.
+			if _, err := os.Stat(resolved); errors.Is(err, fs.ErrNotExist) {
+				if !summaryFromEnv {
+					env.notef("note: %s does not exist (the crashed training never wrote it)", summaryPath)
+				}
+				summaryPath = ""
 			}
-			summaryPath = ""
 		}
 	}
 	if summaryPath != "" {
-		b, err := ledger.ReadRegularFile(env.Abs(summaryPath), summaryPath, "summary",
+		b, err := ledger.ReadRegularInput(summaryIn, "summary",
 			"pass --summary FILE.json or unset $"+SummaryEnv, MaxSummary)
 		if err != nil {
 			return nil, err

@@ -103,6 +103,6 @@ func storeFromRemote(env Env, loc ledger.Location, remote string) (*ledger.Store
 	if err != nil {
 		return nil, err
 	}
-	env.notef("created the store at %s with the remote's config (metric %s, goal %s)", s.Dir, cfg.Metric, cfg.Goal)
+	env.notef("created the store at %s with the remote's config (metric %s, goal %s, train file %s)", s.Dir, cfg.Metric, cfg.Goal, cfg.TrainFile)
 	return s, nil
 }

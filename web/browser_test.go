@@ -142,8 +142,8 @@ func TestBrowser(t *testing.T) {
 	if err := os.WriteFile(logPath, []byte("step 00001 (0.1%) | loss: 9.104\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h, err := st.PublishRun(ledger.RunState{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Format(time.RFC3339),
-		Description: "try rotary base 200k", Commit: "abc1234", LogPath: logPath, Command: "uv run train.py"})
+	h, err := st.PublishRun(ledger.RunState{PID: os.Getpid(), Host: hostname(), Started: f.env.Now().UTC().Format(time.RFC3339),
+		Description: "try rotary base 200k", Commit: "abc1234", LogPath: logPath, Command: "uv run train.py", Worktree: f.dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,6 @@ type live struct {
 
 // tail follows one running training's output.
 type tail struct {
-	path   string
 	offset int64
 	buf    []byte // the last TailBytes printed, for pages that connect later
 }
@@ -73,7 +72,7 @@ func runKey(st ledger.RunState) string { return fmt.Sprintf("%s-%d", st.Host, st
 
 // poll looks at the ledger, the runs in progress and their output once.
 func (l *live) poll() {
-	st, _, err := l.s.env.Open()
+	st, loc, err := l.s.env.Open()
 	var key fileKey
 	if err == nil {
 		key, err = ledgerKey(st)
@@ -94,7 +93,7 @@ func (l *live) poll() {
 	if key != l.key {
 		l.ledgerChanged(st, key)
 	}
-	running, _ := st.RunningNow(l.s.env.Now())
+	running, _ := st.RunningNow(l.s.env.Now(), loc.Repo)
 	if running == nil {
 		running = []ledger.RunState{}
 	}
@@ -108,12 +107,14 @@ func (l *live) poll() {
 		live[k] = true
 		t := l.tails[k]
 		if t == nil {
-			t = &tail{path: r.LogPath}
+			t = &tail{}
 			l.tails[k] = t
 		}
-		data, size, err := ledger.ReadTailFrom(t.path, t.offset, l.s.opts.TailBytes)
+		// Through the root of the run's worktree, non-blocking, regular
+		// files only: a running file is untrusted (RunningNow).
+		data, size, err := r.ReadTail(loc.Repo, t.offset, l.s.opts.TailBytes)
 		if err != nil {
-			continue // not written yet
+			continue // not written yet, or not a file memorylab tails
 		}
 		reset := size < t.offset || (t.offset == 0 && len(t.buf) > 0)
 		t.offset = size

@@ -259,7 +259,7 @@ type overview struct {
 }
 
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
-	st, _, err := s.env.Open()
+	st, loc, err := s.env.Open()
 	if err != nil {
 		opError(w, err)
 		return
@@ -272,7 +272,7 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	// Runs in progress change without the ledger: merged in on every request.
 	var o overview
 	_ = json.Unmarshal(b, &o)
-	o.Running, _ = st.RunningNow(s.env.Now())
+	o.Running, _ = st.RunningNow(s.env.Now(), loc.Repo)
 	if o.Running == nil {
 		o.Running = []ledger.RunState{}
 	}
@@ -410,7 +410,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			} else {
 				var size int64
 				var data []byte
-				data, size, err = ledger.ReadTailFrom(dir+string(os.PathSeparator)+"run.log", 0, runLogShown)
+				// Through the run directory's root: a run.log planted as a
+				// link out of it (a cloned store) is never read.
+				data, size, err = ledger.ReadTailInput(ledger.Input{Dir: dir, Name: "run.log"}, 0, runLogShown)
 				d.LogTail, d.LogBytes = string(data), size
 				d.LogCutOff = size > int64(len(data))
 			}

@@ -398,8 +398,8 @@ func TestLiveEvents(t *testing.T) {
 	if err := os.WriteFile(logPath, []byte("step 00001 | loss: 9.1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h, err := st.PublishRun(ledger.RunState{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Format(time.RFC3339),
-		Description: "live training", Commit: "abc1234", LogPath: logPath, Command: "python3 train.py"})
+	h, err := st.PublishRun(ledger.RunState{PID: os.Getpid(), Host: hostname(), Started: f.env.Now().UTC().Format(time.RFC3339),
+		Description: "live training", Commit: "abc1234", LogPath: logPath, Command: "python3 train.py", Worktree: f.dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,11 +417,12 @@ func TestLiveEvents(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.PublishRun(ledger.RunState{PID: dead.Process.Pid, Host: hostname(), Started: time.Now().UTC().Format(time.RFC3339),
-		Description: "killed", LogPath: logPath}); err != nil {
+	if _, err := st.PublishRun(ledger.RunState{PID: dead.Process.Pid, Host: hostname(), Started: f.env.Now().UTC().Format(time.RFC3339),
+		Description: "killed", LogPath: logPath, Worktree: f.dir}); err != nil {
 		t.Fatal(err)
 	}
-	if now, err := st.RunningNow(time.Now()); err != nil || len(now) != 0 {
+	_, loc, _ := f.env.Open()
+	if now, err := st.RunningNow(time.Now(), loc.Repo); err != nil || len(now) != 0 {
 		t.Fatalf("a killed run's state counts as running: %v %v", now, err)
 	}
 }

@@ -259,6 +259,23 @@ func badInputs() []badInput {
 			copyFile(t, fixture("config-bad-goal.json"), filepath.Join(r.Store, ledger.ConfigFile))
 			return keep("--metric", "val_bpb=1")
 		}},
+		// Issue 24.1: train_file must be a clean relative path inside the
+		// worktree, checked on every config read.
+		{name: "store/config train_file climbs out", code: ExitFailure, msg: `invalid store config .*config\.json: train_file "\.\./\.\./\.\./root/\.ssh/id_rsa" is not clean`, prep: func(t *testing.T, r testRepo) []string {
+			writeRepoFile(t, r, filepath.Join("results", "memorylab", ledger.ConfigFile), []byte(`{"version":1,"metric":"val_bpb","goal":"min","train_file":"../../../root/.ssh/id_rsa"}`))
+			return keep("--metric", "val_bpb=1")
+		}},
+		{name: "store/config train_file absolute", code: ExitFailure, msg: `train_file "/etc/passwd" is absolute: it must be a clean relative path inside the worktree`, prep: func(t *testing.T, r testRepo) []string {
+			writeRepoFile(t, r, filepath.Join("results", "memorylab", ledger.ConfigFile), []byte(`{"version":1,"metric":"val_bpb","goal":"min","train_file":"/etc/passwd"}`))
+			return keep("--metric", "val_bpb=1")
+		}},
+		{name: "store/config train_file with a control character", code: ExitFailure, msg: `train_file "train\\x1b\.py" is not printable`, prep: func(t *testing.T, r testRepo) []string {
+			writeRepoFile(t, r, filepath.Join("results", "memorylab", ledger.ConfigFile), []byte(`{"version":1,"metric":"val_bpb","goal":"min","train_file":"train\u001b.py"}`))
+			return keep("--metric", "val_bpb=1")
+		}},
+		{name: "init/--train-file climbs out", code: ExitBadInput, msg: `--train-file: train_file "\.\./secret" is not clean`, prep: static("init", "--train-file", "../secret")},
+		{name: "init/--train-file absolute", code: ExitBadInput, msg: `--train-file: train_file "/etc/shadow" is absolute`, prep: static("init", "--train-file", "/etc/shadow")},
+		{name: "mcp/--allow-path not a directory", code: ExitBadInput, msg: `--allow-path /nonexistent/dir: not a directory`, prep: static("mcp", "--allow-path", "/nonexistent/dir")},
 		{name: "store/results.tsv is a directory", code: ExitBadInput, msg: `results\.tsv is not a regular file: move it away`, prep: func(t *testing.T, r testRepo) []string {
 			mustRemove(t, r.tsvPath())
 			if err := os.Mkdir(r.tsvPath(), 0o755); err != nil {

@@ -14,8 +14,8 @@ type initOptions struct {
 	Metric    string
 	Goal      string
 	TrainFile string
-	// FlagsSet: --metric or --goal was given (a remote's different config
-	// is then refused rather than adopted).
+	// FlagsSet: --metric, --goal or --train-file was given (a remote's
+	// different config is then refused rather than adopted).
 	FlagsSet bool
 	Agent    bool // also write (or print) the program.md section for the agent
 }
@@ -38,7 +38,7 @@ func initCommand(env *Env) *cli.Command {
 				return usagef("init takes no arguments, got %q", c.Args().First())
 			}
 			return runInit(env, initOptions{Store: c.String("store"), Metric: c.String("metric"), Goal: c.String("goal"), TrainFile: c.String("train-file"),
-				FlagsSet: c.IsSet("metric") || c.IsSet("goal"), Agent: c.Bool("agent")})
+				FlagsSet: c.IsSet("metric") || c.IsSet("goal") || c.IsSet("train-file"), Agent: c.Bool("agent")})
 		},
 	}
 }

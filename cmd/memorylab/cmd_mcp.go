@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -25,20 +26,44 @@ func mcpCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "mcp",
 		Usage:     "serve memorylab to a coding agent over the Model Context Protocol (stdio)",
-		UsageText: "memorylab mcp",
+		UsageText: "memorylab mcp [--allow-path DIR]...",
 		Description: "Runs an MCP server on stdin/stdout for the agent that drives the loop (Claude Code, Codex, …):\n" +
 			"tools check, log, report, list, show, compare and best, whose arguments are the commands' flags and\n" +
 			"whose results are their --json output; resources memorylab://report/latest (the morning report,\n" +
 			"markdown) and memorylab://runs/{run_id}. Stdout carries only the protocol; diagnostics go to stderr.\n" +
+			"The log tool's log_path and summary_path must resolve (after links) inside the worktree or the store,\n" +
+			"or a directory given with --allow-path; anything else is refused (exit 2).\n" +
 			"Set-up: claude mcp add memorylab -- memorylab mcp",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "allow-path", Usage: "also let the log tool read files under `DIR` (repeatable)"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usagef("mcp takes no arguments, got %q", c.Args().First())
 			}
+			allow, err := allowedDirs(env, c.StringSlice("allow-path"))
+			if err != nil {
+				return err
+			}
 			store := c.String("store")
-			return newMCPServer(env, store).Run(c.Context, &mcp.StdioTransport{})
+			return newMCPServer(env, store, allow...).Run(c.Context, &mcp.StdioTransport{})
 		},
 	}
+}
+
+// allowedDirs checks the --allow-path directories: each must exist and be
+// a directory; they are returned absolute.
+func allowedDirs(env *Env, dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		abs := env.abs(d)
+		st, err := os.Stat(abs)
+		if err != nil || !st.IsDir() {
+			return nil, usagef("--allow-path %s: not a directory", d)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }
 
 // CheckInput is the check tool's input: `memorylab check`'s flags.
@@ -67,8 +92,8 @@ type LogInput struct {
 	Notes          string             `json:"notes,omitempty"`
 	Mode           string             `json:"mode,omitempty" jsonschema:"novelty policy for the stored verdict"`
 	Metrics        map[string]float64 `json:"metrics,omitempty" jsonschema:"metrics NAME: VALUE; win over the log and summary"`
-	LogPath        string             `json:"log_path,omitempty" jsonschema:"training output to read metrics or the crash from (default run.log when it exists)"`
-	SummaryPath    string             `json:"summary_path,omitempty" jsonschema:"JSON summary sidecar"`
+	LogPath        string             `json:"log_path,omitempty" jsonschema:"training output to read metrics or the crash from (default run.log when it exists); inside the worktree or the store"`
+	SummaryPath    string             `json:"summary_path,omitempty" jsonschema:"JSON summary sidecar; inside the worktree or the store"`
 	MetricPatterns map[string]string  `json:"metric_patterns,omitempty" jsonschema:"NAME: REGEX to extract a metric from the log"`
 	Error          string             `json:"error,omitempty" jsonschema:"crash summary to record"`
 }
@@ -113,11 +138,14 @@ type Runs struct {
 // mcpServer holds what the tool handlers share.
 type mcpServer struct {
 	env   *Env
-	store string // the global --store
+	store string   // the global --store
+	allow []string // --allow-path: more directories the log tool may read
 	mu    sync.Mutex
 }
 
-func newMCPServer(env *Env, store string) *mcp.Server {
+// newMCPServer makes the server; allow are the --allow-path directories
+// (absolute).
+func newMCPServer(env *Env, store string, allow ...string) *mcp.Server {
 	version := "(devel)"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		version = bi.Main.Version
@@ -128,7 +156,7 @@ func newMCPServer(env *Env, store string) *mcp.Server {
 			"call log with the outcome (or run `memorylab run --reset-on-discard -- <train>` in the shell). " +
 			"Read report for the plateau verdict and the decision queue.",
 	})
-	m := &mcpServer{env: env, store: store}
+	m := &mcpServer{env: env, store: store, allow: allow}
 	mcp.AddTool(s, &mcp.Tool{Name: "check", Description: "Novelty verdict for a planned idea (decision allow/warn/block, its nearest past runs). A block is a normal result."}, m.check)
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Record a finished run: outcome, metrics, crash summary; returns the stored record."}, m.log)
 	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "The morning report: headline, champion, plateau verdict, decision queue (JSON, or markdown)."}, m.report)
@@ -217,7 +245,9 @@ func (m *mcpServer) params(_ context.Context, _ *mcp.CallToolRequest, in ParamsI
 
 func (m *mcpServer) log(_ context.Context, _ *mcp.CallToolRequest, in LogInput) (*mcp.CallToolResult, map[string]any, error) {
 	li := ops.LogInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, nil), Status: in.Status,
-		Notes: in.Notes, LogPath: in.LogPath, SummaryPath: in.SummaryPath, Metrics: in.Metrics, ErrorText: in.Error}
+		Notes: in.Notes, LogPath: in.LogPath, SummaryPath: in.SummaryPath, Metrics: in.Metrics, ErrorText: in.Error,
+		// Paths from an agent: only inside the worktree, the store and --allow-path.
+		Paths: ops.PathPolicy{Confined: true, Allow: m.allow}}
 	for _, k := range sortedKeys(in.MetricPatterns) {
 		li.Patterns = append(li.Patterns, k+"="+in.MetricPatterns[k])
 	}

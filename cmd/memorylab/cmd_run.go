@@ -173,7 +173,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	}
 
 	// Say what is training, for `memorylab serve`; gone when run returns.
-	state.Description, state.LogPath = opts.Log.Description, env.abs(opts.Log.LogPath)
+	state.Description, state.LogPath, state.Worktree = opts.Log.Description, env.abs(opts.Log.LogPath), loc.Repo.WorktreeRoot
 	published, err := s.PublishRun(state)
 	if err != nil {
 		fmt.Fprintf(env.Err, "memorylab: note: the dashboard will not see this run: %v\n", err)

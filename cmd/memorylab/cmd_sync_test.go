@@ -155,7 +155,7 @@ func TestSyncFreshCloneAndConfig(t *testing.T) {
 	}
 
 	c := machine(t, remote)
-	if r := memorylab(t, c.Dir, nil, "init", "--metric", "val_bpb", "--goal", "min"); r.code != ExitBadInput || !strings.Contains(r.errOut, "acc (goal max)") || !strings.Contains(r.errOut, "val_bpb (goal min)") {
+	if r := memorylab(t, c.Dir, nil, "init", "--metric", "val_bpb", "--goal", "min"); r.code != ExitBadInput || !strings.Contains(r.errOut, `metric "acc" on the remote, "val_bpb" here`) || !strings.Contains(r.errOut, `goal "max" on the remote, "min" here`) {
 		t.Fatalf("init with other flags: exit %d %s", r.code, r.errOut)
 	}
 	if r := memorylab(t, c.Dir, nil, "init"); r.code != 0 || !strings.Contains(r.errOut, "adopting origin's shared config: metric acc, goal max") {
@@ -182,7 +182,7 @@ func TestSyncFreshCloneAndConfig(t *testing.T) {
 	before := readFile(t, ledgerPath(d.Dir))
 	for _, verb := range []string{"pull", "push", "sync"} {
 		r := memorylab(t, d.Dir, nil, verb)
-		if r.code != ExitBadInput || !strings.Contains(r.errOut, "acc (goal max)") || !strings.Contains(r.errOut, "val_bpb (goal min)") {
+		if r.code != ExitBadInput || !strings.Contains(r.errOut, `metric "acc" on the remote, "val_bpb" here`) || !strings.Contains(r.errOut, `goal "max" on the remote, "min" here`) {
 			t.Fatalf("%s between different metrics: exit %d %s", verb, r.code, r.errOut)
 		}
 		if readFile(t, ledgerPath(d.Dir)) != before {

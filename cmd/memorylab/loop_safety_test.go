@@ -401,7 +401,7 @@ func TestRunRefusesHeadTrainingElsewhere(t *testing.T) {
 	}
 	host, _ := os.Hostname()
 	// pid 1 always exists: the other process is alive.
-	if _, err := s.PublishRun(ledger.RunState{PID: 1, Host: host, Started: "2026-11-22T03:00:00Z", Commit: ledger.Short(commit),
+	if _, err := s.PublishRun(ledger.RunState{PID: 1, Host: host, Started: "2026-11-22T03:00:00Z", Commit: ledger.Short(commit), Worktree: f.dir, LogPath: filepath.Join(f.dir, "run.log"),
 		Command: "uv run train.py"}); err != nil {
 		t.Fatal(err)
 	}
