@@ -274,6 +274,9 @@ func validateRecord(r *Record, size int, now time.Time) []problem {
 		out = append(out, problem{fmt.Sprintf("%d metrics, more than the %d a record may hold", len(r.Metrics), MaxMetrics),
 			"record the few metrics that matter (the archived summary keeps the rest)"})
 	}
+	if msg := TagsProblem(r.Tags); msg != "" {
+		out = append(out, problem{msg, "use a few short tags (the description and notes hold the rest)"})
+	}
 	if size > MaxRecordSize {
 		out = append(out, problem{fmt.Sprintf("record is %d bytes, over the %d KiB limit", size, MaxRecordSize>>10),
 			"shorten the description, notes or metrics (the archive keeps whole logs)"})

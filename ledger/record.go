@@ -142,17 +142,23 @@ func (r *Record) ComparisonText() string {
 }
 
 // ComparisonText joins the parts of an idea the way the Python tool does,
-// skipping empty parts.
+// skipping empty parts. It runs in time linear in its output (issue 24.7:
+// building it with += was quadratic in the tag count).
 func ComparisonText(description, hypothesis, family string, tags []string) string {
-	out := ""
+	n := len(description) + len(hypothesis) + len(family) + 3
+	for _, t := range tags {
+		n += len(t) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
 	add := func(s string) {
 		if s == "" {
 			return
 		}
-		if out != "" {
-			out += " "
+		if b.Len() > 0 {
+			b.WriteByte(' ')
 		}
-		out += s
+		b.WriteString(s)
 	}
 	add(description)
 	add(hypothesis)
@@ -160,7 +166,7 @@ func ComparisonText(description, hypothesis, family string, tags []string) strin
 	for _, t := range tags {
 		add(t)
 	}
-	return out
+	return b.String()
 }
 
 // ValidateRecord checks r with the rules every reader relies on and every

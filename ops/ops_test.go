@@ -39,6 +39,14 @@ func TestValidation(t *testing.T) {
 			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Description = "  " })})
 			return err
 		}, "--description must not be empty"},
+		{"check: too many tags (issue 24.7)", func() error {
+			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Tags = []string{strings.Repeat("a,", 200000)} })})
+			return err
+		}, "--tags: 200000 tags, more than the 64"},
+		{"log: long tag (issue 24.7)", func() error {
+			_, err := Log(env, LogInput{Idea: withIdea(func(i *Idea) { i.Tags = []string{strings.Repeat("t", 101)} }), Status: "keep"})
+			return err
+		}, "is 101 bytes, longer than 100"},
 		{"check: limit", func() error { _, err := Check(env, CheckInput{Idea: idea, Limit: -1}); return err }, "--limit must be 0 or more"},
 		{"log: status", func() error { _, err := Log(env, LogInput{Idea: idea, Status: "kept"}); return err }, "--status must be keep, discard or crash"},
 		{"import: no file", func() error { _, err := Import(env, ImportInput{}); return err }, "import needs at least one results.tsv file"},
