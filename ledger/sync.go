@@ -120,7 +120,7 @@ const DefaultArchiveCap = 1 << 20
 
 func (o SyncOptions) archiveCap() int64 {
 	if o.ArchiveCap > 0 {
-		return o.ArchiveCap
+		return min(o.ArchiveCap, MaxArchiveFile)
 	}
 	return DefaultArchiveCap
 }

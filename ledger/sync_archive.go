@@ -15,9 +15,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// maxArrivingArchiveFile bounds one archive file read from a remote tree,
-// whatever cap the machine that shared it used.
-const maxArrivingArchiveFile = 64 << 20
+// MaxArchiveFile is the largest archive file shared whole: the most
+// --archive-cap may be, and the most one archive file read from a remote
+// tree may be, whatever cap the machine that shared it used.
+const MaxArchiveFile = 64 << 20
+
+// maxArrivingArchiveFile bounds one archive file read from a remote tree.
+const maxArrivingArchiveFile = MaxArchiveFile
 
 // archiveTree adds the regular files of runs/<id>/ to pb as one tree, each
 // bounded by boundArchive. ok is false when the run has no archive.

@@ -202,7 +202,7 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	if !ok {
 		return tip, fmt.Errorf("the repository storage cannot take packfiles")
 	}
-	if err := receivePack(sto, g.gitDirOfStorage(), rd); err != nil {
+	if err := receivePack(sto, g.gitDirOfStorage(), rd, maxLedgerObject); err != nil {
 		return tip, err
 	}
 	return tip, g.reopen()
@@ -415,18 +415,10 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
 		if err != nil {
 			return fmt.Errorf("unable to read object %s: %w", Short(h.String()), err)
 		}
-		rd, err := obj.Reader()
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(rd)
-		rd.Close()
-		if err != nil {
-			return err
-		}
-		encodeEntry(&buf, zw, obj.Type(), data)
-		if _, err := bw.Write(buf.Bytes()); err != nil {
-			return err
+		// Streamed from the object's reader (go-git reads objects over
+		// the storage's LargeObjectThreshold lazily): never held whole.
+		if err := writeEntry(bw, zw, obj); err != nil {
+			return fmt.Errorf("unable to read object %s: %w", Short(h.String()), err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -434,6 +426,40 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
 	}
 	_, err = w.Write(sum.Sum(nil))
 	return err
+}
+
+// writeEntry writes obj as one whole (undeltified) pack entry to w,
+// compressing from its reader as it goes.
+func writeEntry(w io.Writer, zw *zlib.Writer, obj plumbing.EncodedObject) error {
+	var head [16]byte
+	size := uint64(obj.Size())
+	b := byte(obj.Type())<<4 | byte(size&0x0f)
+	size >>= 4
+	n := 0
+	for size != 0 {
+		head[n] = b | 0x80
+		n++
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	head[n] = b
+	if _, err := w.Write(head[:n+1]); err != nil {
+		return err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	zw.Reset(w)
+	copied, err := io.Copy(zw, rd)
+	if err != nil {
+		return err
+	}
+	if copied != obj.Size() {
+		return fmt.Errorf("object is %d bytes, its header says %d", copied, obj.Size())
+	}
+	return zw.Close()
 }
 
 // encodeEntry writes one whole (undeltified) pack entry into buf: the
@@ -563,7 +589,15 @@ func (lp *localPacks) close() {
 // hashing each object once; go-git's PackfileWriter would parse the stored
 // pack a second time and inflate some objects twice. A pack with deltas is
 // handed to go-git's PackfileWriter, which resolves them.
-func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
+//
+// Memory stays bounded whatever the pack holds (issue 24.5: a 2 GiB zero
+// blob, 2.6 MB on the remote, took pull to 5.4 GB): each object's size is
+// read from its entry header before it is inflated, a whole object is
+// inflated into its hash and never held, and an object over maxWhole (0: no
+// limit) is refused before inflating. A delta whose result would be over
+// maxDeltaResult is refused before go-git resolves deltas, which it does in
+// memory.
+func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (err error) {
 	packDir := filepath.Join(dir, "objects", "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err
@@ -600,7 +634,7 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 	if err != nil {
 		return err
 	}
-	var content bytes.Buffer
+	zbr := bufio.NewReaderSize(zr, 32<<10) // inflated bytes, for the delta header
 	for i := uint32(0); i < n; i++ {
 		off := cr.n
 		c, err := cr.ReadByte()
@@ -614,6 +648,16 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 				return fmt.Errorf("unable to read the pack: %w", err)
 			}
 			size |= uint64(c&0x7f) << shift
+		}
+		isDelta := t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject
+		limit := maxWhole
+		if isDelta {
+			// Delta data is at most what it builds plus a byte per 127
+			// inserted and its header.
+			limit = maxDeltaResult + maxDeltaResult/64
+		}
+		if limit > 0 && size > limit {
+			return tooLargeObject(i, size, limit)
 		}
 		switch t {
 		case plumbing.OFSDeltaObject:
@@ -632,15 +676,38 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 		if err := zr.(zlib.Resetter).Reset(cr, nil); err != nil {
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
-		content.Reset()
-		if _, err := io.Copy(&content, zr); err != nil {
+		var sum plumbing.Hasher
+		var into io.Writer = io.Discard
+		if !isDelta {
+			sum = plumbing.NewHasher(t, int64(size))
+			into = sum
+		}
+		zbr.Reset(zr)
+		if isDelta {
+			// The delta's header: the size of its base, then of its result.
+			if _, err := deltaHeaderSize(zbr); err != nil {
+				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
+			}
+			result, err := deltaHeaderSize(zbr)
+			if err != nil {
+				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
+			}
+			if result > maxDeltaResult {
+				return tooLargeObject(i, result, maxDeltaResult)
+			}
+		}
+		n, err := io.Copy(into, zbr)
+		if err != nil {
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
-		if uint64(content.Len()) != size {
-			return fmt.Errorf("unable to read the pack: object %d is %d bytes, its header says %d", i, content.Len(), size)
+		if isDelta {
+			n = int64(size) // the header bytes were read above; the length check is go-git's
+		}
+		if uint64(n) != size {
+			return fmt.Errorf("unable to read the pack: object %d is %d bytes, its header says %d", i, n, size)
 		}
 		if !deltas {
-			objs = append(objs, received{h: plumbing.ComputeHash(t, content.Bytes()), off: off})
+			objs = append(objs, received{h: sum.Sum(), off: off})
 		}
 	}
 	var trailer [20]byte
@@ -707,6 +774,41 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 	f.Close()
 	f = nil
 	return syncDir(packDir)
+}
+
+// maxLedgerObject is the largest object a ledger pack may hold: an archive
+// file shared whole (at most MaxArchiveFile) or cut to head and tail with
+// its note; records are smaller (MaxRecordBytes) and so are shard trees.
+// A bigger one is refused before it is inflated.
+const maxLedgerObject = MaxArchiveFile + 1<<20
+
+// maxDeltaResult is the largest object a delta in a received pack may build:
+// go-git resolves deltas in memory.
+const maxDeltaResult = maxLedgerObject
+
+// tooLargeObject refuses object i of a pack, size bytes by its header.
+func tooLargeObject(i uint32, size, limit uint64) error {
+	return fmt.Errorf("%w: object %d of the pack is %d bytes, over the %d MiB an object may have here; nothing was written (remove it from the remote, or ask who pushed it)",
+		ErrBadInput, i, size, limit>>20)
+}
+
+// deltaHeaderSize reads one size of a delta's header (7 bits a byte, least
+// significant first).
+func deltaHeaderSize(br io.ByteReader) (uint64, error) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		c, err := br.ReadByte()
+		if err != nil {
+			return 0, fmt.Errorf("delta header: %w", err)
+		}
+		if shift > 63 {
+			return 0, fmt.Errorf("delta header: size overflows")
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v, nil
+		}
+	}
 }
 
 // countingReader counts the bytes taken from br. zlib stops exactly at the
