@@ -855,6 +855,16 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 	}
 	defer packs.close()
 	br := &blobReader{g: g, packs: packs}
+	budget := newArchiveBudget()
+	defer func() {
+		for i, skip := range budget.skipped {
+			if i == 10 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%d more archive files were not written", len(budget.skipped)-10))
+				break
+			}
+			res.Warnings = append(res.Warnings, "archive file not written: "+skip)
+		}
+	}()
 	arrived := 0
 	for i := 0; i < len(arrivals); {
 		n := min(len(arrivals)-i, appendBatch)
@@ -895,7 +905,7 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 				continue
 			}
 			if !a.archive.IsZero() && !opts.NoArchives {
-				if err := g.writeArchive(s, a.id, a.archive); err != nil {
+				if err := g.writeArchive(s, a.id, a.archive, budget); err != nil {
 					return arrived, err
 				}
 			} else if !a.archive.IsZero() {
