@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"os"
@@ -234,4 +236,99 @@ func TestArchiveByteCaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// packOf is a version 2 pack of entries (raw entry bytes) with its trailer;
+// count overrides the object count when not negative.
+func packOf(count int64, entries ...[]byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("PACK\x00\x00\x00\x02")
+	n := int64(len(entries))
+	if count >= 0 {
+		n = count
+	}
+	b.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	for _, e := range entries {
+		b.Write(e)
+	}
+	sum := sha1.Sum(b.Bytes())
+	b.Write(sum[:])
+	return b.Bytes()
+}
+
+// entryOf is one whole pack entry of type t holding data, its header
+// claiming size bytes.
+func entryOf(t plumbing.ObjectType, size uint64, data []byte) []byte {
+	var b bytes.Buffer
+	c := byte(t)<<4 | byte(size&0x0f)
+	size >>= 4
+	for size != 0 {
+		b.WriteByte(c | 0x80)
+		c = byte(size & 0x7f)
+		size >>= 7
+	}
+	b.WriteByte(c)
+	zw := zlib.NewWriter(&b)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	return b.Bytes()
+}
+
+// ofsDeltaOf is an OFS_DELTA entry against the entry back bytes (< 128)
+// before it, with delta data data.
+func ofsDeltaOf(back int, data []byte) []byte {
+	e := entryOf(plumbing.OFSDeltaObject, uint64(len(data)), data)
+	return append(e[:1:1], append([]byte{byte(back)}, e[1:]...)...)
+}
+
+// receiveInto runs receivePack with the ledger's limits into a fresh bare
+// repository.
+func receiveInto(t testing.TB, pack []byte) error {
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if _, err := git.PlainInit(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	sto := openStorage(dir, dir, false)
+	defer sto.Close()
+	return receivePack(sto, dir, bytes.NewReader(pack), maxLedgerObject)
+}
+
+// TestReceivePackHostile (issue 24.5): sizes and counts in a pack are the
+// remote's word. Each case is refused with a clear error, in bounded memory.
+func TestReceivePackHostile(t *testing.T) {
+	blob := entryOf(plumbing.BlobObject, 5, []byte("hello"))
+	for _, tc := range []struct {
+		name string
+		pack []byte
+		want string
+	}{
+		{"a whole pack", packOf(-1, blob), ""},
+		{"4 billion objects announced", packOf(0xffffffff, blob), "unable to read the pack"},
+		{"a blob claiming 2 GiB", packOf(-1, entryOf(plumbing.BlobObject, 2<<30, nil)), "object 0 of the pack is 2147483648 bytes, over the 65 MiB"},
+		{"a blob shorter than its header", packOf(-1, entryOf(plumbing.BlobObject, 10, []byte("hello"))), "object 0 is 5 bytes, its header says 10"},
+		{"a delta building 2 GiB", packOf(-1, blob, ofsDeltaOf(len(blob), []byte{5, 0x80, 0x80, 0x80, 0x80, 0x08})), "object 1 of the pack is 2147483648 bytes, over the 65 MiB"},
+		{"not a pack", []byte("PACX\x00\x00\x00\x02\x00\x00\x00\x00"), "not a version 2 pack"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			alloc := allocatedBy(func() { err = receiveInto(t, tc.pack) })
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if alloc > 32<<20 {
+				t.Fatalf("allocated %d MiB", alloc>>20)
+			}
+		})
+	}
+}
+
+// FuzzReceivePack: any bytes from a remote are stored as a pack or refused
+// with an error; receiving never panics.
+func FuzzReceivePack(f *testing.F) {
+	f.Add(packOf(-1, entryOf(plumbing.BlobObject, 5, []byte("hello"))))
+	f.Add(packOf(-1, entryOf(plumbing.BlobObject, 2<<30, nil)))
+	f.Add(packOf(2, entryOf(plumbing.CommitObject, 3, []byte("abc"))))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = receiveInto(t, b)
+	})
 }

@@ -126,7 +126,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 	}
 	pr, pw := io.Pipe()
 	req.Packfile = pr
-	go func() { pw.CloseWithError(g.writePackTo(pw, objs)) }()
+	go func() { pw.CloseWithError(writePackSafely(g, pw, objs)) }()
 	report, err := sess.ReceivePack(ctx, req)
 	_ = pr.Close()
 	if err != nil {
@@ -428,6 +428,18 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
 	return err
 }
 
+// writePackSafely is writePackTo for a goroutine of its own: a panic there
+// (go-git reading a corrupt object of a remote) would end the process, MCP
+// server and dashboard included, so it becomes the pipe's error (issue 24.8).
+func writePackSafely(g *Repo, w io.Writer, objs []plumbing.Hash) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error while writing a pack: %v", r)
+		}
+	}()
+	return g.writePackTo(w, objs)
+}
+
 // writeEntry writes obj as one whole (undeltified) pack entry to w,
 // compressing from its reader as it goes.
 func writeEntry(w io.Writer, zw *zlib.Writer, obj plumbing.EncodedObject) error {
@@ -628,7 +640,7 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (er
 		h   plumbing.Hash
 		off int64
 	}
-	objs := make([]received, 0, n)
+	objs := make([]received, 0, min(n, 1<<16)) // n is the remote's word until the entries are read
 	deltas := false
 	zr, err := zlib.NewReader(bytes.NewReader([]byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01}))
 	if err != nil {

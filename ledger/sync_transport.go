@@ -129,7 +129,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	handedOff = true
 	go func() {
 		defer unlock()
-		pw.CloseWithError((&Repo{r: served}).writePackTo(pw, objs))
+		pw.CloseWithError(writePackSafely(&Repo{r: served}, pw, objs))
 	}()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
