@@ -290,7 +290,7 @@ func receiveInto(t testing.TB, pack []byte) error {
 	}
 	sto := openStorage(dir, dir, false)
 	defer sto.Close()
-	return receivePack(sto, dir, bytes.NewReader(pack), maxLedgerObject)
+	return receivePack(sto, dir, bytes.NewReader(pack), ledgerPackLimits)
 }
 
 // TestReceivePackHostile (issue 24.5): sizes and counts in a pack are the
@@ -331,4 +331,49 @@ func FuzzReceivePack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = receiveInto(t, b)
 	})
+}
+
+// TestPullStreamsPinnedCommits (issue 24.5): pinned commits came through
+// go-git's fetch, which holds each object of the pack in memory while
+// indexing it: a run pinning a commit with a 128 MiB file cost the pull
+// 133 MiB. They now come through receivePack too, streamed.
+func TestPullStreamsPinnedCommits(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	a.logRun(t)
+	commit, err := a.repo.Commit("big data", map[string]string{"data.bin": strings.Repeat("\x00", 128<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := a.logRun(t)
+	ref, _ := RunRef(id)
+	if err := a.repo.r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ref), plumbing.NewHash(commit))); err != nil {
+		t.Fatal(err)
+	}
+	a.push(t, ctx)
+	var res *SyncResult
+	alloc := allocatedBy(func() { res, err = b.sync(ctx, false) })
+	if err != nil || res.RunRefsFetched != 2 {
+		t.Fatalf("pull: %v %+v", err, res)
+	}
+	if alloc > 32<<20 {
+		t.Fatalf("the pull allocated %d MiB for a pinned 128 MiB file", alloc>>20)
+	}
+	if got := b.runRefs(t)[string(id)]; got != commit {
+		t.Fatalf("run %s pinned at %s, want %s", id, got, commit)
+	}
+	g, err := OpenRepo(b.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := g.r.CommitObject(plumbing.NewHash(commit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := c.File("data.bin"); err != nil || f.Size != 128<<20 {
+		t.Fatalf("data.bin: %v", err)
+	}
 }

@@ -178,17 +178,60 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	if _, err := g.r.CommitObject(tip); err == nil {
 		return tip, nil // already here
 	}
-	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
-	req.Capabilities.Delete(capability.ThinPack) // every pack stands alone
-	req.Wants = []plumbing.Hash{tip}
+	var haves []plumbing.Hash
 	for _, name := range []plumbing.ReferenceName{LedgerRef, rs.trackLedger()} {
 		if h, err := g.localRef(name); err == nil && !h.IsZero() {
-			req.Haves = append(req.Haves, h)
+			haves = append(haves, h)
 		}
 	}
+	return tip, g.receiveFrom(ctx, sess, ar, []plumbing.Hash{tip}, haves, ledgerPackLimits)
+}
+
+// fetchCommits fetches the commits wants (pinned runs) with everything they
+// reach that this repository lacks, through receivePack like the ledger:
+// go-git's fetch holds every object of the pack in memory while indexing it
+// (a pinned commit with a 128 MiB file cost 133 MiB; issue 24.5). haves are
+// commits this repository holds.
+func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []plumbing.Hash) (err error) {
+	urls := rs.remote.Config().URLs
+	if len(urls) == 0 {
+		return fmt.Errorf("remote %s has no URL", rs.label)
+	}
+	ep, err := transport.NewEndpoint(urls[len(urls)-1])
+	if err != nil {
+		return err
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return err
+	}
+	sess, err := cl.NewUploadPackSession(ep, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	return g.receiveFrom(ctx, sess, ar, wants, haves, codePackLimits)
+}
+
+// receiveFrom asks sess for wants (not thin: every pack stands alone),
+// stores the pack it sends through receivePack within lim, and reopens the
+// repository handle so its objects are visible.
+func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants, haves []plumbing.Hash, lim packLimits) error {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	req.Capabilities.Delete(capability.ThinPack) // every pack stands alone
+	req.Wants = wants
+	req.Haves = haves
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
-		return tip, err
+		return err
 	}
 	defer resp.Close()
 	var rd io.Reader = resp
@@ -200,12 +243,12 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	}
 	sto, ok := g.r.Storer.(*refStorage)
 	if !ok {
-		return tip, fmt.Errorf("the repository storage cannot take packfiles")
+		return fmt.Errorf("the repository storage cannot take packfiles")
 	}
-	if err := receivePack(sto, g.gitDirOfStorage(), rd, maxLedgerObject); err != nil {
-		return tip, err
+	if err := receivePack(sto, g.gitDirOfStorage(), rd, lim); err != nil {
+		return err
 	}
-	return tip, g.reopen()
+	return g.reopen()
 }
 
 // ledgerMissing lists the objects reachable from newTip that are not
@@ -605,11 +648,11 @@ func (lp *localPacks) close() {
 // Memory stays bounded whatever the pack holds (issue 24.5: a 2 GiB zero
 // blob, 2.6 MB on the remote, took pull to 5.4 GB): each object's size is
 // read from its entry header before it is inflated, a whole object is
-// inflated into its hash and never held, and an object over maxWhole (0: no
-// limit) is refused before inflating. A delta whose result would be over
-// maxDeltaResult is refused before go-git resolves deltas, which it does in
-// memory.
-func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (err error) {
+// inflated into its hash and never held, and one over lim.whole (0: no
+// limit) is refused before inflating. go-git resolves deltas in memory, so
+// a pack with deltas is refused when a delta would build, or a whole object
+// is, more than lim.delta.
+func receivePack(sto *refStorage, dir string, rd io.Reader, lim packLimits) (err error) {
 	packDir := filepath.Join(dir, "objects", "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err
@@ -642,6 +685,8 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (er
 	}
 	objs := make([]received, 0, min(n, 1<<16)) // n is the remote's word until the entries are read
 	deltas := false
+	var biggest uint32
+	var biggestWhole uint64
 	zr, err := zlib.NewReader(bytes.NewReader([]byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01}))
 	if err != nil {
 		return err
@@ -662,11 +707,11 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (er
 			size |= uint64(c&0x7f) << shift
 		}
 		isDelta := t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject
-		limit := maxWhole
+		limit := lim.whole
 		if isDelta {
 			// Delta data is at most what it builds plus a byte per 127
 			// inserted and its header.
-			limit = maxDeltaResult + maxDeltaResult/64
+			limit = lim.delta + lim.delta/64
 		}
 		if limit > 0 && size > limit {
 			return tooLargeObject(i, size, limit)
@@ -704,8 +749,8 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (er
 			if err != nil {
 				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
 			}
-			if result > maxDeltaResult {
-				return tooLargeObject(i, result, maxDeltaResult)
+			if result > lim.delta {
+				return tooLargeObject(i, result, lim.delta)
 			}
 		}
 		n, err := io.Copy(into, zbr)
@@ -717,6 +762,9 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (er
 		}
 		if uint64(n) != size {
 			return fmt.Errorf("unable to read the pack: object %d is %d bytes, its header says %d", i, n, size)
+		}
+		if !isDelta && size > biggestWhole {
+			biggest, biggestWhole = i, size
 		}
 		if !deltas {
 			objs = append(objs, received{h: sum.Sum(), off: off})
@@ -733,6 +781,9 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (er
 		return fmt.Errorf("unable to read the pack: checksum mismatch")
 	}
 	if deltas {
+		if biggestWhole > lim.delta {
+			return tooLargeObject(biggest, biggestWhole, lim.delta) // a base go-git would hold whole
+		}
 		return storeWithGoGit(sto, f)
 	}
 	if err := f.Sync(); err != nil {
@@ -794,9 +845,18 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, maxWhole uint64) (er
 // A bigger one is refused before it is inflated.
 const maxLedgerObject = MaxArchiveFile + 1<<20
 
-// maxDeltaResult is the largest object a delta in a received pack may build:
-// go-git resolves deltas in memory.
-const maxDeltaResult = maxLedgerObject
+// packLimits bound the objects of a received pack (see receivePack).
+type packLimits struct {
+	whole uint64 // largest whole object; 0: any, streamed
+	delta uint64 // largest object of a pack with deltas
+}
+
+// ledgerPackLimits: the shared ledger's objects are at most maxLedgerObject.
+var ledgerPackLimits = packLimits{whole: maxLedgerObject, delta: maxLedgerObject}
+
+// codePackLimits: pinned commits may hold files of any size (streamed when
+// whole); deltas, which go-git resolves in memory, build at most 256 MiB.
+var codePackLimits = packLimits{delta: 256 << 20}
 
 // tooLargeObject refuses object i of a pack, size bytes by its header.
 func tooLargeObject(i uint32, size, limit uint64) error {

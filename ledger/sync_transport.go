@@ -209,7 +209,7 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		if err != nil {
 			return nil, err
 		}
-		if err := receivePack(sto, dir, req.Packfile, 0); err != nil {
+		if err := receivePack(sto, dir, req.Packfile, codePackLimits); err != nil {
 			return nil, fmt.Errorf("unable to store the pushed objects: %w", err)
 		}
 		req.Packfile = nil // stored: go-git's session only updates the refs
