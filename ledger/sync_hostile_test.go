@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -260,18 +261,24 @@ func packOf(count int64, entries ...[]byte) []byte {
 // claiming size bytes.
 func entryOf(t plumbing.ObjectType, size uint64, data []byte) []byte {
 	var b bytes.Buffer
-	c := byte(t)<<4 | byte(size&0x0f)
-	size >>= 4
-	for size != 0 {
-		b.WriteByte(c | 0x80)
-		c = byte(size & 0x7f)
-		size >>= 7
-	}
-	b.WriteByte(c)
+	b.Write(entryHead(t, size))
 	zw := zlib.NewWriter(&b)
 	_, _ = zw.Write(data)
 	_ = zw.Close()
 	return b.Bytes()
+}
+
+// entryHead is a pack entry's type-and-size header.
+func entryHead(t plumbing.ObjectType, size uint64) []byte {
+	var b []byte
+	c := byte(t)<<4 | byte(size&0x0f)
+	size >>= 4
+	for size != 0 {
+		b = append(b, c|0x80)
+		c = byte(size & 0x7f)
+		size >>= 7
+	}
+	return append(b, c)
 }
 
 // ofsDeltaOf is an OFS_DELTA entry against the entry back bytes (< 128)
@@ -375,5 +382,72 @@ func TestPullStreamsPinnedCommits(t *testing.T) {
 	}
 	if f, err := c.File("data.bin"); err != nil || f.Size != 128<<20 {
 		t.Fatalf("data.bin: %v", err)
+	}
+}
+
+// TestServeRefusesHugeDelta (issue 24.5): a path remote is served in this
+// process, and go-git builds an object stored as a delta in memory to read
+// it: a 20 KB delta can build 257 MiB. Serving such an object is refused
+// from the delta's header, before it is built.
+func TestServeRefusesHugeDelta(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if _, err := git.PlainInit(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	base := make([]byte, 64<<10)
+	// The delta: base size, result size, then copy ops of the whole base
+	// (offset 0, size 0x10000 encoded as 0: "copy 64 KiB").
+	const copies = 4112 // 257 MiB
+	delta := []byte{0x80, 0x80, 0x04} // 65536
+	result := uint64(copies) << 16
+	for v := result; ; {
+		c := byte(v & 0x7f)
+		if v >>= 7; v != 0 {
+			delta = append(delta, c|0x80)
+			continue
+		}
+		delta = append(delta, c)
+		break
+	}
+	for range copies {
+		delta = append(delta, 0x80) // copy, offset 0, size 0 (= 0x10000)
+	}
+	baseEntry := entryOf(plumbing.BlobObject, uint64(len(base)), base)
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	_, _ = zw.Write(delta)
+	_ = zw.Close()
+	// The OFS offset is the distance back to the base entry (just after
+	// the 12-byte header), in git's offset encoding.
+	back := uint64(len(baseEntry))
+	ofs := []byte{byte(back & 0x7f)}
+	for back >>= 7; back != 0; back >>= 7 {
+		back--
+		ofs = append([]byte{0x80 | byte(back&0x7f)}, ofs...)
+	}
+	entry := append(append(entryHead(plumbing.OFSDeltaObject, uint64(len(delta))), ofs...), z.Bytes()...)
+	sto := openStorage(dir, dir, false)
+	err := receivePack(sto, dir, bytes.NewReader(packOf(-1, baseEntry, entry)), packLimits{delta: 1 << 40})
+	sto.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasher := plumbing.NewHasher(plumbing.BlobObject, int64(result))
+	zero := make([]byte, 64<<10)
+	for range copies {
+		_, _ = hasher.Write(zero)
+	}
+	h := hasher.Sum()
+	g := &Repo{r: rr}
+	alloc := allocatedBy(func() { err = writePackSafely(g, io.Discard, []plumbing.Hash{h}, codePackLimits.delta) })
+	if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "is stored as a delta building more than 256 MiB") {
+		t.Fatalf("serving a 257 MiB delta: %v", err)
+	}
+	if alloc > 32<<20 {
+		t.Fatalf("allocated %d MiB", alloc>>20)
 	}
 }

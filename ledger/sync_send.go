@@ -126,7 +126,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 	}
 	pr, pw := io.Pipe()
 	req.Packfile = pr
-	go func() { pw.CloseWithError(writePackSafely(g, pw, objs)) }()
+	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0)) }() // our own objects
 	report, err := sess.ReceivePack(ctx, req)
 	_ = pr.Close()
 	if err != nil {
@@ -429,8 +429,10 @@ func (g *Repo) walkTree(h plumbing.Hash, fn func(h plumbing.Hash, isTree bool) b
 }
 
 // writePackTo writes a pack of objs to w: each object's stored bytes when a
-// local pack holds it whole, else inflated and deflated again.
-func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
+// local pack holds it whole, else inflated and deflated again as it is
+// read. An object stored as a delta building more than maxDelta bytes (0:
+// any) is refused: go-git builds it in memory to read it.
+func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64) error {
 	raw, err := g.openPacks()
 	if err != nil {
 		return err
@@ -454,6 +456,11 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
 			}
 			continue
 		}
+		if maxDelta > 0 && raw.deltaOver(h, maxDelta) {
+			// go-git would build it in memory to read it (issue 24.5).
+			return fmt.Errorf("%w: object %s is stored as a delta building more than %d MiB: not served",
+				ErrBadInput, Short(h.String()), maxDelta>>20)
+		}
 		obj, err := g.r.Storer.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {
 			return fmt.Errorf("unable to read object %s: %w", Short(h.String()), err)
@@ -474,13 +481,13 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
 // writePackSafely is writePackTo for a goroutine of its own: a panic there
 // (go-git reading a corrupt object of a remote) would end the process, MCP
 // server and dashboard included, so it becomes the pipe's error (issue 24.8).
-func writePackSafely(g *Repo, w io.Writer, objs []plumbing.Hash) (err error) {
+func writePackSafely(g *Repo, w io.Writer, objs []plumbing.Hash, maxDelta uint64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error while writing a pack: %v", r)
 		}
 	}()
-	return g.writePackTo(w, objs)
+	return g.writePackTo(w, objs, maxDelta)
 }
 
 // writeEntry writes obj as one whole (undeltified) pack entry to w,
@@ -631,6 +638,54 @@ func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
 		return nil, false
 	}
 	return nil, false
+}
+
+// deltaOver reports whether a pack stores h as a delta that builds more
+// than limit bytes (read from the delta's header, inflating a few bytes).
+func (lp *localPacks) deltaOver(h plumbing.Hash, limit uint64) bool {
+	for _, p := range lp.packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		br := bufio.NewReaderSize(io.NewSectionReader(p.f, off, p.end-off), 64)
+		c, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		t := plumbing.ObjectType((c >> 4) & 7)
+		for c&0x80 != 0 { // the rest of the entry size
+			if c, err = br.ReadByte(); err != nil {
+				return false
+			}
+		}
+		switch t {
+		case plumbing.OFSDeltaObject:
+			for c = 0x80; c&0x80 != 0; {
+				if c, err = br.ReadByte(); err != nil {
+					return false
+				}
+			}
+		case plumbing.REFDeltaObject:
+			if _, err := br.Discard(20); err != nil {
+				return false
+			}
+		default:
+			return false
+		}
+		zr, err := zlib.NewReader(br)
+		if err != nil {
+			return false
+		}
+		defer zr.Close()
+		zbr := bufio.NewReaderSize(zr, 32)
+		if _, err := deltaHeaderSize(zbr); err != nil {
+			return false
+		}
+		result, err := deltaHeaderSize(zbr)
+		return err == nil && result > limit
+	}
+	return false
 }
 
 func (lp *localPacks) close() {
