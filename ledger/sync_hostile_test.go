@@ -397,7 +397,7 @@ func TestServeRefusesHugeDelta(t *testing.T) {
 	base := make([]byte, 64<<10)
 	// The delta: base size, result size, then copy ops of the whole base
 	// (offset 0, size 0x10000 encoded as 0: "copy 64 KiB").
-	const copies = 4112 // 257 MiB
+	const copies = 4112               // 257 MiB
 	delta := []byte{0x80, 0x80, 0x04} // 65536
 	result := uint64(copies) << 16
 	for v := result; ; {
