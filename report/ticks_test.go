@@ -90,3 +90,37 @@ func TestChartHostileValues(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTicks: for any two finite values, at most MaxTicks increasing ticks
+// inside the range, and a chart that renders (issue 24.4).
+func FuzzTicks(f *testing.F) {
+	f.Add(1.0, 0.9999999999999999)
+	f.Add(1e18, 1e18+256)
+	f.Add(-math.MaxFloat64, math.MaxFloat64)
+	f.Add(5e-324, 0.0)
+	f.Add(0.9, 1.0)
+	f.Fuzz(func(t *testing.T, a, b float64) {
+		got := Ticks(a, b, 5)
+		if math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+			if len(got) != 0 {
+				t.Fatalf("ticks for non-finite bounds: %v", got)
+			}
+			return
+		}
+		lo, hi := math.Min(a, b), math.Max(a, b)
+		if len(got) == 0 || len(got) > MaxTicks {
+			t.Fatalf("Ticks(%v, %v): %d ticks", a, b, len(got))
+		}
+		for i, v := range got {
+			if v < lo || v > hi || (i > 0 && v <= got[i-1]) {
+				t.Fatalf("Ticks(%v, %v) = %v", a, b, got)
+			}
+		}
+		m := Morning{Metric: "m", Goal: "min"}
+		m.Chart.Baseline, m.Chart.Best = &a, &b
+		m.Chart.Points = []ChartPoint{{X: 1, Status: "keep", Value: b, HasValue: true, RunningBest: &b}}
+		if n := strings.Count(m.SVG(), `class="y-tick"`); n == 0 || n > MaxTicks {
+			t.Fatalf("chart of %v, %v: %d y-ticks", a, b, n)
+		}
+	})
+}
