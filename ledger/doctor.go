@@ -343,7 +343,7 @@ func (s *Store) checkArtifacts(rep *DoctorReport, recs []doctorRec) {
 	}
 	if notFetched > 0 {
 		rep.add(Finding{Severity: SevInfo, Check: CheckArtifacts,
-			Message: fmt.Sprintf("%d pulled runs came without their archives (pull --no-archives); their records are intact", notFetched)})
+			Message: fmt.Sprintf("%d pulled runs came without their archives (pull --no-archives, or files over a pull's size caps); their records are intact", notFetched)})
 	}
 }
 

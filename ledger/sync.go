@@ -930,7 +930,7 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 					return arrived, err
 				}
 			} else if !a.archive.IsZero() {
-				if err := s.markNotFetched(a.id); err != nil {
+				if err := s.markNotFetched(a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
 					return arrived, err
 				}
 			}

@@ -138,8 +138,9 @@ func boundArchive(f io.ReaderAt, size, limit int64) ([]byte, error) {
 }
 
 // markNotFetched leaves NotFetchedMarker in the run's archive directory:
-// its archive stayed on the remote (pull --no-archives).
-func (s *Store) markNotFetched(id RunID) error {
+// its archive stayed on the remote (pull --no-archives), or some of its
+// files did (over a pull's caps); note says which.
+func (s *Store) markNotFetched(id RunID, note string) error {
 	dir, err := s.RunDir(id)
 	if err != nil {
 		return err
@@ -147,7 +148,7 @@ func (s *Store) markNotFetched(id RunID) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unable to create %s: %w", dir, err)
 	}
-	return WriteFileNoFollow(filepath.Join(dir, NotFetchedMarker), []byte("pulled with --no-archives: this run's archive stayed on the remote\n"), 0o644)
+	return WriteFileNoFollow(filepath.Join(dir, NotFetchedMarker), []byte(note), 0o644)
 }
 
 // writeArchive writes an arriving run's archive tree into runs/<id>/ (files
@@ -170,6 +171,7 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *arch
 	removeStaleTemps(dir)
 	var writes []atomicFile
 	var runBytes int64
+	skipped := 0
 	for _, e := range t.Entries {
 		if !e.Mode.IsFile() || e.Mode == filemode.Symlink || !archiveName(e.Name) {
 			continue // never from a remote: a link, a path, a name memorylab does not write
@@ -193,6 +195,7 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *arch
 		}
 		if skip != "" {
 			budget.skipped = append(budget.skipped, fmt.Sprintf("%s/%s: %s", id, e.Name, skip))
+			skipped++
 			continue
 		}
 		runBytes += b.Size
@@ -206,6 +209,12 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *arch
 			_, err = io.Copy(w, io.LimitReader(rd, maxArrivingArchiveFile))
 			return err
 		}})
+	}
+	if skipped > 0 {
+		// doctor then counts the missing files as left on the remote.
+		if err := s.markNotFetched(id, "some archive files of this run stayed on the remote: over a pull's size caps\n"); err != nil {
+			return err
+		}
 	}
 	if len(writes) == 0 {
 		return nil

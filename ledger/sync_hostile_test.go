@@ -226,8 +226,16 @@ func TestArchiveByteCaps(t *testing.T) {
 			dir, _ := s.RunDir(id)
 			var got []string
 			entries, _ := os.ReadDir(dir)
+			marked := false
 			for _, e := range entries {
+				if e.Name() == NotFetchedMarker {
+					marked = true
+					continue
+				}
 				got = append(got, e.Name())
+			}
+			if marked != (tc.skipped != "") {
+				t.Fatalf("%s marker: %v, want %v", NotFetchedMarker, marked, tc.skipped != "")
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("wrote %v, want %v", got, tc.want)
