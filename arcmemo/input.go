@@ -9,9 +9,15 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-// MaxInputFile bounds one file of an ArcMemo or mem2 run read whole (the
-// largest real eval_records.jsonl is a few MB).
-const MaxInputFile = 1 << 30
+// MaxInputFile bounds one file of an ArcMemo or mem2 run. The largest real
+// files are a few MB (the corpus's largest, a solution_trees.json, is
+// 0.76 MB; eval_records.jsonl of a full 400-puzzle eval a few MB), so
+// 64 MiB leaves ten times room. What a file may cost in memory is a small
+// multiple of its size: events.jsonl is read line by line, and payloads and
+// configs stay raw JSON (json.RawMessage), never map[string]any, which
+// made 90 MB of nested empty arrays take 1.5 GB (issue 24.9; the old 1 GiB
+// cap would have allowed about 17 GB).
+const MaxInputFile = 64 << 20
 
 // openInput opens one file of a run directory for reading. The directory
 // is the user's, but what is in it may not be: a FIFO named driver.log

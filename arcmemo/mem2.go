@@ -1,10 +1,12 @@
 package arcmemo
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,10 +28,16 @@ type mem2Summary struct {
 }
 
 type mem2Event struct {
-	TS      string         `json:"ts_utc"`
-	Message string         `json:"message"`
-	Payload map[string]any `json:"payload"`
+	TS      string `json:"ts_utc"`
+	Message string `json:"message"`
+	// Payload stays raw JSON: decoded into map[string]any, 90 MB of
+	// nested empty arrays took 1.5 GB (issue 24.9). Only pass_idx is read.
+	Payload json.RawMessage `json:"payload"`
 }
+
+// MaxEventLine bounds one line of events.jsonl, which is read line by line
+// (real lines are under 1 KB: lifecycle events with small payloads).
+const MaxEventLine = 1 << 20
 
 // readMem2 reads a mem2 run directory (ARCMEMO_FORMATS.md §1).
 func readMem2(dir string, iters []iterDir) (*Run, error) {
@@ -37,12 +45,12 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	p := func(elem ...string) string { return filepath.Join(append([]string{dir}, elem...)...) }
 	exists := func(path string) bool { _, err := os.Stat(path); return err == nil }
 
-	var cfg map[string]any
+	var cfg map[string]json.RawMessage // raw: see dig
 	var rc struct {
-		RunID  string            `json:"run_id"`
-		Seed   *int              `json:"seed"`
-		Config map[string]any    `json:"config"`
-		Tags   map[string]string `json:"tags"`
+		RunID  string                     `json:"run_id"`
+		Seed   *int                       `json:"seed"`
+		Config map[string]json.RawMessage `json:"config"`
+		Tags   map[string]string          `json:"tags"`
 	}
 	if exists(p("run_context.json")) {
 		if err := readJSONFile(p("run_context.json"), &rc); err != nil {
@@ -119,12 +127,8 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	if b, err := readInput(p("driver.log")); err == nil {
 		lr = parseDriverLog(b)
 	}
-	events, err := readEvents(p("events.jsonl"))
-	if err != nil {
-		return nil, err
-	}
 	passStart := map[int]time.Time{}
-	for _, e := range events {
+	err := readEvents(p("events.jsonl"), func(e *mem2Event) {
 		t, _ := time.Parse(time.RFC3339Nano, e.TS)
 		t = t.UTC()
 		switch e.Message {
@@ -133,10 +137,16 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 		case "run finished":
 			r.Finished = t
 		case "starting pass":
-			if v, ok := e.Payload["pass_idx"].(float64); ok {
-				passStart[int(v)] = t
+			var pl struct {
+				PassIdx *float64 `json:"pass_idx"`
+			}
+			if json.Unmarshal(e.Payload, &pl) == nil && pl.PassIdx != nil {
+				passStart[int(*pl.PassIdx)] = t
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	// Attempts: eval_records.jsonl for a finished run, else the trees.
@@ -347,28 +357,63 @@ func checkMem2(r *Run, sum *mem2Summary) {
 	}
 }
 
-// readEvents reads events.jsonl (absent: none). A malformed line is an error.
-func readEvents(path string) ([]mem2Event, error) {
-	b, err := readInput(path)
+// readEvents streams events.jsonl (absent: no events) to fn, one line at a
+// time, each at most MaxEventLine bytes: memory holds one line, whatever the
+// file's size. A malformed or overlong line is an error.
+func readEvents(path string, fn func(*mem2Event)) error {
+	f, err := openInput(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, badInput("unable to read %s: %v", path, unwrapPathErr(err))
+		return badInput("unable to read %s: %v", path, unwrapPathErr(err))
 	}
-	var out []mem2Event
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
+	defer f.Close()
+	return scanEvents(f, path, fn)
+}
+
+// scanEvents is readEvents over r (name names it in errors).
+func scanEvents(r io.Reader, path string, fn func(*mem2Event)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte // reused from line to line
+	for lineNo := 1; ; lineNo++ {
+		var err error
+		line, err = readLine(br, MaxEventLine, line[:0])
+		if errors.Is(err, errLineTooLong) {
+			return badInput("%s line %d is longer than %d bytes: not an event log", path, lineNo, MaxEventLine)
 		}
-		var e mem2Event
-		if err := json.Unmarshal(line, &e); err != nil {
-			return nil, badInput("%s line %d is not a JSON object (%v): the run did not finish writing it; rerun or restore the file", path, i+1, shortErr(err))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return badInput("unable to read %s: %v", path, err)
 		}
-		out = append(out, e)
+		if body := bytes.TrimSpace(line); len(body) > 0 {
+			var e mem2Event
+			if perr := json.Unmarshal(body, &e); perr != nil {
+				return badInput("%s line %d is not a JSON object (%v): the run did not finish writing it; rerun or restore the file", path, lineNo, shortErr(perr))
+			}
+			fn(&e)
+		}
+		if err != nil {
+			return nil // io.EOF
+		}
 	}
-	return out, nil
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine appends the next line of br (with its newline, if any) to out,
+// or returns errLineTooLong once it passes limit bytes; io.EOF comes with
+// the last line when that has no newline.
+func readLine(br *bufio.Reader, limit int, out []byte) ([]byte, error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(out)+len(chunk) > limit {
+			return nil, errLineTooLong
+		}
+		out = append(out, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return out, err
+		}
+	}
 }
 
 // modelFromUsage names the models of provider_usage.json ("" for mock).

@@ -254,20 +254,32 @@ const Tolerance = 1e-9
 
 func near(a, b float64) bool { return math.Abs(a-b) <= Tolerance }
 
-// dig follows a dotted path through nested maps.
-func dig(m map[string]any, path string) any {
-	var cur any = m
-	for _, k := range strings.Split(path, ".") {
-		mm, ok := cur.(map[string]any)
-		if !ok {
+// dig follows a dotted path through nested objects kept as raw JSON and
+// returns the scalar there (string, float64 or bool; nil for anything
+// else). Configs are never decoded into map[string]any: a value of nested
+// arrays costs about 17 times its size that way (issue 24.9).
+func dig(m map[string]json.RawMessage, path string) any {
+	keys := strings.Split(path, ".")
+	raw, ok := m[keys[0]]
+	for _, k := range keys[1:] {
+		var mm map[string]json.RawMessage
+		if !ok || json.Unmarshal(raw, &mm) != nil {
 			return nil
 		}
-		cur = mm[k]
+		raw, ok = mm[k]
 	}
-	return cur
+	raw = bytes.TrimSpace(raw)
+	if !ok || len(raw) == 0 || raw[0] == '{' || raw[0] == '[' {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v
 }
 
-func digString(m map[string]any, path string) string {
+func digString(m map[string]json.RawMessage, path string) string {
 	switch v := dig(m, path).(type) {
 	case string:
 		return v
@@ -279,7 +291,7 @@ func digString(m map[string]any, path string) string {
 	return ""
 }
 
-func digInt(m map[string]any, path string, def int) int {
+func digInt(m map[string]json.RawMessage, path string, def int) int {
 	switch v := dig(m, path).(type) {
 	case float64:
 		return int(v)
@@ -291,7 +303,7 @@ func digInt(m map[string]any, path string, def int) int {
 	return def
 }
 
-func digBool(m map[string]any, path string, def bool) bool {
+func digBool(m map[string]json.RawMessage, path string, def bool) bool {
 	switch v := dig(m, path).(type) {
 	case bool:
 		return v

@@ -9,12 +9,12 @@ import (
 
 // treeStep is one step of a solution tree (arc_memo §2.3, mem2 §1.4).
 type treeStep struct {
-	StepIdx      *int         `json:"step_idx"`
-	ThreadID     any          `json:"thread_id"`
-	BranchID     any          `json:"branch_id"`
-	ParsingError *string      `json:"parsing_error"`
-	TrainResults []jsonDetail `json:"train_results"`
-	TestResults  []jsonDetail `json:"test_results"`
+	StepIdx      *int            `json:"step_idx"`
+	ThreadID     json.RawMessage `json:"thread_id"` // unused; raw, never decoded into any (issue 24.9)
+	BranchID     json.RawMessage `json:"branch_id"`
+	ParsingError *string         `json:"parsing_error"`
+	TrainResults []jsonDetail    `json:"train_results"`
+	TestResults  []jsonDetail    `json:"test_results"`
 }
 
 type treeThread struct {

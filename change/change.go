@@ -62,9 +62,10 @@ func Fingerprint(files []File, trainPath string, train []byte) Code {
 		res.Write([]byte("train\x00" + strings.Join(Normalize(trainPath, train), "\n") + "\x00"))
 	}
 	for _, f := range sorted {
-		if binary(f.Old) || binary(f.New) {
-			// Compared by content only: a changed binary file changes
-			// both hashes, whitespace and all.
+		if binary(f.Old) || binary(f.New) || Lines(string(f.Old))+Lines(string(f.New)) > MaxDiffLines {
+			// Compared by content only: a changed binary file (or one
+			// too long to line-diff, see MaxDiffLines) changes both
+			// hashes, whitespace and all.
 			ch.Write([]byte("bin\x00" + f.Path + "\x00"))
 			ch.Write(f.Old)
 			ch.Write([]byte{0})

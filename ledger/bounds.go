@@ -29,10 +29,33 @@ const (
 	// record holds whole elsewhere), in bytes. Longer ones keep their first
 	// and last halves around a marker saying how much was cut.
 	MaxExcerpt = 2 << 10
+	// MaxTags is the most tags a record or an idea may carry, and
+	// MaxTagBytes the longest tag. Issue 24.7: one `log` with 200,000
+	// one-character tags (800 KB, under MaxRecordSize) held the store lock
+	// for 35 s while its comparison text was built. Real tags are a few
+	// words (the corpus: at most 2 tags of 15 bytes); the novelty index
+	// drops tokens of 100 bytes or more anyway (bleve#1576).
+	MaxTags     = 64
+	MaxTagBytes = 100
 	// MaxClockSkew is how far past the validating clock a timestamp may
 	// be: a record dated year 9999 would sit in every report window.
 	MaxClockSkew = 24 * time.Hour
 )
+
+// TagsProblem says what is wrong with tags ("" when nothing): more than
+// MaxTags of them, or one longer than MaxTagBytes. validateRecord and the
+// idea check of ops both ask it, so log, check, import and pull agree.
+func TagsProblem(tags []string) string {
+	if len(tags) > MaxTags {
+		return fmt.Sprintf("%d tags, more than the %d a record may carry", len(tags), MaxTags)
+	}
+	for _, t := range tags {
+		if len(t) > MaxTagBytes {
+			return fmt.Sprintf("tag %q is %d bytes, longer than %d", Truncate(t, 40), len(t), MaxTagBytes)
+		}
+	}
+	return ""
+}
 
 // Excerpt returns s when it fits in MaxExcerpt bytes, else its first and
 // last parts (cut at rune boundaries) around "…[N bytes cut]…".

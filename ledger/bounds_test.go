@@ -102,12 +102,21 @@ func TestValidateRecordBounds(t *testing.T) {
 	future.Timestamp = "9999-12-31T23:59:59Z"
 	tomorrow := base()
 	tomorrow.Timestamp = "2026-11-23T02:59:00Z" // within a day: clocks drift
+	tags := base()
+	tags.Tags = strings.Split(strings.Repeat("a,", 200000), ",")[:200000] // issue 24.7
+	longTag := base()
+	longTag.Tags = []string{"lr", strings.Repeat("x", MaxTagBytes+1)}
+	fewTags := base()
+	fewTags.Tags = strings.Split(strings.Repeat("t,", MaxTags), ",")[:MaxTags]
 	for _, tc := range []struct {
 		name string
 		r    *Record
 		want string
 	}{
 		{"too many metrics", many, "metrics, more than the 4096"},
+		{"too many tags", tags, "200000 tags, more than the 64 a record may carry"},
+		{"tag too long", longTag, "is 101 bytes, longer than 100"},
+		{"tags at the limit", fewTags, ""},
 		{"too large", big, "over the 1024 KiB limit"},
 		{"year 9999", future, "more than a day in the future"},
 		{"within a day", tomorrow, ""},
@@ -118,5 +127,36 @@ func TestValidateRecordBounds(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestComparisonText: the parts joined by single spaces, empty ones
+// skipped (the Python tool's probe text).
+func TestComparisonText(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		desc, hyp, family string
+		tags              []string
+		want              string
+	}{
+		{"all parts", "raise LR", "faster", "lr", []string{"a", "b"}, "raise LR faster lr a b"},
+		{"empty parts skipped", "", "", "lr", []string{"", "a"}, "lr a"},
+		{"nothing", "", "", "", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ComparisonText(tc.desc, tc.hyp, tc.family, tc.tags); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkComparisonText: 200,000 one-character tags (issue 24.7), which
+// took about 35 s when the text was built with +=.
+func BenchmarkComparisonText(b *testing.B) {
+	tags := strings.Split(strings.Repeat("a,", 200000), ",")[:200000]
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = ComparisonText("raise LR", "", "lr", tags)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memorylab/memorylab/change"
 )
 
 // DiffCommits returns the unified diff (git's format, all files) that turns
@@ -49,7 +51,16 @@ func (g *Repo) DiffCommits(a, b string) ([]byte, error) {
 			return nil, err
 		}
 	}
-	p, err := from.Patch(to)
+	changes, err := object.DiffTree(from, to)
+	if err != nil {
+		return nil, fmt.Errorf("unable to diff %s..%s: %w", Short(a), Short(b), err)
+	}
+	for _, ch := range changes {
+		if err := boundDiff(ch); err != nil {
+			return nil, err
+		}
+	}
+	p, err := changes.Patch()
 	if err != nil {
 		return nil, fmt.Errorf("unable to diff %s..%s: %w", Short(a), Short(b), err)
 	}
@@ -58,6 +69,36 @@ func (g *Repo) DiffCommits(a, b string) ([]byte, error) {
 		return nil, fmt.Errorf("unable to render diff %s..%s: %w", Short(a), Short(b), err)
 	}
 	return buf.Bytes(), nil
+}
+
+// boundDiff refuses a text file change that is too large to line-diff
+// (change.CheckDiffSize) before go-git's patch reads and diffs it. Binary
+// files are never line-diffed and pass.
+func boundDiff(ch *object.Change) error {
+	from, to, err := ch.Files()
+	if err != nil {
+		return fmt.Errorf("unable to diff %s: %w", ch, err)
+	}
+	var text [2]string
+	for i, f := range []*object.File{from, to} {
+		if f == nil {
+			continue
+		}
+		if bin, err := f.IsBinary(); err != nil || bin {
+			return nil
+		}
+		if f.Size > change.MaxDiffBytes {
+			return fmt.Errorf("%w: %s: %d bytes (the limit is %d)", change.ErrDiffTooLarge, f.Name, f.Size, change.MaxDiffBytes)
+		}
+		if text[i], err = f.Contents(); err != nil {
+			return fmt.Errorf("unable to read %s: %w", f.Name, err)
+		}
+	}
+	name := ch.To.Name
+	if name == "" {
+		name = ch.From.Name
+	}
+	return change.CheckDiffSize(name, text[0], text[1])
 }
 
 // CommitInfo is what show prints about a commit.

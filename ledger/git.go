@@ -21,6 +21,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	udiff "github.com/go-git/go-git/v5/utils/diff"
 	dmp "github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/memorylab/memorylab/change"
 )
 
 // Git errors, mapped to exit codes by cmd.
@@ -386,6 +388,9 @@ func worktreePatch(c *object.Commit, root *os.Root, path string) ([]byte, error)
 func UnifiedDiff(path, from, to string, fromExists, toExists bool) ([]byte, error) {
 	if from == to && fromExists == toExists {
 		return nil, nil
+	}
+	if err := change.CheckDiffSize(path, from, to); err != nil {
+		return nil, err
 	}
 	diffs := udiff.Do(from, to)
 	var chunks []fdiff.Chunk

@@ -159,17 +159,23 @@ func (r *Record) ComparisonText() string {
 }
 
 // ComparisonText joins the parts of an idea the way the Python tool does,
-// skipping empty parts.
+// skipping empty parts. It runs in time linear in its output (issue 24.7:
+// building it with += was quadratic in the tag count).
 func ComparisonText(description, hypothesis, family string, tags []string) string {
-	out := ""
+	n := len(description) + len(hypothesis) + len(family) + 3
+	for _, t := range tags {
+		n += len(t) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
 	add := func(s string) {
 		if s == "" {
 			return
 		}
-		if out != "" {
-			out += " "
+		if b.Len() > 0 {
+			b.WriteByte(' ')
 		}
-		out += s
+		b.WriteString(s)
 	}
 	add(description)
 	add(hypothesis)
@@ -177,7 +183,7 @@ func ComparisonText(description, hypothesis, family string, tags []string) strin
 	for _, t := range tags {
 		add(t)
 	}
-	return out
+	return b.String()
 }
 
 // ValidateRecord checks r with the rules every reader relies on and every
@@ -242,6 +248,9 @@ func RecordProblems(r *Record, size int, now time.Time) []Problem {
 	if len(r.Metrics) > MaxMetrics {
 		out = append(out, Problem{fmt.Sprintf("%d metrics, more than the %d a record may hold", len(r.Metrics), MaxMetrics),
 			"record the few metrics that matter (the archived summary keeps the rest)"})
+	}
+	if msg := TagsProblem(r.Tags); msg != "" {
+		out = append(out, Problem{msg, "use a few short tags (the description and notes hold the rest)"})
 	}
 	if size > MaxRecordSize {
 		out = append(out, Problem{fmt.Sprintf("record is %d bytes, over the %d KiB limit", size, MaxRecordSize>>10),

@@ -120,7 +120,7 @@ const DefaultArchiveCap = 1 << 20
 
 func (o SyncOptions) archiveCap() int64 {
 	if o.ArchiveCap > 0 {
-		return o.ArchiveCap
+		return min(o.ArchiveCap, MaxArchiveFile)
 	}
 	return DefaultArchiveCap
 }
@@ -474,7 +474,6 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	if err != nil {
 		return nil, err
 	}
-	var specs []config.RefSpec
 	if !remoteTip.IsZero() {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
 		remoteTip, err = g.knownTip(ctx, rs, remoteTip)
@@ -493,28 +492,28 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		}
 	}
 	sort.Slice(wanted, func(i, j int) bool { return wanted[i] < wanted[j] })
-	// Explicit refspecs for exactly the validated names: a wildcard would
-	// also fetch names we refused above.
+	// Exactly the commits of the validated names (the listing above refused
+	// the others), through receivePack: bounded memory whatever they hold.
+	var wants []plumbing.Hash
+	seenWant := map[plumbing.Hash]bool{}
 	for _, id := range wanted {
-		ref, _ := RunRef(id)
-		specs = append(specs, config.RefSpec("+"+ref+":"+rs.trackRun(id).String()))
+		h := remoteRuns[id]
+		if _, err := g.r.CommitObject(h); err == nil || seenWant[h] {
+			continue
+		}
+		seenWant[h] = true
+		wants = append(wants, h)
 	}
-	if len(specs) > 0 {
+	if len(wants) > 0 {
 		step := opts.progress().Start("fetching from "+rs.label, 0)
-		err := rs.remote.FetchContext(ctx, &git.FetchOptions{RemoteName: rs.track, RefSpecs: specs, Tags: git.NoTags})
+		err := g.fetchCommits(ctx, rs, wants, g.localCommitTips())
 		step.Done()
-		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		if err != nil {
 			return nil, fmt.Errorf("unable to fetch from %s: %w", rs.label, err)
 		}
-		if err := g.reopen(); err != nil { // make the fetched pack visible
-			return nil, err
-		}
 	}
 	for _, id := range wanted {
-		h, err := g.localRef(rs.trackRun(id))
-		if err != nil {
-			return nil, err
-		}
+		h := remoteRuns[id]
 		if h.IsZero() {
 			continue
 		}
@@ -526,9 +525,9 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if err := g.createRef(plumbing.ReferenceName(ref), h); err != nil {
 			return nil, err
 		}
-		// The tracking ref has done its job; dropping it keeps one ref per
-		// run, which matters because go-git reads every loose ref on each
-		// fetch and push.
+		// A tracking ref of an older memorylab has done its job; dropping it
+		// keeps one ref per run, which matters because go-git reads every
+		// loose ref on each fetch and push.
 		_ = g.r.Storer.RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
 	}
@@ -536,6 +535,28 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		return nil, err
 	}
 	return res, nil
+}
+
+// localCommitTips are the commits local branches and run refs point at:
+// the "haves" of a fetch of pinned commits.
+func (g *Repo) localCommitTips() []plumbing.Hash {
+	var out []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
+	iter, err := g.r.References()
+	if err != nil {
+		return nil
+	}
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		name := ref.Name().String()
+		if ref.Type() != plumbing.HashReference || seen[ref.Hash()] ||
+			!(ref.Name().IsBranch() || strings.HasPrefix(name, RefNamespace+"runs/")) {
+			return nil
+		}
+		seen[ref.Hash()] = true
+		out = append(out, ref.Hash())
+		return nil
+	})
+	return out
 }
 
 // RemoteConfig fetches the remote's ledger and returns the store config it
@@ -855,6 +876,16 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 	}
 	defer packs.close()
 	br := &blobReader{g: g, packs: packs}
+	budget := newArchiveBudget()
+	defer func() {
+		for i, skip := range budget.skipped {
+			if i == 10 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%d more archive files were not written", len(budget.skipped)-10))
+				break
+			}
+			res.Warnings = append(res.Warnings, "archive file not written: "+skip)
+		}
+	}()
 	arrived := 0
 	for i := 0; i < len(arrivals); {
 		n := min(len(arrivals)-i, appendBatch)
@@ -895,11 +926,11 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 				continue
 			}
 			if !a.archive.IsZero() && !opts.NoArchives {
-				if err := g.writeArchive(s, a.id, a.archive); err != nil {
+				if err := g.writeArchive(s, a.id, a.archive, budget); err != nil {
 					return arrived, err
 				}
 			} else if !a.archive.IsZero() {
-				if err := s.markNotFetched(a.id); err != nil {
+				if err := s.markNotFetched(a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
 					return arrived, err
 				}
 			}

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -15,9 +14,13 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// maxArrivingArchiveFile bounds one archive file read from a remote tree,
-// whatever cap the machine that shared it used.
-const maxArrivingArchiveFile = 64 << 20
+// MaxArchiveFile is the largest archive file shared whole: the most
+// --archive-cap may be, and the most one archive file read from a remote
+// tree may be, whatever cap the machine that shared it used.
+const MaxArchiveFile = 64 << 20
+
+// maxArrivingArchiveFile bounds one archive file read from a remote tree.
+const maxArrivingArchiveFile = MaxArchiveFile
 
 // archiveTree adds the regular files of runs/<id>/ to pb as one tree, each
 // bounded by boundArchive. ok is false when the run has no archive.
@@ -56,11 +59,44 @@ func (g *Repo) archiveTree(pb *packBuilder, s *Store, id RunID, limit int64) (pl
 	return h, err == nil, err
 }
 
-// archiveName accepts the plain file names an archive may hold; temp files
-// of an archive being written (".name.tmp-…") are skipped.
+// ArchiveNames are the files memorylab writes into runs/<id>/ (log,
+// import and arcmemo import), and the only ones a sync shares or accepts:
+// anything else in a remote's archive tree is skipped, so one tree cannot
+// name a blob thirty times (issue 24.6).
+var ArchiveNames = []string{"run.log", "summary.json", "train.patch", "decision_packet.json", "decision_packet.md"}
+
+// archiveName reports whether name is one of ArchiveNames.
 func archiveName(name string) bool {
-	return name != "" && name != "." && name != ".." && !strings.HasPrefix(name, ".") &&
-		!strings.ContainsAny(name, "/\\\x00") && len(name) <= 255
+	for _, n := range ArchiveNames {
+		if name == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Byte caps on the archive files a pull writes (issue 24.6: a 304 KB
+// remote naming one 64 MiB blob 30 times made a pull write 1.9 GB). Files
+// are counted by the size their blob declares, before anything is written.
+const (
+	// maxRunArchiveBytes bounds one run's archive: two files of the
+	// largest size shared whole (real archives are well under 1 MiB:
+	// run.log ~100 KB, the packets and patch a few KB).
+	maxRunArchiveBytes = 2 * MaxArchiveFile
+	// maxPullArchiveBytes bounds what one pull writes into runs/: a first
+	// pull of 10,000 real runs writes about 1-2 GB.
+	maxPullArchiveBytes = 4 << 30
+)
+
+// archiveBudget is what a pull may still write into runs/.
+type archiveBudget struct {
+	left    int64    // bytes, from maxPullArchiveBytes
+	perRun  int64    // maxRunArchiveBytes
+	skipped []string // "<run>/<file>: why", for the warnings
+}
+
+func newArchiveBudget() *archiveBudget {
+	return &archiveBudget{left: maxPullArchiveBytes, perRun: maxRunArchiveBytes}
 }
 
 // readBounded reads a regular file (never through a final symlink); one
@@ -102,8 +138,9 @@ func boundArchive(f io.ReaderAt, size, limit int64) ([]byte, error) {
 }
 
 // markNotFetched leaves NotFetchedMarker in the run's archive directory:
-// its archive stayed on the remote (pull --no-archives).
-func (s *Store) markNotFetched(id RunID) error {
+// its archive stayed on the remote (pull --no-archives), or some of its
+// files did (over a pull's caps); note says which.
+func (s *Store) markNotFetched(id RunID, note string) error {
 	dir, err := s.RunDir(id)
 	if err != nil {
 		return err
@@ -111,12 +148,16 @@ func (s *Store) markNotFetched(id RunID) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unable to create %s: %w", dir, err)
 	}
-	return WriteFileNoFollow(filepath.Join(dir, NotFetchedMarker), []byte("pulled with --no-archives: this run's archive stayed on the remote\n"), 0o644)
+	return WriteFileNoFollow(filepath.Join(dir, NotFetchedMarker), []byte(note), 0o644)
 }
 
 // writeArchive writes an arriving run's archive tree into runs/<id>/ (files
 // that already exist are left as they are). The caller holds the store lock.
-func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash) error {
+//
+// Only ArchiveNames are written, each at most maxArrivingArchiveFile bytes,
+// the run's files at most maxRunArchiveBytes together and the pull's at
+// most what budget has left; what is skipped is noted in budget.
+func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *archiveBudget) error {
 	dir, err := s.RunDir(id)
 	if err != nil {
 		return err
@@ -129,9 +170,11 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash) error {
 	// what that sync had half-written goes first.
 	removeStaleTemps(dir)
 	var writes []atomicFile
+	var runBytes int64
+	skipped := 0
 	for _, e := range t.Entries {
 		if !e.Mode.IsFile() || e.Mode == filemode.Symlink || !archiveName(e.Name) {
-			continue // never from a remote: a link, a path, a hidden name
+			continue // never from a remote: a link, a path, a name memorylab does not write
 		}
 		p := filepath.Join(dir, e.Name)
 		if _, err := os.Lstat(p); err == nil {
@@ -141,9 +184,22 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash) error {
 		if err != nil {
 			return fmt.Errorf("unable to read the archive of %s: %w", id, err)
 		}
-		if b.Size > maxArrivingArchiveFile {
+		skip := ""
+		switch {
+		case b.Size > maxArrivingArchiveFile:
+			skip = fmt.Sprintf("%d bytes, over the %d MiB of one archive file", b.Size, maxArrivingArchiveFile>>20)
+		case runBytes+b.Size > budget.perRun:
+			skip = fmt.Sprintf("the run's archive would pass %d MiB", budget.perRun>>20)
+		case b.Size > budget.left:
+			skip = fmt.Sprintf("one pull writes at most %d GiB of archives; the rest stay on the remote", maxPullArchiveBytes>>30)
+		}
+		if skip != "" {
+			budget.skipped = append(budget.skipped, fmt.Sprintf("%s/%s: %s", id, e.Name, skip))
+			skipped++
 			continue
 		}
+		runBytes += b.Size
+		budget.left -= b.Size
 		writes = append(writes, atomicFile{path: p, perm: 0o644, write: func(w io.Writer) error {
 			rd, err := b.Reader()
 			if err != nil {
@@ -153,6 +209,12 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash) error {
 			_, err = io.Copy(w, io.LimitReader(rd, maxArrivingArchiveFile))
 			return err
 		}})
+	}
+	if skipped > 0 {
+		// doctor then counts the missing files as left on the remote.
+		if err := s.markNotFetched(id, "some archive files of this run stayed on the remote: over a pull's size caps\n"); err != nil {
+			return err
+		}
 	}
 	if len(writes) == 0 {
 		return nil

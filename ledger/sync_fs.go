@@ -75,7 +75,11 @@ func openStorage(gitDir, common string, keep bool) *refStorage {
 	}
 	// KeepDescriptors: go-git otherwise opens and closes the pack file for
 	// every object it reads (an open and an lstat per path element each).
-	sto := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: keep})
+	//
+	// LargeObjectThreshold: go-git reads a loose object over it lazily, by
+	// its header, instead of inflating it into memory first (issue 24.5: a
+	// remote's loose 2 GiB blob, served in-process to a pull).
+	sto := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: keep, LargeObjectThreshold: 1 << 20})
 	if gitDir == "" {
 		gitDir = common
 	}

@@ -126,7 +126,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 	}
 	pr, pw := io.Pipe()
 	req.Packfile = pr
-	go func() { pw.CloseWithError(g.writePackTo(pw, objs)) }()
+	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0)) }() // our own objects
 	report, err := sess.ReceivePack(ctx, req)
 	_ = pr.Close()
 	if err != nil {
@@ -178,17 +178,60 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	if _, err := g.r.CommitObject(tip); err == nil {
 		return tip, nil // already here
 	}
-	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
-	req.Capabilities.Delete(capability.ThinPack) // every pack stands alone
-	req.Wants = []plumbing.Hash{tip}
+	var haves []plumbing.Hash
 	for _, name := range []plumbing.ReferenceName{LedgerRef, rs.trackLedger()} {
 		if h, err := g.localRef(name); err == nil && !h.IsZero() {
-			req.Haves = append(req.Haves, h)
+			haves = append(haves, h)
 		}
 	}
+	return tip, g.receiveFrom(ctx, sess, ar, []plumbing.Hash{tip}, haves, ledgerPackLimits)
+}
+
+// fetchCommits fetches the commits wants (pinned runs) with everything they
+// reach that this repository lacks, through receivePack like the ledger:
+// go-git's fetch holds every object of the pack in memory while indexing it
+// (a pinned commit with a 128 MiB file cost 133 MiB; issue 24.5). haves are
+// commits this repository holds.
+func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []plumbing.Hash) (err error) {
+	urls := rs.remote.Config().URLs
+	if len(urls) == 0 {
+		return fmt.Errorf("remote %s has no URL", rs.label)
+	}
+	ep, err := transport.NewEndpoint(urls[len(urls)-1])
+	if err != nil {
+		return err
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return err
+	}
+	sess, err := cl.NewUploadPackSession(ep, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	return g.receiveFrom(ctx, sess, ar, wants, haves, codePackLimits)
+}
+
+// receiveFrom asks sess for wants (not thin: every pack stands alone),
+// stores the pack it sends through receivePack within lim, and reopens the
+// repository handle so its objects are visible.
+func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants, haves []plumbing.Hash, lim packLimits) error {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	req.Capabilities.Delete(capability.ThinPack) // every pack stands alone
+	req.Wants = wants
+	req.Haves = haves
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
-		return tip, err
+		return err
 	}
 	defer resp.Close()
 	var rd io.Reader = resp
@@ -200,12 +243,12 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	}
 	sto, ok := g.r.Storer.(*refStorage)
 	if !ok {
-		return tip, fmt.Errorf("the repository storage cannot take packfiles")
+		return fmt.Errorf("the repository storage cannot take packfiles")
 	}
-	if err := receivePack(sto, g.gitDirOfStorage(), rd); err != nil {
-		return tip, err
+	if err := receivePack(sto, g.gitDirOfStorage(), rd, lim); err != nil {
+		return err
 	}
-	return tip, g.reopen()
+	return g.reopen()
 }
 
 // ledgerMissing lists the objects reachable from newTip that are not
@@ -386,8 +429,10 @@ func (g *Repo) walkTree(h plumbing.Hash, fn func(h plumbing.Hash, isTree bool) b
 }
 
 // writePackTo writes a pack of objs to w: each object's stored bytes when a
-// local pack holds it whole, else inflated and deflated again.
-func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
+// local pack holds it whole, else inflated and deflated again as it is
+// read. An object stored as a delta building more than maxDelta bytes (0:
+// any) is refused: go-git builds it in memory to read it.
+func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64) error {
 	raw, err := g.openPacks()
 	if err != nil {
 		return err
@@ -411,22 +456,19 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
 			}
 			continue
 		}
+		if maxDelta > 0 && raw.deltaOver(h, maxDelta) {
+			// go-git would build it in memory to read it (issue 24.5).
+			return fmt.Errorf("%w: object %s is stored as a delta building more than %d MiB: not served",
+				ErrBadInput, Short(h.String()), maxDelta>>20)
+		}
 		obj, err := g.r.Storer.EncodedObject(plumbing.AnyObject, h)
 		if err != nil {
 			return fmt.Errorf("unable to read object %s: %w", Short(h.String()), err)
 		}
-		rd, err := obj.Reader()
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(rd)
-		rd.Close()
-		if err != nil {
-			return err
-		}
-		encodeEntry(&buf, zw, obj.Type(), data)
-		if _, err := bw.Write(buf.Bytes()); err != nil {
-			return err
+		// Streamed from the object's reader (go-git reads objects over
+		// the storage's LargeObjectThreshold lazily): never held whole.
+		if err := writeEntry(bw, zw, obj); err != nil {
+			return fmt.Errorf("unable to read object %s: %w", Short(h.String()), err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -434,6 +476,52 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash) error {
 	}
 	_, err = w.Write(sum.Sum(nil))
 	return err
+}
+
+// writePackSafely is writePackTo for a goroutine of its own: a panic there
+// (go-git reading a corrupt object of a remote) would end the process, MCP
+// server and dashboard included, so it becomes the pipe's error (issue 24.8).
+func writePackSafely(g *Repo, w io.Writer, objs []plumbing.Hash, maxDelta uint64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error while writing a pack: %v", r)
+		}
+	}()
+	return g.writePackTo(w, objs, maxDelta)
+}
+
+// writeEntry writes obj as one whole (undeltified) pack entry to w,
+// compressing from its reader as it goes.
+func writeEntry(w io.Writer, zw *zlib.Writer, obj plumbing.EncodedObject) error {
+	var head [16]byte
+	size := uint64(obj.Size())
+	b := byte(obj.Type())<<4 | byte(size&0x0f)
+	size >>= 4
+	n := 0
+	for size != 0 {
+		head[n] = b | 0x80
+		n++
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	head[n] = b
+	if _, err := w.Write(head[:n+1]); err != nil {
+		return err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	zw.Reset(w)
+	copied, err := io.Copy(zw, rd)
+	if err != nil {
+		return err
+	}
+	if copied != obj.Size() {
+		return fmt.Errorf("object is %d bytes, its header says %d", copied, obj.Size())
+	}
+	return zw.Close()
 }
 
 // encodeEntry writes one whole (undeltified) pack entry into buf: the
@@ -552,6 +640,54 @@ func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
 	return nil, false
 }
 
+// deltaOver reports whether a pack stores h as a delta that builds more
+// than limit bytes (read from the delta's header, inflating a few bytes).
+func (lp *localPacks) deltaOver(h plumbing.Hash, limit uint64) bool {
+	for _, p := range lp.packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		br := bufio.NewReaderSize(io.NewSectionReader(p.f, off, p.end-off), 64)
+		c, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		t := plumbing.ObjectType((c >> 4) & 7)
+		for c&0x80 != 0 { // the rest of the entry size
+			if c, err = br.ReadByte(); err != nil {
+				return false
+			}
+		}
+		switch t {
+		case plumbing.OFSDeltaObject:
+			for c = 0x80; c&0x80 != 0; {
+				if c, err = br.ReadByte(); err != nil {
+					return false
+				}
+			}
+		case plumbing.REFDeltaObject:
+			if _, err := br.Discard(20); err != nil {
+				return false
+			}
+		default:
+			return false
+		}
+		zr, err := zlib.NewReader(br)
+		if err != nil {
+			return false
+		}
+		defer zr.Close()
+		zbr := bufio.NewReaderSize(zr, 32)
+		if _, err := deltaHeaderSize(zbr); err != nil {
+			return false
+		}
+		result, err := deltaHeaderSize(zbr)
+		return err == nil && result > limit
+	}
+	return false
+}
+
 func (lp *localPacks) close() {
 	for _, p := range lp.packs {
 		p.f.Close()
@@ -563,7 +699,15 @@ func (lp *localPacks) close() {
 // hashing each object once; go-git's PackfileWriter would parse the stored
 // pack a second time and inflate some objects twice. A pack with deltas is
 // handed to go-git's PackfileWriter, which resolves them.
-func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
+//
+// Memory stays bounded whatever the pack holds (issue 24.5: a 2 GiB zero
+// blob, 2.6 MB on the remote, took pull to 5.4 GB): each object's size is
+// read from its entry header before it is inflated, a whole object is
+// inflated into its hash and never held, and one over lim.whole (0: no
+// limit) is refused before inflating. go-git resolves deltas in memory, so
+// a pack with deltas is refused when a delta would build, or a whole object
+// is, more than lim.delta.
+func receivePack(sto *refStorage, dir string, rd io.Reader, lim packLimits) (err error) {
 	packDir := filepath.Join(dir, "objects", "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err
@@ -594,13 +738,15 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 		h   plumbing.Hash
 		off int64
 	}
-	objs := make([]received, 0, n)
+	objs := make([]received, 0, min(n, 1<<16)) // n is the remote's word until the entries are read
 	deltas := false
+	var biggest uint32
+	var biggestWhole uint64
 	zr, err := zlib.NewReader(bytes.NewReader([]byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01}))
 	if err != nil {
 		return err
 	}
-	var content bytes.Buffer
+	zbr := bufio.NewReaderSize(zr, 32<<10) // inflated bytes, for the delta header
 	for i := uint32(0); i < n; i++ {
 		off := cr.n
 		c, err := cr.ReadByte()
@@ -614,6 +760,16 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 				return fmt.Errorf("unable to read the pack: %w", err)
 			}
 			size |= uint64(c&0x7f) << shift
+		}
+		isDelta := t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject
+		limit := lim.whole
+		if isDelta {
+			// Delta data is at most what it builds plus a byte per 127
+			// inserted and its header.
+			limit = lim.delta + lim.delta/64
+		}
+		if limit > 0 && size > limit {
+			return tooLargeObject(i, size, limit)
 		}
 		switch t {
 		case plumbing.OFSDeltaObject:
@@ -632,15 +788,41 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 		if err := zr.(zlib.Resetter).Reset(cr, nil); err != nil {
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
-		content.Reset()
-		if _, err := io.Copy(&content, zr); err != nil {
+		var sum plumbing.Hasher
+		var into io.Writer = io.Discard
+		if !isDelta {
+			sum = plumbing.NewHasher(t, int64(size))
+			into = sum
+		}
+		zbr.Reset(zr)
+		if isDelta {
+			// The delta's header: the size of its base, then of its result.
+			if _, err := deltaHeaderSize(zbr); err != nil {
+				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
+			}
+			result, err := deltaHeaderSize(zbr)
+			if err != nil {
+				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
+			}
+			if result > lim.delta {
+				return tooLargeObject(i, result, lim.delta)
+			}
+		}
+		n, err := io.Copy(into, zbr)
+		if err != nil {
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
-		if uint64(content.Len()) != size {
-			return fmt.Errorf("unable to read the pack: object %d is %d bytes, its header says %d", i, content.Len(), size)
+		if isDelta {
+			n = int64(size) // the header bytes were read above; the length check is go-git's
+		}
+		if uint64(n) != size {
+			return fmt.Errorf("unable to read the pack: object %d is %d bytes, its header says %d", i, n, size)
+		}
+		if !isDelta && size > biggestWhole {
+			biggest, biggestWhole = i, size
 		}
 		if !deltas {
-			objs = append(objs, received{h: plumbing.ComputeHash(t, content.Bytes()), off: off})
+			objs = append(objs, received{h: sum.Sum(), off: off})
 		}
 	}
 	var trailer [20]byte
@@ -654,6 +836,9 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 		return fmt.Errorf("unable to read the pack: checksum mismatch")
 	}
 	if deltas {
+		if biggestWhole > lim.delta {
+			return tooLargeObject(biggest, biggestWhole, lim.delta) // a base go-git would hold whole
+		}
 		return storeWithGoGit(sto, f)
 	}
 	if err := f.Sync(); err != nil {
@@ -707,6 +892,50 @@ func receivePack(sto *refStorage, dir string, rd io.Reader) (err error) {
 	f.Close()
 	f = nil
 	return SyncDir(packDir)
+}
+
+// maxLedgerObject is the largest object a ledger pack may hold: an archive
+// file shared whole (at most MaxArchiveFile) or cut to head and tail with
+// its note; records are smaller (MaxRecordBytes) and so are shard trees.
+// A bigger one is refused before it is inflated.
+const maxLedgerObject = MaxArchiveFile + 1<<20
+
+// packLimits bound the objects of a received pack (see receivePack).
+type packLimits struct {
+	whole uint64 // largest whole object; 0: any, streamed
+	delta uint64 // largest object of a pack with deltas
+}
+
+// ledgerPackLimits: the shared ledger's objects are at most maxLedgerObject.
+var ledgerPackLimits = packLimits{whole: maxLedgerObject, delta: maxLedgerObject}
+
+// codePackLimits: pinned commits may hold files of any size (streamed when
+// whole); deltas, which go-git resolves in memory, build at most 256 MiB.
+var codePackLimits = packLimits{delta: 256 << 20}
+
+// tooLargeObject refuses object i of a pack, size bytes by its header.
+func tooLargeObject(i uint32, size, limit uint64) error {
+	return fmt.Errorf("%w: object %d of the pack is %d bytes, over the %d MiB an object may have here; nothing was written (remove it from the remote, or ask who pushed it)",
+		ErrBadInput, i, size, limit>>20)
+}
+
+// deltaHeaderSize reads one size of a delta's header (7 bits a byte, least
+// significant first).
+func deltaHeaderSize(br io.ByteReader) (uint64, error) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		c, err := br.ReadByte()
+		if err != nil {
+			return 0, fmt.Errorf("delta header: %w", err)
+		}
+		if shift > 63 {
+			return 0, fmt.Errorf("delta header: size overflows")
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v, nil
+		}
+	}
 }
 
 // countingReader counts the bytes taken from br. zlib stops exactly at the

@@ -129,7 +129,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	handedOff = true
 	go func() {
 		defer unlock()
-		pw.CloseWithError((&Repo{r: served}).writePackTo(pw, objs))
+		pw.CloseWithError(writePackSafely(&Repo{r: served}, pw, objs, codePackLimits.delta))
 	}()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
@@ -209,7 +209,7 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		if err != nil {
 			return nil, err
 		}
-		if err := receivePack(sto, dir, req.Packfile); err != nil {
+		if err := receivePack(sto, dir, req.Packfile, codePackLimits); err != nil {
 			return nil, fmt.Errorf("unable to store the pushed objects: %w", err)
 		}
 		req.Packfile = nil // stored: go-git's session only updates the refs

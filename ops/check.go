@@ -39,6 +39,9 @@ func (i *Idea) Validate() error {
 		return ledger.BadInputf("--threshold must be between 0 and 1, got %v", i.Threshold)
 	}
 	i.Tags = SplitTags(i.Tags)
+	if msg := ledger.TagsProblem(i.Tags); msg != "" {
+		return ledger.BadInputf("--tags: %s", msg)
+	}
 	return nil
 }
 

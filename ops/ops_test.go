@@ -39,6 +39,14 @@ func TestValidation(t *testing.T) {
 			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Description = "  " })})
 			return err
 		}, "--description must not be empty"},
+		{"check: too many tags (issue 24.7)", func() error {
+			_, err := Check(env, CheckInput{Idea: withIdea(func(i *Idea) { i.Tags = []string{strings.Repeat("a,", 200000)} })})
+			return err
+		}, "--tags: 200000 tags, more than the 64"},
+		{"log: long tag (issue 24.7)", func() error {
+			_, err := Log(env, LogInput{Idea: withIdea(func(i *Idea) { i.Tags = []string{strings.Repeat("t", 101)} }), Status: "keep"})
+			return err
+		}, "is 101 bytes, longer than 100"},
 		{"check: limit", func() error { _, err := Check(env, CheckInput{Idea: idea, Limit: -1}); return err }, "--limit must be 0 or more"},
 		{"log: status", func() error { _, err := Log(env, LogInput{Idea: idea, Status: "kept"}); return err }, "--status must be keep, discard or crash"},
 		{"import: no file", func() error { _, err := Import(env, ImportInput{}); return err }, "import needs at least one results.tsv file"},
@@ -75,6 +83,8 @@ func TestValidation(t *testing.T) {
 		{"min delta: infinite", func() error { return CheckMinDelta(math.Inf(1)) }, "--min-delta must be zero or positive"},
 		{"init: goal", func() error { _, err := Init(env, InitInput{Metric: "acc", Goal: "up"}); return err }, "--goal must be min or max"},
 		{"init: metric", func() error { _, err := Init(env, InitInput{Metric: " ", Goal: "max"}); return err }, "--metric must not be empty"},
+		{"sync: archive cap over 64 MiB (issue 24.5)", func() error { _, err := Sync(env, SyncInput{ArchiveCap: 1 << 30}); return err },
+			"--archive-cap must be at most 67108864 bytes (64 MiB, the largest archive file a pull accepts), got 1073741824"},
 		{"sync: archive cap", func() error { _, err := Sync(env, SyncInput{ArchiveCap: 512}); return err }, "--archive-cap must be at least 1024 bytes, got 512"},
 		{"list: status", func() error { _, err := List(env, ListInput{Status: []string{"keep,won"}}); return err }, "--status must be keep, discard or crash"},
 		{"list: best", func() error { _, err := List(env, ListInput{Best: -1}); return err }, "--best and --limit must not be negative"},

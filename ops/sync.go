@@ -36,6 +36,9 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 	if in.ArchiveCap != 0 && in.ArchiveCap < 1024 {
 		return nil, ledger.BadInputf("--archive-cap must be at least 1024 bytes, got %d", in.ArchiveCap)
 	}
+	if in.ArchiveCap > ledger.MaxArchiveFile {
+		return nil, ledger.BadInputf("--archive-cap must be at most %d bytes (64 MiB, the largest archive file a pull accepts), got %d", int64(ledger.MaxArchiveFile), in.ArchiveCap)
+	}
 	out := &SyncOutput{}
 	s, loc, err := env.Open()
 	if errors.Is(err, ledger.ErrNoStore) && (!in.Push || in.Both) && loc.Repo != nil {

@@ -119,12 +119,7 @@ func (m *Morning) SVG() string {
 			chartW/2, chartH/2, html.EscapeString(m.Metric))
 		return b.String()
 	}
-	lo, hi := math.Min(*c.Baseline, *c.Best), math.Max(*c.Baseline, *c.Best)
-	span := hi - lo
-	if span == 0 {
-		span = math.Max(math.Abs(hi)*0.01, 1e-6)
-	}
-	y0, y1 := lo-span*0.25, hi+span*0.25
+	y0, y1 := chartFrame(*c.Baseline, *c.Best)
 	xOf := func(x int) float64 {
 		if n == 1 {
 			return chartLeft + pw/2
@@ -132,7 +127,8 @@ func (m *Morning) SVG() string {
 		return chartLeft + float64(x-1)/float64(n-1)*pw
 	}
 	yOf := func(v float64) (float64, bool) {
-		y := chartTop + (y1-v)/(y1-y0)*ph
+		// Halves, so that no difference of finite values overflows.
+		y := chartTop + (y1/2-v/2)/(y1/2-y0/2)*ph
 		switch {
 		case y < chartTop:
 			return chartTop, false
@@ -143,12 +139,15 @@ func (m *Morning) SVG() string {
 	}
 	// Grid and axes.
 	b.WriteString(`<g class="axes" font-size="11" fill="#57606a">` + "\n")
-	step := niceStep((y1 - y0) / 5)
-	prec := max(0, int(math.Ceil(-math.Log10(step)))+0)
-	for v := math.Ceil(y0/step) * step; v <= y1+step*1e-9; v += step {
+	ticks := Ticks(y0, y1, 5)
+	step := 0.0
+	if len(ticks) > 1 {
+		step = ticks[1] - ticks[0]
+	}
+	for _, v := range ticks {
 		y, _ := yOf(v)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eef0f3"/><text class="y-tick" x="%.1f" y="%.1f" text-anchor="end">%.*f</text>`+"\n",
-			chartLeft, y, chartLeft+pw, y, chartLeft-8, y+4, prec, v)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eef0f3"/><text class="y-tick" x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n",
+			chartLeft, y, chartLeft+pw, y, chartLeft-8, y+4, TickLabel(v, step))
 	}
 	xstep := int(niceStep(float64(max(n, 2)) / 10))
 	if xstep < 1 {
@@ -326,6 +325,22 @@ func (m *Morning) SVG() string {
 	return b.String()
 }
 
+// chartFrame is the y-range of the chart: baseline and best with a quarter
+// of their span above and below (1 % of the value, at least 1e-6, when they
+// are equal), clamped to finite floats.
+func chartFrame(a, b float64) (y0, y1 float64) {
+	lo, hi := math.Min(a, b), math.Max(a, b)
+	pad := hi/8 - lo/8 // a quarter of the span; hi-lo overflows for ±MaxFloat64
+	if pad == 0 {
+		pad = math.Max(math.Abs(hi)*0.01, 1e-6) / 4
+	}
+	y0, y1 = lo-pad, hi+pad
+	if y0 == lo || y1 == hi { // pad below the spacing of floats here
+		y0, y1 = math.Nextafter(lo, math.Inf(-1)), math.Nextafter(hi, math.Inf(1))
+	}
+	return math.Max(y0, -math.MaxFloat64), math.Min(y1, math.MaxFloat64)
+}
+
 // niceStep rounds a raw step to 1, 2 or 5 times a power of ten.
 func niceStep(raw float64) float64 {
 	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
@@ -333,7 +348,7 @@ func niceStep(raw float64) float64 {
 	}
 	p := math.Pow(10, math.Floor(math.Log10(raw)))
 	for _, f := range []float64{1, 2, 5, 10} {
-		if raw <= f*p {
+		if raw <= f*p*(1+1e-9) { // 0.1/5 is 0.020000000000000004
 			return f * p
 		}
 	}

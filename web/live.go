@@ -58,8 +58,7 @@ func (s *Server) Run(ctx context.Context) {
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
 	for {
-		s.live.poll()
-		s.warm()
+		s.tick()
 		select {
 		case <-ctx.Done():
 			return

@@ -126,7 +126,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "a token is required: open the address memorylab serve printed")
 		return
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			// A 500 with the reason, not a dropped connection (issue 24.8);
+			// when the answer had begun, net/http ends it short.
+			writeError(w, http.StatusInternalServerError, ops.PanicError(v).Error())
+		}
+	}()
 	s.mux.ServeHTTP(w, r)
+}
+
+// tick is one step of Run: live updates, then the overview cache. A panic
+// is noted and the next tick tries again; serve keeps serving.
+func (s *Server) tick() {
+	defer func() {
+		if v := recover(); v != nil && s.env.Notice != nil {
+			fmt.Fprintf(s.env.Notice, "memorylab serve: %v\n", ops.PanicError(v))
+		}
+	}()
+	s.live.poll()
+	s.warm()
 }
 
 // authorized checks the token; ?token= sets the cookie for the page's later

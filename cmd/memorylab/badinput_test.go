@@ -163,6 +163,21 @@ func badInputs() []badInput {
 			}
 			return []string{"arcmemo", "import", dir}
 		}},
+		{name: "arcmemo import/an events.jsonl line over 1 MiB (issue 24.9)", code: ExitBadInput, msg: `events\.jsonl line 5 is longer than 1048576 bytes: not an event log`, prep: func(t *testing.T, r testRepo) []string {
+			dir := filepath.Join(r.Dir, "mem2-run")
+			if err := copyTreeTest(filepath.Join("..", "..", "testdata", "arcmemo", "mem2-mock-run"), dir); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteString(`{"message":"x","payload":[` + strings.Repeat("[[]],", 300000) + "[]]}\n"); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"arcmemo", "import", dir}
+		}},
 		{name: "log/CRLF line endings", ok: true, prep: static(keep("--log", fixture("log-crlf.log"))...)},
 		{name: "log/100 MB with summary at the end", ok: true, prep: func(t *testing.T, r testRepo) []string {
 			size := 100 << 20
@@ -212,6 +227,9 @@ func badInputs() []badInput {
 		{name: "flags/blank description", code: ExitBadInput, msg: `--description is empty`, prep: static("log", "-d", " \t ", "--status", "keep", "--metric", "val_bpb=1")},
 		{name: "flags/non-UTF-8 description", code: ExitBadInput, msg: `--description is not valid UTF-8`, prep: static("log", "-d", "caf\xe9 \xff\xfe", "--status", "keep", "--metric", "val_bpb=1")},
 		{name: "flags/non-UTF-8 tags", code: ExitBadInput, msg: `--tags is not valid UTF-8`, prep: static(keep("--metric", "val_bpb=1", "--tags", "lr,\xc3\x28")...)},
+		{name: "flags/65 tags (issue 24.7)", code: ExitBadInput, msg: `--tags: 65 tags, more than the 64 a record may carry`, prep: static(keep("--metric", "val_bpb=1", "--tags", strings.Repeat("t,", 65))...)},
+		{name: "flags/a 101-byte tag (issue 24.7)", code: ExitBadInput, msg: `--tags: tag "x{40}…" is 101 bytes, longer than 100`, prep: static(keep("--metric", "val_bpb=1", "--tags", strings.Repeat("x", 101))...)},
+		{name: "check/200,000 tags (issue 24.7)", code: ExitBadInput, msg: `--tags: 200000 tags, more than the 64`, prep: static("check", "-d", "x", "--tags", strings.Repeat("a,", 200000))},
 		{name: "flags/stray argument", code: ExitBadInput, msg: `log takes no arguments, got "extra"`, prep: static(keep("--metric", "val_bpb=1", "extra")...)},
 		{name: "flags/unknown command", code: ExitBadInput, msg: `unknown command "lgo"; did you mean .memorylab log.\? \(see .memorylab help.\)`, prep: static("lgo")},
 		{name: "flags/unknown command, nothing near", code: ExitBadInput, msg: `unknown command "frobnicate"; see .memorylab help.$`, prep: static("frobnicate")},
@@ -231,6 +249,7 @@ func badInputs() []badInput {
 		{name: "branch/name with ..", code: ExitBadInput, msg: `"\.\./\.\./x" is not a valid branch name`, prep: static("branch", "20261122T03", "../../x")},
 		{name: "branch/full ref name", code: ExitBadInput, msg: `"refs/heads/x\.lock" is not a valid branch name`, prep: static("branch", "2026", "refs/heads/x.lock")},
 		{name: "branch/run id traversal", code: ExitBadInput, msg: `no run id or commit starts with "\.\./\.\./etc"`, prep: static("branch", "../../etc", "x")},
+		{name: "sync/--archive-cap over 64 MiB (issue 24.5)", code: ExitBadInput, msg: `--archive-cap must be at most 67108864 bytes \(64 MiB, the largest archive file a pull accepts\), got 1073741824`, prep: static("sync", "--archive-cap", "1073741824")},
 		{name: "sync/--archive-cap too small", code: ExitBadInput, msg: `--archive-cap must be at least 1024 bytes, got 10`, prep: static("sync", "--archive-cap", "10")},
 		{name: "list/bad --status", code: ExitBadInput, msg: `--status must be keep, discard or crash, got "maybe"`, prep: static("list", "--status", "maybe")},
 		{name: "list/bad --since", code: ExitBadInput, msg: `--since must be a duration like 90m or 16h`, prep: static("list", "--since", "forever")},

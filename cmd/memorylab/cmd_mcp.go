@@ -157,19 +157,45 @@ func newMCPServer(env *Env, store string, allow ...string) *mcp.Server {
 			"Read report for the plateau verdict and the decision queue.",
 	})
 	m := &mcpServer{env: env, store: store, allow: allow}
-	mcp.AddTool(s, &mcp.Tool{Name: "check", Description: "Novelty verdict for a planned idea (decision allow/warn/block, its nearest past runs). A block is a normal result."}, m.check)
-	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Record a finished run: outcome, metrics, crash summary; returns the stored record."}, m.log)
-	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "The morning report: headline, champion, plateau verdict, decision queue (JSON, or markdown)."}, m.report)
-	mcp.AddTool(s, &mcp.Tool{Name: "list", Description: "Runs in (timestamp, run id) order, filtered."}, m.list)
-	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first."}, m.best)
-	mcp.AddTool(s, &mcp.Tool{Name: "show", Description: "One run: record, commit, pin and its code change."}, m.show)
-	mcp.AddTool(s, &mcp.Tool{Name: "params", Description: "The sweep memory: every parameter runs changed in the code, the values tried with outcomes and best metric, the champion's value and untried gaps."}, m.params)
-	mcp.AddTool(s, &mcp.Tool{Name: "compare", Description: "Two runs side by side: metrics, config and code differences."}, m.compare)
+	mcp.AddTool(s, &mcp.Tool{Name: "check", Description: "Novelty verdict for a planned idea (decision allow/warn/block, its nearest past runs). A block is a normal result."}, guard(m.check))
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Record a finished run: outcome, metrics, crash summary; returns the stored record."}, guard(m.log))
+	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "The morning report: headline, champion, plateau verdict, decision queue (JSON, or markdown)."}, guard(m.report))
+	mcp.AddTool(s, &mcp.Tool{Name: "list", Description: "Runs in (timestamp, run id) order, filtered."}, guard(m.list))
+	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first."}, guard(m.best))
+	mcp.AddTool(s, &mcp.Tool{Name: "show", Description: "One run: record, commit, pin and its code change."}, guard(m.show))
+	mcp.AddTool(s, &mcp.Tool{Name: "params", Description: "The sweep memory: every parameter runs changed in the code, the values tried with outcomes and best metric, the champion's value and untried gaps."}, guard(m.params))
+	mcp.AddTool(s, &mcp.Tool{Name: "compare", Description: "Two runs side by side: metrics, config and code differences."}, guard(m.compare))
 	s.AddResource(&mcp.Resource{URI: "memorylab://report/latest", Name: "report", Title: "Morning report",
-		Description: "The latest morning report (markdown)", MIMEType: "text/markdown"}, m.reportResource)
+		Description: "The latest morning report (markdown)", MIMEType: "text/markdown"}, guardResource(m.reportResource))
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "memorylab://runs/{run_id}", Name: "run",
-		Description: "One run's record and code change (JSON, as `memorylab show --json`)", MIMEType: "application/json"}, m.runResource)
+		Description: "One run's record and code change (JSON, as `memorylab show --json`)", MIMEType: "application/json"}, guardResource(m.runResource))
 	return s
+}
+
+// guard makes a panic in a tool call a tool error (exit 1, "internal
+// error"): the server keeps serving (issue 24.8).
+func guard[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				var zero Out
+				res, out, err = nil, zero, &toolError{code: ExitFailure, msg: ops.PanicError(r).Error()}
+			}
+		}()
+		return h(ctx, req, in)
+	}
+}
+
+// guardResource is guard for resource reads.
+func guardResource(h mcp.ResourceHandler) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (res *mcp.ReadResourceResult, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				res, err = nil, ops.PanicError(r)
+			}
+		}()
+		return h(ctx, req)
+	}
 }
 
 // toolError is a failed operation: its message and the CLI's exit code.

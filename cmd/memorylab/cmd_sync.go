@@ -48,7 +48,7 @@ func syncFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 		&cli.BoolFlag{Name: "no-archives", Usage: "neither share run archives (runs/<run_id>/) nor write the ones that arrive"},
-		&cli.Int64Flag{Name: "archive-cap", Value: ledger.DefaultArchiveCap, Usage: "archive files over `BYTES` travel as head and tail with a note"},
+		&cli.Int64Flag{Name: "archive-cap", Value: ledger.DefaultArchiveCap, Usage: "archive files over `BYTES` (at most 64 MiB) travel as head and tail with a note"},
 	}
 }
 

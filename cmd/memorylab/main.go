@@ -92,7 +92,7 @@ func runEnv(env *Env, args []string) int {
 	done := make(chan struct{})
 	defer close(done)
 	go interruptBackstop(ctx, done, env.Err)
-	err := newApp(env).RunContext(ctx, optionalDiffValue(args))
+	err := runApp(ctx, env, optionalDiffValue(args))
 	if err != nil {
 		if _, printed := err.(blockedError); !printed {
 			fmt.Fprintf(env.Err, "memorylab: %v\n", err)
@@ -102,6 +102,17 @@ func runEnv(env *Env, args []string) int {
 		return ExitInterrupted
 	}
 	return exitCode(err)
+}
+
+// runApp runs the command; a panic becomes an ordinary error (exit 1, one
+// line on stderr) after the command's deferred cleanups ran.
+func runApp(ctx context.Context, env *Env, args []string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = ops.PanicError(r)
+		}
+	}()
+	return newApp(env).RunContext(ctx, args)
 }
 
 // interruptGrace is how long a command may take to stop after Ctrl-C or

@@ -288,7 +288,7 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 	}
 	if notFetched > 0 {
 		rep.add(Finding{Severity: SevInfo, Check: CheckArtifacts,
-			Message: fmt.Sprintf("%d pulled runs came without their archives (pull --no-archives); their records are intact", notFetched)})
+			Message: fmt.Sprintf("%d pulled runs came without their archives (pull --no-archives, or files over a pull's size caps); their records are intact", notFetched)})
 	}
 }
 
