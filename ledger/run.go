@@ -217,23 +217,10 @@ func (s *Store) ClaimRunIDLocked(r *Record) error {
 	return fmt.Errorf("unable to find a free run id for commit %s at %s", r.Commit, r.Timestamp)
 }
 
-// readTail returns up to the last n bytes of path.
+// readTail returns up to the last n bytes of path, a regular file.
 func readTail(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	off := max(st.Size()-n, 0)
-	buf := make([]byte, st.Size()-off)
-	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
+	data, _, err := ReadTailInput(Input{Name: path}, 0, n)
+	return data, err
 }
 
 // AppendTSVLocked appends one line to results.tsv (caller holds the lock),
