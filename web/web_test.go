@@ -210,6 +210,42 @@ func TestHandlers(t *testing.T) {
 		{"bad status", "/api/runs?status=maybe", 400, nil},
 		{"bad page", "/api/runs?page=x", 400, nil},
 		{"bad since", "/api/runs?since=yesterday", 400, nil},
+		// issue 24 item 13: every numeric query parameter, at its extremes.
+		{"page beyond int range", "/api/runs?size=2&page=9223372036854775807", 200, func(t *testing.T, b []byte) {
+			var p ops.PageResult
+			_ = json.Unmarshal(b, &p)
+			if p.Page != 3 || p.Pages != 3 || len(p.Rows) != 2 || p.Rows[1].Description != "warmdown 0.3" {
+				t.Fatalf("not clamped to the last page: %+v", p)
+			}
+		}},
+		{"page past the end", "/api/runs?size=4&page=9", 200, func(t *testing.T, b []byte) {
+			var p ops.PageResult
+			_ = json.Unmarshal(b, &p)
+			if p.Page != 2 || len(p.Rows) != 2 {
+				t.Fatalf("not clamped to the last page: %+v", p)
+			}
+		}},
+		{"page overflows int", "/api/runs?page=99999999999999999999", 400, nil},
+		{"negative page", "/api/runs?page=-1", 400, nil},
+		{"size beyond int range", "/api/runs?size=9223372036854775807&page=9223372036854775807", 200, func(t *testing.T, b []byte) {
+			var p ops.PageResult
+			_ = json.Unmarshal(b, &p)
+			if p.Page != 1 || len(p.Rows) != 6 {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{"since NaN", "/api/runs?since=NaN", 400, nil},
+		{"since Inf", "/api/runs?since=Inf", 400, nil},
+		{"since -Inf", "/api/runs?since=-Inf", 400, nil},
+		{"since huge duration", "/api/runs?since=9999999999h", 400, nil},
+		{"since_hours NaN", "/api/overview?since_hours=NaN", 400, nil},
+		{"since_hours Inf", "/api/overview?since_hours=Inf", 400, nil},
+		{"since_hours -Inf", "/api/overview?since_hours=-Inf", 400, nil},
+		{"since_hours zero", "/api/overview?since_hours=0", 400, nil},
+		{"since_hours negative", "/api/overview?since_hours=-3", 400, nil},
+		{"since_hours huge", "/api/overview?since_hours=1e300", 400, nil},
+		{"since_hours text", "/api/overview?since_hours=x", 400, nil},
+		{"since_hours a week", "/api/overview?since_hours=168", 200, nil},
 		{"run", "/api/runs/" + string(recs[1].RunID), 200, func(t *testing.T, b []byte) {
 			var d struct {
 				Diff *string `json:"diff"`
