@@ -36,7 +36,7 @@ func mcpCommand(env *Env) *cli.Command {
 				return usagef("mcp takes no arguments, got %q", c.Args().First())
 			}
 			store := c.String("store")
-			return newMCPServer(env, store).Run(c.Context, &mcp.StdioTransport{})
+			return newMCPServer(env, store).Run(c.Context, &lineTransport{in: env.In, out: env.Out})
 		},
 	}
 }
