@@ -178,9 +178,9 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 		rep.add(Finding{Severity: SevError, Check: CheckConfig, Message: configErr.Error(),
 			Fix: "fix " + s.Path(ConfigFile) + ` by hand ({"version":1,"metric":"val_bpb","goal":"min","train_file":"train.py"})`})
 	}
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 
@@ -436,7 +436,7 @@ func (s *Store) checkTSV(rep *DoctorReport, recs []doctorRec) {
 	if s.TSVPath == "" {
 		return
 	}
-	f, err := os.Open(s.TSVPath)
+	f, err := openSized(s.TSVPath, "results.tsv")
 	if errors.Is(err, fs.ErrNotExist) {
 		rep.add(Finding{Severity: SevWarning, Check: CheckTSV, Message: s.TSVPath + " is missing", Fix: "it is recreated by the next `memorylab log`"})
 		return
@@ -508,9 +508,9 @@ func (s *Store) Repair(now time.Time, repo *Repo) (*RepairResult, error) {
 		res.RemovedRefs = append(res.RemovedRefs, removed...)
 	}
 
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	var bad []backupLine

@@ -245,7 +245,7 @@ type NoveltyIndex struct {
 	// readAt, when set, is told how far groupsFrom has read (a rebuild's
 	// progress).
 	readAt func(off int64)
-	ledger *os.File // opened by Record
+	ledger *SizedFile // opened by Record
 	// Mode says how this index answers: "index", "index+pending" or "scan".
 	Mode string
 }
@@ -451,9 +451,9 @@ type slimRecord struct {
 // version this build reads) and, like ScanFrom, does not cover a torn last
 // line a writer may still be finishing.
 func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64, error) {
-	f, err := os.Open(x.store.LedgerPath())
+	f, err := x.store.OpenLedger()
 	if err != nil {
-		return from, fmt.Errorf("unable to read ledger: %w", err)
+		return from, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
@@ -930,10 +930,14 @@ func uniqueFields(s string) []string {
 // (Store.ReadRecordAt allocates a 1 MiB reader per call, which dominated
 // check's profile), through one descriptor kept open for the index's life.
 func (x *NoveltyIndex) Record(offset int64) (*Record, error) {
+	if x.ledger != nil && offset >= x.ledger.Size() { // appended since it was opened
+		x.ledger.Close()
+		x.ledger = nil
+	}
 	if x.ledger == nil {
-		f, err := os.Open(x.store.LedgerPath())
+		f, err := x.store.OpenLedger()
 		if err != nil {
-			return nil, fmt.Errorf("unable to read ledger: %w", err)
+			return nil, err
 		}
 		x.ledger = f
 	}

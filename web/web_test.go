@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -527,5 +528,55 @@ func TestSurvivesStoreTrouble(t *testing.T) {
 	}
 	if _, err := os.Stat(st.Dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the deleted store came back: %v", err)
+	}
+}
+
+// TestFIFOLedgerHangsNothing reproduces issue 24 item 11 for serve: a FIFO
+// in place of the ledger blocked every request and the live updates for
+// good (os.Open of a FIFO waits for a writer). Requests now answer 400
+// naming it, and once the ledger is back, pages and live updates carry on.
+func TestFIFOLedgerHangsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.night()
+	_, ts := f.server(Options{})
+	ch := events(t, ts.URL)
+	waitEvent(t, ch, "running", "[]")
+	st, _, err := f.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := st.LedgerPath() + ".aside"
+	if err := os.Rename(st.LedgerPath(), aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(st.LedgerPath(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 20 * time.Second} // a hang, not a speed goal
+	for _, p := range []string{"/api/overview", "/api/runs", "/api/runs/latest", "/api/lineages", "/api/params", "/api/compare?a=latest&b=champion"} {
+		res, err := client.Get(ts.URL + p)
+		if err != nil {
+			t.Fatalf("%s with a FIFO ledger: %v", p, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "is a FIFO") {
+			t.Fatalf("%s with a FIFO ledger: %d %s", p, res.StatusCode, body)
+		}
+	}
+	if err := os.Remove(st.LedgerPath()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(aside, st.LedgerPath()); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperLogEnv+"="+f.dir, helperLogEnv+"_DESC=after the FIFO")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helper: %v %s", err, out)
+	}
+	waitEvent(t, ch, "ledger", "after the FIFO")
+	if res, body := get(t, ts.URL+"/api/runs", nil); res.StatusCode != 200 || !strings.Contains(string(body), `"matched":7`) {
+		t.Fatalf("after the ledger came back: %d %s", res.StatusCode, body)
 	}
 }
