@@ -37,7 +37,7 @@ func openSized(path, what string) (*SizedFile, error) {
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) || isSymlink(path) {
 			target, _ := os.Readlink(path)
-			return nil, fmt.Errorf("%w: %w: %s is a symbolic link to %q; memorylab reads %s only as a regular file and never writes through links (a cloned repository can point one at /dev/zero or any file): replace the link with a regular file",
+			return nil, fmt.Errorf("%w: %w: %s points at %q; memorylab never writes through links and reads %s only as a regular file (a cloned repository can point one at /dev/zero or any file): replace the link with a regular file",
 				ErrBadInput, ErrSymlink, path, target, what)
 		}
 		return nil, fmt.Errorf("unable to read %s: %w", what, err)

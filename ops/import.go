@@ -180,7 +180,19 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 			if env.Progress != nil && len(recs) >= importProgressRows {
 				step = env.Progress.Start("import: writing records", len(recs))
 			}
-			err := store.AppendLockedProgress(step, recs...)
+			// One all-or-nothing step, encoded record by record (issue 24
+			// items 14 and 15).
+			i := 0
+			_, err := store.AppendBatchLocked(step, func() (*ledger.Record, error) {
+				if err := env.ctx().Err(); err != nil {
+					return nil, err
+				}
+				if i == len(recs) {
+					return nil, nil
+				}
+				i++
+				return recs[i-1], nil
+			})
 			step.Done()
 			if err != nil {
 				return nil, err
