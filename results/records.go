@@ -76,10 +76,11 @@ func (k KeyCounts) Add(r *ledger.Record, metric string) { k[RowKey(RowFromRecord
 // Planned is one entry turned into a record, and whether the ledger already
 // holds it.
 type Planned struct {
-	Entry   Entry
-	Record  *ledger.Record
-	Key     string // row key
-	Present bool   // the ledger already has this row (same key, same occurrence)
+	Entry      Entry
+	Record     *ledger.Record // the whole record; from PlanSlim only what Build does not rebuild
+	Key        string         // row key
+	Occurrence int            // earlier rows of this file with the same key
+	Present    bool           // the ledger already has this row (same key, same occurrence)
 }
 
 var runIDUnsafe = regexp.MustCompile(`[^0-9a-zA-Z_.]`)
@@ -92,6 +93,28 @@ var runIDUnsafe = regexp.MustCompile(`[^0-9a-zA-Z_.]`)
 // this import; Plan adds the new ones, so the n-th occurrence of a row is
 // new only when the ledger holds fewer than n rows with its key.
 func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
+	return res.plan(file, anchor, metric, seen, false)
+}
+
+// PlanSlim is Plan keeping of each record only its run id, timestamp,
+// status, commit and description (what a summary of the import shows):
+// Build makes the whole record again when it is written, so an import of
+// a million rows never holds a million records (issue 24 item 15).
+func (res *Result) PlanSlim(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
+	return res.plan(file, anchor, metric, seen, true)
+}
+
+// Build returns p's whole record, as Plan made it; file and metric are
+// Plan's.
+func (res *Result) Build(p Planned, file, metric string) *ledger.Record {
+	rec := res.record(p.Entry, file, metric)
+	rec.Timestamp, rec.RunID = p.Record.Timestamp, p.Record.RunID
+	rec.Source["row_key"] = p.Key
+	rec.Source["occurrence"] = p.Occurrence
+	return rec
+}
+
+func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCounts, slim bool) []Planned {
 	last := 0
 	for _, e := range res.Entries {
 		last = max(last, e.Line)
@@ -107,7 +130,7 @@ func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCo
 		key := RowKey(RowFromRecord(rec, metric))
 		n := occurrence[key]
 		occurrence[key]++
-		p := Planned{Entry: e, Record: rec, Key: key}
+		p := Planned{Entry: e, Record: rec, Key: key, Occurrence: n}
 		if n < seen[key] {
 			p.Present = true
 		} else {
@@ -126,6 +149,10 @@ func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCo
 		rec.RunID = ledger.RunID(ts.Format("20060102T150405Z") + "-" + runIDUnsafe.ReplaceAllString(short, "") + "-" + hex.EncodeToString(sum[:4]))
 		rec.Source["row_key"] = key
 		rec.Source["occurrence"] = n
+		if slim {
+			p.Record = &ledger.Record{RunID: rec.RunID, Timestamp: rec.Timestamp, Status: rec.Status,
+				Commit: rec.Commit, Description: rec.Description}
+		}
 		out = append(out, p)
 	}
 	return out
