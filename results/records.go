@@ -76,11 +76,16 @@ func (k KeyCounts) Add(r *ledger.Record, metric string) { k[RowKey(RowFromRecord
 // Planned is one entry turned into a record, and whether the ledger already
 // holds it.
 type Planned struct {
-	Entry      Entry
-	Record     *ledger.Record // the whole record; from PlanSlim only what Build does not rebuild
+	Entry      *Entry         // in Result.Entries
+	Record     *ledger.Record // the whole record; nil from PlanSlim (Build makes it)
 	Key        string         // row key
 	Occurrence int            // earlier rows of this file with the same key
 	Present    bool           // the ledger already has this row (same key, same occurrence)
+	// The record's fields an import summary shows, set by Plan and PlanSlim.
+	RunID       ledger.RunID
+	Timestamp   string
+	Status      string
+	Description string
 }
 
 var runIDUnsafe = regexp.MustCompile(`[^0-9a-zA-Z_.]`)
@@ -96,10 +101,9 @@ func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCo
 	return res.plan(file, anchor, metric, seen, false)
 }
 
-// PlanSlim is Plan keeping of each record only its run id, timestamp,
-// status, commit and description (what a summary of the import shows):
-// Build makes the whole record again when it is written, so an import of
-// a million rows never holds a million records (issue 24 item 15).
+// PlanSlim is Plan without the records (Planned.Record is nil): Build
+// makes each whole record when it is written, so an import of a million
+// rows never holds a million records (issue 24 item 15).
 func (res *Result) PlanSlim(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
 	return res.plan(file, anchor, metric, seen, true)
 }
@@ -107,8 +111,8 @@ func (res *Result) PlanSlim(file string, anchor time.Time, metric string, seen K
 // Build returns p's whole record, as Plan made it; file and metric are
 // Plan's.
 func (res *Result) Build(p Planned, file, metric string) *ledger.Record {
-	rec := res.record(p.Entry, file, metric)
-	rec.Timestamp, rec.RunID = p.Record.Timestamp, p.Record.RunID
+	rec := res.record(*p.Entry, file, metric)
+	rec.Timestamp, rec.RunID = p.Timestamp, p.RunID
 	rec.Source["row_key"] = p.Key
 	rec.Source["occurrence"] = p.Occurrence
 	return rec
@@ -125,8 +129,9 @@ func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCo
 	anchor = anchor.UTC().Truncate(time.Second)
 	occurrence := map[string]int{}
 	out := make([]Planned, 0, len(res.Entries))
-	for _, e := range res.Entries {
-		rec := res.record(e, file, metric)
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		rec := res.record(*e, file, metric)
 		key := RowKey(RowFromRecord(rec, metric))
 		n := occurrence[key]
 		occurrence[key]++
@@ -149,9 +154,9 @@ func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCo
 		rec.RunID = ledger.RunID(ts.Format("20060102T150405Z") + "-" + runIDUnsafe.ReplaceAllString(short, "") + "-" + hex.EncodeToString(sum[:4]))
 		rec.Source["row_key"] = key
 		rec.Source["occurrence"] = n
+		p.RunID, p.Timestamp, p.Status, p.Description = rec.RunID, rec.Timestamp, rec.Status, rec.Description
 		if slim {
-			p.Record = &ledger.Record{RunID: rec.RunID, Timestamp: rec.Timestamp, Status: rec.Status,
-				Commit: rec.Commit, Description: rec.Description}
+			p.Record = nil
 		}
 		out = append(out, p)
 	}
