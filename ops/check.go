@@ -1,9 +1,11 @@
 package ops
 
 import (
+	"errors"
 	"math"
 	"strings"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
@@ -130,8 +132,8 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 	if in.Diff != "" {
 		out.Code, err = checkCode(env, s, in.Diff)
 		switch {
-		case err != nil && in.CodeOptional:
-			env.notef("note: code not checked: %v", err)
+		case err != nil && (in.CodeOptional || errors.Is(err, ledger.ErrCodeUnreadable)):
+			env.notef("note: code not checked: %s; judged by the description alone", display.Line(err.Error()))
 		case err != nil:
 			return nil, err
 		default:

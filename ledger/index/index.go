@@ -233,7 +233,7 @@ type Index struct {
 	// readAt, when set, is told how far groupsFrom has read (a rebuild's
 	// progress).
 	readAt func(off int64)
-	ledger *os.File // opened by Record
+	ledger *ledger.SizedFile // opened by Record
 	// Mode says how this index answers: "index", "index+pending" or "scan".
 	Mode string
 }
@@ -439,9 +439,9 @@ type slimRecord struct {
 // version this build reads) and, like ScanFrom, does not cover a torn last
 // line a writer may still be finishing.
 func (x *Index) groupsFrom(from int64, into map[string]*novelty.Group) (int64, error) {
-	f, err := os.Open(x.store.LedgerPath())
+	f, err := x.store.OpenLedger()
 	if err != nil {
-		return from, fmt.Errorf("unable to read ledger: %w", err)
+		return from, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
@@ -918,10 +918,14 @@ func uniqueFields(s string) []string {
 // (Store.ReadRecordAt allocates a 1 MiB reader per call, which dominated
 // check's profile), through one descriptor kept open for the index's life.
 func (x *Index) Record(offset int64) (*ledger.Record, error) {
+	if x.ledger != nil && offset >= x.ledger.Size() { // appended since it was opened
+		x.ledger.Close()
+		x.ledger = nil
+	}
 	if x.ledger == nil {
-		f, err := os.Open(x.store.LedgerPath())
+		f, err := x.store.OpenLedger()
 		if err != nil {
-			return nil, fmt.Errorf("unable to read ledger: %w", err)
+			return nil, err
 		}
 		x.ledger = f
 	}
