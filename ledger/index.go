@@ -51,7 +51,8 @@ import (
 //	3: groups carry their normalised description (data's third line, and
 //	   the desckey field), so an exact description repeat is found whatever
 //	   the tags and family (issue 18).
-const IndexFormat = 3
+//	4: a run's code "t" is a tied discard (Record.Tie, issue 25).
+const IndexFormat = 4
 
 const (
 	indexName      = "novelty"
@@ -91,6 +92,7 @@ func TestSetIndexOpenTimeout(d time.Duration) func() {
 type GroupRun struct {
 	Offset int64    // byte offset of the record in the ledger
 	Status string   // keep, discard or crash
+	Tie    bool     // a discard within the tie margin of the champion (Record.Tie)
 	Value  *float64 // the store's primary metric; nil when missing
 }
 
@@ -108,7 +110,7 @@ type TextGroup struct {
 
 // encodeGroup writes the stored "data" field: norm, family and desc as JSON
 // strings on a line each, then the runs as "offset:code:metric" joined by ";" (code k, d,
-// c for keep, discard, crash, else "-"; metric empty when missing, else
+// c for keep, discard, crash, t for a tied discard, else "-"; metric empty when missing, else
 // shortest round-trip form). It decodes ~10x faster than JSON arrays.
 func encodeGroup(g *TextGroup) string {
 	var sb strings.Builder
@@ -125,7 +127,11 @@ func encodeGroup(g *TextGroup) string {
 		}
 		sb.WriteString(strconv.FormatInt(r.Offset, 10))
 		sb.WriteByte(':')
-		sb.WriteString(statusCode(r.Status))
+		if r.Tie && r.Status == StatusDiscard {
+			sb.WriteByte('t')
+		} else {
+			sb.WriteString(statusCode(r.Status))
+		}
 		sb.WriteByte(':')
 		if r.Value != nil {
 			sb.WriteString(strconv.FormatFloat(*r.Value, 'g', -1, 64))
@@ -146,7 +152,7 @@ func statusCode(s string) string {
 	return "-"
 }
 
-var codeStatus = map[string]string{"k": StatusKeep, "d": StatusDiscard, "c": StatusCrash, "-": ""}
+var codeStatus = map[string]string{"k": StatusKeep, "d": StatusDiscard, "t": StatusDiscard, "c": StatusCrash, "-": ""}
 
 func decodeGroup(s string) (TextGroup, error) {
 	var g TextGroup
@@ -175,7 +181,7 @@ func decodeGroup(s string) (TextGroup, error) {
 		if err != nil {
 			return g, err
 		}
-		g.Runs[i] = GroupRun{Offset: n, Status: status}
+		g.Runs[i] = GroupRun{Offset: n, Status: status, Tie: code == "t"}
 		if val != "" {
 			v, err := strconv.ParseFloat(val, 64)
 			if err != nil {
@@ -440,6 +446,7 @@ type slimRecord struct {
 	RunID         RunID    `json:"run_id"`
 	Family        string   `json:"family"`
 	Status        string   `json:"status"`
+	Tie           bool     `json:"tie"`
 	Description   string   `json:"description"`
 	Hypothesis    string   `json:"hypothesis"`
 	Tags          []string `json:"tags"`
@@ -492,7 +499,7 @@ func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64
 			}
 			continue
 		}
-		rec := Record{Family: r.Family, Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
+		rec := Record{Family: r.Family, Status: r.Status, Tie: r.Tie, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
 		norm := x.opts.Normalize(rec.ComparisonText())
 		id := groupID(norm, rec.Family)
 		g := into[id]
@@ -505,7 +512,7 @@ func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64
 }
 
 func (x *NoveltyIndex) runOf(r *Record, off int64) GroupRun {
-	run := GroupRun{Offset: off, Status: r.Status}
+	run := GroupRun{Offset: off, Status: r.Status, Tie: r.Tie && r.Status == StatusDiscard}
 	if v, ok := r.Metric(x.meta.Metric); ok {
 		run.Value = &v
 	}
