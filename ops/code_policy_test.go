@@ -1,0 +1,144 @@
+package ops
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/change"
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/results"
+)
+
+// TestApplyCodePolicy is the policy of issue 25 item 2 and item 4's
+// semantics: the code decides when it is known.
+func TestApplyCodePolicy(t *testing.T) {
+	v := 0.98
+	dup := CodeVerdict{Change: "c1", Result: "r1", DuplicateCode: []CodeMatch{{RunID: "20261124T000000Z-aaaaaaa", Status: "discard", Value: &v, Same: "change"}}}
+	moved := CodeVerdict{Change: "c1", Result: "r2", SameChange: []CodeMatch{{RunID: "20261124T000000Z-bbbbbbb", Status: "keep", Value: &v,
+		Same: "change_other_base", BaseDiff: []change.Edit{{File: "train.py", Name: "DEPTH", Old: "8", New: "12"}}}}}
+	fresh := CodeVerdict{Change: "c3", Result: "r3"}
+	unknown := CodeVerdict{}
+	match := []novelty.Match{{RunID: "20261124T000000Z-ccccccc", Status: "discard", Category: novelty.RepeatFailure}}
+	cases := []struct {
+		name, mode, class string
+		code              CodeVerdict
+		want              string
+		says              []string
+	}{
+		{"same code blocks in exploit", novelty.ModeExploit, novelty.Novel, dup, novelty.Block, []string{"duplicate_code", "aaaaaaa"}},
+		{"replicate re-runs a duplicate_code", novelty.ModeReplicate, novelty.RepeatFailure, dup, novelty.Allow, []string{"replicate mode"}},
+		{"replicate re-runs a re-worded idea", novelty.ModeReplicate, novelty.Novel, dup, novelty.Allow, []string{"duplicate_code"}},
+		{"same change on a moved base is a caution naming the run and the base", novelty.ModeExploit, novelty.RepeatFailure, moved,
+			novelty.Caution, []string{"bbbbbbb", "DEPTH 8→12", "new question"}},
+		{"same change on a moved base, allowed description", novelty.ModeExploit, novelty.KnownSuccess, moved, novelty.Caution, []string{"bbbbbbb"}},
+		{"new values are never blocked on the description", novelty.ModeExploit, novelty.RepeatFailure, fresh, novelty.Caution,
+			[]string{"never ran", "ccccccc"}},
+		{"new code in explore mode", novelty.ModeExplore, novelty.KnownSuccess, fresh, novelty.Caution, []string{"never ran"}},
+		{"replicate: nothing ran, nothing to replicate", novelty.ModeReplicate, novelty.Novel, fresh, novelty.Block, nil},
+		{"unknown code: the description decides", novelty.ModeExploit, novelty.RepeatFailure, unknown, novelty.Block, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := &CheckResult{}
+			res.Mode, res.Classification = c.mode, c.class
+			res.Policy.Mode = c.mode
+			res.Policy.Decision, res.Policy.Rationale = novelty.Decide(c.mode, c.class)
+			if c.class != novelty.Novel {
+				res.TopMatches = match
+			}
+			code := c.code
+			applyCode(res, &code)
+			if res.Policy.Decision != c.want {
+				t.Fatalf("decision %s (%s), want %s", res.Policy.Decision, res.Policy.Rationale, c.want)
+			}
+			for _, w := range c.says {
+				if !strings.Contains(res.Policy.Rationale, w) {
+					t.Fatalf("rationale %q does not say %q", res.Policy.Rationale, w)
+				}
+			}
+			if res.Classification != c.class {
+				t.Fatalf("classification changed to %s", res.Classification)
+			}
+		})
+	}
+}
+
+// scratchLab is a repository with train.py holding vals, and a store.
+func scratchLab(t *testing.T, vals string) (*ledger.ScratchRepo, Env, func(time.Duration)) {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := ledger.InitScratchRepo(dir, "autoresearch/issue25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Commit("baseline", map[string]string{"train.py": vals, ".gitignore": "results/\nresults.tsv\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ledger.InitStore(filepath.Join(dir, "results", "memorylab"), filepath.Join(dir, "results.tsv"),
+		ledger.DefaultConfig(), results.Header("val_bpb")); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC)
+	env := Env{Dir: dir, Now: func() time.Time { return now }, Notice: io.Discard}
+	return repo, env, func(d time.Duration) { now = now.Add(d) }
+}
+
+func trainPy(depth, lr string) string {
+	return "# train.py\nDEPTH = " + depth + "\nMATRIX_LR = " + lr + "\n"
+}
+
+// TestCheckDiffMovedBase reproduces issue 25: "Retry higher matrix LR now
+// that the model is deeper" was blocked as duplicate_code, though the code
+// never ran; the same change and code on the same base still is.
+func TestCheckDiffMovedBase(t *testing.T) {
+	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
+	step := func(desc, depth, lr, status string, v float64) {
+		t.Helper()
+		tick(6 * time.Minute)
+		if _, err := repo.Commit(desc, map[string]string{"train.py": trainPy(depth, lr)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, Metrics: map[string]float64{"val_bpb": v}}); err != nil {
+			t.Fatal(err)
+		}
+		if status != ledger.StatusKeep {
+			if err := repo.ResetHardToParent(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	step("raise matrix LR to 0.06", "8", "0.04", ledger.StatusKeep, 0.99) // no change: the baseline's run
+	step("raise matrix LR to 0.06", "8", "0.06", ledger.StatusDiscard, 1.0)
+	step("deeper model: depth 12", "12", "0.04", ledger.StatusKeep, 0.97)
+	check := func(desc, depth, lr string) *CheckResult {
+		t.Helper()
+		if _, err := repo.Commit(desc, map[string]string{"train.py": trainPy(depth, lr)}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Check(env, CheckInput{Idea: Idea{Description: desc}, Limit: 3, Diff: DiffWorktree})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.ResetHardToParent(); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := check("Retry higher matrix LR now that the model is deeper", "12", "0.06")
+	if res.Policy.Decision == novelty.Block || len(res.Code.DuplicateCode) != 0 || len(res.Code.SameChange) != 1 {
+		t.Fatalf("moved base: %s (%s), code %+v", res.Policy.Decision, res.Policy.Rationale, res.Code)
+	}
+	if d := res.Code.SameChange[0]; d.Status != ledger.StatusDiscard || BaseDiffText(d.BaseDiff) != "base differs: DEPTH 8→12" ||
+		!strings.Contains(res.Policy.Rationale, string(d.RunID)) || !strings.Contains(res.Policy.Rationale, "DEPTH 8→12") {
+		t.Fatalf("same change: %+v, rationale %q", d, res.Policy.Rationale)
+	}
+	// The same code as the deeper keep: a duplicate, blocked.
+	res = check("depth 12 again", "12", "0.04")
+	if res.Policy.Decision != novelty.Block || len(res.Code.DuplicateCode) == 0 {
+		t.Fatalf("same code: %s (%s), code %+v", res.Policy.Decision, res.Policy.Rationale, res.Code)
+	}
+}
