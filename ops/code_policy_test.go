@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"encoding/json"
 	"io"
 	"path/filepath"
 	"strings"
@@ -141,4 +142,63 @@ func TestCheckDiffMovedBase(t *testing.T) {
 	if res.Policy.Decision != novelty.Block || len(res.Code.DuplicateCode) == 0 {
 		t.Fatalf("same code: %s (%s), code %+v", res.Policy.Decision, res.Policy.Rationale, res.Code)
 	}
+}
+
+// TestLogMarksTies (issue 25 item 3): a discard within the tie margin of
+// the champion is recorded as discard with tie set, its packet advises a
+// retry, and it is no failure evidence for the next idea; a discard beyond
+// the margin is a plain discard, abandoned.
+func TestLogMarksTies(t *testing.T) {
+	_, env, tick := scratchLab(t, trainPy("8", "0.04"))
+	log := func(desc, status string, v, minDelta float64) *ledger.Record {
+		t.Helper()
+		tick(6 * time.Minute)
+		res, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, MinDelta: minDelta,
+			Metrics: map[string]float64{"val_bpb": v}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Record
+	}
+	log("baseline", ledger.StatusKeep, 0.98, 0)
+	cases := []struct {
+		desc     string
+		v, delta float64
+		tie      bool
+		action   string
+	}{
+		{"re-run the baseline", 0.98, 0, true, "retry"},
+		{"embedding LR 0.8", 0.9805, 0.001, true, "retry"},
+		{"embedding LR 0.7", 0.985, 0.001, false, "abandon"},
+		{"embedding LR 0.5", 0.9801, 0, false, "abandon"},
+	}
+	for _, c := range cases {
+		r := log(c.desc, ledger.StatusDiscard, c.v, c.delta)
+		p := storedAction(t, r)
+		if r.Tie != c.tie || r.Status != ledger.StatusDiscard || p != c.action {
+			t.Errorf("%s (%v, margin %v): tie=%v status=%s packet %s, want tie=%v discard %s", c.desc, c.v, c.delta, r.Tie, r.Status, p, c.tie, c.action)
+		}
+	}
+	// The tied re-run is no failure evidence against a new idea.
+	res, err := Check(env, CheckInput{Idea: Idea{Description: "re-run the baseline with embedding LR 1.0"}, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.TopMatches {
+		if m.Description == "re-run the baseline" && m.Category == novelty.RepeatFailure {
+			t.Fatalf("the tie counted as a failure: %+v", res.Verdict)
+		}
+	}
+}
+
+// storedAction is the next action stored in r's decision packet.
+func storedAction(t *testing.T, r *ledger.Record) string {
+	t.Helper()
+	var p struct {
+		NextAction string `json:"next_action"`
+	}
+	if err := json.Unmarshal(r.DecisionPacket, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.NextAction
 }

@@ -71,6 +71,13 @@ func (g Goal) Promising(delta float64) bool {
 	return delta <= PromisingDistance+1e-12
 }
 
+// Ties reports whether v is within margin of champion or better: a run
+// that did not lose to the champion by more than margin (issue 25). With
+// margin 0 only an equal (or better) value ties.
+func (g Goal) Ties(v, champion, margin float64) bool {
+	return g.Gain(v, champion) >= -margin-1e-12
+}
+
 // Usable reports whether v can rank a run: lower-is-better metrics need a
 // positive value (the Python rule; 0 means "not measured"), higher-is-better
 // ones any finite value (a score of 0 is a real score).

@@ -167,7 +167,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		return err
 	}
 	lo := opts.Log
-	lo.Status = status
+	lo.Status, lo.MinDelta = status, opts.MinDelta
 	lo.SummaryPath, lo.IgnoreSummaryEnv = "", true
 	if _, err := os.Stat(summary); err == nil {
 		lo.SummaryPath = summary
