@@ -23,23 +23,28 @@ import (
 //     runs after that prefix, folded into "code" once there are
 //     codeTailFold of them.
 //
-// A line is run id, status, metric value, change hash, result hash and the
-// parameter edits, tab-separated ("-" when empty). check finds the lines it
+// A line is run id, status, metric value, change hash, result hash, the
+// parameter edits and the parameter values of the code that ran (version
+// 2, issue 25: sweep memory counts inherited values), tab-separated ("-"
+// when empty). check finds the lines it
 // needs with a substring search instead of parsing the file: 100,000 runs
 // are about 10 MB. A run's fingerprint depends only on its commits, so a
 // line lost in a race is recomputed and a duplicate is harmless.
 const (
 	codeCacheName    = "code"
-	codeCacheVersion = 1
+	codeCacheVersion = 2
 	codeTailName     = "code.tail"
 	codeTailFold     = 256
 )
 
-// Separators inside the edits field: between edits, and between an edit's
-// file, name, old and new values.
+// Separators inside the edits and values fields: between edits (values),
+// between an edit's file, name, old and new values, and between a value's
+// file, name and value (another byte, so a search for an edited name never
+// finds a line that only holds it).
 const (
 	editSep  = "\x1e"
 	fieldSep = "\x1f"
+	valueSep = "\x1d"
 )
 
 // RunCode is one run's entry in the code cache.
@@ -57,7 +62,7 @@ func (c *RunCode) HasCode() bool { return c.Result != "" || c.Change != "" }
 func cleanField(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch r {
-		case '\t', '\n', '\r', 0x1e, 0x1f:
+		case '\t', '\n', '\r', 0x1d, 0x1e, 0x1f:
 			return ' '
 		}
 		return r
@@ -89,13 +94,23 @@ func (c *RunCode) line() []byte {
 	if len(c.Edits) == 0 {
 		b.WriteString("-")
 	}
+	b.WriteString("\t")
+	for i, v := range c.Values {
+		if i > 0 {
+			b.WriteString(editSep)
+		}
+		b.WriteString(valueSep + cleanField(v.File) + valueSep + cleanField(v.Name) + valueSep + cleanField(v.Value))
+	}
+	if len(c.Values) == 0 {
+		b.WriteString("-")
+	}
 	b.WriteByte('\n')
 	return b.Bytes()
 }
 
 func parseRunCode(line []byte) (RunCode, bool) {
 	f := strings.Split(strings.TrimRight(string(line), "\n"), "\t")
-	if len(f) != 6 || f[0] == "" {
+	if len(f) != 7 || f[0] == "" { // a line of version 1 has no values: recomputed
 		return RunCode{}, false
 	}
 	undash := func(s string) string {
@@ -120,6 +135,15 @@ func parseRunCode(line []byte) (RunCode, bool) {
 				return RunCode{}, false
 			}
 			c.Edits = append(c.Edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
+		}
+	}
+	if f[6] != "-" {
+		for _, e := range strings.Split(f[6], editSep) {
+			p := strings.Split(e, valueSep)
+			if len(p) != 4 {
+				return RunCode{}, false
+			}
+			c.Values = append(c.Values, change.Value{File: p[1], Name: p[2], Value: p[3]})
 		}
 	}
 	return c, true

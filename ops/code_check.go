@@ -132,14 +132,22 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		keys := editKeys(code.Edits)
 		var runs []RunCode
 		for k := range keys {
-			runs = append(runs, cs.find(fieldSep+k.name+fieldSep, func(c *RunCode) bool {
+			// Runs that set it, and runs whose code held it (issue 25).
+			holds := func(c *RunCode) bool {
 				for _, e := range c.Edits {
 					if e.File == k.file && e.Name == k.name {
 						return true
 					}
 				}
+				for _, v := range c.Values {
+					if v.File == k.file && v.Name == k.name {
+						return true
+					}
+				}
 				return false
-			})...)
+			}
+			runs = append(runs, cs.find(fieldSep+k.name+fieldSep, holds)...)
+			runs = append(runs, cs.find(valueSep+k.name+valueSep, holds)...)
 		}
 		for _, sw := range sweeps(dedupeRuns(runs), s.Config.Better) {
 			if keys[sweepKey{sw.File, sw.Name}] {

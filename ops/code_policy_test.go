@@ -202,3 +202,71 @@ func storedAction(t *testing.T, r *ledger.Record) string {
 	}
 	return p.NextAction
 }
+
+// TestSweepInheritsValues reproduces issue 25's "What was swept": the
+// champion holds MATRIX_LR 0.05 (inherited from an earlier keep) at
+// 0.9799, so 0.05 is the best value, not the edited 0.045 at 0.9819.
+func TestSweepInheritsValues(t *testing.T) {
+	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
+	step := func(desc, depth, lr, status string, v float64) {
+		t.Helper()
+		tick(6 * time.Minute)
+		if _, err := repo.Commit(desc, map[string]string{"train.py": trainPy(depth, lr)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, Metrics: map[string]float64{"val_bpb": v}}); err != nil {
+			t.Fatal(err)
+		}
+		if status != ledger.StatusKeep {
+			if err := repo.ResetHardToParent(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	step("baseline", "8", "0.04", ledger.StatusKeep, 0.99)
+	step("matrix LR 0.05", "8", "0.05", ledger.StatusKeep, 0.985)
+	step("depth 10", "10", "0.05", ledger.StatusKeep, 0.9799)
+	step("matrix LR 0.045", "10", "0.045", ledger.StatusDiscard, 0.9819)
+	pr, err := Params(env, ParamsInput{Names: []string{"MATRIX_LR"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := pr.Sweeps[0]
+	if sw.BestValue != "0.05" || sw.Champion != "0.05" || sw.Runs != 4 {
+		t.Fatalf("MATRIX_LR: best %s, champion %s, %d runs; want 0.05, 0.05, 4: %s", sw.BestValue, sw.Champion, sw.Runs, sw.Line())
+	}
+	if got, want := sw.Line(), "MATRIX_LR: 0.04 keep 0.99, 0.045 discard 0.9819, 0.05 keep×2 0.9799 (champion's value)"; got != want {
+		t.Fatalf("line %q, want %q", got, want)
+	}
+	s, _, err := env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Morning(env, s, DefaultReportInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.Swept {
+		if p.Name == "MATRIX_LR" && (p.BestValue != "0.05" || p.Best == nil || *p.Best != 0.9799 || p.Champion != "0.05") {
+			t.Fatalf("what was swept: %+v", p)
+		}
+	}
+}
+
+// TestRunCodeLineRoundTrip: a code cache line keeps edits and values; a
+// line of the old format (six fields, no values) is refused, so it is
+// recomputed rather than read without its values.
+func TestRunCodeLineRoundTrip(t *testing.T) {
+	v := 0.98
+	c := RunCode{Run: "20261124T000000Z-aaaaaaa", Status: "keep", Value: &v, Code: change.Code{Change: "c", Result: "r",
+		Edits:  []change.Edit{{File: "train.py", Name: "LR", Old: "0.04", New: "0.06"}},
+		Values: []change.Value{{File: "train.py", Name: "DEPTH", Value: "8"}, {File: "train.py", Name: "LR", Value: "0.06"}}}}
+	got, ok := parseRunCode(c.line())
+	if !ok || len(got.Values) != 2 || got.Values[1] != c.Values[1] || len(got.Edits) != 1 || got.Edits[0] != c.Edits[0] || *got.Value != v {
+		t.Fatalf("round trip: %+v %v", got, ok)
+	}
+	old := "20261124T000000Z-aaaaaaa\tkeep\t0.98\tc\tr\t-\n"
+	if _, ok := parseRunCode([]byte(old)); ok {
+		t.Fatal("a version 1 line was accepted")
+	}
+}

@@ -253,15 +253,21 @@ func TestCodeReplay(t *testing.T) {
 	if pr.RunsWithCode != runs || pr.RunsWithoutCode != 1 {
 		t.Errorf("params: %d runs with code, %d without; want %d and 1", pr.RunsWithCode, pr.RunsWithoutCode, runs)
 	}
-	total := 0
+	// Every run with code holds a value of every parameter (issue 25:
+	// inherited values count), each edit is counted once, and the best
+	// value is the champion's: the champion is the best run of the replay.
+	edited := 0
 	for _, sw := range pr.Sweeps {
-		total += sw.Runs
-		if sw.File != "train.py" || sw.Champion == "" {
-			t.Errorf("sweep %+v: want train.py and the champion's value", sw)
+		edited += sw.Edited
+		if sw.File != "train.py" || sw.Champion == "" || sw.Runs != runs {
+			t.Errorf("sweep %s: file %s, champion %q, %d runs; want train.py, the champion's value and %d runs", sw.Name, sw.File, sw.Champion, sw.Runs, runs)
+		}
+		if sw.BestValue != sw.Champion {
+			t.Errorf("sweep %s: best value %s, but the champion (the best run) holds %s", sw.Name, sw.BestValue, sw.Champion)
 		}
 	}
-	if total != runs || len(pr.Sweeps) != len(replayParams) {
-		t.Errorf("params: %d sweeps over %d runs, want %d over %d", len(pr.Sweeps), total, len(replayParams), runs)
+	if edited != runs || len(pr.Sweeps) != len(replayParams) {
+		t.Errorf("params: %d sweeps over %d edits, want %d over %d", len(pr.Sweeps), edited, len(replayParams), runs)
 	}
 
 	// The morning report's "What was swept": the top parameters of the

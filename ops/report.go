@@ -125,7 +125,7 @@ func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) [
 		if len(out) == report.MaxSwept {
 			break
 		}
-		p := report.SweptParam{Name: sw.Name, File: sw.File, Runs: sw.Runs, Values: len(sw.Values), BestValue: sw.BestValue, Champion: sw.Champion}
+		p := report.SweptParam{Name: sw.Name, File: sw.File, Runs: sw.Edited, Values: len(sw.Values), BestValue: sw.BestValue, Champion: sw.Champion}
 		for _, v := range sw.Values {
 			if v.Value == sw.BestValue && v.Best != nil {
 				b := *v.Best
