@@ -156,6 +156,7 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		}
 		if champ, ok := champion(env, s); ok {
 			setChampionValues(repo, champ, v.ParamsTried, s.Config.Better)
+			markStale(v.ParamsTried, newStaleIndex(cs.all(), ledger.RunID(champ.RunID)))
 		}
 	}
 	return v, nil
@@ -317,8 +318,9 @@ func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*Par
 		return nil, err
 	}
 	all := cs.all()
+	every := all
 	if in.window != nil {
-		kept := all[:0]
+		kept := make([]RunCode, 0, len(all))
 		for _, c := range all {
 			if in.window[c.Run] {
 				kept = append(kept, c)
@@ -352,6 +354,7 @@ func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*Par
 	if champ, ok := champion(env, s); ok {
 		out.Champion = champ.RunID
 		setChampionValues(repo, champ, out.Sweeps, s.Config.Better)
+		markStale(out.Sweeps, newStaleIndex(every, ledger.RunID(champ.RunID)))
 	}
 	return out, nil
 }

@@ -270,3 +270,85 @@ func TestRunCodeLineRoundTrip(t *testing.T) {
 		t.Fatal("a version 1 line was accepted")
 	}
 }
+
+// TestStaleVerdictsResurface (issue 25 item 8): a discarded idea whose
+// code later keeps changed is named "worth re-trying on the current
+// champion" with the number of keeps since, by params, the report and
+// check; a discard on the champion's own code is not.
+func TestStaleVerdictsResurface(t *testing.T) {
+	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
+	step := func(desc, depth, lr, status string, v float64) {
+		t.Helper()
+		tick(6 * time.Minute)
+		if _, err := repo.Commit(desc, map[string]string{"train.py": trainPy(depth, lr)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, Metrics: map[string]float64{"val_bpb": v}}); err != nil {
+			t.Fatal(err)
+		}
+		if status != ledger.StatusKeep {
+			if err := repo.ResetHardToParent(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	step("baseline", "8", "0.04", ledger.StatusKeep, 0.99)
+	step("raise matrix LR to 0.06", "8", "0.06", ledger.StatusDiscard, 1.0)
+	step("depth 12", "12", "0.04", ledger.StatusKeep, 0.97)
+	step("depth 14", "14", "0.04", ledger.StatusKeep, 0.965)
+	step("lower matrix LR to 0.03", "14", "0.03", ledger.StatusDiscard, 0.968)
+	const want = "worth re-trying on the current champion (2 keeps since)"
+
+	pr, err := Params(env, ParamsInput{Names: []string{"MATRIX_LR"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range pr.Sweeps[0].Values {
+		switch v.Value {
+		case "0.06":
+			if v.Retry == nil || v.Retry.Text() != want {
+				t.Errorf("params 0.06: %+v, want %q", v.Retry, want)
+			}
+		default:
+			if v.Retry != nil {
+				t.Errorf("params %s: %s, want none (kept, or judged on the champion's code)", v.Value, v.Retry.Text())
+			}
+		}
+	}
+	if line := pr.Sweeps[0].Line(); !strings.Contains(line, "0.06 discard 1 ("+want+")") {
+		t.Errorf("line %q", line)
+	}
+
+	s, _, err := env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Morning(env, s, DefaultReportInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, p := range m.Swept {
+		for _, r := range p.Retry {
+			found = found || (p.Name == "MATRIX_LR" && r.Value == "0.06" && r.KeepsSince == 2)
+		}
+	}
+	if md := string(m.Markdown()); !found || !strings.Contains(md, "`MATRIX_LR` = `0.06`") || !strings.Contains(md, want) {
+		t.Errorf("report: %+v\n%s", m.Swept, md)
+	}
+
+	res, err := Check(env, CheckInput{Idea: Idea{Description: "raise matrix LR to 0.06"}, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.WorthRetrying) != 1 || res.WorthRetrying[0].KeepsSince != 2 || !strings.Contains(res.Policy.Rationale, want) {
+		t.Errorf("check: %+v, rationale %q", res.WorthRetrying, res.Policy.Rationale)
+	}
+	res, err = Check(env, CheckInput{Idea: Idea{Description: "lower matrix LR to 0.03"}, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.WorthRetrying) != 0 {
+		t.Errorf("check of a discard on the champion's code: %+v", res.WorthRetrying)
+	}
+}

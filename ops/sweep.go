@@ -18,6 +18,12 @@ type ValueTried struct {
 	Best     *float64       `json:"best"` // best metric among them; null when none has one
 	BestRun  ledger.RunID   `json:"best_run,omitempty"`
 	Statuses map[string]int `json:"statuses"`
+	// Retry, for a value no kept run held whose latest run that set it
+	// was discarded, says the keeps since changed the code that run was
+	// judged on: worth re-trying on the current champion (issue 25).
+	Retry *Stale `json:"worth_retrying,omitempty"`
+
+	lastSet ledger.RunID // the latest run whose edit set the value
 }
 
 // Gap is an untried stretch between two adjacent tried numeric values.
@@ -56,6 +62,9 @@ func (sw *Sweep) Line() string {
 		}
 		if v.Value == sw.Champion && v.Runs > 0 {
 			p += " (champion's value)"
+		}
+		if v.Retry != nil {
+			p += " (" + v.Retry.Text() + ")"
 		}
 		parts = append(parts, p)
 	}
@@ -103,10 +112,13 @@ func sweeps(runs []RunCode, better func(a, b float64) bool) []Sweep {
 				held[k] = v.Value
 			}
 		}
+		set := map[sweepKey]bool{}
 		for _, e := range r.Edits {
-			if k := (sweepKey{e.File, e.Name}); held[k] == "" {
+			k := sweepKey{e.File, e.Name}
+			if held[k] == "" {
 				held[k] = e.New
 			}
+			set[k] = held[k] == e.New
 		}
 		for k, val := range held {
 			if by[k] == nil {
@@ -119,6 +131,9 @@ func sweeps(runs []RunCode, better func(a, b float64) bool) []Sweep {
 			}
 			v.Runs++
 			v.Statuses[r.Status]++
+			if set[k] && r.Run > v.lastSet {
+				v.lastSet = r.Run
+			}
 			if r.Value != nil && (v.Best == nil || better(*r.Value, *v.Best) || (*r.Value == *v.Best && r.Run < v.BestRun)) {
 				val := *r.Value
 				v.Best, v.BestRun = &val, r.Run
@@ -229,6 +244,19 @@ func editKeys(edits []change.Edit) map[sweepKey]bool {
 		out[sweepKey{e.File, e.Name}] = true
 	}
 	return out
+}
+
+// markStale sets Retry on the values no kept run held whose latest run
+// that set them was discarded on code the champion no longer has.
+func markStale(sws []Sweep, x *staleIndex) {
+	for i := range sws {
+		for j := range sws[i].Values {
+			v := &sws[i].Values[j]
+			if v.Statuses[ledger.StatusKeep] == 0 && v.lastSet != "" {
+				v.Retry = x.of(v.lastSet)
+			}
+		}
+	}
 }
 
 // bestTried is the best metric among the values runs set, nil when none.
