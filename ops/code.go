@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -154,6 +155,9 @@ func parseRunCode(line []byte) (RunCode, bool) {
 type codeSet struct {
 	base []byte
 	tail map[ledger.RunID]RunCode
+	// order is the tail's runs in ledger order (base lines are in ledger
+	// order already): all() returns runs in ledger order.
+	order []ledger.RunID
 }
 
 // find returns the runs whose line contains needle (deduplicated by run;
@@ -182,8 +186,8 @@ func (cs *codeSet) find(needle string, keep func(*RunCode) bool) []RunCode {
 		}
 		b = b[next:]
 	}
-	for _, c := range cs.tail {
-		if !seen[c.Run] && keep(&c) {
+	for _, id := range cs.tailOrder() {
+		if c := cs.tail[id]; !seen[c.Run] && keep(&c) {
 			seen[c.Run] = true
 			out = append(out, c)
 		}
@@ -191,7 +195,20 @@ func (cs *codeSet) find(needle string, keep func(*RunCode) bool) []RunCode {
 	return out
 }
 
-// all parses every run of the set.
+// tailOrder is the tail's run ids in ledger order.
+func (cs *codeSet) tailOrder() []ledger.RunID {
+	if len(cs.order) == len(cs.tail) {
+		return cs.order
+	}
+	ids := make([]ledger.RunID, 0, len(cs.tail))
+	for id := range cs.tail {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// all parses every run of the set, in ledger order.
 func (cs *codeSet) all() []RunCode {
 	var out []RunCode
 	seen := map[ledger.RunID]bool{}
@@ -201,8 +218,8 @@ func (cs *codeSet) all() []RunCode {
 			out = append(out, c)
 		}
 	}
-	for _, c := range cs.tail {
-		if !seen[c.Run] {
+	for _, id := range cs.tailOrder() {
+		if c := cs.tail[id]; !seen[c.Run] {
 			seen[c.Run] = true
 			out = append(out, c)
 		}
@@ -305,6 +322,9 @@ func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
 			c = cr.entry(r)
 			fresh = append(fresh, c.line())
 		}
+		if _, dup := cs.tail[r.RunID]; !dup {
+			cs.order = append(cs.order, r.RunID)
+		}
 		cs.tail[r.RunID] = c
 		return nil
 	})
@@ -314,7 +334,8 @@ func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
 	if len(cs.tail) >= codeTailFold {
 		var b bytes.Buffer
 		b.Write(base)
-		for _, c := range cs.tail {
+		for _, id := range cs.order {
+			c := cs.tail[id]
 			b.Write(c.line())
 		}
 		if nfp, err := s.FingerprintAt(end); err == nil && s.WriteCache(codeCacheName, codeCacheVersion, nfp, b.Bytes()) == nil {

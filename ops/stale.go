@@ -25,24 +25,26 @@ func (s *Stale) Text() string {
 }
 
 // staleIndex answers which discarded runs were judged on code the champion
-// no longer has. Runs are ordered by run id (their timestamp).
+// no longer has. "Since" is ledger order (all() of the code cache).
 type staleIndex struct {
-	keeps []ledger.RunID // kept runs, sorted
-	runs  map[ledger.RunID]*RunCode
+	keeps []int // positions of kept runs, ascending
+	pos   map[ledger.RunID]int
+	runs  []RunCode
 	champ *RunCode
 }
 
+// newStaleIndex indexes all (in ledger order) for the champion's run.
 func newStaleIndex(all []RunCode, champion ledger.RunID) *staleIndex {
-	x := &staleIndex{runs: make(map[ledger.RunID]*RunCode, len(all))}
+	x := &staleIndex{runs: all, pos: make(map[ledger.RunID]int, len(all))}
 	for i := range all {
-		c := &all[i]
-		x.runs[c.Run] = c
-		if c.Status == ledger.StatusKeep {
-			x.keeps = append(x.keeps, c.Run)
+		x.pos[all[i].Run] = i
+		if all[i].Status == ledger.StatusKeep {
+			x.keeps = append(x.keeps, i)
+		}
+		if all[i].Run == champion {
+			x.champ = &all[i]
 		}
 	}
-	sort.Slice(x.keeps, func(i, j int) bool { return x.keeps[i] < x.keeps[j] })
-	x.champ = x.runs[champion]
 	return x
 }
 
@@ -50,11 +52,15 @@ func newStaleIndex(all []RunCode, champion ledger.RunID) *staleIndex {
 // kept since, or the champion's parameters equal those run was based on
 // (the parameters run's own change set aside): then its verdict still holds.
 func (x *staleIndex) of(run ledger.RunID) *Stale {
-	r := x.runs[run]
-	if r == nil || r.Status != ledger.StatusDiscard || x.champ == nil || len(r.Values) == 0 || len(x.champ.Values) == 0 {
+	i, ok := x.pos[run]
+	if !ok || x.champ == nil {
 		return nil
 	}
-	keeps := len(x.keeps) - sort.Search(len(x.keeps), func(i int) bool { return x.keeps[i] > run })
+	r := &x.runs[i]
+	if r.Status != ledger.StatusDiscard || len(r.Values) == 0 || len(x.champ.Values) == 0 {
+		return nil
+	}
+	keeps := len(x.keeps) - sort.SearchInts(x.keeps, i+1)
 	if keeps == 0 {
 		return nil
 	}
