@@ -112,7 +112,7 @@ func TestREADMENightLoop(t *testing.T) {
 		{"RoPE base frequency 200K", "0.969", false, "keep", ""},
 		{"final norm before unembedding", "", true, "crash", ""},
 		{"switch to GeLU activation", "0.950", false, "keep", ""}, // judged on older code: it runs
-		{"softcap logits at 20", "0.950", false, "tie", ""},        // ties the champion: a discard, no failure
+		{"softcap logits at 20", "0.950", false, "tie", ""},       // ties the champion: a discard, no failure
 		{"Muon momentum 0.97", "0.980", false, "discard", ""},
 		{"init scale 0.68x", "0.949", false, "keep", ""},
 	}
