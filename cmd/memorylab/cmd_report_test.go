@@ -136,7 +136,7 @@ func TestReportCommand(t *testing.T) {
 	wantPaths := "wrote " + filepath.Join(store, "reports", "latest.md") + "\nwrote " + filepath.Join(store, "reports", "20261122T022416Z.md") + "\n"
 	equals(t, wantPaths, r.out)
 	md := readFile(t, filepath.Join(store, "reports", "latest.md"))
-	for _, want := range []string{"## Headline", "Keep / discard / crash: 2 / 2 / 1", "## Decision Queue", "`retry`", "## Plateau",
+	for _, want := range []string{"## Headline", "Keep / discard / crash: 2 / 2 / 1", "## Decision Queue", "`abandon`", "## Plateau",
 		"increase matrix LR to 0.05 \\| with a pipe", "\\<script\\>"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
