@@ -189,7 +189,7 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		// Descriptions that differ in their numbers ("depth 11" and
 		// "depth 16") are neighbours in a sweep: never a duplicate or a
 		// repeated failure of each other (issue 25).
-		neighbour := SweepNeighbours(pnums, descNumbers(g.Desc))
+		neighbour := sweepNeighbours(pnums, descNumbers(g.Desc))
 		duplicate := pt.Norm == gt.Norm || (!neighbour && score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
 		groupMatches := score >= effective || duplicate || (sameFamily && score >= familyFloor)
 		for _, run := range g.Runs {
@@ -323,10 +323,10 @@ func descNumbers(norm string) []string {
 	return out
 }
 
-// SweepNeighbours reports whether two descriptions' numbers (descNumbers)
+// sweepNeighbours reports whether two descriptions' numbers (descNumbers)
 // make them different points of a sweep: both state numbers, and not the
 // same ones in the same order.
-func SweepNeighbours(a, b []string) bool {
+func sweepNeighbours(a, b []string) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return false
 	}

@@ -25,7 +25,7 @@ func naiveEvaluate(probe Probe, records []*ledger.Record, texts []*Text, opts Op
 		rt := texts[i]
 		score := pt.Similarity(rt)
 		same := probe.Family != "" && r.Family == probe.Family
-		neighbour := SweepNeighbours(pnums, descNumbers(Normalize(r.Description)))
+		neighbour := sweepNeighbours(pnums, descNumbers(Normalize(r.Description)))
 		dup := pt.Norm == rt.Norm || (FoldDescription(probe.Description) != "" && FoldDescription(probe.Description) == FoldDescription(r.Description)) ||
 			(!neighbour && score >= 0.96 && equalSets(pt.Tokens, rt.Tokens))
 		if !(score >= effective || dup || (same && score >= threshold-0.08)) {

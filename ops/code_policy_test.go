@@ -352,3 +352,25 @@ func TestStaleVerdictsResurface(t *testing.T) {
 		t.Errorf("check of a discard on the champion's code: %+v", res.WorthRetrying)
 	}
 }
+
+// FuzzParseRunCode: any line parses cleanly or is refused, and what parses
+// formats back to a line that parses to the same entry.
+func FuzzParseRunCode(f *testing.F) {
+	f.Add("20261124T000000Z-aaaaaaa\tkeep\t0.98\tc\tr\t\x1ftrain.py\x1fLR\x1f0.04\x1f0.06\t\x1dtrain.py\x1dLR\x1d0.06\x1e\x1dtrain.py\x1dDEPTH\x1d8\n")
+	f.Add("20261124T000000Z-aaaaaaa\tcrash\t-\t-\t-\t-\t-\n")
+	f.Add("20261124T000000Z-aaaaaaa\tkeep\t0.98\tc\tr\t-\n")
+	f.Add("x\t\t\t\t\t\t\x1d\x1d\x1d\n")
+	f.Fuzz(func(t *testing.T, line string) {
+		c, ok := parseRunCode([]byte(line))
+		if !ok {
+			return
+		}
+		again, ok := parseRunCode(c.line())
+		if !ok {
+			t.Fatalf("%q parsed, its line %q does not", line, c.line())
+		}
+		if string(again.line()) != string(c.line()) {
+			t.Fatalf("round trip differs: %q vs %q", again.line(), c.line())
+		}
+	})
+}
