@@ -173,7 +173,7 @@ func resurface(env Env, s *ledger.Store, out *CheckResult) {
 	if err != nil {
 		return
 	}
-	x := newStaleIndex(cs.all(), ledger.RunID(champ.RunID))
+	x := newStaleIndex(cs, ledger.RunID(champ.RunID))
 	seen := map[ledger.RunID]bool{}
 	for _, id := range runs {
 		if st := x.of(id); st != nil && !seen[id] {

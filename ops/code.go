@@ -208,6 +208,74 @@ func (cs *codeSet) tailOrder() []ledger.RunID {
 	return ids
 }
 
+// lookup is one run's entry.
+func (cs *codeSet) lookup(id ledger.RunID) (RunCode, bool) {
+	if c, ok := cs.tail[id]; ok {
+		return c, true
+	}
+	if i := cs.lineOf(id); i >= 0 {
+		end := bytes.IndexByte(cs.base[i:], '\n')
+		if end < 0 {
+			end = len(cs.base) - i
+		}
+		return parseRunCode(cs.base[i : i+end])
+	}
+	return RunCode{}, false
+}
+
+// lineOf is the offset of id's line in base, -1 when it has none.
+func (cs *codeSet) lineOf(id ledger.RunID) int {
+	needle := []byte(string(id) + "\t")
+	for off := 0; ; {
+		i := bytes.Index(cs.base[off:], needle)
+		if i < 0 {
+			return -1
+		}
+		if i += off; i == 0 || cs.base[i-1] == '\n' {
+			return i
+		}
+		off = i + 1
+	}
+}
+
+// keepsAfter counts the kept runs after id in ledger order (0 when id is
+// not in the set). A status is the only tab-delimited "keep" of a line.
+func (cs *codeSet) keepsAfter(id ledger.RunID) int {
+	keep := func(c RunCode) int {
+		if c.Status == ledger.StatusKeep {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	order := cs.tailOrder()
+	if _, inTail := cs.tail[id]; inTail {
+		after := false
+		for _, t := range order {
+			if after {
+				n += keep(cs.tail[t])
+			}
+			after = after || t == id
+		}
+		return n
+	}
+	i := cs.lineOf(id)
+	if i < 0 {
+		return 0
+	}
+	rest := cs.base[i:]
+	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+		rest = rest[nl:]
+	} else {
+		rest = nil
+	}
+	n = bytes.Count(rest, []byte("\t"+ledger.StatusKeep+"\t"))
+	for _, t := range order {
+		n += keep(cs.tail[t])
+	}
+	return n
+}
+
 // all parses every run of the set, in ledger order.
 func (cs *codeSet) all() []RunCode {
 	var out []RunCode

@@ -156,7 +156,7 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		}
 		if champ, ok := champion(env, s); ok {
 			setChampionValues(repo, champ, v.ParamsTried, s.Config.Better)
-			markStale(v.ParamsTried, newStaleIndex(cs.all(), ledger.RunID(champ.RunID)))
+			markStale(v.ParamsTried, newStaleIndex(cs, ledger.RunID(champ.RunID)))
 		}
 	}
 	return v, nil
@@ -318,7 +318,6 @@ func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*Par
 		return nil, err
 	}
 	all := cs.all()
-	every := all
 	if in.window != nil {
 		kept := make([]RunCode, 0, len(all))
 		for _, c := range all {
@@ -354,7 +353,7 @@ func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*Par
 	if champ, ok := champion(env, s); ok {
 		out.Champion = champ.RunID
 		setChampionValues(repo, champ, out.Sweeps, s.Config.Better)
-		markStale(out.Sweeps, newStaleIndex(every, ledger.RunID(champ.RunID)))
+		markStale(out.Sweeps, newStaleIndex(cs, ledger.RunID(champ.RunID)))
 	}
 	return out, nil
 }

@@ -374,3 +374,30 @@ func FuzzParseRunCode(f *testing.F) {
 		}
 	})
 }
+
+// TestCodeSetKeepsAfter: "keeps since" counts kept runs after a run in
+// ledger order, across the cache's base lines and its tail, unparsed.
+func TestCodeSetKeepsAfter(t *testing.T) {
+	line := func(id, status string) []byte {
+		return (&RunCode{Run: ledger.RunID(id), Status: status, Code: change.Code{Values: []change.Value{{File: "t", Name: "keep", Value: "keep"}}}}).line()
+	}
+	var base []byte
+	for _, r := range [][2]string{{"20261124T000001Z-a", "keep"}, {"20261124T000002Z-b", "discard"}, {"20261124T000003Z-c", "keep"}, {"20261124T000004Z-d", "crash"}} {
+		base = append(base, line(r[0], r[1])...)
+	}
+	tail := map[ledger.RunID]RunCode{}
+	for _, r := range [][2]string{{"20261124T000005Z-e", "keep"}, {"20261124T000006Z-f", "discard"}, {"20261124T000007Z-g", "keep"}} {
+		c, _ := parseRunCode(line(r[0], r[1]))
+		tail[c.Run] = c
+	}
+	cs := &codeSet{base: base, tail: tail, order: []ledger.RunID{"20261124T000005Z-e", "20261124T000006Z-f", "20261124T000007Z-g"}}
+	for id, want := range map[ledger.RunID]int{"20261124T000001Z-a": 3, "20261124T000002Z-b": 3, "20261124T000004Z-d": 2,
+		"20261124T000005Z-e": 1, "20261124T000006Z-f": 1, "20261124T000007Z-g": 0, "20261124T000009Z-z": 0} {
+		if got := cs.keepsAfter(id); got != want {
+			t.Errorf("keepsAfter(%s) = %d, want %d", id, got, want)
+		}
+	}
+	if c, ok := cs.lookup("20261124T000002Z-b"); !ok || c.Status != "discard" {
+		t.Errorf("lookup: %+v %v", c, ok)
+	}
+}

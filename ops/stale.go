@@ -2,7 +2,6 @@ package ops
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -25,25 +24,18 @@ func (s *Stale) Text() string {
 }
 
 // staleIndex answers which discarded runs were judged on code the champion
-// no longer has. "Since" is ledger order (all() of the code cache).
+// no longer has. "Since" is ledger order, the code cache's order; it reads
+// the cache without parsing it (a check on 100,000 runs stays fast).
 type staleIndex struct {
-	keeps []int // positions of kept runs, ascending
-	pos   map[ledger.RunID]int
-	runs  []RunCode
+	cs    *codeSet
 	champ *RunCode
 }
 
-// newStaleIndex indexes all (in ledger order) for the champion's run.
-func newStaleIndex(all []RunCode, champion ledger.RunID) *staleIndex {
-	x := &staleIndex{runs: all, pos: make(map[ledger.RunID]int, len(all))}
-	for i := range all {
-		x.pos[all[i].Run] = i
-		if all[i].Status == ledger.StatusKeep {
-			x.keeps = append(x.keeps, i)
-		}
-		if all[i].Run == champion {
-			x.champ = &all[i]
-		}
+// newStaleIndex is the stale verdicts of cs for the champion's run.
+func newStaleIndex(cs *codeSet, champion ledger.RunID) *staleIndex {
+	x := &staleIndex{cs: cs}
+	if c, ok := cs.lookup(champion); ok {
+		x.champ = &c
 	}
 	return x
 }
@@ -52,15 +44,15 @@ func newStaleIndex(all []RunCode, champion ledger.RunID) *staleIndex {
 // kept since, or the champion's parameters equal those run was based on
 // (the parameters run's own change set aside): then its verdict still holds.
 func (x *staleIndex) of(run ledger.RunID) *Stale {
-	i, ok := x.pos[run]
-	if !ok || x.champ == nil {
+	if x.champ == nil {
 		return nil
 	}
-	r := &x.runs[i]
-	if r.Status != ledger.StatusDiscard || len(r.Values) == 0 || len(x.champ.Values) == 0 {
+	rc, ok := x.cs.lookup(run)
+	r := &rc
+	if !ok || r.Status != ledger.StatusDiscard || len(r.Values) == 0 || len(x.champ.Values) == 0 {
 		return nil
 	}
-	keeps := len(x.keeps) - sort.SearchInts(x.keeps, i+1)
+	keeps := x.cs.keepsAfter(run)
 	if keeps == 0 {
 		return nil
 	}
