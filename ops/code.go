@@ -195,6 +195,105 @@ func (cs *codeSet) find(needle string, keep func(*RunCode) bool) []RunCode {
 	return out
 }
 
+// holding returns, for every run whose code held parameter k or whose
+// change set it, an entry with only that parameter's edit and value: what
+// a sweep of k needs, read without parsing whole lines (a check --diff on
+// 100,000 runs touches every line, since every run's code holds every
+// parameter of the training file).
+func (cs *codeSet) holding(k sweepKey) []RunCode {
+	var out []RunCode
+	seen := map[ledger.RunID]bool{}
+	vneedle := []byte(valueSep + k.name + valueSep)
+	eneedle := []byte(fieldSep + k.name + fieldSep)
+	b := cs.base
+	for len(b) > 0 {
+		end := bytes.IndexByte(b, '\n')
+		if end < 0 {
+			end = len(b)
+		}
+		line := b[:end]
+		b = b[min(end+1, len(b)):]
+		if !bytes.Contains(line, vneedle) && !bytes.Contains(line, eneedle) {
+			continue
+		}
+		if c, ok := parseRunKey(line, k); ok && !seen[c.Run] {
+			seen[c.Run] = true
+			out = append(out, c)
+		}
+	}
+	for _, id := range cs.tailOrder() {
+		c := cs.tail[id]
+		if seen[id] {
+			continue
+		}
+		e := RunCode{Run: c.Run, Status: c.Status, Value: c.Value}
+		for _, x := range c.Edits {
+			if x.File == k.file && x.Name == k.name {
+				e.Edits = append(e.Edits, x)
+			}
+		}
+		for _, x := range c.Values {
+			if x.File == k.file && x.Name == k.name {
+				e.Values = append(e.Values, x)
+			}
+		}
+		if len(e.Edits) > 0 || len(e.Values) > 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// parseRunKey reads a cache line's run, status, value and parameter k's
+// edit and value only; false when the line is malformed or holds neither.
+func parseRunKey(line []byte, k sweepKey) (RunCode, bool) {
+	line = bytes.TrimRight(line, "\n")
+	var f [7][]byte
+	n := 0
+	for n < 6 {
+		i := bytes.IndexByte(line, '\t')
+		if i < 0 {
+			return RunCode{}, false
+		}
+		f[n], line = line[:i], line[i+1:]
+		n++
+	}
+	if bytes.IndexByte(line, '\t') >= 0 || len(f[0]) == 0 {
+		return RunCode{}, false
+	}
+	f[6] = line
+	c := RunCode{Run: ledger.RunID(f[0])}
+	if st := string(f[1]); st != "-" {
+		c.Status = st
+	}
+	if string(f[2]) != "-" {
+		v, err := strconv.ParseFloat(string(f[2]), 64)
+		if err != nil {
+			return RunCode{}, false
+		}
+		c.Value = &v
+	}
+	for _, e := range bytes.Split(f[5], []byte(editSep)) {
+		if !bytes.Contains(e, []byte(fieldSep+k.name+fieldSep)) {
+			continue
+		}
+		p := strings.Split(string(e), fieldSep)
+		if len(p) == 5 && p[1] == k.file && p[2] == k.name {
+			c.Edits = append(c.Edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
+		}
+	}
+	for _, v := range bytes.Split(f[6], []byte(editSep)) {
+		if !bytes.Contains(v, []byte(valueSep+k.name+valueSep)) {
+			continue
+		}
+		p := strings.Split(string(v), valueSep)
+		if len(p) == 4 && p[1] == k.file && p[2] == k.name {
+			c.Values = append(c.Values, change.Value{File: p[1], Name: p[2], Value: p[3]})
+		}
+	}
+	return c, len(c.Edits) > 0 || len(c.Values) > 0
+}
+
 // tailOrder is the tail's run ids in ledger order.
 func (cs *codeSet) tailOrder() []ledger.RunID {
 	if len(cs.order) == len(cs.tail) {

@@ -133,23 +133,9 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		var runs []RunCode
 		for k := range keys {
 			// Runs that set it, and runs whose code held it (issue 25).
-			holds := func(c *RunCode) bool {
-				for _, e := range c.Edits {
-					if e.File == k.file && e.Name == k.name {
-						return true
-					}
-				}
-				for _, v := range c.Values {
-					if v.File == k.file && v.Name == k.name {
-						return true
-					}
-				}
-				return false
-			}
-			runs = append(runs, cs.find(fieldSep+k.name+fieldSep, holds)...)
-			runs = append(runs, cs.find(valueSep+k.name+valueSep, holds)...)
+			runs = append(runs, cs.holding(k)...)
 		}
-		for _, sw := range sweeps(dedupeRuns(runs), s.Config.Better) {
+		for _, sw := range sweeps(mergeRuns(runs), s.Config.Better) {
 			if keys[sweepKey{sw.File, sw.Name}] {
 				v.ParamsTried = append(v.ParamsTried, sw)
 			}
@@ -162,14 +148,20 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 	return v, nil
 }
 
-func dedupeRuns(runs []RunCode) []RunCode {
-	seen := map[ledger.RunID]bool{}
-	out := runs[:0]
+// mergeRuns joins the entries of one run (one per parameter, from
+// codeSet.holding) into one, keeping the first-seen order of runs.
+func mergeRuns(runs []RunCode) []RunCode {
+	at := map[ledger.RunID]int{}
+	var out []RunCode
 	for _, r := range runs {
-		if !seen[r.Run] {
-			seen[r.Run] = true
-			out = append(out, r)
+		i, ok := at[r.Run]
+		if !ok {
+			at[r.Run] = len(out)
+			out = append(out, RunCode{Run: r.Run, Status: r.Status, Value: r.Value})
+			i = len(out) - 1
 		}
+		out[i].Edits = append(out[i].Edits, r.Edits...)
+		out[i].Values = append(out[i].Values, r.Values...)
 	}
 	return out
 }

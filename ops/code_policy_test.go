@@ -372,6 +372,13 @@ func FuzzParseRunCode(f *testing.F) {
 		if string(again.line()) != string(c.line()) {
 			t.Fatalf("round trip differs: %q vs %q", again.line(), c.line())
 		}
+		// The lean reader of one parameter agrees with the full parse.
+		for _, v := range again.Values {
+			k, _ := parseRunKey(again.line(), sweepKey{v.File, v.Name})
+			if k.Run != again.Run || k.Status != again.Status || len(k.Values) == 0 || k.Values[0] != v {
+				t.Fatalf("parseRunKey(%s/%s) = %+v, full parse %+v", v.File, v.Name, k, again)
+			}
+		}
 	})
 }
 
@@ -399,5 +406,37 @@ func TestCodeSetKeepsAfter(t *testing.T) {
 	}
 	if c, ok := cs.lookup("20261124T000002Z-b"); !ok || c.Status != "discard" {
 		t.Errorf("lookup: %+v %v", c, ok)
+	}
+}
+
+// TestCodeSetHolding: the lean per-parameter read of the cache equals the
+// full parse filtered to that parameter, for base lines and the tail.
+func TestCodeSetHolding(t *testing.T) {
+	v := 0.97
+	runs := []RunCode{
+		{Run: "20261124T000001Z-a", Status: "keep", Value: &v, Code: change.Code{Change: "c1", Result: "r1",
+			Values: []change.Value{{File: "train.py", Name: "DEPTH", Value: "8"}, {File: "train.py", Name: "LR", Value: "0.04"}}}},
+		{Run: "20261124T000002Z-b", Status: "discard", Code: change.Code{Change: "c2", Result: "r2",
+			Edits:  []change.Edit{{File: "train.py", Name: "LR", Old: "0.04", New: "0.06"}},
+			Values: []change.Value{{File: "train.py", Name: "DEPTH", Value: "8"}, {File: "train.py", Name: "LR", Value: "0.06"}}}},
+		{Run: "20261124T000003Z-c", Status: "crash"},
+		{Run: "20261124T000004Z-d", Status: "keep", Code: change.Code{Values: []change.Value{{File: "conf.yaml", Name: "LR", Value: "9"}}}},
+	}
+	var base []byte
+	for i := range runs[:3] {
+		base = append(base, runs[i].line()...)
+	}
+	cs := &codeSet{base: base, tail: map[ledger.RunID]RunCode{runs[3].Run: runs[3]}, order: []ledger.RunID{runs[3].Run}}
+	got := cs.holding(sweepKey{"train.py", "LR"})
+	if len(got) != 2 || got[0].Run != runs[0].Run || got[1].Run != runs[1].Run || len(got[1].Edits) != 1 || got[1].Values[0].Value != "0.06" ||
+		len(got[0].Values) != 1 || got[0].Values[0].Value != "0.04" || *got[0].Value != v {
+		t.Fatalf("holding LR: %+v", got)
+	}
+	if got := cs.holding(sweepKey{"conf.yaml", "LR"}); len(got) != 1 || got[0].Run != runs[3].Run {
+		t.Fatalf("holding conf.yaml LR: %+v", got)
+	}
+	merged := mergeRuns(append(cs.holding(sweepKey{"train.py", "LR"}), cs.holding(sweepKey{"train.py", "DEPTH"})...))
+	if len(merged) != 2 || len(merged[1].Values) != 2 || len(merged[1].Edits) != 1 {
+		t.Fatalf("merged: %+v", merged)
 	}
 }
