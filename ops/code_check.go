@@ -135,7 +135,10 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 			// Runs that set it, and runs whose code held it (issue 25).
 			runs = append(runs, cs.holding(k)...)
 		}
-		for _, sw := range sweeps(mergeRuns(runs), s.Config.Better) {
+		if len(keys) > 1 {
+			runs = mergeRuns(runs)
+		}
+		for _, sw := range sweeps(runs, s.Config.Better) {
 			if keys[sweepKey{sw.File, sw.Name}] {
 				v.ParamsTried = append(v.ParamsTried, sw)
 			}

@@ -104,15 +104,16 @@ func sweeps(runs []RunCode, better func(a, b float64) bool) []Sweep {
 		}
 	}
 	by := map[sweepKey]map[string]*ValueTried{}
+	held, set := map[sweepKey]string{}, map[sweepKey]bool{} // per run, reused
 	for i := range runs {
 		r := &runs[i]
-		held := map[sweepKey]string{}
+		clear(held)
+		clear(set)
 		for _, v := range r.Values {
 			if k := (sweepKey{v.File, v.Name}); edited[k] > 0 {
 				held[k] = v.Value
 			}
 		}
-		set := map[sweepKey]bool{}
 		for _, e := range r.Edits {
 			k := sweepKey{e.File, e.Name}
 			if held[k] == "" {
