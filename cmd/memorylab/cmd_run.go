@@ -206,6 +206,11 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) 
 		return err
 	}
 	if res.Policy.Decision != novelty.Block {
+		// Code that never ran trains (issue 25); a caution that names
+		// earlier runs is said once on stderr.
+		if res.Policy.Decision == novelty.Caution && (res.Classification != novelty.Novel || (res.Code != nil && len(res.Code.SameChange) > 0)) {
+			fmt.Fprintf(env.Err, "memorylab: caution: %s\n", display.Line(res.Policy.Rationale))
+		}
 		return nil
 	}
 	if err := printVerdict(env, env.Out, res, opts.JSON); err != nil {

@@ -117,6 +117,7 @@ func TestREADMENightLoop(t *testing.T) {
 		{"init scale 0.68x", "0.949", false, "keep", ""},
 	}
 	kept := map[string]bool{initial: true}
+	said := map[string]bool{} // descriptions of earlier iterations
 	ran := map[string]string{} // commit → idea, for every commit that trained
 	for i, it := range night {
 		head, _ := repo.Head()
@@ -144,10 +145,14 @@ func TestREADMENightLoop(t *testing.T) {
 			if code != want {
 				t.Fatalf("iteration %d (%s): %s: exit %d, want %d\n%s", i, it.desc, line, code, want, out)
 			}
+			if it.want != "block" && said[it.desc] && strings.HasPrefix(line, "memorylab run") && !strings.Contains(out, "memorylab: caution: this code never ran") {
+				t.Fatalf("iteration %d (%s): a repeated description trains without a caution:\n%s", i, it.desc, out)
+			}
 			if it.want == "block" && !strings.Contains(out, "duplicate_code") {
 				t.Fatalf("iteration %d (%s): blocked, but not as duplicate_code of %q:\n%s", i, it.desc, it.code, out)
 			}
 		}
+		said[it.desc] = true
 		recs := records(t, dir)
 		now, _ := repo.Head()
 		switch it.want {
