@@ -117,7 +117,7 @@ func TestREADMENightLoop(t *testing.T) {
 		{"init scale 0.68x", "0.949", false, "keep", ""},
 	}
 	kept := map[string]bool{initial: true}
-	said := map[string]bool{} // descriptions of earlier iterations
+	said := map[string]bool{}  // descriptions of earlier iterations
 	ran := map[string]string{} // commit → idea, for every commit that trained
 	for i, it := range night {
 		head, _ := repo.Head()
