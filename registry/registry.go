@@ -14,7 +14,8 @@ import (
 //	1: first version (gob).
 //	2: status counts leave out kept records without the metric (IsExperiment).
 //	3: the ledger's binary cache encoding instead of gob (codec.go).
-const StateVersion = 3
+//	4: tied discards (Record.Tie) are left out of failure clusters.
+const StateVersion = 4
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -363,7 +364,8 @@ func (s *State) Add(r *ledger.Record) {
 			lin.Best, lin.HasBest = run, true
 		}
 	}
-	if r.Status == ledger.StatusDiscard || r.Status == ledger.StatusCrash {
+	// A tie is no failure (issue 25): it joins no failure cluster.
+	if (r.Status == ledger.StatusDiscard && !r.Tie) || r.Status == ledger.StatusCrash {
 		s.addFailure(r, run)
 	}
 }
