@@ -2,6 +2,7 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 
@@ -84,7 +85,11 @@ type CheckResult struct {
 	novelty.Result
 	Source string       `json:"source"` // the index mode, or "exhaustive"
 	Code   *CodeVerdict `json:"code,omitempty"`
-	Metric string       `json:"-"` // the store's primary metric
+	// WorthRetrying names the discarded runs behind the verdict (its top
+	// repeated failure, the same change on another base) whose code the
+	// keeps since have changed (issue 25).
+	WorthRetrying []Stale `json:"worth_retrying,omitempty"`
+	Metric        string  `json:"-"` // the store's primary metric
 }
 
 // Check runs the novelty guard on a planned idea.
@@ -140,7 +145,47 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 			applyCode(out, out.Code)
 		}
 	}
+	resurface(env, s, out)
 	return out, nil
+}
+
+// resurface names the stale verdicts behind a check: a discarded run the
+// verdict leans on (the top repeated failure or duplicate, the first same change on
+// another base) whose code later keeps changed is "worth re-trying on the
+// current champion". Only read when there is such a run; a failure to read
+// the code says nothing.
+func resurface(env Env, s *ledger.Store, out *CheckResult) {
+	var runs []ledger.RunID
+	if m := out.TopMatches; len(m) > 0 && (m[0].Category == novelty.RepeatFailure || m[0].Category == novelty.DuplicateRun) && m[0].Status == ledger.StatusDiscard {
+		runs = append(runs, out.TopMatches[0].RunID)
+	}
+	if out.Code != nil && len(out.Code.SameChange) > 0 && out.Code.SameChange[0].Status == ledger.StatusDiscard {
+		runs = append(runs, out.Code.SameChange[0].RunID)
+	}
+	if len(runs) == 0 {
+		return
+	}
+	repo, err := ledger.OpenRepo(env.Dir)
+	if err != nil {
+		return
+	}
+	champ, ok := champion(env, s)
+	if !ok {
+		return
+	}
+	cs, err := openCode(env, s, repo)
+	if err != nil {
+		return
+	}
+	x := newStaleIndex(cs, ledger.RunID(champ.RunID))
+	seen := map[ledger.RunID]bool{}
+	for _, id := range runs {
+		if st := x.of(id); st != nil && !seen[id] {
+			seen[id] = true
+			out.WorthRetrying = append(out.WorthRetrying, *st)
+			out.Policy.Rationale += fmt.Sprintf("; %s was judged on older code: %s", id, st.Text())
+		}
+	}
 }
 
 // noveltyOptions are the guard options for a store's metric and goal.

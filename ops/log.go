@@ -49,6 +49,9 @@ type LogInput struct {
 	SkipArchive      bool               // do not copy run.log, summary and patch into runs/<id>/
 	// Paths says where LogPath and SummaryPath may point.
 	Paths PathPolicy
+	// MinDelta is the margin the run was judged with (run --min-delta): a
+	// discard within TieMargin of the champion is recorded as a tie.
+	MinDelta float64
 	// Report, when not nil, also writes the morning report with these
 	// settings after logging.
 	Report *ReportInput
@@ -350,6 +353,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if rec.NoveltyGuard, err = json.Marshal(verdict.Verdict); err != nil {
 		return nil, err
 	}
+	markTie(st, rec, TieMargin(s, in.MinDelta))
 	packet := DecisionPacket(st, rec)
 	if rec.DecisionPacket, err = packet.MarshalJSON(); err != nil {
 		return nil, err

@@ -141,11 +141,15 @@ func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) [
 		if len(out) == report.MaxSwept {
 			break
 		}
-		p := report.SweptParam{Name: sw.Name, File: sw.File, Runs: sw.Runs, Values: len(sw.Values), BestValue: sw.BestValue, Champion: sw.Champion}
+		p := report.SweptParam{Name: sw.Name, File: sw.File, Runs: sw.Edited, Values: len(sw.Values), BestValue: sw.BestValue, Champion: sw.Champion}
+		p.Retry = []report.RetryValue{}
 		for _, v := range sw.Values {
 			if v.Value == sw.BestValue && v.Best != nil {
 				b := *v.Best
 				p.Best = &b
+			}
+			if v.Retry != nil {
+				p.Retry = append(p.Retry, report.RetryValue{Value: v.Value, RunID: string(v.Retry.RunID), KeepsSince: v.Retry.KeepsSince, Text: v.Retry.Text()})
 			}
 		}
 		out = append(out, p)
