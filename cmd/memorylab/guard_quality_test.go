@@ -148,6 +148,31 @@ func replayNight(t testing.TB, n int, seed int64) GuardQuality {
 			}
 			return nightIdea{}, false
 		}
+		// twoValues sets two parameters at once to a configuration never
+		// run: the sweep goes on when every single edit of HEAD has run
+		// (a night without a keep exhausts those, and the guard that lets
+		// new code train gets there fast).
+		twoValues := func() (nightIdea, bool) {
+			for _, pi := range rng.Perm(len(nightParams)) {
+				for _, pj := range rng.Perm(len(nightParams)) {
+					if pj <= pi {
+						continue
+					}
+					for _, vi := range rng.Perm(len(nightParams[pi].values)) {
+						for _, vj := range rng.Perm(len(nightParams[pj].values)) {
+							cfg := head
+							cfg[pi], cfg[pj] = nightParams[pi].values[vi], nightParams[pj].values[vj]
+							if cfg[pi] == head[pi] || cfg[pj] == head[pj] || ran[cfg.key()] {
+								continue
+							}
+							desc := fmt.Sprintf(nightParams[pi].descs[0], cfg[pi]) + " and " + fmt.Sprintf(nightParams[pj].descs[0], cfg[pj])
+							return nightIdea{desc: desc, cfg: cfg}, true
+						}
+					}
+				}
+			}
+			return nightIdea{}, false
+		}
 		roll := rng.Intn(100)
 		switch {
 		case roll < 40:
@@ -195,6 +220,9 @@ func replayNight(t testing.TB, n int, seed int64) GuardQuality {
 		}
 		if !ok {
 			idea, ok = newValue(func(int, string) bool { return true })
+			if !ok {
+				idea, ok = twoValues()
+			}
 			idea.label = "new"
 			if !ok {
 				t.Fatalf("iteration %d: the grid is exhausted", i)
@@ -326,24 +354,20 @@ func (q GuardQuality) table() string {
 }
 
 // TestGuardQuality replays a 200-iteration night and asserts the targets
-// with the code known: 0 champion resets, 0 misses, and no false block by
-// the code or by run's own refusals. False blocks by the description's
-// classification alone (a sweep value never run called a duplicate_run or
-// repeat_failure of its neighbour, issue 25.2) are counted in the table
-// the test logs; the target for them is 0 as well.
+// with the code known: 0 champion resets, 0 misses (a configuration that
+// already ran, trained again) and 0 false blocks (a configuration never
+// run, blocked, whatever the reason).
 func TestGuardQuality(t *testing.T) {
 	q := replayNight(t, 200, 1)
 	t.Logf("guard quality, 200 iterations (seed 1):\n%s", q.table())
-	byCode := 0
-	for reason, n := range q.FalseBlockReasons {
-		switch reason {
-		case novelty.DuplicateRun, novelty.RepeatFailure, novelty.IncrementalFollowup, novelty.KnownSuccess, novelty.Novel:
-		default:
-			byCode += n
-		}
+	// The targets of issue 25 with the code known. The description-only
+	// counts are logged beside them (21 false blocks and 19 misses on this
+	// night): the code is what makes them 0.
+	if q.ChampionResets != 0 || q.Misses != 0 || q.FalseBlocks != 0 || q.Trained == 0 {
+		t.Fatalf("targets with the code known: 0 champion resets, 0 misses, 0 false blocks; got\n%s", q.table())
 	}
-	if q.ChampionResets != 0 || q.Misses != 0 || byCode != 0 {
-		t.Fatalf("targets with the code known: 0 champion resets, 0 misses, 0 false blocks by the code or a refusal; got\n%s", q.table())
+	if q.DescFalseBlocks+q.DescMisses == 0 {
+		t.Fatalf("the description-only guard made no mistake on this night: the replay no longer tests what the code adds\n%s", q.table())
 	}
 }
 
