@@ -115,33 +115,33 @@ type ItemsInfo struct {
 // from any writer round-trip byte-for-byte in content; the novelty and
 // packets packages own their structure.
 type Record struct {
-	SchemaVersion  int               `json:"schema_version,omitempty"`
-	RunID          RunID             `json:"run_id"`
-	Timestamp      string            `json:"timestamp_utc"`
-	Branch         string            `json:"branch"`
-	Commit         string            `json:"commit"`
-	CommitFull     string            `json:"commit_full,omitempty"`
-	ParentCommit   *string           `json:"parent_commit"`
-	Dirty          *bool             `json:"dirty,omitempty"`
-	Family         string            `json:"family"`
-	Status         string            `json:"status"`
-	Description    string            `json:"description"`
-	Hypothesis     string            `json:"hypothesis"`
-	Tags           []string          `json:"tags"`
-	Notes          string            `json:"notes"`
-	Metrics        Metrics           `json:"metrics"`
-	Error          *ErrorInfo        `json:"error"`
-	Artifacts      map[string]string `json:"artifacts"`
-	LineageRoot    string            `json:"lineage_root,omitempty"`
+	SchemaVersion int               `json:"schema_version,omitempty"`
+	RunID         RunID             `json:"run_id"`
+	Timestamp     string            `json:"timestamp_utc"`
+	Branch        string            `json:"branch"`
+	Commit        string            `json:"commit"`
+	CommitFull    string            `json:"commit_full,omitempty"`
+	ParentCommit  *string           `json:"parent_commit"`
+	Dirty         *bool             `json:"dirty,omitempty"`
+	Family        string            `json:"family"`
+	Status        string            `json:"status"`
+	Description   string            `json:"description"`
+	Hypothesis    string            `json:"hypothesis"`
+	Tags          []string          `json:"tags"`
+	Notes         string            `json:"notes"`
+	Metrics       Metrics           `json:"metrics"`
+	Error         *ErrorInfo        `json:"error"`
+	Artifacts     map[string]string `json:"artifacts"`
+	LineageRoot   string            `json:"lineage_root,omitempty"`
 	// Seed, Replicate, Hardware and Items (issue 27) are absent from older
 	// records and from records that have nothing to say.
-	Seed      *int64     `json:"seed,omitempty"`      // the training seed, when recorded
-	Replicate string     `json:"replicate,omitempty"` // replicate group key (ReplicateKey)
-	Hardware  *Hardware  `json:"hardware,omitempty"`  // where it ran
-	Items     *ItemsInfo `json:"items,omitempty"`     // its per-item outcomes (runs/<id>/items.jsonl)
-	Source         map[string]any    `json:"source,omitempty"`
-	NoveltyGuard   RawJSON           `json:"novelty_guard"`
-	DecisionPacket RawJSON           `json:"decision_packet"`
+	Seed           *int64         `json:"seed,omitempty"`      // the training seed, when recorded
+	Replicate      string         `json:"replicate,omitempty"` // replicate group key (ReplicateKey)
+	Hardware       *Hardware      `json:"hardware,omitempty"`  // where it ran
+	Items          *ItemsInfo     `json:"items,omitempty"`     // its per-item outcomes (runs/<id>/items.jsonl)
+	Source         map[string]any `json:"source,omitempty"`
+	NoveltyGuard   RawJSON        `json:"novelty_guard"`
+	DecisionPacket RawJSON        `json:"decision_packet"`
 }
 
 // Time parses Timestamp; the zero time when it is malformed.
