@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// TestLogItems: log --items keeps the items in the run's archive and their
+// count and mean in the record; $AUTORESEARCH_ITEMS_PATH is read when no
+// --items is given; bad items are refused with exit 2 and nothing written.
+func TestLogItems(t *testing.T) {
+	repo := experimentRepo(t)
+	writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
+	good := `{"id":"q1","correct":true,"group":"arith"}
+{"id":"q2","correct":false}
+{"id":"q3","correct":true}
+{"id":"q4","correct":true}
+`
+	writeFile(t, filepath.Join(repo.Dir, "items.jsonl"), good)
+	r := mustRun(t, repo.Dir, nil, "log", "-d", "baseline", "--status", "keep", "--items", "items.jsonl", "--seed", "7")
+	if !strings.Contains(r.out, " items=4 mean=0.75 ") {
+		t.Fatalf("log output %q", r.out)
+	}
+	recs := records(t, repo.Dir)
+	rec := recs[0]
+	if rec.Items == nil || *rec.Items != (ledger.ItemsInfo{Count: 4, Mean: 0.75, Binary: true}) || rec.Seed == nil || *rec.Seed != 7 {
+		t.Fatalf("record items %+v seed %v", rec.Items, rec.Seed)
+	}
+	arch := filepath.Join(ledgerDir(repo.Dir), "runs", string(rec.RunID), evidence.ItemsFileName)
+	if got := readFile(t, arch); got != good {
+		t.Fatalf("archived items %q", got)
+	}
+	if !strings.HasSuffix(rec.Artifacts["archived_items_path"], "/"+evidence.ItemsFileName) {
+		t.Fatalf("artifacts %v", rec.Artifacts)
+	}
+
+	// From the environment, as `run` hands it to the training.
+	writeFile(t, filepath.Join(repo.Dir, "env-items.jsonl"), `{"id":"q1","score":0.5}`+"\n")
+	mustRun(t, repo.Dir, map[string]string{"AUTORESEARCH_ITEMS_PATH": "env-items.jsonl"}, "log", "-d", "env", "--status", "discard")
+	// The variable naming a file the evaluation never wrote is no error.
+	mustRun(t, repo.Dir, map[string]string{"AUTORESEARCH_ITEMS_PATH": "missing.jsonl"}, "log", "-d", "none", "--status", "discard")
+	recs = records(t, repo.Dir)
+	if recs[1].Items == nil || recs[1].Items.Count != 1 || recs[2].Items != nil {
+		t.Fatalf("env items %+v, %+v", recs[1].Items, recs[2].Items)
+	}
+
+	for _, tc := range []struct{ name, content, want string }{
+		{"duplicate", "{\"id\":\"q1\",\"score\":1}\n{\"id\":\"q1\",\"score\":0}\n", `bad.jsonl: items line 2: duplicate id "q1" (first on line 1)`},
+		{"neither", `{"id":"q1"}`, `items line 1: id "q1" has neither "score"`},
+		{"empty", "\n", "bad.jsonl: no items"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := readFile(t, ledgerPath(repo.Dir))
+			writeFile(t, filepath.Join(repo.Dir, "bad.jsonl"), tc.content)
+			r := memorylab(t, repo.Dir, nil, "log", "-d", "bad", "--status", "keep", "--items", "bad.jsonl")
+			if r.code != ExitBadInput || !strings.Contains(r.errOut, tc.want) || strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 {
+				t.Fatalf("exit %d, stderr %q; want 2 and one line with %q", r.code, r.errOut, tc.want)
+			}
+			if readFile(t, ledgerPath(repo.Dir)) != before {
+				t.Fatal("the ledger changed")
+			}
+		})
+	}
+	r = memorylab(t, repo.Dir, nil, "log", "-d", "bad", "--status", "keep", "--items", "nope.jsonl")
+	if r.code != ExitBadInput || !strings.Contains(r.errOut, "nope.jsonl") {
+		t.Fatalf("missing --items file: exit %d %q", r.code, r.errOut)
+	}
+}
+
+func ledgerDir(repoDir string) string { return filepath.Dir(ledgerPath(repoDir)) }
+
+func TestLogHardware(t *testing.T) {
+	repo := experimentRepo(t)
+	writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
+	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "RTX 4090"}, "log", "-d", "a", "--status", "keep")
+	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "RTX 4090"}, "log", "-d", "b", "--status", "keep", "--hardware", "NVIDIA H100")
+	recs := records(t, repo.Dir)
+	host, _ := os.Hostname()
+	if recs[0].Hardware == nil || recs[0].Hardware.Accelerator != "RTX 4090" || recs[0].Hardware.Host != host ||
+		recs[1].Hardware.Accelerator != "NVIDIA H100" {
+		t.Fatalf("hardware %+v %+v", recs[0].Hardware, recs[1].Hardware)
+	}
+	// Same code, same config: one replicate group.
+	if recs[0].Replicate == "" || recs[0].Replicate != recs[1].Replicate {
+		t.Fatalf("replicate keys %q %q", recs[0].Replicate, recs[1].Replicate)
+	}
+	mustRun(t, repo.Dir, nil, "log", "-d", "c", "--status", "keep", "--config", "batch=64")
+	if recs = records(t, repo.Dir); recs[2].Replicate == recs[0].Replicate {
+		t.Fatal("--config does not separate replicate groups")
+	}
+}
