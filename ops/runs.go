@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/report"
 )
 
@@ -258,6 +259,14 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 		}
 	}
 	cmp := report.Compare(a, b, s.Config, arcmemoSiblings(recs), diff, note)
+	rp := registry.CollectReplicates(recs, registry.GoalOf(s.Config))
+	if g, ok := rp.Spread(a); ok {
+		cmp.A.Replicates = &g
+	}
+	if g, ok := rp.Spread(b); ok {
+		cmp.B.Replicates = &g
+	}
+	cmp.Paired, cmp.PairedNote = pairRuns(s, a, b)
 	return &cmp, nil
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +94,63 @@ func TestLogHardware(t *testing.T) {
 	mustRun(t, repo.Dir, nil, "log", "-d", "c", "--status", "keep", "--config", "batch=64")
 	if recs = records(t, repo.Dir); recs[2].Replicate == recs[0].Replicate {
 		t.Fatal("--config does not separate replicate groups")
+	}
+}
+
+// gsmItems writes 20 binary items q1..q20, correct for i ≤ right.
+func gsmItems(right int) string {
+	var b strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&b, "{\"id\":\"q%d\",\"correct\":%v,\"group\":\"%s\"}\n", i, i <= right, []string{"arith", "word"}[i%2])
+	}
+	return b.String()
+}
+
+// TestComparePaired: compare matches two runs' items by id: B gains 7 of
+// 20 and loses none, McNemar's exact p = 0.015625 (issue 27's case).
+func TestComparePaired(t *testing.T) {
+	repo := experimentRepo(t)
+	writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
+	writeFile(t, filepath.Join(repo.Dir, "a.jsonl"), gsmItems(10))
+	writeFile(t, filepath.Join(repo.Dir, "b.jsonl"), gsmItems(17))
+	gpu := map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA H100"}
+	mustRun(t, repo.Dir, gpu, "log", "-d", "checkpoint 1000", "--status", "keep", "--items", "a.jsonl")
+	mustRun(t, repo.Dir, gpu, "log", "-d", "checkpoint 2000", "--status", "keep", "--items", "b.jsonl")
+
+	// The clock is fixed, so "previous" and "latest" would be a coin toss:
+	// name the runs by id, in ledger order.
+	id := func(i int) string { return string(records(t, repo.Dir)[i].RunID) }
+	r := mustRun(t, repo.Dir, nil, "compare", "--no-diff", id(0), id(1))
+	golden(t, "compare_paired.golden", maskRunIDs(r.out))
+
+	r = mustRun(t, repo.Dir, nil, "compare", "--no-diff", "--json", id(0), id(1))
+	var got struct {
+		Paired *evidence.Paired `json:"paired"`
+		A      map[string]any   `json:"a"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil {
+		t.Fatal(err)
+	}
+	p := got.Paired
+	if p == nil || p.N != 20 || p.PValue != 0.015625 || p.Test != "mcnemar_exact" || len(p.Gained) != 7 || len(p.Lost) != 0 || len(p.Groups) != 2 {
+		t.Fatalf("paired %+v", p)
+	}
+	for _, k := range []string{"run_id", "commit", "status", "family", "description", "timestamp_utc", "novelty_classification", "novelty_decision"} {
+		if _, ok := got.A[k]; !ok {
+			t.Fatalf("compare --json lost a.%s", k)
+		}
+	}
+
+	// One side without items: a note, no paired section.
+	mustRun(t, repo.Dir, gpu, "log", "-d", "no items", "--status", "discard")
+	r = mustRun(t, repo.Dir, nil, "compare", "--no-diff", id(1), id(2))
+	if !strings.Contains(r.out, "items: only A has per-item outcomes: log B with --items") {
+		t.Fatalf("compare without B items:\n%s", r.out)
+	}
+	// Different hardware: a warning.
+	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA GeForce RTX 4090"}, "log", "-d", "on a 4090", "--status", "discard")
+	r = mustRun(t, repo.Dir, nil, "compare", "--no-diff", id(2), id(3))
+	if !strings.Contains(r.out, "warning: A ran on NVIDIA H100 and B on NVIDIA GeForce RTX 4090: val_bpb differs by hardware") {
+		t.Fatalf("no hardware warning:\n%s", r.out)
 	}
 }

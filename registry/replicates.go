@@ -1,0 +1,157 @@
+package registry
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// GroupKey identifies a replicate group: runs of the same code and config
+// (ledger.ReplicateKey) on the same hardware (ledger.Hardware.Key).
+type GroupKey struct {
+	Replicate string
+	Hardware  string
+}
+
+// GroupOf is r's replicate group key; ok is false for runs without one
+// (older records, dirty runs whose code could not be read).
+func GroupOf(r *ledger.Record) (GroupKey, bool) {
+	if r.Replicate == "" {
+		return GroupKey{}, false
+	}
+	return GroupKey{Replicate: r.Replicate, Hardware: r.Hardware.Key()}, true
+}
+
+// Replicates holds the metric values of every replicate group: runs that
+// can rank (Goal.Value: not crashed, usable metric), in ledger order.
+type Replicates struct {
+	Goal   Goal
+	Values map[GroupKey][]float64
+}
+
+// CollectReplicates groups recs by GroupOf.
+func CollectReplicates(recs []ledger.Record, g Goal) *Replicates {
+	rp := &Replicates{Goal: g, Values: map[GroupKey][]float64{}}
+	for i := range recs {
+		rp.Add(&recs[i])
+	}
+	return rp
+}
+
+// Add folds one record in.
+func (rp *Replicates) Add(r *ledger.Record) {
+	k, ok := GroupOf(r)
+	if !ok {
+		return
+	}
+	if v, ok := rp.Goal.Value(r); ok {
+		rp.Values[k] = append(rp.Values[k], v)
+	}
+}
+
+// Spread is the mean ± sd (n) of r's replicate group; ok only when the
+// group has two runs or more (a single run is no replicate).
+func (rp *Replicates) Spread(r *ledger.Record) (evidence.Spread, bool) {
+	k, ok := GroupOf(r)
+	if !ok || len(rp.Values[k]) < 2 {
+		return evidence.Spread{}, false
+	}
+	return evidence.Describe(rp.Values[k]), true
+}
+
+// Noise is a metric's run-to-run noise on one hardware ("" when the runs
+// name none), pooled over its replicate groups. The JSON shape is the
+// report's `noise` object.
+type Noise struct {
+	Metric   string `json:"metric"`
+	Hardware string `json:"hardware,omitempty"`
+	evidence.Noise
+}
+
+// Noise returns the noise floor per hardware, sorted by hardware name;
+// empty when no group has two runs.
+func (rp *Replicates) Noise() []Noise {
+	byHW := map[string][][]float64{}
+	for k, v := range rp.Values {
+		if len(v) >= 2 {
+			byHW[k.Hardware] = append(byHW[k.Hardware], v)
+		}
+	}
+	hws := make([]string, 0, len(byHW))
+	for hw := range byHW {
+		hws = append(hws, hw)
+	}
+	sort.Strings(hws)
+	var out []Noise
+	for _, hw := range hws {
+		groups := byHW[hw]
+		// Pool in a fixed order so the float sum is reproducible.
+		sort.Slice(groups, func(i, j int) bool { return lessFloats(groups[i], groups[j]) })
+		if n, ok := evidence.PooledSD(groups); ok {
+			out = append(out, Noise{Metric: rp.Goal.Metric, Hardware: hw, Noise: n})
+		}
+	}
+	return out
+}
+
+func lessFloats(a, b []float64) bool {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return len(a) < len(b)
+}
+
+// NoiseFor picks the noise for runs on hardware hw: that hardware's, else
+// (runs that name none, or a ledger of one hardware) the only one there
+// is. nil when unknown.
+func NoiseFor(noise []Noise, hw string) *Noise {
+	for i := range noise {
+		if noise[i].Hardware == hw {
+			return &noise[i]
+		}
+	}
+	if len(noise) == 1 && (hw == "" || noise[0].Hardware == "") {
+		return &noise[0]
+	}
+	return nil
+}
+
+// NoiseSigmas is how many noise sds a difference must exceed to count.
+const NoiseSigmas = 2
+
+// Margin is the difference below which two values of the metric are a tie.
+type Margin struct {
+	Value float64 `json:"value"`
+	// Source says where it came from: "min-delta" or "noise" (2 × the
+	// pooled sd of Groups replicate groups).
+	Source string `json:"source"`
+	Noise  *Noise `json:"noise,omitempty"`
+}
+
+// TieMargin is the tie margin: max(minDelta, 2 sd) once the noise is known,
+// else minDelta. A run within the margin of the champion is a tie: not kept
+// as a win, not counted as a failure. This is the one place the rule lives.
+func TieMargin(minDelta float64, noise *Noise) Margin {
+	m := Margin{Value: minDelta, Source: "min-delta"}
+	if noise != nil && NoiseSigmas*noise.SD > minDelta {
+		m = Margin{Value: NoiseSigmas * noise.SD, Source: "noise", Noise: noise}
+	}
+	return m
+}
+
+// String says which margin it is, e.g. "margin 0.0042 = 2 × noise sd
+// 0.0021 (3 replicate groups, 9 runs)" or "margin 0.0005 (--min-delta)".
+func (m Margin) String() string {
+	if m.Source == "noise" && m.Noise != nil {
+		hw := ""
+		if m.Noise.Hardware != "" {
+			hw = " on " + m.Noise.Hardware
+		}
+		return fmt.Sprintf("margin %.6g = %d × noise sd %.6g%s (%d replicate groups, %d runs)", m.Value, NoiseSigmas, m.Noise.SD, hw, m.Noise.Groups, m.Noise.Runs)
+	}
+	return fmt.Sprintf("margin %.6g (--min-delta)", m.Value)
+}
