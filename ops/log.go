@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 
+	"github.com/memorylab/memorylab/change"
 	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
@@ -249,12 +250,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if hw != (ledger.Hardware{}) {
 		rec.Hardware = &hw
 	}
-	switch {
-	case codeErr == nil && code.Result != "":
-		rec.Replicate = ledger.ReplicateKey(code.Result, in.Config)
-	case !prov.Dirty:
-		rec.Replicate = ledger.ReplicateKey(prov.Commit, in.Config)
-	}
+	rec.Replicate = replicateKey(prov, code, codeErr, in.Config)
 	if logSet || logData != nil {
 		rec.Artifacts["source_log_path"] = logName
 	}
@@ -407,6 +403,19 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		}
 	}
 	return &LogResult{Record: rec, Metric: s.Config.Metric}, nil
+}
+
+// replicateKey is the run's replicate group key: the code that ran (its
+// result fingerprint; the commit when the code could not be read and the
+// tree was clean) and the config. "" for a dirty run whose code is unknown.
+func replicateKey(prov ledger.Provenance, code change.Code, codeErr error, config string) string {
+	switch {
+	case codeErr == nil && code.Result != "":
+		return ledger.ReplicateKey(code.Result, config)
+	case !prov.Dirty:
+		return ledger.ReplicateKey(prov.Commit, config)
+	}
+	return ""
 }
 
 // memoryGB is peak_vram_mb in GB with one decimal, as results.tsv wants.

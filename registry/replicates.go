@@ -155,3 +155,39 @@ func (m Margin) String() string {
 	}
 	return fmt.Sprintf("margin %.6g (--min-delta)", m.Value)
 }
+
+// ChampionValue is the champion's value among kept runs: on hardware hw
+// when any kept run ran there (else over all), each run valued by its
+// replicate group's mean when the group has two runs or more. It returns
+// the value, the champion's group (zero when it has none) and whether
+// there is a champion at all.
+func ChampionValue(kept []ledger.Record, rp *Replicates, hw string) (float64, GroupKey, bool) {
+	onHW := false
+	for i := range kept {
+		if kept[i].Hardware.Key() == hw {
+			onHW = true
+			break
+		}
+	}
+	var best float64
+	var bestGroup GroupKey
+	have := false
+	for i := range kept {
+		r := &kept[i]
+		if onHW && r.Hardware.Key() != hw {
+			continue
+		}
+		v, ok := rp.Goal.Value(r)
+		if !ok {
+			continue
+		}
+		if sp, ok := rp.Spread(r); ok {
+			v = sp.Mean
+		}
+		if !have || rp.Goal.Better(v, best) {
+			best, have = v, true
+			bestGroup, _ = GroupOf(r)
+		}
+	}
+	return best, bestGroup, have
+}

@@ -154,3 +154,13 @@ func TestComparePaired(t *testing.T) {
 		t.Fatalf("no hardware warning:\n%s", r.out)
 	}
 }
+
+func TestRunRepeatBadInput(t *testing.T) {
+	repo := experimentRepo(t)
+	for _, tc := range []struct{ n, want string }{{"0", "--repeat 0: give a number of runs, 1 or more"}, {"101", "--repeat 101: at most 100 runs"}} {
+		r := memorylab(t, repo.Dir, nil, "run", "--repeat", tc.n, "--no-check", "--", "true")
+		if r.code != ExitBadInput || !strings.Contains(r.errOut, tc.want) {
+			t.Fatalf("--repeat %s: exit %d %q", tc.n, r.code, r.errOut)
+		}
+	}
+}
