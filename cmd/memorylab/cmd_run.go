@@ -308,7 +308,9 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) 
 }
 
 // newSummaryPath is a fresh sidecar path under the store's cache dir.
-func newSummaryPath(s *ledger.Store) (string, error) { return newSidecarPath(s, "run-summary-", ".json") }
+func newSummaryPath(s *ledger.Store) (string, error) {
+	return newSidecarPath(s, "run-summary-", ".json")
+}
 
 // newSidecarPath is a fresh file path under the store's cache dir.
 func newSidecarPath(s *ledger.Store, prefix, ext string) (string, error) {
