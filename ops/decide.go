@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 )
@@ -96,7 +95,7 @@ type judgement struct {
 // one), the replicate groups and the noise floor.
 func judgeRun(s *ledger.Store, in DecideInput, v float64) (judgement, error) {
 	goal := registry.GoalOf(s.Config)
-	rp := &registry.Replicates{Goal: goal, Values: map[registry.GroupKey][]float64{}}
+	rp := registry.NewReplicates(goal)
 	var kept []ledger.Record
 	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
 		rp.Add(r)
@@ -115,8 +114,7 @@ func judgeRun(s *ledger.Store, in DecideInput, v float64) (judgement, error) {
 	champ, champGroup, have := registry.ChampionValue(kept, rp, in.Hardware)
 	self := registry.GroupKey{Replicate: in.Replicate, Hardware: in.Hardware}
 	value, what := v, fmt.Sprintf("%s %.6g", goal.Metric, v)
-	if prev := rp.Values[self]; in.Replicate != "" && len(prev) > 0 {
-		sp := evidence.Describe(append(append([]float64(nil), prev...), v))
+	if sp := rp.With(self, v); in.Replicate != "" && sp.N > 1 {
 		value, what = sp.Mean, fmt.Sprintf("%s %.6g (this run) and its replicate group's mean %.6g (n=%d)", goal.Metric, v, sp.Mean, sp.N)
 	}
 	switch {

@@ -14,7 +14,8 @@ import (
 //	1: first version (gob).
 //	2: status counts leave out kept records without the metric (IsExperiment).
 //	3: the ledger's binary cache encoding instead of gob (codec.go).
-const StateVersion = 3
+//	4: replicate groups (issue 27): the noise floor and groups' means.
+const StateVersion = 4
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -192,6 +193,8 @@ type State struct {
 	Commits  commitTable
 	Lineages map[string]*LineageAgg
 	Clusters []*Cluster
+	// Reps holds the replicate groups (empty in a ChampionOnly fold).
+	Reps *Replicates
 
 	opts         Options
 	index        map[indexKey][]int32
@@ -210,10 +213,13 @@ type memoHit struct {
 // New returns an empty State.
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
-		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}}
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal)}
 	s.setOptions(opts)
 	return s
 }
+
+// Noise is the noise floor per hardware (Replicates.Noise).
+func (s *State) Noise() []Noise { return s.Reps.Noise() }
 
 func (s *State) setOptions(opts Options) {
 	if opts.Lineage == nil {
@@ -320,6 +326,7 @@ func (s *State) Add(r *ledger.Record) {
 	}
 	root := s.opts.Lineage(r, s.rootOf)
 	run := s.RunOf(r, root)
+	s.Reps.Add(r)
 	s.N++
 	if IsExperiment(r, s.Goal()) {
 		s.Counts[r.Status]++

@@ -24,16 +24,21 @@ func GroupOf(r *ledger.Record) (GroupKey, bool) {
 	return GroupKey{Replicate: r.Replicate, Hardware: r.Hardware.Key()}, true
 }
 
-// Replicates holds the metric values of every replicate group: runs that
-// can rank (Goal.Value: not crashed, usable metric), in ledger order.
+// Replicates accumulates the metric values of every replicate group: runs
+// that can rank (Goal.Value: not crashed, usable metric).
 type Replicates struct {
 	Goal   Goal
-	Values map[GroupKey][]float64
+	Groups map[GroupKey]*evidence.Accumulator
+}
+
+// NewReplicates returns empty groups for goal g.
+func NewReplicates(g Goal) *Replicates {
+	return &Replicates{Goal: g, Groups: map[GroupKey]*evidence.Accumulator{}}
 }
 
 // CollectReplicates groups recs by GroupOf.
 func CollectReplicates(recs []ledger.Record, g Goal) *Replicates {
-	rp := &Replicates{Goal: g, Values: map[GroupKey][]float64{}}
+	rp := NewReplicates(g)
 	for i := range recs {
 		rp.Add(&recs[i])
 	}
@@ -46,19 +51,46 @@ func (rp *Replicates) Add(r *ledger.Record) {
 	if !ok {
 		return
 	}
-	if v, ok := rp.Goal.Value(r); ok {
-		rp.Values[k] = append(rp.Values[k], v)
+	v, ok := rp.Goal.Value(r)
+	if !ok {
+		return
 	}
+	a := rp.Groups[k]
+	if a == nil {
+		a = &evidence.Accumulator{}
+		rp.Groups[k] = a
+	}
+	a.Add(v)
 }
 
 // Spread is the mean ± sd (n) of r's replicate group; ok only when the
 // group has two runs or more (a single run is no replicate).
 func (rp *Replicates) Spread(r *ledger.Record) (evidence.Spread, bool) {
 	k, ok := GroupOf(r)
-	if !ok || len(rp.Values[k]) < 2 {
+	if !ok {
 		return evidence.Spread{}, false
 	}
-	return evidence.Describe(rp.Values[k]), true
+	return rp.SpreadOf(k)
+}
+
+// SpreadOf is the spread of group k; ok only for two runs or more.
+func (rp *Replicates) SpreadOf(k GroupKey) (evidence.Spread, bool) {
+	a := rp.Groups[k]
+	if a == nil || a.N < 2 {
+		return evidence.Spread{}, false
+	}
+	return a.Spread(), true
+}
+
+// With is group k's spread with v added (the group as it will be once a
+// run with value v is logged); n = 1 when the group is new.
+func (rp *Replicates) With(k GroupKey, v float64) evidence.Spread {
+	var a evidence.Accumulator
+	if g := rp.Groups[k]; g != nil && k.Replicate != "" {
+		a = *g
+	}
+	a.Add(v)
+	return a.Spread()
 }
 
 // Noise is a metric's run-to-run noise on one hardware ("" when the runs
@@ -73,36 +105,32 @@ type Noise struct {
 // Noise returns the noise floor per hardware, sorted by hardware name;
 // empty when no group has two runs.
 func (rp *Replicates) Noise() []Noise {
-	byHW := map[string][][]float64{}
-	for k, v := range rp.Values {
-		if len(v) >= 2 {
-			byHW[k.Hardware] = append(byHW[k.Hardware], v)
+	keys := make([]GroupKey, 0, len(rp.Groups))
+	for k, a := range rp.Groups {
+		if a.N >= 2 {
+			keys = append(keys, k)
 		}
 	}
-	hws := make([]string, 0, len(byHW))
-	for hw := range byHW {
-		hws = append(hws, hw)
-	}
-	sort.Strings(hws)
+	// Pool in key order so the float sums are the same on every machine.
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Hardware != keys[j].Hardware {
+			return keys[i].Hardware < keys[j].Hardware
+		}
+		return keys[i].Replicate < keys[j].Replicate
+	})
 	var out []Noise
-	for _, hw := range hws {
-		groups := byHW[hw]
-		// Pool in a fixed order so the float sum is reproducible.
-		sort.Slice(groups, func(i, j int) bool { return lessFloats(groups[i], groups[j]) })
-		if n, ok := evidence.PooledSD(groups); ok {
-			out = append(out, Noise{Metric: rp.Goal.Metric, Hardware: hw, Noise: n})
+	for i := 0; i < len(keys); {
+		j := i
+		var accs []evidence.Accumulator
+		for ; j < len(keys) && keys[j].Hardware == keys[i].Hardware; j++ {
+			accs = append(accs, *rp.Groups[keys[j]])
 		}
+		if n, ok := evidence.Pool(accs); ok {
+			out = append(out, Noise{Metric: rp.Goal.Metric, Hardware: keys[i].Hardware, Noise: n})
+		}
+		i = j
 	}
 	return out
-}
-
-func lessFloats(a, b []float64) bool {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return len(a) < len(b)
 }
 
 // NoiseFor picks the noise for runs on hardware hw: that hardware's, else
