@@ -133,6 +133,15 @@ func (rp *Replicates) Noise() []Noise {
 	return out
 }
 
+// Basis says what the estimate rests on: "3 replicate groups, 9 runs".
+func (n Noise) Basis() string {
+	groups := "groups"
+	if n.Groups == 1 {
+		groups = "group"
+	}
+	return fmt.Sprintf("%d replicate %s, %d runs", n.Groups, groups, n.Runs)
+}
+
 // NoiseFor picks the noise for runs on hardware hw: that hardware's, else
 // (runs that name none, or a ledger of one hardware) the only one there
 // is. nil when unknown.
@@ -179,30 +188,27 @@ func (m Margin) String() string {
 		if m.Noise.Hardware != "" {
 			hw = " on " + m.Noise.Hardware
 		}
-		return fmt.Sprintf("margin %.6g = %d × noise sd %.6g%s (%d replicate groups, %d runs)", m.Value, NoiseSigmas, m.Noise.SD, hw, m.Noise.Groups, m.Noise.Runs)
+		return fmt.Sprintf("margin %.6g = %d × noise sd %.6g%s (%s)", m.Value, NoiseSigmas, m.Noise.SD, hw, m.Noise.Basis())
 	}
 	return fmt.Sprintf("margin %.6g (--min-delta)", m.Value)
 }
 
-// ChampionValue is the champion's value among kept runs: on hardware hw
-// when any kept run ran there (else over all), each run valued by its
-// replicate group's mean when the group has two runs or more. It returns
-// the value, the champion's group (zero when it has none) and whether
-// there is a champion at all.
-func ChampionValue(kept []ledger.Record, rp *Replicates, hw string) (float64, GroupKey, bool) {
+// BestKept is the best kept run of recs: on hardware hw when any kept run
+// ran there (else over all), each run valued by its replicate group's mean
+// when the group has two runs or more. It returns the run's index and
+// value; ok is false when no kept run can rank.
+func BestKept(recs []ledger.Record, rp *Replicates, hw string) (int, float64, bool) {
 	onHW := false
-	for i := range kept {
-		if kept[i].Hardware.Key() == hw {
+	for i := range recs {
+		if recs[i].Status == ledger.StatusKeep && recs[i].Hardware.Key() == hw {
 			onHW = true
 			break
 		}
 	}
-	var best float64
-	var bestGroup GroupKey
-	have := false
-	for i := range kept {
-		r := &kept[i]
-		if onHW && r.Hardware.Key() != hw {
+	best, bestV := -1, 0.0
+	for i := range recs {
+		r := &recs[i]
+		if r.Status != ledger.StatusKeep || onHW && r.Hardware.Key() != hw {
 			continue
 		}
 		v, ok := rp.Goal.Value(r)
@@ -212,10 +218,35 @@ func ChampionValue(kept []ledger.Record, rp *Replicates, hw string) (float64, Gr
 		if sp, ok := rp.Spread(r); ok {
 			v = sp.Mean
 		}
-		if !have || rp.Goal.Better(v, best) {
-			best, have = v, true
-			bestGroup, _ = GroupOf(r)
+		if best < 0 || rp.Goal.Better(v, bestV) {
+			best, bestV = i, v
 		}
 	}
-	return best, bestGroup, have
+	return best, bestV, best >= 0
+}
+
+// ChampionValue is BestKept's value and the champion's group (zero when it
+// has none).
+func ChampionValue(kept []ledger.Record, rp *Replicates, hw string) (float64, GroupKey, bool) {
+	i, v, ok := BestKept(kept, rp, hw)
+	if !ok {
+		return 0, GroupKey{}, false
+	}
+	g, _ := GroupOf(&kept[i])
+	return v, g, true
+}
+
+// Hardwares lists the distinct accelerators of recs' kept runs, sorted
+// ("" left out).
+func Hardwares(recs []ledger.Record) []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range recs {
+		if hw := recs[i].Hardware.Key(); hw != "" && recs[i].Status == ledger.StatusKeep && !seen[hw] {
+			seen[hw] = true
+			out = append(out, hw)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

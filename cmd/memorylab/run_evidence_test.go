@@ -57,7 +57,7 @@ func TestRunRepeatNoiseMargin(t *testing.T) {
 	if err := f.run(ctx, runOptions{MinDelta: 0.0005}); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.records()[4].Status; got != "discard" || !strings.Contains(f.err.String(), "ties the champion 0.99875 within the margin 0.00191485 = 2 × noise sd 0.000957427 (1 replicate groups, 4 runs)") {
+	if got := f.records()[4].Status; got != "discard" || !strings.Contains(f.err.String(), "ties the champion 0.99875 within the margin 0.00191485 = 2 × noise sd 0.000957427 (1 replicate group, 4 runs)") {
 		t.Fatalf("small gain: %s\n%s", got, f.err)
 	}
 	f.experiment("real gain", scriptSummary, "0.996")
