@@ -65,11 +65,14 @@ func (g Goal) Gain(a, b float64) float64 {
 // Promising reports whether a run with delta Δ = run − champion is on the
 // good side of the champion or at most PromisingDistance behind it
 // (Δ ≤ 0.0015 for a lower-is-better metric, Δ ≥ −0.0015 for higher).
-func (g Goal) Promising(delta float64) bool {
+func (g Goal) Promising(delta float64) bool { return g.PromisingWithin(delta, PromisingDistance) }
+
+// PromisingWithin is Promising with another distance (the noise margin).
+func (g Goal) PromisingWithin(delta, distance float64) bool {
 	if g.Max {
-		return delta >= -PromisingDistance-1e-12
+		return delta >= -distance-1e-12
 	}
-	return delta <= PromisingDistance+1e-12
+	return delta <= distance+1e-12
 }
 
 // Usable reports whether v can rank a run: lower-is-better metrics need a
