@@ -164,3 +164,36 @@ func TestRunRepeatBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestListShowReplicates: list and show print a run's replicate group as
+// mean ± sd (n), and show its seed, hardware and items.
+func TestListShowReplicates(t *testing.T) {
+	repo := experimentRepo(t)
+	gpu := map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA H100"}
+	for i, v := range []string{"0.998000", "1.000000", "0.999000"} {
+		writeFile(t, filepath.Join(repo.Dir, "run.log"), strings.Replace(summaryLog, "0.997900", v, 1))
+		mustRun(t, repo.Dir, gpu, "log", "-d", "baseline", "--status", "keep", "--seed", fmt.Sprint(i))
+	}
+	r := mustRun(t, repo.Dir, nil, "list")
+	if strings.Count(r.out, "(group 0.999 ± 0.001 (n=3))") != 3 {
+		t.Fatalf("list:\n%s", r.out)
+	}
+	r = mustRun(t, repo.Dir, nil, "list", "--json")
+	var items []map[string]any
+	if err := json.Unmarshal([]byte(r.out), &items); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := items[0]["replicates"].(map[string]any); !ok || g["n"] != 3.0 || items[0]["hardware"] != "NVIDIA H100" {
+		t.Fatalf("list --json: %v", items[0])
+	}
+	writeFile(t, filepath.Join(repo.Dir, "items.jsonl"), gsmItems(10))
+	mustRun(t, repo.Dir, gpu, "log", "-d", "with items", "--status", "discard", "--items", "items.jsonl", "--seed", "9")
+	id := string(records(t, repo.Dir)[3].RunID)
+	r = mustRun(t, repo.Dir, nil, "show", "--no-diff", id)
+	for _, want := range []string{"replicates   val_bpb 0.999 ± 0.00082 (n=4) over the runs of the same code and config\n",
+		"seed         9\n", "hardware     NVIDIA H100 on host ", "items        20, accuracy 0.5 (results/memorylab/runs/" + id + "/items.jsonl)\n"} {
+		if !strings.Contains(r.out, want) {
+			t.Fatalf("show lacks %q:\n%s", want, r.out)
+		}
+	}
+}
