@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/ledger"
-	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/registry"
 )
 
 // Page sizes of the runs table.
