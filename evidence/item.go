@@ -163,13 +163,12 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 }
 
 func parseItem(raw []byte) (Item, error) {
-	var l itemLine
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&l); err != nil {
-		return Item{}, fmt.Errorf("not a JSON object with an id and a score or correct: %s", jsonErr(err))
-	}
-	if dec.More() {
-		return Item{}, errors.New("more than one JSON value on the line")
+	l, ok := parseFast(raw)
+	if !ok {
+		var err error
+		if l, err = parseSlow(raw); err != nil {
+			return Item{}, err
+		}
 	}
 	if l.ID == nil {
 		return Item{}, errors.New(`no "id"`)
@@ -203,6 +202,20 @@ func parseItem(raw []byte) (Item, error) {
 		it.Detail = json.RawMessage(c.Bytes())
 	}
 	return it, nil
+}
+
+// parseSlow decodes a line with encoding/json (escapes, "detail", odd
+// spacing: whatever parseFast leaves).
+func parseSlow(raw []byte) (itemLine, error) {
+	var l itemLine
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&l); err != nil {
+		return l, fmt.Errorf("not a JSON object with an id and a score or correct: %s", jsonErr(err))
+	}
+	if dec.More() {
+		return l, errors.New("more than one JSON value on the line")
+	}
+	return l, nil
 }
 
 // jsonErr shortens encoding/json messages ("json: cannot unmarshal ...").

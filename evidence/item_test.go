@@ -180,3 +180,28 @@ func FuzzReadItems(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseFast: whatever line the fast path accepts, encoding/json accepts
+// too and decodes to the same item (the fast path only saves time).
+func FuzzParseFast(f *testing.F) {
+	for _, s := range []string{
+		`{"id": "q17", "score": 0.5}`, `{"id":"q18","correct":true,"group":"temporal"}`, `{"id":"a","score":-1.5e-3,"x":null,"y":"z","w":false}`,
+		`{"ID":"a","score":1}`, `{"id":"a","score":01}`, `{"id":"a","score":1e999}`, `{"id":"a\u00e9","score":1}`, `{"id":"é","score":1,"id":null}`,
+		`{"id":"a","group":null,"group":"g","correct":null}`, `{}`, ` {"id" : "a" , "score" : 2 } `, `{"id":"a","score":1}}`, `{"id":"a","detail":null,"score":.5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		fast, ok := parseFast(raw)
+		if !ok {
+			return
+		}
+		slow, err := parseSlow(raw)
+		if err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json refuses it: %v", raw, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: fast %+v, slow %+v", raw, fast, slow)
+		}
+	})
+}

@@ -31,6 +31,8 @@ type Paired struct {
 	MeanB  float64    `json:"mean_b"`
 	Diff   float64    `json:"diff"` // MeanB - MeanA
 	CI95   [2]float64 `json:"ci95"` // paired percentile bootstrap CI of Diff
+	// CIMethod is how the resamples were drawn (BootstrapMethod).
+	CIMethod string `json:"ci_method,omitempty"`
 
 	// PValue is the two-sided p of Test: McNemar's exact test when Binary,
 	// the sign test otherwise (both are the exact binomial test of gained
@@ -144,7 +146,7 @@ func Pair(a, b []Item) Paired {
 	p.MeanA = sumA / float64(p.N)
 	p.MeanB = sumB / float64(p.N)
 	p.Diff = p.MeanB - p.MeanA
-	p.CI95 = BootstrapCI(diffs, BootstrapResamples, BootstrapSeed)
+	p.CI95, p.CIMethod = bootstrapCI(diffs, BootstrapResamples, BootstrapSeed)
 	p.PValue = BinomialTwoSided(len(p.Gained), len(p.Lost))
 	if binary {
 		p.Test = TestMcNemarExact
@@ -222,17 +224,28 @@ func McNemarYates(b, c int) float64 {
 // 10,000 resample means. Resampling n values is a multinomial draw of how
 // often each distinct value is picked; with few distinct values (binary
 // outcomes, judge scores on a grid) it is drawn exactly as binomials, so
-// 100k items cost no more than 100; otherwise each resample picks n
-// indices. Returns [0, 0] for no diffs.
+// 100k items cost no more than 100. With many distinct values each
+// resample picks n indices, up to BootstrapBudget picks in all; beyond it
+// (continuous scores, n > 5,000) each resample mean is drawn from its
+// normal limit, mean ± sd/√n·Z, which at that size is the same
+// distribution to well within the Monte Carlo error of the percentiles
+// (BootstrapMethod says which). Returns [0, 0] for no diffs.
 func BootstrapCI(diffs []float64, resamples int, seed uint64) [2]float64 {
+	ci, _ := bootstrapCI(diffs, resamples, seed)
+	return ci
+}
+
+func bootstrapCI(diffs []float64, resamples int, seed uint64) ([2]float64, string) {
 	n := len(diffs)
 	if n == 0 || resamples <= 0 {
-		return [2]float64{}
+		return [2]float64{}, ""
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6576_6964_656e_6365)) // "evidence"
 	means := make([]float64, resamples)
 	vals, counts := distinct(diffs)
-	if len(vals)*40 < n || len(vals) <= 8 {
+	method := BootstrapMethod(n, len(vals), resamples)
+	switch method {
+	case MethodMultinomial:
 		probs := make([]float64, len(vals))
 		for i, c := range counts {
 			probs[i] = float64(c) / float64(n)
@@ -256,7 +269,7 @@ func BootstrapCI(diffs []float64, resamples int, seed uint64) [2]float64 {
 			}
 			means[r] = sum / float64(n)
 		}
-	} else {
+	case MethodIndex:
 		for r := range means {
 			var sum float64
 			for range n {
@@ -264,11 +277,47 @@ func BootstrapCI(diffs []float64, resamples int, seed uint64) [2]float64 {
 			}
 			means[r] = sum / float64(n)
 		}
+	default:
+		var sum, ss float64
+		for _, d := range diffs {
+			sum += d
+		}
+		mean := sum / float64(n)
+		for _, d := range diffs {
+			ss += (d - mean) * (d - mean)
+		}
+		se := math.Sqrt(ss/float64(n)) / math.Sqrt(float64(n)) // the resample mean's sd
+		for r := range means {
+			means[r] = mean + se*rng.NormFloat64()
+		}
 	}
 	slices.Sort(means)
 	lo := int(math.Floor(0.025 * float64(resamples)))
 	hi := int(math.Ceil(0.975*float64(resamples))) - 1
-	return [2]float64{means[lo], means[hi]}
+	return [2]float64{means[lo], means[hi]}, method
+}
+
+// Ways BootstrapCI draws resample means.
+const (
+	MethodMultinomial = "bootstrap_multinomial"  // exact: binomial counts per distinct value
+	MethodIndex       = "bootstrap"              // exact: n index picks per resample
+	MethodNormal      = "bootstrap_normal_limit" // each resample mean from its normal limit
+)
+
+// BootstrapBudget bounds the index picks of one exact bootstrap
+// (n × resamples): 5e7 picks take ~0.3 s here.
+const BootstrapBudget = 50_000_000
+
+// BootstrapMethod is how BootstrapCI resamples n diffs with k distinct
+// values.
+func BootstrapMethod(n, k, resamples int) string {
+	switch {
+	case k*40 < n || k <= 8:
+		return MethodMultinomial
+	case n*resamples <= BootstrapBudget:
+		return MethodIndex
+	}
+	return MethodNormal
 }
 
 // distinct returns the distinct values of xs in increasing order and how

@@ -312,3 +312,35 @@ func TestAccumulatorMatchesDescribe(t *testing.T) {
 		t.Fatalf("empty %+v", s)
 	}
 }
+
+func TestBootstrapMethod(t *testing.T) {
+	cases := []struct {
+		n, k int
+		want string
+	}{
+		{20, 2, MethodMultinomial},          // binary outcomes
+		{100_000, 5, MethodMultinomial},     // judge scores on a grid
+		{100_000, 2_000, MethodMultinomial}, // 2,000 × 40 < 100k
+		{4_000, 4_000, MethodIndex},         // 4e7 picks ≤ budget
+		{5_000, 5_000, MethodIndex},         // 5e7 picks = budget
+		{5_001, 5_001, MethodNormal},
+		{100_000, 100_000, MethodNormal},
+	}
+	for _, tc := range cases {
+		if got := BootstrapMethod(tc.n, tc.k, BootstrapResamples); got != tc.want {
+			t.Errorf("BootstrapMethod(%d, %d) = %s, want %s", tc.n, tc.k, got, tc.want)
+		}
+	}
+	// The normal limit agrees with the exact index bootstrap where both run.
+	rng := rand.New(rand.NewPCG(5, 6))
+	xs := make([]float64, 5_000)
+	for i := range xs {
+		xs[i] = rng.ExpFloat64() // skewed
+	}
+	exact, _ := bootstrapCI(xs, BootstrapResamples, BootstrapSeed)
+	big := append(append([]float64(nil), xs...), 0.5) // one more value: over the budget
+	limit, method := bootstrapCI(big, BootstrapResamples, BootstrapSeed)
+	if method != MethodNormal || !approx(exact[0], limit[0], 0.004) || !approx(exact[1], limit[1], 0.004) {
+		t.Fatalf("exact %v, normal limit %v (%s)", exact, limit, method)
+	}
+}

@@ -64,3 +64,27 @@ func BenchmarkHTML(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBuildMorningNoise is BenchmarkBuildMorning with every run in one
+// of 10k replicate groups (10 runs each) on two accelerators: the noise
+// floor, the board's groups and the champions per hardware (issue 27; goal:
+// within 20% of BenchmarkBuildMorning).
+func BenchmarkBuildMorningNoise(b *testing.B) {
+	recs := benchRecords(100000)
+	hws := []*ledger.Hardware{{Host: "a", Accelerator: "NVIDIA H100"}, {Host: "b", Accelerator: "NVIDIA GeForce RTX 4090"}}
+	for i := range recs {
+		g := i % 10000
+		recs[i].Replicate = ledger.ReplicateKey(fmt.Sprintf("code-%d", g), "")
+		recs[i].Hardware = hws[g%2]
+	}
+	st := registry.Build(recs, registry.Options{Goal: registry.Goal{Metric: "val_bpb"}, ChampionOnly: true})
+	st.Reps = registry.CollectReplicates(recs, st.Goal()) // what the full fold keeps
+	if m := BuildMorning(recs, st, MorningOptions{Now: corpusNow, SinceHours: DefaultSinceHours, MinDelta: DefaultMinDelta}); m.Noise == nil || m.Noise.Groups != 5000 || len(m.ChampionsByHardware) != 2 {
+		b.Fatalf("noise %+v, champions by hardware %d", m.Noise, len(m.ChampionsByHardware))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m := BuildMorning(recs, st, MorningOptions{Now: corpusNow, SinceHours: DefaultSinceHours, PlateauWindow: DefaultPlateauWindow, MinDelta: DefaultMinDelta})
+		_ = m.Markdown()
+	}
+}
