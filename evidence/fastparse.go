@@ -14,7 +14,7 @@ import (
 // out of range, malformed JSON): the caller then decodes the line with
 // encoding/json, so both paths accept and reject exactly the same lines
 // (FuzzParseFast checks that they agree).
-func parseFast(raw []byte) (l itemLine, ok bool) {
+func parseFast(raw []byte, sl *slab) (l itemLine, ok bool) {
 	p := fastParser{b: raw}
 	p.ws()
 	if !p.eat('{') {
@@ -47,8 +47,8 @@ func parseFast(raw []byte) (l itemLine, ok bool) {
 		case "group":
 			if p.null() {
 				// encoding/json leaves the string as it was
-			} else if s, ok := p.str(); ok {
-				l.Group = s
+			} else if b, ok := p.strBytes(); ok {
+				l.Group = sl.intern(b)
 			} else {
 				return l, false
 			}
@@ -56,7 +56,7 @@ func parseFast(raw []byte) (l itemLine, ok bool) {
 			if p.null() {
 				l.Score = nil
 			} else if f, ok := p.num(); ok {
-				l.Score = &f
+				l.Score = sl.float(f)
 			} else {
 				return l, false
 			}
@@ -64,7 +64,7 @@ func parseFast(raw []byte) (l itemLine, ok bool) {
 			if p.null() {
 				l.Correct = nil
 			} else if v, ok := p.boolean(); ok {
-				l.Correct = &v
+				l.Correct = sl.bool(v)
 			} else {
 				return l, false
 			}
@@ -138,10 +138,59 @@ func (p *fastParser) boolean() (bool, bool) {
 	return false, false
 }
 
+// slab hands out the pointers and group strings of many items from a few
+// allocations: chunks that are never grown in place (so earlier pointers
+// stay valid) and one copy of each group name.
+type slab struct {
+	f      []float64
+	b      []bool
+	groups map[string]string
+}
+
+const slabChunk = 4096
+
+func (s *slab) float(v float64) *float64 {
+	if len(s.f) == cap(s.f) {
+		s.f = make([]float64, 0, slabChunk)
+	}
+	s.f = append(s.f, v)
+	return &s.f[len(s.f)-1]
+}
+
+func (s *slab) bool(v bool) *bool {
+	if len(s.b) == cap(s.b) {
+		s.b = make([]bool, 0, slabChunk)
+	}
+	s.b = append(s.b, v)
+	return &s.b[len(s.b)-1]
+}
+
+// intern returns b as a string, shared with earlier equal groups (up to
+// 1024 distinct names; more are copied each time).
+func (s *slab) intern(b []byte) string {
+	if g, ok := s.groups[string(b)]; ok {
+		return g
+	}
+	g := string(b)
+	if s.groups == nil {
+		s.groups = map[string]string{}
+	}
+	if len(s.groups) < 1024 {
+		s.groups[g] = g
+	}
+	return g
+}
+
 // str reads a string without escapes or control characters, valid UTF-8.
 func (p *fastParser) str() (string, bool) {
+	b, ok := p.strBytes()
+	return string(b), ok
+}
+
+// strBytes is str without the copy (a slice of the line).
+func (p *fastParser) strBytes() ([]byte, bool) {
 	if !p.eat('"') {
-		return "", false
+		return nil, false
 	}
 	start := p.i
 	ascii := true
@@ -152,16 +201,16 @@ func (p *fastParser) str() (string, bool) {
 			s := p.b[start:p.i]
 			p.i++
 			if !ascii && !utf8.Valid(s) {
-				return "", false // encoding/json replaces bad bytes with U+FFFD
+				return nil, false // encoding/json replaces bad bytes with U+FFFD
 			}
-			return string(s), true
+			return s, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		case c >= 0x80:
 			ascii = false
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // num reads a number in JSON's grammar that fits a float64.
@@ -209,7 +258,7 @@ func (p *fastParser) scalar() bool {
 		return true
 	}
 	if p.i < len(p.b) && p.b[p.i] == '"' {
-		_, ok := p.str()
+		_, ok := p.strBytes()
 		return ok
 	}
 	_, ok := p.num()

@@ -97,8 +97,15 @@ func ReadItems(r io.Reader) ([]Item, error) { return readItems(r, MaxItems, MaxF
 
 func readItems(r io.Reader, maxItems int, maxBytes int64) ([]Item, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var items []Item
-	seen := map[string]int{}
+	// Size the slice and the id map from the input when it tells its length
+	// (a bytes.Reader): growing a 100k-entry map rehashed it ~17 times.
+	hint := 0
+	if l, ok := r.(interface{ Len() int }); ok {
+		hint = min(l.Len()/24, maxItems) // a line is ≥ 24 bytes in practice
+	}
+	items := make([]Item, 0, hint)
+	seen := make(map[string]int, hint)
+	var sl slab
 	var total int64
 	for line := 1; ; line++ {
 		raw, err := readLine(br)
@@ -116,7 +123,7 @@ func readItems(r io.Reader, maxItems int, maxBytes int64) ([]Item, error) {
 			return nil, fmt.Errorf("unable to read items: %w", err)
 		}
 		if len(bytes.TrimSpace(raw)) > 0 {
-			it, perr := parseItem(raw)
+			it, perr := parseItem(raw, &sl)
 			if perr != nil {
 				return nil, &ItemsError{Line: line, Msg: perr.Error()}
 			}
@@ -130,6 +137,9 @@ func readItems(r io.Reader, maxItems int, maxBytes int64) ([]Item, error) {
 			items = append(items, it)
 		}
 		if err == io.EOF {
+			if len(items) == 0 {
+				return nil, nil
+			}
 			return items, nil
 		}
 	}
@@ -162,8 +172,8 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-func parseItem(raw []byte) (Item, error) {
-	l, ok := parseFast(raw)
+func parseItem(raw []byte, sl *slab) (Item, error) {
+	l, ok := parseFast(raw, sl)
 	if !ok {
 		var err error
 		if l, err = parseSlow(raw); err != nil {
@@ -236,6 +246,16 @@ func checkText(field, s string, max int, empty bool) error {
 	}
 	if len(s) > max {
 		return fmt.Errorf("%s is %d bytes, more than %d", field, len(s), max)
+	}
+	printable := true
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			printable = false
+			break
+		}
+	}
+	if printable {
+		return nil // plain ASCII: nothing below can fail
 	}
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%s is not valid UTF-8", field)

@@ -192,7 +192,7 @@ func FuzzParseFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		fast, ok := parseFast(raw)
+		fast, ok := parseFast(raw, &slab{})
 		if !ok {
 			return
 		}

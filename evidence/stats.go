@@ -66,8 +66,9 @@ type GroupPaired struct {
 }
 
 // Pair matches a and b by id and compares them (see Paired). Ids are
-// unique within each side (ReadItems guarantees it); a repeated id in a
-// slice built otherwise counts once, its first occurrence.
+// unique within each side (ReadItems guarantees it); in slices built
+// otherwise a repeated id is paired once, at its first occurrence (a
+// repeated id found only in a is listed in OnlyA as often as it occurs).
 func Pair(a, b []Item) Paired {
 	p := Paired{OnlyA: []string{}, OnlyB: []string{}, Gained: []string{}, Lost: []string{}, Groups: []GroupPaired{}, PValue: 1}
 	inB := make(map[string]int, len(b))
@@ -86,16 +87,14 @@ func Pair(a, b []Item) Paired {
 		gained, lost int
 	}
 	groups := map[string]*gacc{}
-	seenA := make(map[string]bool, len(a))
 	for _, ia := range a {
-		if seenA[ia.ID] {
-			continue
-		}
-		seenA[ia.ID] = true
 		j, ok := inB[ia.ID]
 		if !ok {
 			p.OnlyA = append(p.OnlyA, ia.ID)
 			continue
+		}
+		if matched[j] {
+			continue // a repeated id in a: its first occurrence counted
 		}
 		matched[j] = true
 		ib := b[j]
