@@ -49,7 +49,8 @@ func appendRun(b []byte, r *Run) []byte {
 	if r.MemoryGB != nil {
 		b = ledger.AppendFloat(b, *r.MemoryGB)
 	}
-	return b
+	b = ledger.AppendString(b, r.Group.Replicate)
+	return ledger.AppendString(b, r.Group.Hardware)
 }
 
 func readRun(d *ledger.Decoder) Run {
@@ -61,6 +62,7 @@ func readRun(d *ledger.Decoder) Run {
 		v := d.Float()
 		r.MemoryGB = &v
 	}
+	r.Group = GroupKey{Replicate: d.Str(), Hardware: d.Str()}
 	return r
 }
 
@@ -152,6 +154,12 @@ func (s *State) Marshal() ([]byte, error) {
 		b = appendInt(b, a.N)
 		b = ledger.AppendFloat(b, a.Mean)
 		b = ledger.AppendFloat(b, a.M2)
+		kr, kept := s.Reps.Kept[k]
+		b = ledger.AppendBool(b, kept)
+		if kept {
+			b = ledger.AppendString(b, kr.RunID)
+			b = ledger.AppendFloat(b, kr.Value)
+		}
 	}
 	return b, nil
 }
@@ -200,7 +208,11 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 	s.Reps = NewReplicates(opts.Goal)
 	for range d.Count() {
 		k := GroupKey{Replicate: d.Str(), Hardware: d.Str()}
-		s.Reps.Groups[k] = &evidence.Accumulator{N: d.Int(), Mean: d.Float(), M2: d.Float()}
+		a := &evidence.Accumulator{N: d.Int(), Mean: d.Float(), M2: d.Float()}
+		s.Reps.Groups[k] = a
+		if d.Bool() {
+			s.Reps.Kept[k] = KeptRun{RunID: d.Str(), Value: d.Float(), acc: a}
+		}
 	}
 	if err := d.Done(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStateMismatch, err)

@@ -110,6 +110,8 @@ type Run struct {
 	Value       float64
 	HasValue    bool
 	MemoryGB    *float64
+	// Group is the run's replicate group (zero when it has none).
+	Group GroupKey
 }
 
 // MemoryGB is peak_vram_mb in GB (one decimal), or a memory_gb metric.
@@ -262,8 +264,9 @@ func (s *State) dropMemo() {
 // RunOf summarises r as the registry keeps it.
 func (s *State) RunOf(r *ledger.Record, root string) Run {
 	v, ok := s.Goal().Value(r)
+	g, _ := GroupOf(r)
 	return Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Commit: r.Commit, Status: r.Status,
-		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: MemoryGB(r)}
+		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: MemoryGB(r), Group: g}
 }
 
 // better orders runs: better metric first, ties in the one order of runs

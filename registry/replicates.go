@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/memorylab/memorylab/evidence"
@@ -29,11 +31,21 @@ func GroupOf(r *ledger.Record) (GroupKey, bool) {
 type Replicates struct {
 	Goal   Goal
 	Groups map[GroupKey]*evidence.Accumulator
+	// Kept is, per group with a kept run, its best kept run: the champions
+	// per hardware come from here without a pass over every record.
+	Kept map[GroupKey]KeptRun
+}
+
+// KeptRun is a group's best kept run.
+type KeptRun struct {
+	RunID string
+	Value float64
+	acc   *evidence.Accumulator // the group's (saves a lookup per group)
 }
 
 // NewReplicates returns empty groups for goal g.
 func NewReplicates(g Goal) *Replicates {
-	return &Replicates{Goal: g, Groups: map[GroupKey]*evidence.Accumulator{}}
+	return &Replicates{Goal: g, Groups: map[GroupKey]*evidence.Accumulator{}, Kept: map[GroupKey]KeptRun{}}
 }
 
 // CollectReplicates groups recs by GroupOf.
@@ -61,6 +73,11 @@ func (rp *Replicates) Add(r *ledger.Record) {
 		rp.Groups[k] = a
 	}
 	a.Add(v)
+	if r.Status == ledger.StatusKeep {
+		if kr, ok := rp.Kept[k]; !ok || rp.Goal.Better(v, kr.Value) {
+			rp.Kept[k] = KeptRun{RunID: string(r.RunID), Value: v, acc: a}
+		}
+	}
 }
 
 // Spread is the mean ± sd (n) of r's replicate group; ok only when the
@@ -80,6 +97,52 @@ func (rp *Replicates) SpreadOf(k GroupKey) (evidence.Spread, bool) {
 		return evidence.Spread{}, false
 	}
 	return a.Spread(), true
+}
+
+// SpreadOfRun is the spread of a registry run's group (SpreadOf).
+func (rp *Replicates) SpreadOfRun(r Run) (evidence.Spread, bool) {
+	if r.Group.Replicate == "" {
+		return evidence.Spread{}, false
+	}
+	return rp.SpreadOf(r.Group)
+}
+
+// ChampionsByHardware is, for each accelerator, its best kept run among
+// runs in replicate groups (valued by the group's mean when it has two runs
+// or more): the run ids and values, sorted by hardware; nil when fewer than
+// two accelerators have one. Runs without a replicate key (older records)
+// name no hardware and take no part.
+func (rp *Replicates) ChampionsByHardware() (hws, ids []string, vals []float64) {
+	type best struct {
+		k GroupKey
+		v float64
+	}
+	bests := map[string]best{}
+	for k, kr := range rp.Kept {
+		if k.Hardware == "" {
+			continue
+		}
+		v := kr.Value
+		if a := kr.acc; a != nil && a.N >= 2 {
+			v = a.Mean
+		}
+		b, ok := bests[k.Hardware]
+		if !ok || rp.Goal.Better(v, b.v) || v == b.v && k.Replicate < b.k.Replicate {
+			bests[k.Hardware] = best{k, v}
+		}
+	}
+	if len(bests) < 2 {
+		return nil, nil, nil
+	}
+	for hw := range bests {
+		hws = append(hws, hw)
+	}
+	sort.Strings(hws)
+	for _, hw := range hws {
+		b := bests[hw]
+		ids, vals = append(ids, rp.Kept[b.k].RunID), append(vals, b.v)
+	}
+	return hws, ids, vals
 }
 
 // With is group k's spread with v added (the group as it will be once a
@@ -103,32 +166,33 @@ type Noise struct {
 }
 
 // Noise returns the noise floor per hardware, sorted by hardware name;
-// empty when no group has two runs.
+// empty when no group has two runs. Each hardware's sums run over its
+// groups in order of M2 (then n), so the result does not depend on map
+// order: the same groups give the same bits.
 func (rp *Replicates) Noise() []Noise {
-	keys := make([]GroupKey, 0, len(rp.Groups))
+	byHW := map[string][]evidence.Accumulator{}
 	for k, a := range rp.Groups {
 		if a.N >= 2 {
-			keys = append(keys, k)
+			byHW[k.Hardware] = append(byHW[k.Hardware], *a)
 		}
 	}
-	// Pool in key order so the float sums are the same on every machine.
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].Hardware != keys[j].Hardware {
-			return keys[i].Hardware < keys[j].Hardware
-		}
-		return keys[i].Replicate < keys[j].Replicate
-	})
+	hws := make([]string, 0, len(byHW))
+	for hw := range byHW {
+		hws = append(hws, hw)
+	}
+	sort.Strings(hws)
 	var out []Noise
-	for i := 0; i < len(keys); {
-		j := i
-		var accs []evidence.Accumulator
-		for ; j < len(keys) && keys[j].Hardware == keys[i].Hardware; j++ {
-			accs = append(accs, *rp.Groups[keys[j]])
-		}
+	for _, hw := range hws {
+		accs := byHW[hw]
+		slices.SortFunc(accs, func(a, b evidence.Accumulator) int {
+			if c := cmp.Compare(a.M2, b.M2); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.N, b.N)
+		})
 		if n, ok := evidence.Pool(accs); ok {
-			out = append(out, Noise{Metric: rp.Goal.Metric, Hardware: keys[i].Hardware, Noise: n})
+			out = append(out, Noise{Metric: rp.Goal.Metric, Hardware: hw, Noise: n})
 		}
-		i = j
 	}
 	return out
 }
@@ -236,17 +300,3 @@ func ChampionValue(kept []ledger.Record, rp *Replicates, hw string) (float64, Gr
 	return v, g, true
 }
 
-// Hardwares lists the distinct accelerators of recs' kept runs, sorted
-// ("" left out).
-func Hardwares(recs []ledger.Record) []string {
-	seen := map[string]bool{}
-	var out []string
-	for i := range recs {
-		if hw := recs[i].Hardware.Key(); hw != "" && recs[i].Status == ledger.StatusKeep && !seen[hw] {
-			seen[hw] = true
-			out = append(out, hw)
-		}
-	}
-	sort.Strings(out)
-	return out
-}

@@ -304,25 +304,21 @@ const RepeatAdvice = "memorylab run --repeat 3 -- <training command>"
 // addNoise fills the noise floor, the replicate groups of the board's runs
 // and the champions per hardware, and returns the tie margin.
 func (m *Morning) addNoise(recs []ledger.Record, st *registry.State, minDelta float64) registry.Margin {
-	want := map[string]int{}
-	for _, r := range m.ChampionBoard {
-		want[r.RunID] = -1
-	}
-	for i := len(recs) - 1; i >= 0 && len(want) > 0; i-- {
-		if j, ok := want[string(recs[i].RunID)]; ok && j < 0 {
-			want[string(recs[i].RunID)] = i
-		}
-	}
 	champHW := ""
+	board := append([]registry.Run(nil), st.TopKept...)
+	if len(board) == 0 {
+		board = st.TopAll
+	}
 	for k := range m.ChampionBoard {
 		row := &m.ChampionBoard[k]
-		i := want[row.RunID]
-		if i < 0 {
-			continue
-		}
-		row.Hardware = recs[i].Hardware.Key()
-		if sp, ok := st.Reps.Spread(&recs[i]); ok {
-			row.Replicates = &sp
+		for _, r := range board {
+			if r.RunID != row.RunID {
+				continue
+			}
+			row.Hardware = r.Group.Hardware
+			if sp, ok := st.Reps.SpreadOfRun(r); ok {
+				row.Replicates = &sp
+			}
 		}
 		if k == 0 {
 			champHW = row.Hardware
@@ -350,21 +346,28 @@ func (m *Morning) addNoise(recs []ledger.Record, st *registry.State, minDelta fl
 	if margin.Source == "noise" {
 		m.Margin = &margin
 	}
-	if hws := registry.Hardwares(recs); len(hws) > 1 {
-		for _, hw := range hws {
-			i, v, ok := registry.BestKept(recs, st.Reps, hw)
-			if !ok {
+	hws, ids, vals := st.Reps.ChampionsByHardware()
+	rows := make([]BoardRow, len(hws))
+	for j, hw := range hws {
+		v := vals[j]
+		rows[j] = BoardRow{Role: "champion on " + hw, RunID: ids[j], Value: &v, Hardware: hw}
+	}
+	left := len(rows)
+	for i := len(recs) - 1; i >= 0 && left > 0; i-- { // their records, newest first (a few ids: no map)
+		for j := range rows {
+			if rows[j].Commit != "" || string(recs[i].RunID) != rows[j].RunID {
 				continue
 			}
-			r := &recs[i]
-			row := BoardRow{Role: "champion on " + hw, RunID: string(r.RunID), Commit: r.Commit, Status: r.Status, Value: &v,
-				MemoryGB: registry.MemoryGB(r), LineageRoot: r.LineageRoot, Description: r.Description, Timestamp: r.Timestamp, Hardware: hw}
+			r, row := &recs[i], &rows[j]
+			row.Commit, row.Status, row.MemoryGB, row.LineageRoot = r.Commit, r.Status, registry.MemoryGB(r), r.LineageRoot
+			row.Description, row.Timestamp = r.Description, r.Timestamp
 			if sp, ok := st.Reps.Spread(r); ok {
 				row.Replicates = &sp
 			}
-			m.ChampionsByHardware = append(m.ChampionsByHardware, row)
+			left--
 		}
 	}
+	m.ChampionsByHardware = rows
 	return margin
 }
 
