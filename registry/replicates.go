@@ -299,4 +299,3 @@ func ChampionValue(kept []ledger.Record, rp *Replicates, hw string) (float64, Gr
 	g, _ := GroupOf(&kept[i])
 	return v, g, true
 }
-
