@@ -82,6 +82,31 @@ type ErrorInfo struct {
 	Source  string   `json:"source"`
 }
 
+// Hardware is where a run ran: the host and, when one was visible, the
+// accelerator model ("NVIDIA H100 80GB HBM3"). Noise and champions are kept
+// per Accelerator when a ledger mixes them.
+type Hardware struct {
+	Host        string `json:"host,omitempty"`
+	Accelerator string `json:"accelerator,omitempty"`
+}
+
+// Key is the hardware that noise and champions are kept apart by: the
+// accelerator model, "" when none is known.
+func (h *Hardware) Key() string {
+	if h == nil {
+		return ""
+	}
+	return h.Accelerator
+}
+
+// ItemsInfo summarises a run's per-item outcomes; the items themselves are
+// archived in runs/<id>/ (package evidence reads them).
+type ItemsInfo struct {
+	Count  int     `json:"count"`
+	Mean   float64 `json:"mean"`
+	Binary bool    `json:"binary,omitempty"` // correct/wrong items: Mean is the accuracy
+}
+
 // Record is one line of experiments.jsonl. Field names are exactly those the
 // Python MemoryLab writes, so its ledgers are read unchanged; SchemaVersion
 // and CommitFull are memorylab's additions. Metrics values are float64 or
@@ -92,33 +117,39 @@ type ErrorInfo struct {
 // packets packages own their structure.
 //
 // Tie marks a discard whose metric was within the tie margin of the
-// champion when it was logged (ops.TieMargin, issue 25): recorded as
+// champion when it was logged (registry.TieMargin, issue 25): recorded as
 // discard, but never failure evidence against another idea. It is absent
 // (false) on every other record and on records written before, so older
 // readers and the Python tool read the line unchanged.
 type Record struct {
-	SchemaVersion  int               `json:"schema_version,omitempty"`
-	RunID          RunID             `json:"run_id"`
-	Timestamp      string            `json:"timestamp_utc"`
-	Branch         string            `json:"branch"`
-	Commit         string            `json:"commit"`
-	CommitFull     string            `json:"commit_full,omitempty"`
-	ParentCommit   *string           `json:"parent_commit"`
-	Dirty          *bool             `json:"dirty,omitempty"`
-	Family         string            `json:"family"`
-	Status         string            `json:"status"`
-	Description    string            `json:"description"`
-	Hypothesis     string            `json:"hypothesis"`
-	Tags           []string          `json:"tags"`
-	Notes          string            `json:"notes"`
-	Metrics        Metrics           `json:"metrics"`
-	Error          *ErrorInfo        `json:"error"`
-	Artifacts      map[string]string `json:"artifacts"`
-	LineageRoot    string            `json:"lineage_root,omitempty"`
-	Source         map[string]any    `json:"source,omitempty"`
-	NoveltyGuard   RawJSON           `json:"novelty_guard"`
-	DecisionPacket RawJSON           `json:"decision_packet"`
-	Tie            bool              `json:"tie,omitempty"`
+	SchemaVersion int               `json:"schema_version,omitempty"`
+	RunID         RunID             `json:"run_id"`
+	Timestamp     string            `json:"timestamp_utc"`
+	Branch        string            `json:"branch"`
+	Commit        string            `json:"commit"`
+	CommitFull    string            `json:"commit_full,omitempty"`
+	ParentCommit  *string           `json:"parent_commit"`
+	Dirty         *bool             `json:"dirty,omitempty"`
+	Family        string            `json:"family"`
+	Status        string            `json:"status"`
+	Description   string            `json:"description"`
+	Hypothesis    string            `json:"hypothesis"`
+	Tags          []string          `json:"tags"`
+	Notes         string            `json:"notes"`
+	Metrics       Metrics           `json:"metrics"`
+	Error         *ErrorInfo        `json:"error"`
+	Artifacts     map[string]string `json:"artifacts"`
+	LineageRoot   string            `json:"lineage_root,omitempty"`
+	// Seed, Replicate, Hardware and Items (issue 27) are absent from older
+	// records and from records that have nothing to say.
+	Seed           *int64         `json:"seed,omitempty"`      // the training seed, when recorded
+	Replicate      string         `json:"replicate,omitempty"` // replicate group key (ReplicateKey)
+	Hardware       *Hardware      `json:"hardware,omitempty"`  // where it ran
+	Items          *ItemsInfo     `json:"items,omitempty"`     // its per-item outcomes (runs/<id>/items.jsonl)
+	Source         map[string]any `json:"source,omitempty"`
+	NoveltyGuard   RawJSON        `json:"novelty_guard"`
+	DecisionPacket RawJSON        `json:"decision_packet"`
+	Tie            bool           `json:"tie,omitempty"`
 }
 
 // Time parses Timestamp; the zero time when it is malformed.
@@ -258,6 +289,15 @@ func RecordProblems(r *Record, size int, now time.Time) []Problem {
 	}
 	if msg := TagsProblem(r.Tags); msg != "" {
 		out = append(out, Problem{msg, "use a few short tags (the description and notes hold the rest)"})
+	}
+	if h := r.Hardware; h != nil && (len(h.Host) > MaxHardwareText || len(h.Accelerator) > MaxHardwareText) {
+		out = append(out, Problem{fmt.Sprintf("hardware names are longer than %d bytes", MaxHardwareText), "fix the line by hand"})
+	}
+	if r.Replicate != "" && !validReplicate(r.Replicate) {
+		out = append(out, Problem{fmt.Sprintf("replicate %q is not a replicate key (16 hex digits)", Truncate(r.Replicate, 40)), "fix the line by hand"})
+	}
+	if it := r.Items; it != nil && (it.Count < 0 || math.IsNaN(it.Mean) || math.IsInf(it.Mean, 0)) {
+		out = append(out, Problem{"items: count or mean is not a valid number", "fix the line by hand"})
 	}
 	if size > MaxRecordSize {
 		out = append(out, Problem{fmt.Sprintf("record is %d bytes, over the %d KiB limit", size, MaxRecordSize>>10),

@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memorylab/memorylab/evidence"
 )
 
 // MaxArchiveFile is the largest archive file shared whole: the most
@@ -42,7 +44,17 @@ func (g *Repo) archiveTree(pb *packBuilder, s *Store, id RunID, limit int64) (pl
 		if !e.Type().IsRegular() || !archiveName(e.Name()) {
 			continue
 		}
-		data, err := readBounded(filepath.Join(dir, e.Name()), limit)
+		fileLimit := limit
+		if e.Name() == evidence.ItemsFileName {
+			// Items are data, not a log: a head and tail would not parse.
+			// They travel whole (ReadItems bounds them below what may
+			// arrive) or not at all.
+			fileLimit = maxArrivingArchiveFile
+			if info, err := e.Info(); err != nil || info.Size() > fileLimit {
+				continue
+			}
+		}
+		data, err := readBounded(filepath.Join(dir, e.Name()), fileLimit)
 		if err != nil {
 			return plumbing.ZeroHash, false, fmt.Errorf("unable to read the archive of %s: %w", id, err)
 		}
@@ -60,10 +72,11 @@ func (g *Repo) archiveTree(pb *packBuilder, s *Store, id RunID, limit int64) (pl
 }
 
 // ArchiveNames are the files memorylab writes into runs/<id>/ (log,
-// import and arcmemo import), and the only ones a sync shares or accepts:
+// import and arcmemo import; the per-item outcomes, issue 27), and the only
+// ones a sync shares or accepts:
 // anything else in a remote's archive tree is skipped, so one tree cannot
 // name a blob thirty times (issue 24.6).
-var ArchiveNames = []string{"run.log", "summary.json", "train.patch", "decision_packet.json", "decision_packet.md"}
+var ArchiveNames = []string{"run.log", "summary.json", "train.patch", "decision_packet.json", "decision_packet.md", evidence.ItemsFileName}
 
 // archiveName reports whether name is one of ArchiveNames.
 func archiveName(name string) bool {

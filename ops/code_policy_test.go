@@ -153,7 +153,10 @@ func TestLogMarksTies(t *testing.T) {
 	log := func(desc, status string, v, minDelta float64) *ledger.Record {
 		t.Helper()
 		tick(6 * time.Minute)
-		res, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, MinDelta: minDelta,
+		// Each is its own configuration (Config): runs of one commit are
+		// otherwise one replicate group (issue 27), whose spread would set
+		// a noise margin; this test is about --min-delta.
+		res, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, MinDelta: minDelta, Config: desc,
 			Metrics: map[string]float64{"val_bpb": v}})
 		if err != nil {
 			t.Fatal(err)

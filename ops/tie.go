@@ -5,13 +5,18 @@ import (
 	"github.com/memorylab/memorylab/registry"
 )
 
-// TieMargin is how close to the champion a run must land to tie it: a run
-// within it is not a keep (it does not beat the champion by more) and, as
-// a discard, is marked a tie (Record.Tie), never failure evidence against
-// another idea. Today it is the --min-delta the run is judged with; a
-// noise-based margin (measured from the store's replicates) extends this
-// one function.
-func TieMargin(_ *ledger.Store, minDelta float64) float64 { return minDelta }
+// tieMargin is the margin a run logged with minDelta is judged with:
+// registry.TieMargin, the one rule (max(--min-delta, 2 × the noise sd of
+// the run's hardware once replicates measured it)), over st's replicates.
+// A discard within it is marked a tie (Record.Tie), never failure evidence
+// against another idea.
+func tieMargin(st *registry.State, rec *ledger.Record, minDelta float64) float64 {
+	hw := ""
+	if rec.Hardware != nil {
+		hw = rec.Hardware.Accelerator
+	}
+	return registry.TieMargin(minDelta, registry.NoiseFor(st.Noise(), hw)).Value
+}
 
 // markTie sets rec.Tie when rec is a discard whose metric lies within
 // margin of the champion st holds before rec is folded in. Keeps and

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -48,7 +49,8 @@ func appendRun(b []byte, r *Run) []byte {
 	if r.MemoryGB != nil {
 		b = ledger.AppendFloat(b, *r.MemoryGB)
 	}
-	return b
+	b = ledger.AppendString(b, r.Group.Replicate)
+	return ledger.AppendString(b, r.Group.Hardware)
 }
 
 func readRun(d *ledger.Decoder) Run {
@@ -60,6 +62,7 @@ func readRun(d *ledger.Decoder) Run {
 		v := d.Float()
 		r.MemoryGB = &v
 	}
+	r.Group = GroupKey{Replicate: d.Str(), Hardware: d.Str()}
 	return r
 }
 
@@ -133,6 +136,31 @@ func (s *State) Marshal() ([]byte, error) {
 			b = appendInt(b, f)
 		}
 	}
+	keys := make([]GroupKey, 0, len(s.Reps.Groups))
+	for k := range s.Reps.Groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Replicate != keys[j].Replicate {
+			return keys[i].Replicate < keys[j].Replicate
+		}
+		return keys[i].Hardware < keys[j].Hardware
+	})
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		a := s.Reps.Groups[k]
+		b = ledger.AppendString(b, k.Replicate)
+		b = ledger.AppendString(b, k.Hardware)
+		b = appendInt(b, a.N)
+		b = ledger.AppendFloat(b, a.Mean)
+		b = ledger.AppendFloat(b, a.M2)
+		kr, kept := s.Reps.Kept[k]
+		b = ledger.AppendBool(b, kept)
+		if kept {
+			b = ledger.AppendString(b, kr.RunID)
+			b = ledger.AppendFloat(b, kr.Value)
+		}
+	}
 	return b, nil
 }
 
@@ -175,6 +203,15 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 		s.Clusters[i] = c
 		if d.Err() != nil {
 			break
+		}
+	}
+	s.Reps = NewReplicates(opts.Goal)
+	for range d.Count() {
+		k := GroupKey{Replicate: d.Str(), Hardware: d.Str()}
+		a := &evidence.Accumulator{N: d.Int(), Mean: d.Float(), M2: d.Float()}
+		s.Reps.Groups[k] = a
+		if d.Bool() {
+			s.Reps.Kept[k] = KeptRun{RunID: d.Str(), Value: d.Float(), acc: a}
 		}
 	}
 	if err := d.Done(); err != nil {

@@ -15,7 +15,8 @@ import (
 //	2: status counts leave out kept records without the metric (IsExperiment).
 //	3: the ledger's binary cache encoding instead of gob (codec.go).
 //	4: tied discards (Record.Tie) are left out of failure clusters.
-const StateVersion = 4
+//	5: replicate groups (issue 27): the noise floor and groups' means.
+const StateVersion = 5
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -65,11 +66,14 @@ func (g Goal) Gain(a, b float64) float64 {
 // Promising reports whether a run with delta Δ = run − champion is on the
 // good side of the champion or at most PromisingDistance behind it
 // (Δ ≤ 0.0015 for a lower-is-better metric, Δ ≥ −0.0015 for higher).
-func (g Goal) Promising(delta float64) bool {
+func (g Goal) Promising(delta float64) bool { return g.PromisingWithin(delta, PromisingDistance) }
+
+// PromisingWithin is Promising with another distance (the noise margin).
+func (g Goal) PromisingWithin(delta, distance float64) bool {
 	if g.Max {
-		return delta >= -PromisingDistance-1e-12
+		return delta >= -distance-1e-12
 	}
-	return delta <= PromisingDistance+1e-12
+	return delta <= distance+1e-12
 }
 
 // Ties reports whether v is within margin of champion or better: a run
@@ -114,6 +118,8 @@ type Run struct {
 	Value       float64
 	HasValue    bool
 	MemoryGB    *float64
+	// Group is the run's replicate group (zero when it has none).
+	Group GroupKey
 }
 
 // LineageFunc returns r's lineage root. rootOf gives the root already
@@ -187,6 +193,8 @@ type State struct {
 	Commits  commitTable
 	Lineages map[string]*LineageAgg
 	Clusters []*Cluster
+	// Reps holds the replicate groups (empty in a ChampionOnly fold).
+	Reps *Replicates
 
 	opts         Options
 	index        map[indexKey][]int32
@@ -205,10 +213,13 @@ type memoHit struct {
 // New returns an empty State.
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
-		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}}
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal)}
 	s.setOptions(opts)
 	return s
 }
+
+// Noise is the noise floor per hardware (Replicates.Noise).
+func (s *State) Noise() []Noise { return s.Reps.Noise() }
 
 func (s *State) setOptions(opts Options) {
 	if opts.Lineage == nil {
@@ -248,8 +259,9 @@ func (s *State) dropMemo() {
 // RunOf summarises r as the registry keeps it.
 func (s *State) RunOf(r *ledger.Record, root string) Run {
 	v, ok := s.Goal().Value(r)
+	g, _ := GroupOf(r)
 	return Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Commit: r.Commit, Status: r.Status,
-		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: r.MemoryGB()}
+		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: r.MemoryGB(), Group: g}
 }
 
 // better orders runs: better metric first, ties in the one order of runs
@@ -315,6 +327,7 @@ func (s *State) Add(r *ledger.Record) {
 	}
 	root := s.opts.Lineage(r, s.rootOf)
 	run := s.RunOf(r, root)
+	s.Reps.Add(r)
 	s.N++
 	if IsExperiment(r, s.Goal()) {
 		s.Counts[r.Status]++

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math/rand"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,11 +46,26 @@ func benchRecords(n int) []ledger.Record {
 func BenchmarkBuildMorning(b *testing.B) {
 	recs := benchRecords(100000)
 	st := registry.Build(recs, registry.Options{Goal: registry.Goal{Metric: "val_bpb"}, ChampionOnly: true})
+	benchMorning(b, recs, st)
+}
+
+func benchMorning(b *testing.B, recs []ledger.Record, st *registry.State) {
 	b.ReportAllocs()
+	start, n := cpuTime(), 0
 	for b.Loop() {
+		n++
 		m := BuildMorning(recs, st, MorningOptions{Now: corpusNow, SinceHours: DefaultSinceHours, PlateauWindow: DefaultPlateauWindow, MinDelta: DefaultMinDelta})
 		_ = m.Markdown()
 	}
+	b.ReportMetric(float64(cpuTime()-start)/float64(n)/1e6, "cpu-ms/op")
+}
+
+// cpuTime is the process's user + system CPU time: on a shared machine the
+// wall time measures the neighbours as much as the code.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkHTML renders a 2000-run window as HTML with its chart.
@@ -63,4 +79,24 @@ func BenchmarkHTML(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkBuildMorningNoise is BenchmarkBuildMorning with every run in one
+// of 10k replicate groups (10 runs each) on two accelerators: the noise
+// floor, the board's groups and the champions per hardware (issue 27; goal:
+// within 20% of BenchmarkBuildMorning).
+func BenchmarkBuildMorningNoise(b *testing.B) {
+	recs := benchRecords(100000)
+	hws := []*ledger.Hardware{{Host: "a", Accelerator: "NVIDIA H100"}, {Host: "b", Accelerator: "NVIDIA GeForce RTX 4090"}}
+	for i := range recs {
+		g := i % 10000
+		recs[i].Replicate = ledger.ReplicateKey(fmt.Sprintf("code-%d", g), "")
+		recs[i].Hardware = hws[g%2]
+	}
+	st := registry.Build(recs, registry.Options{Goal: registry.Goal{Metric: "val_bpb"}, ChampionOnly: true})
+	st.Reps = registry.CollectReplicates(recs, st.Goal()) // what the full fold keeps
+	if m := BuildMorning(recs, st, MorningOptions{Now: corpusNow, SinceHours: DefaultSinceHours, MinDelta: DefaultMinDelta}); m.Noise == nil || m.Noise.Groups != 5000 || len(m.ChampionsByHardware) != 2 {
+		b.Fatalf("noise %+v, champions by hardware %d", m.Noise, len(m.ChampionsByHardware))
+	}
+	benchMorning(b, recs, st)
 }

@@ -26,7 +26,10 @@ func nightRepo(t *testing.T) *ledger.ScratchRepo {
 		{"warmdown 0.5", "discard", "0.9990"},
 	}
 	for i, r := range runs {
-		args := []string{"log", "--description", r.desc, "--status", r.status}
+		// Five different experiments on one commit: --config tells memorylab
+		// they are not replicates of one code (issue 27 groups runs of the
+		// same code and config, whatever their descriptions).
+		args := []string{"log", "--description", r.desc, "--status", r.status, "--config", r.desc}
 		if r.val != "" {
 			args = append(args, "--metric", "val_bpb="+r.val, "--metric", "peak_vram_mb=45000")
 		} else {
