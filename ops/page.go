@@ -7,8 +7,8 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
-	"github.com/memorylab/memorylab/results"
 	"github.com/memorylab/memorylab/registry"
+	"github.com/memorylab/memorylab/results"
 )
 
 // Page sizes of the runs table.
