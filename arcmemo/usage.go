@@ -14,6 +14,19 @@ type Usage struct {
 	Calls           float64 // mock provider
 	Mock            bool    // the file counts calls (a mock provider), not tokens
 	Known           bool
+	// Models splits the pass's usage by model (a mock provider appears as
+	// "mock", counting calls), so solver and selector models stay apart
+	// and each can be priced.
+	Models map[string]ModelUsage
+}
+
+// ModelUsage is one model's consumption in one pass.
+type ModelUsage struct {
+	InputTokens     float64 `json:"input_tokens"`
+	OutputTokens    float64 `json:"output_tokens"` // includes reasoning tokens
+	ReasoningTokens float64 `json:"reasoning_tokens"`
+	Requests        float64 `json:"requests"`
+	Calls           float64 `json:"calls,omitempty"` // mock provider
 }
 
 // readUsage reads a {before, after} usage file; Known is false when the
@@ -39,6 +52,7 @@ func readUsage(path string) Usage {
 	if _, mock := f.After["calls"]; mock {
 		u.Calls = num(f.After, "calls") - num(f.Before, "calls")
 		u.Mock, u.Known = true, true
+		u.Models = map[string]ModelUsage{"mock": {Calls: u.Calls}}
 		return u
 	}
 	for model, raw := range f.After {
@@ -47,10 +61,20 @@ func readUsage(path string) Usage {
 			continue
 		}
 		_ = json.Unmarshal(f.Before[model], &before)
-		u.InputTokens += num(after, "input_tokens") - num(before, "input_tokens")
-		u.OutputTokens += num(after, "output_tokens") - num(before, "output_tokens")
-		u.ReasoningTokens += num(after, "reasoning_tokens") - num(before, "reasoning_tokens")
-		u.Requests += num(after, "requests") - num(before, "requests")
+		mu := ModelUsage{
+			InputTokens:     num(after, "input_tokens") - num(before, "input_tokens"),
+			OutputTokens:    num(after, "output_tokens") - num(before, "output_tokens"),
+			ReasoningTokens: num(after, "reasoning_tokens") - num(before, "reasoning_tokens"),
+			Requests:        num(after, "requests") - num(before, "requests"),
+		}
+		u.InputTokens += mu.InputTokens
+		u.OutputTokens += mu.OutputTokens
+		u.ReasoningTokens += mu.ReasoningTokens
+		u.Requests += mu.Requests
+		if u.Models == nil {
+			u.Models = map[string]ModelUsage{}
+		}
+		u.Models[model] = mu
 		u.Known = true
 	}
 	return u

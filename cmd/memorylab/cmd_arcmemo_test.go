@@ -102,9 +102,10 @@ func TestArcmemoImportCorpusRuns(t *testing.T) {
 		records int
 		passes  string // statuses of the solve passes
 	}{
-		{"mem2-mock-run-synthetic-concepts", 8, "keep,discard,discard"},
+		// A run's final pass is keep, earlier passes discard (issue 28).
+		{"mem2-mock-run-synthetic-concepts", 8, "discard,discard,keep"},
 		{"mem2-mock-run-synthetic-replay", 6, "discard,keep"},
-		{"mem2-mock-run", 6, "discard,discard"},
+		{"mem2-mock-run", 6, "discard,keep"},
 	}
 	total := 0
 	for i, r := range runs {
@@ -472,7 +473,7 @@ func TestArcmemoImportIDCache(t *testing.T) {
 	}
 	os.Remove(s.CachePath(ops.ImportIDsCache))
 	res = runArcCLI(t, dir, "--store", store, "arcmemo", "import", filepath.Join(corpus, "mem2-mock-run"))
-	if !strings.Contains(res.out, "nothing to import: all 6 records") || res.err != "" {
+	if !strings.Contains(res.out, "nothing to import: all 6 records") || strings.Contains(res.err, "rebuilding") {
 		t.Errorf("missing cache: %q %q", res.out, res.err)
 	}
 }
