@@ -2,6 +2,7 @@ package arcmemo
 
 import (
 	"encoding/json"
+	"sort"
 )
 
 // Usage is what one pass consumed, from iteration_N/token_usage.json
@@ -77,5 +78,96 @@ func readUsage(path string) Usage {
 		u.Models[model] = mu
 		u.Known = true
 	}
+	return u
+}
+
+// UsageReport is `arcmemo usage RUN`: what memory did in each pass, and
+// which concepts (or lessons) were selected for puzzles that ended solved
+// versus unsolved.
+type UsageReport struct {
+	RunID    string       `json:"run_id"`
+	Producer string       `json:"producer"`
+	Passes   []PassUsage  `json:"passes"`
+	Concepts []ConceptUse `json:"concepts"`
+	Warnings []string     `json:"warnings"`
+}
+
+// PassUsage is one pass of a UsageReport.
+type PassUsage struct {
+	Pass              int                   `json:"pass"` // 1-based
+	MemoryAdded       int                   `json:"memory_added"`
+	MemoryUpdated     int                   `json:"memory_updated"`
+	MemoryRemoved     int                   `json:"memory_removed"`
+	MemorySize        int                   `json:"memory_size"`
+	MemoryUnit        string                `json:"memory_unit"` // concepts or lessons
+	SelectorCalls     int                   `json:"selector_calls"`
+	SelectorFailures  int                   `json:"selector_failures"`
+	FailureKinds      map[string]int        `json:"failure_kinds"`
+	Prompts           int                   `json:"prompts"`
+	PromptsWithMemory int                   `json:"prompts_with_memory"`
+	HintChars         int                   `json:"hint_chars"`
+	Tokens            map[string]ModelUsage `json:"usage_by_model"`
+}
+
+// ConceptUse counts the puzzles a concept was selected for, by their
+// final outcome.
+type ConceptUse struct {
+	Name     string `json:"name"`
+	Solved   int    `json:"solved"`
+	Unsolved int    `json:"unsolved"`
+}
+
+// Usage builds the run's UsageReport.
+func (r *Run) Usage() *UsageReport {
+	u := &UsageReport{RunID: r.RunID, Producer: r.Producer, Passes: []PassUsage{}, Concepts: []ConceptUse{}, Warnings: append([]string{}, r.MemoryWarnings...)}
+	for i, p := range r.Passes {
+		pu := PassUsage{Pass: i + 1, FailureKinds: map[string]int{}, Tokens: p.Usage.Models}
+		if pu.Tokens == nil {
+			pu.Tokens = map[string]ModelUsage{}
+		}
+		if i < len(r.PassMemory) {
+			pm := r.PassMemory[i]
+			pu.SelectorCalls, pu.SelectorFailures = pm.SelectorCalls, pm.SelectorFailures
+			pu.Prompts, pu.PromptsWithMemory, pu.HintChars = pm.Prompts, pm.PromptsWithMemory, pm.HintChars
+			for k, n := range pm.FailureKinds {
+				pu.FailureKinds[k] = n
+			}
+		}
+		for _, s := range r.Snapshots {
+			if s.PassIndex == i && s.Label != "final" {
+				pu.MemoryAdded, pu.MemoryUpdated, pu.MemoryRemoved = s.Diff.Added, s.Diff.Updated, s.Diff.Removed
+				pu.MemorySize, pu.MemoryUnit = s.Stats.Concepts, "concepts"
+				if s.Stats.Format != FormatConceptMemory && s.Stats.Format != FormatConceptPS {
+					pu.MemorySize, pu.MemoryUnit = s.Stats.Lessons, "lessons"
+				}
+			}
+		}
+		u.Passes = append(u.Passes, pu)
+	}
+	by := map[string]*ConceptUse{}
+	for _, o := range r.Outcomes {
+		for _, c := range o.Concepts {
+			cu := by[c]
+			if cu == nil {
+				cu = &ConceptUse{Name: c}
+				by[c] = cu
+			}
+			if o.Solved {
+				cu.Solved++
+			} else {
+				cu.Unsolved++
+			}
+		}
+	}
+	for _, cu := range by {
+		u.Concepts = append(u.Concepts, *cu)
+	}
+	sort.Slice(u.Concepts, func(i, j int) bool {
+		a, b := u.Concepts[i], u.Concepts[j]
+		if a.Solved+a.Unsolved != b.Solved+b.Unsolved {
+			return a.Solved+a.Unsolved > b.Solved+b.Unsolved
+		}
+		return a.Name < b.Name
+	})
 	return u
 }

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 
 	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
@@ -109,6 +111,18 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if plan.Final != nil && len(run.Outcomes) > 0 {
+		// The run's result carries its per-puzzle items (issue 28).
+		items := run.Items()
+		var buf bytes.Buffer
+		if err := evidence.WriteItems(&buf, items); err != nil {
+			return nil, err
+		}
+		packetFilesOf[plan.Final.RunID] = append(packetFilesOf[plan.Final.RunID],
+			ledger.ArchiveFile{Key: ArcMemoItemsKey, Name: evidence.ItemsFileName, Data: buf.Bytes()})
+		sum := evidence.Summarize(items)
+		plan.Final.Source["items"] = map[string]any{"count": sum.Count, "mean": sum.Mean, "binary": sum.Binary}
+	}
 	if !opts.DryRun && len(plan.Records) > 0 {
 		for _, r := range plan.Records {
 			if files := packetFilesOf[r.RunID]; len(files) > 0 {
@@ -150,6 +164,10 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 	}
 	return &ArcMemoResult{Run: run, Store: s, Plan: plan}, nil
 }
+
+// ArcMemoItemsKey is the artifacts key of a run's items file (the final
+// pass record's runs/<id>/items.jsonl).
+const ArcMemoItemsKey = "items"
 
 // The import-id cache under <store>/cache/ holds every source.import_id of
 // the ledger prefix it covers, so a second import of a big ledger reads
