@@ -102,6 +102,7 @@ func arcmemoCommand(env *Env) *cli.Command {
 			},
 		},
 	}
+	cmd.Subcommands = append(cmd.Subcommands, arcmemoResearchCommands(env)...)
 	for _, sc := range cmd.Subcommands {
 		sc.OnUsageError = onUsageError
 		sc.Description = strings.TrimSpace(sc.Description + "\n\n" + exitStatusHelp)
