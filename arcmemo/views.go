@@ -268,3 +268,14 @@ func (v *RunView) SelectorFailures() (fails, calls int) {
 	}
 	return fails, calls
 }
+
+// Secondary reports whether r is an ArcMemo record that does not stand for
+// its run: a memory snapshot, or a solve pass before the run's final one.
+// Named references (latest, previous, champion) skip them, so they always
+// name runs of one kind.
+func Secondary(r *ledger.Record) bool {
+	if !IsArcMemoRecord(r) {
+		return false
+	}
+	return srcString(r, "kind") == KindMemorySnapshot || !isFinal(r)
+}

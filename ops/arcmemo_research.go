@@ -2,15 +2,19 @@ package ops
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/report"
 )
 
 // ArcMemoViews reads the store's imported ArcMemo runs, each with its
@@ -20,13 +24,62 @@ func ArcMemoViews(env Env) (*ledger.Store, []ledger.Record, []*arcmemo.RunView, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	views, err := arcmemoViewsOf(s, recs)
+	return s, recs, views, err
+}
+
+func arcmemoViewsOf(s *ledger.Store, recs []ledger.Record) ([]*arcmemo.RunView, error) {
 	views := arcmemo.Views(recs)
 	for _, v := range views {
 		if err := loadOutcomes(s, v); err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 	}
-	return s, recs, views, nil
+	return views, nil
+}
+
+// arcmemoSection is what the morning report of a store holding ArcMemo
+// imports leads with (nil for other stores, found by the records' tag):
+// the board, and the runs imported in the window by import time. The
+// report never fails for it: a problem becomes a notice.
+func arcmemoSection(env Env, s *ledger.Store, slim []ledger.Record, windowStart string) *report.ArcMemoSection {
+	found := false
+	for i := range slim {
+		if slices.Contains(slim[i].Tags, "arcmemo") {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil
+	}
+	recs, err := env.Records(s)
+	if err == nil {
+		var views []*arcmemo.RunView
+		if views, err = arcmemoViewsOf(s, recs); err == nil {
+			sec := &report.ArcMemoSection{Runs: len(views)}
+			start, _ := time.Parse(time.RFC3339, windowStart)
+			for _, v := range views {
+				if t, e := time.Parse(time.RFC3339, fmt.Sprint(v.Final.Source["imported_at"])); e == nil && !t.Before(start) {
+					sec.Imported++
+				}
+				if ts := v.Final.Timestamp; sec.ProducerFirst == "" || ts < sec.ProducerFirst {
+					sec.ProducerFirst = ts
+				}
+				if ts := v.Final.Timestamp; ts > sec.ProducerLast {
+					sec.ProducerLast = ts
+				}
+			}
+			if len(views) > 0 {
+				sec.Board, err = arcmemo.BuildBoard(views, arcmemo.BoardOptions{})
+			}
+			if err == nil {
+				return sec
+			}
+		}
+	}
+	env.notef("warning: the ArcMemo board is left out of the report: %v", err)
+	return nil
 }
 
 // loadOutcomes reads a run's items; a run imported before items were kept

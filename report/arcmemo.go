@@ -320,3 +320,26 @@ func WriteArcMemoParity(w io.Writer, p *arcmemo.Parity) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// ArcMemoSection is what the morning report of an ArcMemo store leads
+// with. Imported records keep their producer's timestamps (the order of
+// passes is the producer's), so the report window, which counts record
+// times, can show no run for a night of imports: Imported counts the runs
+// imported in the window by their import time instead, and Producer* give
+// the range of the producer's own times.
+type ArcMemoSection struct {
+	Board         *arcmemo.Board `json:"board"`
+	Runs          int            `json:"runs"`
+	Imported      int            `json:"runs_imported_in_window"`
+	ProducerFirst string         `json:"producer_time_first"`
+	ProducerLast  string         `json:"producer_time_last"`
+}
+
+func (a *ArcMemoSection) write(b *bytes.Buffer) {
+	fmt.Fprintf(b, "ArcMemo store: %d runs, %d imported in the window (by import time; record times are the producer's, %s to %s). "+
+		"A run is ranked by its final pass, only against runs on the same puzzle set.\n\n",
+		a.Runs, a.Imported, orDashStr(a.ProducerFirst), orDashStr(a.ProducerLast))
+	if a.Board != nil {
+		b.Write(ArcMemoBoardMarkdown(a.Board))
+	}
+}

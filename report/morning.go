@@ -52,6 +52,9 @@ type Morning struct {
 	// in the code, most runs first (filled by ops from the code cache).
 	Swept []SweptParam `json:"what_was_swept"`
 	Chart Chart        `json:"-"`
+	// ArcMemo leads the report of a store holding ArcMemo imports (set by
+	// ops): the board of configurations per puzzle set, not a champion.
+	ArcMemo *ArcMemoSection `json:"arcmemo,omitempty"`
 }
 
 // SweptParam is one parameter of "What was swept".
