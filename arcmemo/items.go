@@ -94,6 +94,9 @@ func (o PuzzleOutcome) AtPass(n int) (PuzzleOutcome, bool) {
 	x := o
 	x.Solved = o.SolvedByPass[n-1]
 	x.Official = o.OfficialByPass[n-1]
+	if n <= len(o.PairsByPass) {
+		x.TestSolved, x.TestTotal = o.PairsByPass[n-1][0], o.PairsByPass[n-1][1]
+	}
 	if x.FirstSolvedPass > n {
 		x.FirstSolvedPass = 0
 	}

@@ -26,6 +26,7 @@ type PuzzleOutcome struct {
 	Concepts        []string  `json:"concepts"`   // concepts or lessons selected for it, first-seen order
 	OfficialByPass  []float64 `json:"official_by_pass"`
 	SolvedByPass    []bool    `json:"solved_by_pass"`
+	PairsByPass     [][2]int  `json:"pairs_by_pass"` // [test pairs solved, seen] after each pass
 }
 
 // PassMemory is what one pass put in front of the solver, from the
@@ -244,7 +245,7 @@ func computeOutcomes(r *Run, cum [][]Attempt, hint map[string]int, concepts map[
 	out := make([]PuzzleOutcome, 0, len(uids))
 	for _, uid := range uids {
 		o := PuzzleOutcome{ID: uid, HintChars: hint[uid], Concepts: concepts[uid],
-			OfficialByPass: make([]float64, len(cum)), SolvedByPass: make([]bool, len(cum))}
+			OfficialByPass: make([]float64, len(cum)), SolvedByPass: make([]bool, len(cum)), PairsByPass: make([][2]int, len(cum))}
 		if o.Concepts == nil {
 			o.Concepts = []string{}
 		}
@@ -252,6 +253,7 @@ func computeOutcomes(r *Run, cum [][]Attempt, hint map[string]int, concepts map[
 			s := byPass[p][uid]
 			o.OfficialByPass[p] = s.Official
 			o.SolvedByPass[p] = s.Strict > 0
+			o.PairsByPass[p] = [2]int{s.PairsSolved, s.PairsSeen}
 			if o.SolvedByPass[p] && o.FirstSolvedPass == 0 {
 				o.FirstSolvedPass = p + 1
 			}

@@ -115,7 +115,7 @@ func CheckMetric(cfg ledger.Config) error {
 			return nil
 		}
 	}
-	return badInput("the store's primary metric is %s (goal %s), which ArcMemo passes do not report: import into a store made for them, e.g. `memorylab --store results/arcmemo arcmemo import DIR --init` (metric official_score, goal max)", cfg.Metric, cfg.Goal)
+	return badInput("the store's primary metric is %s (goal %s), which ArcMemo passes do not report: import into a store made for them, e.g. `memorylab --store results/arcmemo arcmemo import DIR --init` (metric official_fraction, goal max)", cfg.Metric, cfg.Goal)
 }
 
 // ImportKey identifies a run across imports: producer and run id. The

@@ -74,11 +74,11 @@ func TestPuzzleOutcomesCorpus(t *testing.T) {
 	r := readRun(t, filepath.Join(root, "mem2-mock-run-synthetic-replay"))
 	// FACTS.md 6b: pass 1 official 1.3333 strict 1; pass 2 2.8333 / 2.
 	want := map[string]PuzzleOutcome{
-		"syn_a_all_identity": {Official: 1, TestSolved: 1, TestTotal: 1, Solved: true, FirstSolvedPass: 2, Attempts: 2, ParseErrors: 1, OfficialByPass: []float64{0, 1}, SolvedByPass: []bool{false, true}},
-		"syn_b_half_tests":   {Official: 0.5, TestSolved: 1, TestTotal: 2, Attempts: 2, ParseErrors: 1, OfficialByPass: []float64{0, 0.5}, SolvedByPass: []bool{false, false}},
-		"syn_c_train_only":   {Official: 0, TestSolved: 0, TestTotal: 1, Attempts: 2, OfficialByPass: []float64{0, 0}, SolvedByPass: []bool{false, false}},
-		"syn_d_none":         {Official: 1, TestSolved: 1, TestTotal: 1, Solved: true, FirstSolvedPass: 1, Attempts: 1, OfficialByPass: []float64{1, 1}, SolvedByPass: []bool{true, true}},
-		"syn_e_two_of_three": {Official: 1.0 / 3, TestSolved: 1, TestTotal: 3, Attempts: 1, OfficialByPass: []float64{1.0 / 3, 1.0 / 3}, SolvedByPass: []bool{false, false}},
+		"syn_a_all_identity": {Official: 1, TestSolved: 1, TestTotal: 1, Solved: true, FirstSolvedPass: 2, Attempts: 2, ParseErrors: 1, OfficialByPass: []float64{0, 1}, SolvedByPass: []bool{false, true}, PairsByPass: [][2]int{{0, 0}, {1, 1}}},
+		"syn_b_half_tests":   {Official: 0.5, TestSolved: 1, TestTotal: 2, Attempts: 2, ParseErrors: 1, OfficialByPass: []float64{0, 0.5}, SolvedByPass: []bool{false, false}, PairsByPass: [][2]int{{0, 0}, {1, 2}}},
+		"syn_c_train_only":   {Official: 0, TestSolved: 0, TestTotal: 1, Attempts: 2, OfficialByPass: []float64{0, 0}, SolvedByPass: []bool{false, false}, PairsByPass: [][2]int{{0, 1}, {0, 1}}},
+		"syn_d_none":         {Official: 1, TestSolved: 1, TestTotal: 1, Solved: true, FirstSolvedPass: 1, Attempts: 1, OfficialByPass: []float64{1, 1}, SolvedByPass: []bool{true, true}, PairsByPass: [][2]int{{1, 1}, {1, 1}}},
+		"syn_e_two_of_three": {Official: 1.0 / 3, TestSolved: 1, TestTotal: 3, Attempts: 1, OfficialByPass: []float64{1.0 / 3, 1.0 / 3}, SolvedByPass: []bool{false, false}, PairsByPass: [][2]int{{1, 3}, {1, 3}}},
 	}
 	if len(r.Outcomes) != 5 {
 		t.Fatalf("%d outcomes", len(r.Outcomes))

@@ -19,7 +19,7 @@ import (
 // ArcMemoInput is `memorylab arcmemo import`'s input.
 type ArcMemoInput struct {
 	Dir        string // a mem2 run directory or an arc_memo output directory
-	Init       bool   // create the store (metric official_score, goal max) if missing
+	Init       bool   // create the store (metric official_fraction, goal max) if missing
 	DryRun     bool
 	SkipMemory bool // no memory-snapshot records
 }
@@ -46,7 +46,7 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		return nil, err
 	}
 	cfg := ledger.DefaultConfig()
-	cfg.Metric, cfg.Goal = "official_score", ledger.GoalMax
+	cfg.Metric, cfg.Goal = "official_fraction", ledger.GoalMax
 	var s *ledger.Store
 	var lock *ledger.Lock
 	switch s, err = loc.Open(); {
@@ -57,9 +57,9 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		if s, _, err = ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(cfg.Metric)); err != nil {
 			return nil, err
 		}
-		env.notef("initialised store at %s (metric official_score, goal max)", s.Dir)
+		env.notef("initialised store at %s (metric official_fraction, goal max)", s.Dir)
 	case errors.Is(err, ledger.ErrNoStore):
-		return nil, fmt.Errorf("%w at %s: pass --init to create it (metric official_score, goal max), or run `memorylab --store DIR init --metric official_score --goal max`", ledger.ErrNoStore, loc.StoreDir)
+		return nil, fmt.Errorf("%w at %s: pass --init to create it (metric official_fraction, goal max), or run `memorylab --store DIR init --metric official_fraction --goal max`", ledger.ErrNoStore, loc.StoreDir)
 	default:
 		return nil, err
 	}

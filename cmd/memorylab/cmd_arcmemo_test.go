@@ -139,7 +139,8 @@ func TestArcmemoImportCorpusRuns(t *testing.T) {
 		}
 	}
 	s, err := ledger.OpenStore(store, "")
-	if err != nil || s.Config.Metric != "official_score" || s.Config.Goal != ledger.GoalMax {
+	// Scores rank as fractions of their puzzle set (issue 28).
+	if err != nil || s.Config.Metric != "official_fraction" || s.Config.Goal != ledger.GoalMax {
 		t.Fatalf("store config %+v %v", s, err)
 	}
 	tsv, _ := os.ReadFile(filepath.Join(store, ledger.TSVFile))
@@ -380,7 +381,7 @@ func TestArcmemoStoreReport(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &reg) != nil {
 		t.Fatalf("registry: %v %s", err, b)
 	}
-	if reg.Champion.Value != 2.833333333333333 || reg.NumExperiments != 20 {
+	if reg.Champion.Value != 2.833333333333333/5 || reg.NumExperiments != 20 {
 		t.Errorf("registry %+v", reg)
 	}
 	recs, _ := readArcLedger(t, store)
@@ -426,10 +427,10 @@ func TestArcmemoStoreReport(t *testing.T) {
 	}
 	// 7 solve passes count as experiments; the 13 memory snapshots (kept,
 	// without official_score) are observations and do not (registry.IsExperiment).
-	if doc.Metric != "official_score" || doc.Goal != "max" || doc.Headline.Runs != 7 {
+	if doc.Metric != "official_fraction" || doc.Goal != "max" || doc.Headline.Runs != 7 {
 		t.Errorf("report header %+v", doc)
 	}
-	if doc.Headline.Champion.Value != 2.833333333333333 || !strings.Contains(doc.Headline.Champion.Description, "pass 2 of 2") {
+	if doc.Headline.Champion.Value != 2.833333333333333/5 || !strings.Contains(doc.Headline.Champion.Description, "pass 2 of 2") {
 		t.Errorf("champion %+v", doc.Headline.Champion)
 	}
 	if len(doc.ChampionBoard) < 2 || doc.ChampionBoard[1].Value >= doc.ChampionBoard[0].Value {
