@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/memorylab/memorylab/evidence"
@@ -75,9 +76,9 @@ type BaselineTest struct {
 	PCorrected float64 `json:"p_bonferroni"`
 }
 
-// BuildBoard ranks configurations within each puzzle set. views need
-// their Outcomes for oracle@k and the tests (runs without items count in
-// the means only, and ItemsMiss says how many).
+// BuildBoard ranks configurations within each puzzle set. Oracle@k and
+// the tests need each run's solved puzzles (SolvedMask, or Outcomes);
+// runs without them count in the means only, and ItemsMiss says how many.
 func BuildBoard(views []*RunView, opts BoardOptions) (*Board, error) {
 	b := &Board{Sets: []BoardSet{}, Priced: opts.Prices != nil, Warnings: []string{}}
 	type key struct{ set, fp string }
@@ -150,11 +151,21 @@ func BuildBoard(views []*RunView, opts BoardOptions) (*Board, error) {
 				if rm == nil {
 					continue
 				}
-				p := evidence.Pair(majorityItems(bm), majorityItems(rm))
-				t := &BaselineTest{Gained: len(p.Gained), Lost: len(p.Lost), P: p.PValue, PYates: 1}
-				if p.PYates != nil {
-					t.PYates = *p.PYates
+				// McNemar needs only the discordant pairs (no bootstrap CI
+				// here: the board tests, diff estimates).
+				t := &BaselineTest{}
+				for id, bs := range bm {
+					rs, ok := rm[id]
+					switch {
+					case !ok:
+					case rs && !bs:
+						t.Gained++
+					case bs && !rs:
+						t.Lost++
+					}
 				}
+				t.P = evidence.BinomialTwoSided(t.Gained, t.Lost)
+				t.PYates = evidence.McNemarYates(t.Gained, t.Lost)
 				t.PCorrected = math.Min(1, t.P*float64(s.Comparisons))
 				s.Rows[i].VsBaseline = t
 			}
@@ -172,19 +183,6 @@ func BuildBoard(views []*RunView, opts BoardOptions) (*Board, error) {
 		return nil, badInput("--group %q matches no configuration name or fingerprint", opts.Group.String())
 	}
 	return b, nil
-}
-
-func majorityItems(m map[string]bool) []evidence.Item {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	out := make([]evidence.Item, len(ids))
-	for i, id := range ids {
-		out[i] = evidence.CorrectItem(id, m[id])
-	}
-	return out
 }
 
 // buildRow summarises one configuration's runs (in replicate order) and
@@ -258,17 +256,21 @@ func buildRow(runs []*RunView, prices Prices) (BoardRow, map[string]bool) {
 		f, calls := v.SelectorFailures()
 		r.SelectorFails += f
 		r.SelectorCalls += calls
-		if len(v.Outcomes) == 0 {
+		mask := v.solvedMask()
+		if mask == "" {
 			r.ItemsMiss++
 			continue
 		}
 		withItems++
-		for _, o := range v.Outcomes {
-			if o.Solved {
-				solvedCount[o.ID]++
-				union[o.ID] = true
-			} else if _, ok := solvedCount[o.ID]; !ok {
-				solvedCount[o.ID] = 0
+		// Position i of the mask is the same puzzle in every run of the
+		// puzzle set (sorted ids).
+		for i := 0; i < len(mask); i++ {
+			id := "#" + strconv.Itoa(i)
+			if mask[i] == '1' {
+				solvedCount[id]++
+				union[id] = true
+			} else if _, ok := solvedCount[id]; !ok {
+				solvedCount[id] = 0
 			}
 		}
 		r.OracleAtK = append(r.OracleAtK, len(union))

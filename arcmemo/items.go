@@ -3,6 +3,7 @@ package arcmemo
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/memorylab/memorylab/evidence"
 )
@@ -105,4 +106,25 @@ func (o PuzzleOutcome) AtPass(n int) (PuzzleOutcome, bool) {
 
 func (o PuzzleOutcome) String() string {
 	return fmt.Sprintf("%s official %.3g solved %v", o.ID, o.Official, o.Solved)
+}
+
+// SolvedMask is the run's solved puzzles as a string of '1' and '0', one
+// per puzzle in sorted id order: within one puzzle set (PuzzleSetID, the
+// same sorted ids) position i is the same puzzle in every run. The final
+// pass record keeps it (source.solved_mask) so the board pairs runs
+// without reading every run's items file.
+func SolvedMask(outcomes []PuzzleOutcome) string {
+	idx := make([]int, len(outcomes))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool { return outcomes[idx[a]].ID < outcomes[idx[b]].ID })
+	b := make([]byte, len(idx))
+	for i, j := range idx {
+		b[i] = '0'
+		if outcomes[j].Solved {
+			b[i] = '1'
+		}
+	}
+	return string(b)
 }

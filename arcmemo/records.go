@@ -384,6 +384,9 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 		// about its memory travel with it (diff and board read them).
 		src["config"] = run.Config
 		src["memory_in_prompt"] = run.MemoryInPrompt
+		if len(run.Outcomes) > 0 {
+			src["solved_mask"] = SolvedMask(run.Outcomes)
+		}
 		if len(run.MemoryWarnings) > 0 {
 			src["memory_warnings"] = run.MemoryWarnings
 		}

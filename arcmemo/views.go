@@ -32,6 +32,7 @@ type RunView struct {
 	MemoryWarnings []string          `json:"memory_warnings"`
 	FinalMemory    *MemoryView       `json:"final_memory,omitempty"`
 	Outcomes       []PuzzleOutcome   `json:"-"`
+	SolvedMask     string            `json:"-"` // SolvedMask of the final pass ("" when not kept)
 	first          string            // earliest record timestamp (board order)
 }
 
@@ -222,6 +223,16 @@ func (v *RunView) setFinal(r *ledger.Record) {
 	}
 	v.MemoryWarnings = nil
 	recode(r.Source["memory_warnings"], &v.MemoryWarnings)
+	v.SolvedMask = srcString(r, "solved_mask")
+}
+
+// solvedMask is the run's SolvedMask, from the record or its outcomes;
+// "" when neither is known.
+func (v *RunView) solvedMask() string {
+	if v.SolvedMask != "" || len(v.Outcomes) == 0 {
+		return v.SolvedMask
+	}
+	return SolvedMask(v.Outcomes)
 }
 
 // DirName is the run directory's name (a mem2 run id folder, an arc_memo

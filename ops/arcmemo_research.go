@@ -56,7 +56,7 @@ func arcmemoSection(env Env, s *ledger.Store, slim []ledger.Record, windowStart 
 	recs, err := env.Records(s)
 	if err == nil {
 		var views []*arcmemo.RunView
-		if views, err = arcmemoViewsOf(s, recs); err == nil {
+		if views, err = boardViews(s, recs); err == nil {
 			sec := &report.ArcMemoSection{Runs: len(views)}
 			start, _ := time.Parse(time.RFC3339, windowStart)
 			for _, v := range views {
@@ -186,7 +186,11 @@ func ArcMemoBoard(env Env, in ArcMemoBoardInput) (*arcmemo.Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, _, views, err := ArcMemoViews(env)
+	s, _, recs, err := env.openRecords()
+	if err != nil {
+		return nil, err
+	}
+	views, err := boardViews(s, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +198,21 @@ func ArcMemoBoard(env Env, in ArcMemoBoardInput) (*arcmemo.Board, error) {
 		return nil, ledger.BadInputf("the store at %s holds no ArcMemo run: `memorylab arcmemo import RUN_DIR` first", s.Dir)
 	}
 	return arcmemo.BuildBoard(views, opts)
+}
+
+// boardViews are the runs for the board: the solved puzzles come from the
+// final pass record (source.solved_mask); only a run without it has its
+// items file read.
+func boardViews(s *ledger.Store, recs []ledger.Record) ([]*arcmemo.RunView, error) {
+	views := arcmemo.Views(recs)
+	for _, v := range views {
+		if v.SolvedMask == "" {
+			if err := loadOutcomes(s, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return views, nil
 }
 
 func boardOptions(env Env, in ArcMemoBoardInput) (arcmemo.BoardOptions, error) {
