@@ -60,7 +60,7 @@ func benchArcMemoStore(b *testing.B, runs, puzzles, passes int) string {
 			}
 			r.Passes = append(r.Passes, arcmemo.Pass{Index: k, Attempts: puzzles, Scorable: puzzles, Jobs: puzzles, Hash: fmt.Sprintf("h%d", k),
 				Folder: fmt.Sprintf("iteration_%d", k+1), Time: t0.Add(time.Duration(i)*time.Minute + time.Duration(k)*time.Second),
-				Cum: arcmemo.Scores{Official: strict, Strict: strict, Attempts: puzzles * (k + 1)},
+				Cum:   arcmemo.Scores{Official: strict, Strict: strict, Attempts: puzzles * (k + 1)},
 				Usage: arcmemo.Usage{Known: true, Models: map[string]arcmemo.ModelUsage{"o4-mini": {InputTokens: 1e5, OutputTokens: 2e4, ReasoningTokens: 1e4, Requests: float64(puzzles)}}}})
 		}
 		var ids []string
