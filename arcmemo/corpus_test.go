@@ -198,16 +198,18 @@ func TestCorpusRecordsGolden(t *testing.T) {
 }
 
 // TestStatusIndependentOfImportOrder: issue 28. A run is the unit of
-// ranking: its final pass is keep, earlier passes discard, whatever the
-// store already holds and in whichever direction it ranks, so importing
-// runs in any order gives the same statuses.
+// ranking: its final pass is keep and carries the run's result
+// (official_fraction, solved_fraction); earlier passes are kept for the
+// curves without it (observations), whatever the store already holds and
+// in whichever direction it ranks, so importing runs in any order gives
+// the same statuses.
 func TestStatusIndependentOfImportOrder(t *testing.T) {
 	root := corpusDir(t)
 	dirs := []string{"mem2-mock-run-synthetic-replay", "mem2-mock-run-synthetic-concepts", "mem2-mock-run"}
 	want := map[string]string{
-		"mem2-mock-run-synthetic-replay":   "discard,keep",
-		"mem2-mock-run-synthetic-concepts": "discard,discard,keep",
-		"mem2-mock-run":                    "discard,keep",
+		"mem2-mock-run-synthetic-replay":   "keep,keep/result",
+		"mem2-mock-run-synthetic-concepts": "keep,keep,keep/result",
+		"mem2-mock-run":                    "keep,keep/result",
 	}
 	for _, cfg := range []ledger.Config{{Version: 1, Metric: "official_score", Goal: ledger.GoalMax}, {Version: 1, Metric: "strict_score", Goal: ledger.GoalMin}} {
 		for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
@@ -223,7 +225,13 @@ func TestStatusIndependentOfImportOrder(t *testing.T) {
 				}
 				var got []string
 				for _, rec := range plan.Records {
-					got = append(got, rec.Status)
+					st := rec.Status
+					_, frac := rec.Metric("official_fraction")
+					_, solved := rec.Metric("solved_fraction")
+					if frac && solved {
+						st += "/result"
+					}
+					got = append(got, st)
 				}
 				if g := strings.Join(got, ","); g != want[dirs[i]] {
 					t.Errorf("%s %s, order %v: %s: %s, want %s", cfg.Metric, cfg.Goal, order, dirs[i], g, want[dirs[i]])
@@ -280,11 +288,11 @@ func TestPassWithoutScorableAttempts(t *testing.T) {
 			[]Pass{{Index: 0, Attempts: 4, Correct: 1, Scorable: 4, Cum: cum, Hash: "h0", Folder: "iteration_1"},
 				{Index: 1, Cum: cum, Hash: "h1", Folder: "iteration_2"},
 				{Index: 2, Cum: cum, Hash: "h2", Folder: "iteration_3"}},
-			[]string{"discard", "crash", "keep"}, []float64{1.5, 1.5, 1.5}, "every job failed"},
+			[]string{"keep", "crash", "keep"}, []float64{1.5, 1.5, 1.5}, "every job failed"},
 		{"a retry pass whose completions were all unreadable",
 			[]Pass{{Index: 0, Attempts: 4, Correct: 1, Scorable: 4, Cum: cum, Hash: "h0", Folder: "iteration_1"},
 				{Index: 1, Attempts: 3, ParseErrors: 3, FirstError: "no code block", Cum: Scores{Official: 1.5, Strict: 1, StrictSolved: 1, OfficialSum: 1.5, Accuracy: 1.0 / 7, Attempts: 7, Correct: 1, ScorableAttempts: 4}, Hash: "h1", Folder: "iteration_2"}},
-			[]string{"discard", "keep"}, []float64{1.5, 1.5}, "no scorable attempts: 3 attempts, 3 parsing errors"},
+			[]string{"keep", "keep"}, []float64{1.5, 1.5}, "no scorable attempts: 3 attempts, 3 parsing errors"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			passes := solvePassRecords(t, &Run{Producer: ProducerMem2, RunID: "x", RunType: "t", Rule: RuleMem2, ProblemCount: 2, Passes: tc.passes})

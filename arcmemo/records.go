@@ -328,7 +328,12 @@ func (r *Run) PassDescription(p *Pass) string {
 
 func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion func() (float64, bool)) *ledger.Record {
 	m := ledger.Metrics{}
-	if run.ProblemCount > 0 {
+	// The run's result, as fractions of its puzzle set, is on its final
+	// pass only: an intermediate pass is an observation for the curves, so
+	// a store ranked by official_fraction never counts it as an
+	// experiment (no plateau count, failure cluster or retry advice) and
+	// never makes it champion.
+	if run.ProblemCount > 0 && p.Index == passCount-1 {
 		m.Set("official_fraction", p.Cum.Official/float64(run.ProblemCount))
 		m.Set("solved_fraction", p.Cum.Strict/float64(run.ProblemCount))
 	}
@@ -409,9 +414,10 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 	// against the champion like any other, with the reason in its error.
 	//
 	// A run is the unit of ranking: its final pass is its result (keep);
-	// an earlier pass is superseded by the final one (discard), whatever
-	// the store holds, so statuses never depend on import order. Which run
-	// is better is the board's question, asked within one puzzle set.
+	// an earlier pass is kept for the curves, an observation without the
+	// run's result metrics — whatever the store holds, so statuses never
+	// depend on import order. Which run is better is the board's question,
+	// asked within one puzzle set.
 	champ, ok := champion()
 	// The final pass stands for the run even when its own jobs all failed
 	// (its cumulative scores are the run's result); it is a crash only when
@@ -424,8 +430,8 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 	case p.Attempts == 0:
 		rec.Status = ledger.StatusCrash
 	default:
-		rec.Status = ledger.StatusDiscard
-		rec.Notes += fmt.Sprintf("; intermediate pass: the run's result is its final pass %d", passCount)
+		rec.Status = ledger.StatusKeep
+		rec.Notes += fmt.Sprintf("; intermediate pass, kept for the curves: the run's result is its final pass %d", passCount)
 	}
 	if ok && rec.Status != ledger.StatusCrash {
 		src["champion_before"] = champ

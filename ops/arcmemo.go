@@ -93,8 +93,8 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		}
 		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
 		build.Fold = func(rec *ledger.Record) error {
-			if rec.Source["kind"] != arcmemo.KindSolvePass {
-				st.Add(rec)
+			if rec.Source["kind"] != arcmemo.KindSolvePass || arcmemo.Secondary(rec) {
+				st.Add(rec) // snapshots and intermediate passes: observations
 				return nil
 			}
 			packet := DecisionPacket(st, rec)
@@ -136,8 +136,8 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 			return nil, err
 		}
 		for _, r := range plan.Records {
-			if r.Source["kind"] != arcmemo.KindSolvePass {
-				continue
+			if r.Source["kind"] != arcmemo.KindSolvePass || arcmemo.Secondary(r) {
+				continue // results.tsv: one row per run, its final pass
 			}
 			row := results.Row{Commit: r.Commit, Status: r.Status, Description: r.Description}
 			if v, ok := r.Metric(s.Config.Metric); ok && r.Status != ledger.StatusCrash {

@@ -46,9 +46,10 @@ func arcmemoCommand(env *Env) *cli.Command {
 					"strict rule, named in source.strict_rule), strict_solved_puzzles, problem_count, attempts,\n" +
 					"correct_attempts and accuracy_per_attempt, recomputed and checked against driver.log and\n" +
 					"summary.json, plus official_fraction and solved_fraction (over the puzzle set). A run is the\n" +
-					"unit of ranking: its final pass is keep (crash only when the whole run made no attempt), earlier\n" +
-					"passes discard, a pass that made no attempt crash — whatever the store holds, so import order never\n" +
-					"changes a status. The final pass keeps the run's whole config, its per-puzzle items\n" +
+					"unit of ranking: its final pass is keep and alone carries the fractions (crash only when the whole\n" +
+					"run made no attempt); earlier passes are kept for the curves as observations; a pass that made no\n" +
+					"attempt is a crash — whatever the store holds, so import order never changes a status. The final\n" +
+					"pass keeps the run's whole config, its per-puzzle items\n" +
 					"(runs/<id>/items.jsonl) and its memory checks. Memory-snapshot records\n" +
 					"(initial, after each pass, final) carry concept or lesson counts and diffs, status keep.\n" +
 					"All records of one import are appended in one locked write; importing the same directory\n" +
