@@ -213,3 +213,12 @@ func TestArcmemoResearchCLI(t *testing.T) {
 		t.Errorf("board without a store: %d %s", res.code, res.err)
 	}
 }
+
+// TestListFamilyCell: issue 28. Two run types sharing a long prefix stay
+// apart in `list`.
+func TestListFamilyCell(t *testing.T) {
+	a, b := cellMiddle("arcmemo/mock_synthetic_replay", 24), cellMiddle("arcmemo/mock_synthetic_concepts", 24)
+	if a == b || len([]rune(a)) != 24 || !strings.HasSuffix(b, "concepts") || cellMiddle("short", 24) != "short" {
+		t.Errorf("%q %q", a, b)
+	}
+}
