@@ -488,3 +488,58 @@ func FuzzParsePrices(f *testing.F) {
 		}
 	})
 }
+
+// TestBoardPrices: tokens per model become dollars per run and per solved
+// puzzle; a model without a price is named.
+func TestBoardPrices(t *testing.T) {
+	a := outcomeView("a", "x", 4, 0, 1)
+	b := outcomeView("b", "x", 4, 0)
+	a.Passes[0].Usage = map[string]ModelUsage{"o4-mini": {InputTokens: 1e6, OutputTokens: 1e6}, "selector": {InputTokens: 1e6}}
+	b.Passes[0].Usage = map[string]ModelUsage{"o4-mini": {InputTokens: 1e6, OutputTokens: 1e6}}
+	bd, err := BuildBoard([]*RunView{a, b}, BoardOptions{Prices: Prices{"o4-mini": {Input: 1, Output: 4}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bd.Sets[0].Rows[0]
+	// $5 per run; 3 puzzles solved over the two runs: $10 / 3.
+	if r.N != 2 || r.Dollars == nil || *r.Dollars != 5 || r.DollarsPerSolv == nil || math.Abs(*r.DollarsPerSolv-10.0/3) > 1e-12 ||
+		!reflect.DeepEqual(r.Unpriced, []string{"selector"}) || r.Tokens["o4-mini"].InputTokens != 1e6 || r.Tokens["selector"].InputTokens != 5e5 {
+		t.Errorf("row %+v", r)
+	}
+	if !reflect.DeepEqual(r.OracleAtK, []int{2, 2}) || r.Union != 2 || r.Solved.Mean != 1.5 {
+		t.Errorf("oracle %v union %d solved %+v", r.OracleAtK, r.Union, r.Solved)
+	}
+}
+
+// FuzzOutcomeFromItem: any item the evidence reader accepts either reads
+// back as an outcome whose item reads back the same, or is refused as bad
+// input.
+func FuzzOutcomeFromItem(f *testing.F) {
+	r, err := ReadRun(filepath.Join(corpusDir(f), "mem2-mock-run-synthetic-replay"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var buf strings.Builder
+	evidence.WriteItems(&buf, r.Items())
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		f.Add([]byte(line))
+	}
+	f.Add([]byte(`{"id":"x","correct":true,"detail":{"official":"no"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		items, err := evidence.ReadItems(strings.NewReader(string(line)))
+		if err != nil || len(items) != 1 {
+			return
+		}
+		o, err := OutcomeFromItem(items[0])
+		if err != nil {
+			if !errors.Is(err, ledger.ErrBadInput) {
+				t.Fatalf("unclean error %v", err)
+			}
+			return
+		}
+		back, err := OutcomeFromItem(o.Item())
+		if err != nil || back.ID != o.ID || back.Solved != o.Solved {
+			t.Fatalf("round trip: %v %+v %+v", err, back, o)
+		}
+	})
+}
