@@ -8,8 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 )
 
