@@ -543,3 +543,32 @@ func FuzzOutcomeFromItem(f *testing.F) {
 		}
 	})
 }
+
+// TestPassOrder: issue 28. Record times have milliseconds and strictly
+// increase within an import, so a run's passes and snapshots keep their
+// order in the ledger's (timestamp, run id) order even when the producer
+// logged them within one millisecond.
+func TestPassOrder(t *testing.T) {
+	r := readRun(t, filepath.Join(corpusDir(t), "mem2-mock-run-synthetic-concepts"))
+	for i := range r.Passes {
+		r.Passes[i].Time = r.Passes[0].Time // all in the same instant
+	}
+	plan, err := BuildRecords(r, NewExisting(ledger.Config{Version: 1, Metric: "official_fraction", Goal: ledger.GoalMax}), Provenance{}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]ledger.Record, len(plan.Records))
+	for i, rec := range plan.Records {
+		recs[len(recs)-1-i] = *rec // reversed, then sorted back
+	}
+	ledger.SortRecords(recs)
+	for i := range recs {
+		if recs[i].RunID != plan.Records[i].RunID {
+			t.Fatalf("record %d is %s (%s), want %s (%s)", i, recs[i].Description, recs[i].Timestamp, plan.Records[i].Description, plan.Records[i].Timestamp)
+		}
+	}
+	// initial, pass 1, memory 1, pass 2, memory 2, pass 3, memory 3, final.
+	if p3 := plan.Records[len(plan.Records)-3]; p3.Source["final_pass"] != true {
+		t.Errorf("the final pass is not third from last: %s", p3.Description)
+	}
+}
