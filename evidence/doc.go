@@ -30,7 +30,7 @@
 //     for example). It is stored compacted but otherwise verbatim, at most
 //     MaxDetailBytes bytes, and never interpreted by memorylab.
 //
-// Other keys are ignored. A file holds at most MaxItems items and no line
-// is longer than MaxLineBytes. A run's items are archived under the name
+// Other keys are ignored. A file holds at most MaxItems items in at most
+// MaxFileBytes bytes, and no line is longer than MaxLineBytes. A run's items are archived under the name
 // ItemsFileName.
 package evidence

@@ -24,6 +24,7 @@ const (
 	MaxIDBytes     = 256       // bytes per id
 	MaxGroupBytes  = 128       // bytes per group
 	MaxDetailBytes = 4 << 10   // bytes of a compacted detail object
+	MaxFileBytes   = 64 << 20  // bytes of a whole items file (so it can travel whole with sync)
 )
 
 // ErrInvalidItems is wrapped by every error about the content of an items
@@ -92,14 +93,22 @@ type itemLine struct {
 // ReadItems reads an items file (format in the package comment), checking
 // every bound. The error names the line and wraps ErrInvalidItems for bad
 // content; read errors from r are returned wrapped as they are.
-func ReadItems(r io.Reader) ([]Item, error) { return readItems(r, MaxItems) }
+func ReadItems(r io.Reader) ([]Item, error) { return readItems(r, MaxItems, MaxFileBytes) }
 
-func readItems(r io.Reader, maxItems int) ([]Item, error) {
+func readItems(r io.Reader, maxItems int, maxBytes int64) ([]Item, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var items []Item
 	seen := map[string]int{}
+	var total int64
 	for line := 1; ; line++ {
 		raw, err := readLine(br)
+		total += int64(len(raw))
+		if err == nil {
+			total++ // the newline ("\r" is counted in raw's place: close enough)
+		}
+		if total > maxBytes {
+			return nil, &ItemsError{Msg: fmt.Sprintf("the file is larger than %d bytes (the bound per run)", maxBytes)}
+		}
 		if err == errLineTooLong {
 			return nil, &ItemsError{Line: line, Msg: fmt.Sprintf("longer than %d bytes", MaxLineBytes)}
 		}

@@ -68,12 +68,20 @@ func TestReadItemsBound(t *testing.T) {
 	for i := range 4 {
 		fmt.Fprintf(&b, `{"id":"q%d","score":1}`+"\n", i)
 	}
-	_, err := readItems(strings.NewReader(b.String()), 3)
+	_, err := readItems(strings.NewReader(b.String()), 3, MaxFileBytes)
 	if err == nil || err.Error() != "items line 4: more than 3 items (the bound per run)" || !errors.Is(err, ErrInvalidItems) {
 		t.Fatalf("err = %v", err)
 	}
-	if items, err := readItems(strings.NewReader(b.String()), 4); err != nil || len(items) != 4 {
+	if items, err := readItems(strings.NewReader(b.String()), 4, MaxFileBytes); err != nil || len(items) != 4 {
 		t.Fatalf("4 items under a bound of 4: %d, %v", len(items), err)
+	}
+	// 4 lines of 22 bytes: 88 bytes fit a bound of 88, not one of 87.
+	if _, err := readItems(strings.NewReader(b.String()), 10, 88); err != nil {
+		t.Fatalf("88 bytes under a bound of 88: %v", err)
+	}
+	_, err = readItems(strings.NewReader(b.String()), 10, 87)
+	if err == nil || err.Error() != "items: the file is larger than 87 bytes (the bound per run)" || !errors.Is(err, ErrInvalidItems) {
+		t.Fatalf("size bound: %v", err)
 	}
 	if MaxItems != 1_000_000 {
 		t.Fatalf("MaxItems = %d, the issue sets 1M", MaxItems)

@@ -43,17 +43,52 @@ type Noise struct {
 // sqrt(Σ (n_i-1)·s_i² / Σ (n_i-1)). Groups of fewer than two runs carry no
 // information about noise and are left out; ok is false when none is left.
 func PooledSD(groups [][]float64) (n Noise, ok bool) {
+	accs := make([]Accumulator, len(groups))
+	for i, g := range groups {
+		for _, x := range g {
+			accs[i].Add(x)
+		}
+	}
+	return Pool(accs)
+}
+
+// Accumulator folds one group's values one at a time (Welford's method), so
+// a group's spread and its share of the pooled noise need no stored values.
+type Accumulator struct {
+	N    int
+	Mean float64
+	M2   float64 // sum of squared deviations from Mean
+}
+
+// Add folds x in.
+func (a *Accumulator) Add(x float64) {
+	a.N++
+	d := x - a.Mean
+	a.Mean += d / float64(a.N)
+	a.M2 += d * (x - a.Mean)
+}
+
+// Spread is the group's mean ± sd (n).
+func (a Accumulator) Spread() Spread {
+	s := Spread{N: a.N, Mean: a.Mean}
+	if a.N >= 2 {
+		s.SD = math.Sqrt(math.Max(a.M2, 0) / float64(a.N-1))
+	}
+	return s
+}
+
+// Pool is PooledSD over accumulated groups, in the order given.
+func Pool(accs []Accumulator) (n Noise, ok bool) {
 	var ss float64
 	var dof int
-	for _, g := range groups {
-		if len(g) < 2 {
+	for _, a := range accs {
+		if a.N < 2 {
 			continue
 		}
-		s := Describe(g)
-		ss += s.SD * s.SD * float64(s.N-1)
-		dof += s.N - 1
+		ss += math.Max(a.M2, 0)
+		dof += a.N - 1
 		n.Groups++
-		n.Runs += s.N
+		n.Runs += a.N
 	}
 	if n.Groups == 0 {
 		return Noise{}, false

@@ -297,3 +297,18 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 }
+
+func TestAccumulatorMatchesDescribe(t *testing.T) {
+	xs := []float64{0.9979, 0.9983, 0.9971, 0.9990, 0.9975}
+	var a Accumulator
+	for _, x := range xs {
+		a.Add(x)
+	}
+	want, got := Describe(xs), a.Spread()
+	if got.N != want.N || !approx(got.Mean, want.Mean, 1e-15) || !approx(got.SD, want.SD, 1e-12) {
+		t.Fatalf("accumulator %+v, two-pass %+v", got, want)
+	}
+	if s := (Accumulator{}).Spread(); s != (Spread{}) {
+		t.Fatalf("empty %+v", s)
+	}
+}

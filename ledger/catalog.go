@@ -25,7 +25,8 @@ import (
 //
 //	1: first version.
 //	2: flagDirty carries dirty: true (list marks runs that ran uncommitted code).
-const CatalogVersion = 2
+//	3: seed, replicate, hardware and items (issue 27).
+const CatalogVersion = 3
 
 // CatalogFile is the catalog's name under the store's cache directory.
 const CatalogFile = "catalog.bin"
@@ -62,7 +63,7 @@ func SlimRecord(r *Record, metric string) Record {
 	s := Record{SchemaVersion: r.SchemaVersion, RunID: r.RunID, Timestamp: r.Timestamp, Branch: r.Branch,
 		Commit: r.Commit, CommitFull: r.CommitFull, ParentCommit: r.ParentCommit, Family: r.Family,
 		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot,
-		Dirty: r.Dirty}
+		Dirty: r.Dirty, Seed: r.Seed, Replicate: r.Replicate, Hardware: r.Hardware, Items: r.Items}
 	for _, k := range []string{metric, "peak_vram_mb", "memory_gb"} {
 		if v, ok := r.Metrics[k]; ok {
 			if s.Metrics == nil {
@@ -215,6 +216,9 @@ const (
 	flagParent = 1 << iota
 	flagDirty
 	flagError
+	flagSeed
+	flagHardware
+	flagItems
 )
 
 func encodeCatalog(c *Catalog) []byte {
@@ -235,6 +239,15 @@ func encodeCatalog(c *Catalog) []byte {
 		if r.Dirty != nil && *r.Dirty {
 			flags |= flagDirty
 		}
+		if r.Seed != nil {
+			flags |= flagSeed
+		}
+		if r.Hardware != nil {
+			flags |= flagHardware
+		}
+		if r.Items != nil {
+			flags |= flagItems
+		}
 		b = binary.AppendUvarint(b, flags)
 		for _, s := range []string{string(r.RunID), r.Timestamp, r.Branch, r.Commit, r.CommitFull, r.Parent(),
 			r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot, string(r.NoveltyGuard), string(r.DecisionPacket)} {
@@ -243,6 +256,19 @@ func encodeCatalog(c *Catalog) []byte {
 		if r.Error != nil {
 			b = AppendString(b, r.Error.Summary)
 			b = AppendString(b, r.Error.Source)
+		}
+		b = AppendString(b, r.Replicate)
+		if r.Seed != nil {
+			b = binary.AppendVarint(b, *r.Seed)
+		}
+		if r.Hardware != nil {
+			b = AppendString(b, r.Hardware.Host)
+			b = AppendString(b, r.Hardware.Accelerator)
+		}
+		if r.Items != nil {
+			b = binary.AppendUvarint(b, uint64(r.Items.Count))
+			b = AppendFloat(b, r.Items.Mean)
+			b = AppendBool(b, r.Items.Binary)
 		}
 		b = binary.AppendUvarint(b, uint64(len(r.Tags)))
 		for _, t := range r.Tags {
@@ -301,6 +327,17 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 		}
 		if flags&flagError != 0 {
 			r.Error = &ErrorInfo{Summary: d.Str(), Source: d.Str()}
+		}
+		r.Replicate = d.Str()
+		if flags&flagSeed != 0 {
+			seed := d.Varint()
+			r.Seed = &seed
+		}
+		if flags&flagHardware != 0 {
+			r.Hardware = &Hardware{Host: d.Str(), Accelerator: d.Str()}
+		}
+		if flags&flagItems != 0 {
+			r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
 		}
 		r.Tags = make([]string, d.Count())
 		for j := range r.Tags {

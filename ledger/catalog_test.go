@@ -154,3 +154,25 @@ func FuzzDecodeCatalog(f *testing.F) {
 		}
 	})
 }
+
+// Issue 27: the catalog keeps seed, replicate, hardware and items, so list,
+// report and the noise floor see them without reading the ledger.
+func TestCatalogKeepsEvidenceFields(t *testing.T) {
+	seed := int64(-3)
+	r := Record{RunID: "20261124T000000Z-abc1234", Timestamp: "2026-11-24T00:00:00Z", Status: StatusKeep,
+		Seed: &seed, Replicate: ReplicateKey("code", ""), Hardware: &Hardware{Host: "h1", Accelerator: "NVIDIA H100"},
+		Items: &ItemsInfo{Count: 20, Mean: 0.85, Binary: true}}
+	plain := Record{RunID: "20261124T000001Z-abc1234", Timestamp: "2026-11-24T00:00:01Z", Status: StatusKeep}
+	c := &Catalog{Records: []Record{SlimRecord(&r, "val_bpb"), SlimRecord(&plain, "val_bpb")}, Offsets: []int64{0, 10}}
+	got, err := decodeCatalog(encodeCatalog(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := got.Records[0], got.Records[1]
+	if a.Seed == nil || *a.Seed != -3 || a.Replicate != r.Replicate || *a.Hardware != *r.Hardware || *a.Items != *r.Items {
+		t.Fatalf("evidence fields lost: %+v", a)
+	}
+	if b.Seed != nil || b.Replicate != "" || b.Hardware != nil || b.Items != nil {
+		t.Fatalf("fields invented: %+v", b)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -273,6 +274,15 @@ func validateRecord(r *Record, size int, now time.Time) []problem {
 	if len(r.Metrics) > MaxMetrics {
 		out = append(out, problem{fmt.Sprintf("%d metrics, more than the %d a record may hold", len(r.Metrics), MaxMetrics),
 			"record the few metrics that matter (the archived summary keeps the rest)"})
+	}
+	if h := r.Hardware; h != nil && (len(h.Host) > MaxHardwareText || len(h.Accelerator) > MaxHardwareText) {
+		out = append(out, problem{fmt.Sprintf("hardware names are longer than %d bytes", MaxHardwareText), "fix the line by hand"})
+	}
+	if r.Replicate != "" && !validReplicate(r.Replicate) {
+		out = append(out, problem{fmt.Sprintf("replicate %q is not a replicate key (16 hex digits)", truncate(r.Replicate, 40)), "fix the line by hand"})
+	}
+	if it := r.Items; it != nil && (it.Count < 0 || math.IsNaN(it.Mean) || math.IsInf(it.Mean, 0)) {
+		out = append(out, problem{"items: count or mean is not a valid number", "fix the line by hand"})
 	}
 	if size > MaxRecordSize {
 		out = append(out, problem{fmt.Sprintf("record is %d bytes, over the %d KiB limit", size, MaxRecordSize>>10),

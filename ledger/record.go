@@ -81,6 +81,31 @@ type ErrorInfo struct {
 	Source  string   `json:"source"`
 }
 
+// Hardware is where a run ran: the host and, when one was visible, the
+// accelerator model ("NVIDIA H100 80GB HBM3"). Noise and champions are kept
+// per Accelerator when a ledger mixes them.
+type Hardware struct {
+	Host        string `json:"host,omitempty"`
+	Accelerator string `json:"accelerator,omitempty"`
+}
+
+// Key is the hardware that noise and champions are kept apart by: the
+// accelerator model, "" when none is known.
+func (h *Hardware) Key() string {
+	if h == nil {
+		return ""
+	}
+	return h.Accelerator
+}
+
+// ItemsInfo summarises a run's per-item outcomes; the items themselves are
+// archived in runs/<id>/ (package evidence reads them).
+type ItemsInfo struct {
+	Count  int     `json:"count"`
+	Mean   float64 `json:"mean"`
+	Binary bool    `json:"binary,omitempty"` // correct/wrong items: Mean is the accuracy
+}
+
 // Record is one line of experiments.jsonl. Field names are exactly those the
 // Python MemoryLab writes, so its ledgers are read unchanged; SchemaVersion
 // and CommitFull are memorylab's additions. Metrics values are float64 or
@@ -90,27 +115,33 @@ type ErrorInfo struct {
 // from any writer round-trip byte-for-byte in content; the novelty and
 // packets packages own their structure.
 type Record struct {
-	SchemaVersion  int               `json:"schema_version,omitempty"`
-	RunID          RunID             `json:"run_id"`
-	Timestamp      string            `json:"timestamp_utc"`
-	Branch         string            `json:"branch"`
-	Commit         string            `json:"commit"`
-	CommitFull     string            `json:"commit_full,omitempty"`
-	ParentCommit   *string           `json:"parent_commit"`
-	Dirty          *bool             `json:"dirty,omitempty"`
-	Family         string            `json:"family"`
-	Status         string            `json:"status"`
-	Description    string            `json:"description"`
-	Hypothesis     string            `json:"hypothesis"`
-	Tags           []string          `json:"tags"`
-	Notes          string            `json:"notes"`
-	Metrics        Metrics           `json:"metrics"`
-	Error          *ErrorInfo        `json:"error"`
-	Artifacts      map[string]string `json:"artifacts"`
-	LineageRoot    string            `json:"lineage_root,omitempty"`
-	Source         map[string]any    `json:"source,omitempty"`
-	NoveltyGuard   RawJSON           `json:"novelty_guard"`
-	DecisionPacket RawJSON           `json:"decision_packet"`
+	SchemaVersion int               `json:"schema_version,omitempty"`
+	RunID         RunID             `json:"run_id"`
+	Timestamp     string            `json:"timestamp_utc"`
+	Branch        string            `json:"branch"`
+	Commit        string            `json:"commit"`
+	CommitFull    string            `json:"commit_full,omitempty"`
+	ParentCommit  *string           `json:"parent_commit"`
+	Dirty         *bool             `json:"dirty,omitempty"`
+	Family        string            `json:"family"`
+	Status        string            `json:"status"`
+	Description   string            `json:"description"`
+	Hypothesis    string            `json:"hypothesis"`
+	Tags          []string          `json:"tags"`
+	Notes         string            `json:"notes"`
+	Metrics       Metrics           `json:"metrics"`
+	Error         *ErrorInfo        `json:"error"`
+	Artifacts     map[string]string `json:"artifacts"`
+	LineageRoot   string            `json:"lineage_root,omitempty"`
+	// Seed, Replicate, Hardware and Items (issue 27) are absent from older
+	// records and from records that have nothing to say.
+	Seed           *int64         `json:"seed,omitempty"`      // the training seed, when recorded
+	Replicate      string         `json:"replicate,omitempty"` // replicate group key (ReplicateKey)
+	Hardware       *Hardware      `json:"hardware,omitempty"`  // where it ran
+	Items          *ItemsInfo     `json:"items,omitempty"`     // its per-item outcomes (runs/<id>/items.jsonl)
+	Source         map[string]any `json:"source,omitempty"`
+	NoveltyGuard   RawJSON        `json:"novelty_guard"`
+	DecisionPacket RawJSON        `json:"decision_packet"`
 }
 
 // Time parses Timestamp; the zero time when it is malformed.

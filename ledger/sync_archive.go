@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/memorylab/memorylab/evidence"
 )
 
 // maxArrivingArchiveFile bounds one archive file read from a remote tree,
@@ -39,7 +41,17 @@ func (g *Repo) archiveTree(pb *packBuilder, s *Store, id RunID, limit int64) (pl
 		if !e.Type().IsRegular() || !archiveName(e.Name()) {
 			continue
 		}
-		data, err := readBounded(filepath.Join(dir, e.Name()), limit)
+		fileLimit := limit
+		if e.Name() == evidence.ItemsFileName {
+			// Items are data, not a log: a head and tail would not parse.
+			// They travel whole (ReadItems bounds them below what may
+			// arrive) or not at all.
+			fileLimit = maxArrivingArchiveFile
+			if info, err := e.Info(); err != nil || info.Size() > fileLimit {
+				continue
+			}
+		}
+		data, err := readBounded(filepath.Join(dir, e.Name()), fileLimit)
 		if err != nil {
 			return plumbing.ZeroHash, false, fmt.Errorf("unable to read the archive of %s: %w", id, err)
 		}

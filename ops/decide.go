@@ -2,8 +2,10 @@ package ops
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
 )
 
 // DecideInput is a finished training run whose status `run` decides.
@@ -12,12 +14,21 @@ type DecideInput struct {
 	SummaryPath string   // the sidecar the training was handed
 	ExitCode    int      // the training command's exit status
 	MinDelta    float64  // keep only when the metric beats the champion by more than this
+	// Replicate and Hardware are the run's replicate key and accelerator
+	// (ReplicateOf): its group's mean is judged, and the margin is
+	// max(MinDelta, 2 × the noise sd) once replicates measured it.
+	Replicate string
+	Hardware  string
 }
 
 // DecideStatus picks keep, discard or crash (or takes in.Log.Status) and,
 // for a crash without a traceback, the error text to record: crash on a
 // non-zero exit or without the primary metric; keep when the metric beats
-// the champion (the best kept run) by more than MinDelta; else discard.
+// the champion (the best kept run; the mean of its replicate group when it
+// has one) by more than the tie margin (registry.TieMargin: MinDelta, or
+// 2 × the noise sd once replicates measured it); else discard. A run with
+// earlier replicates is judged by its group's mean; a replicate of the
+// champion is kept. The note on env.Notice says which margin was used.
 func DecideStatus(env Env, s *ledger.Store, in DecideInput) (status, errText string, err error) {
 	metric := s.Config.Metric
 	m, err := outcomeMetrics(env, in)
@@ -35,14 +46,12 @@ func DecideStatus(env Env, s *ledger.Store, in DecideInput) (status, errText str
 		status = ledger.StatusCrash
 		errText = fmt.Sprintf("training command exited 0 but reported no %s", metric)
 	default:
-		champ, have, err := currentChampion(s)
+		j, err := judgeRun(s, in, v)
 		if err != nil {
 			return "", "", err
 		}
-		status = ledger.StatusDiscard
-		if !have || beatsBy(s.Config, v, champ, in.MinDelta) {
-			status = ledger.StatusKeep
-		}
+		status = j.status
+		env.notef("%s", j.note)
 	}
 	if in.Log.Status != "" {
 		status = in.Log.Status
@@ -75,27 +84,60 @@ func outcomeMetrics(env Env, in DecideInput) (ledger.Metrics, error) {
 	return m, nil
 }
 
-// beatsBy reports whether v is better than champ by more than minDelta in
-// the store's direction.
-func beatsBy(cfg ledger.Config, v, champ, minDelta float64) bool {
-	if cfg.LowerIsBetter() {
-		return champ-v > minDelta
-	}
-	return v-champ > minDelta
+// judgement is run's keep decision and the sentence that explains it.
+type judgement struct {
+	status, note string
 }
 
-// currentChampion is the best primary metric among kept runs. It scans the
-// ledger; once the registry cache exists this is the one place to switch.
-func currentChampion(s *ledger.Store) (float64, bool, error) {
-	best, have := 0.0, false
+// judgeRun decides keep or discard for a finished run with metric value v.
+// It scans the ledger: the kept runs (the champion is the best of them on
+// the run's hardware when any ran there, by its group's mean when it has
+// one), the replicate groups and the noise floor.
+func judgeRun(s *ledger.Store, in DecideInput, v float64) (judgement, error) {
+	goal := registry.GoalOf(s.Config)
+	rp := registry.NewReplicates(goal)
+	var kept []ledger.Record
 	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		if r.Status != ledger.StatusKeep {
-			return nil
-		}
-		if v, ok := r.Metric(s.Config.Metric); ok && (!have || s.Config.Better(v, best)) {
-			best, have = v, true
+		rp.Add(r)
+		if r.Status == ledger.StatusKeep {
+			if _, ok := goal.Value(r); ok {
+				kept = append(kept, ledger.Record{Status: r.Status, Metrics: ledger.Metrics{goal.Metric: r.Metrics[goal.Metric]},
+					Replicate: r.Replicate, Hardware: r.Hardware})
+			}
 		}
 		return nil
 	})
-	return best, have, err
+	if err != nil {
+		return judgement{}, err
+	}
+	margin := registry.TieMargin(in.MinDelta, registry.NoiseFor(rp.Noise(), in.Hardware))
+	champ, champGroup, have := registry.ChampionValue(kept, rp, in.Hardware)
+	self := registry.GroupKey{Replicate: in.Replicate, Hardware: in.Hardware}
+	value, what := v, fmt.Sprintf("%s %.6g", goal.Metric, v)
+	if sp := rp.With(self, v); in.Replicate != "" && sp.N > 1 {
+		value, what = sp.Mean, fmt.Sprintf("%s %.6g (this run) and its replicate group's mean %.6g (n=%d)", goal.Metric, v, sp.Mean, sp.N)
+	}
+	switch {
+	case !have:
+		return judgement{ledger.StatusKeep, fmt.Sprintf("keep: %s, the first champion", what)}, nil
+	case in.Replicate != "" && champGroup == self:
+		return judgement{ledger.StatusKeep, fmt.Sprintf("keep: a replicate of the champion: %s; champion %.6g", what, champ)}, nil
+	case goal.Gain(value, champ) > margin.Value:
+		return judgement{ledger.StatusKeep, fmt.Sprintf("keep: %s beats the champion %.6g by more than the %s", what, champ, margin)}, nil
+	case math.Abs(goal.Gain(value, champ)) <= margin.Value:
+		return judgement{ledger.StatusDiscard, fmt.Sprintf("discard: %s ties the champion %.6g within the %s", what, champ, margin)}, nil
+	}
+	return judgement{ledger.StatusDiscard, fmt.Sprintf("discard: %s is worse than the champion %.6g (%s)", what, champ, margin)}, nil
+}
+
+// ReplicateOf is the replicate key and accelerator a run of the current
+// HEAD (or working tree) will be logged with, as Log computes them.
+func ReplicateOf(env Env, s *ledger.Store, repo *ledger.Repo, in LogInput) (replicate, hardware string) {
+	hardware = DetectHardware(procDir, env.getenv, in.Hardware).Accelerator
+	prov, err := repo.Provenance(s.Config.TrainFile)
+	if err != nil {
+		return "", hardware
+	}
+	code, codeErr := codeOfLoggedRun(s, repo, prov)
+	return replicateKey(prov, code, codeErr, in.Config), hardware
 }

@@ -1,12 +1,15 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"math"
 	"os"
 
+	"github.com/memorylab/memorylab/change"
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/registry"
@@ -15,6 +18,14 @@ import (
 
 // SummaryEnv names the JSON summary sidecar autoresearch can write.
 const SummaryEnv = "AUTORESEARCH_SUMMARY_PATH"
+
+// ItemsEnv names the per-item outcomes file (JSONL, package evidence) a
+// training or evaluation can write: `run` sets it, `log` reads it when it
+// names a file and no --items is given.
+const ItemsEnv = "AUTORESEARCH_ITEMS_PATH"
+
+// SeedEnv passes the seed to the training command (`run --seed`, `run --repeat`).
+const SeedEnv = "AUTORESEARCH_SEED"
 
 // MaxSummary bounds a JSON summary sidecar (a record holds at most 4096
 // metrics anyway).
@@ -40,6 +51,16 @@ type LogInput struct {
 	Patterns         []string           // NAME=REGEX over the log (last match wins)
 	ErrorText        string             // crash summary instead of the log's last traceback line
 	SkipArchive      bool               // do not copy run.log, summary and patch into runs/<id>/
+	// ItemsPath is the per-item outcomes file (package evidence); "" reads
+	// $AUTORESEARCH_ITEMS_PATH when that names a file.
+	ItemsPath      string
+	IgnoreItemsEnv bool   // `run` hands the training an items file of its own
+	Seed           *int64 // the training seed, recorded
+	// Config names the configuration the code ran with when it is not in the
+	// code itself (free text): runs of the same code and config form a
+	// replicate group whatever their seeds.
+	Config   string
+	Hardware string // the accelerator model, overriding detection and $MEMORYLAB_HARDWARE
 	// Report, when not nil, also writes the morning report with these
 	// settings after logging.
 	Report *ReportInput
@@ -68,10 +89,44 @@ func (in *LogInput) Validate() error {
 			return err
 		}
 	}
+	if len(in.Config) > 1024 {
+		return ledger.BadInputf("--config is %d bytes, more than 1024", len(in.Config))
+	}
+	if len(in.Hardware) > ledger.MaxHardwareText {
+		return ledger.BadInputf("--hardware is %d bytes, more than %d", len(in.Hardware), ledger.MaxHardwareText)
+	}
 	if in.Report != nil {
 		return in.Report.validate()
 	}
 	return nil
+}
+
+// readItems reads and checks the run's items file: in.ItemsPath, else
+// $AUTORESEARCH_ITEMS_PATH when it names a file. nil when there is none.
+func readItems(env Env, in LogInput) (*ledger.ItemsInfo, []byte, error) {
+	path, fromEnv := in.ItemsPath, false
+	if path == "" && !in.IgnoreItemsEnv {
+		path, fromEnv = env.getenv(ItemsEnv), true
+	}
+	if path == "" {
+		return nil, nil, nil
+	}
+	if _, err := os.Stat(env.Abs(path)); fromEnv && errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil // the evaluation wrote none
+	}
+	b, err := ledger.ReadRegularFile(env.Abs(path), path, "items", "pass --items FILE.jsonl or unset $"+ItemsEnv, evidence.MaxFileBytes+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	items, err := evidence.ReadItems(bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, ledger.BadInputf("%s: %v", path, err)
+	}
+	if len(items) == 0 {
+		return nil, nil, ledger.BadInputf("%s: no items (one JSON object per line: {\"id\": \"q1\", \"score\": 0.5} or {\"id\": \"q1\", \"correct\": true})", path)
+	}
+	sum := evidence.Summarize(items)
+	return &ledger.ItemsInfo{Count: sum.Count, Mean: sum.Mean, Binary: sum.Binary}, b, nil
 }
 
 // LogResult is the stored record.
@@ -172,6 +227,14 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		}
 	}
 
+	itemsInfo, itemsData, err := readItems(env, in)
+	if err != nil {
+		return nil, err
+	}
+	if itemsData != nil {
+		archive = append(archive, ledger.ArchiveFile{Key: "archived_items_path", Name: evidence.ItemsFileName, Data: itemsData})
+	}
+
 	prov, err := loc.Repo.Provenance(s.Config.TrainFile)
 	if err != nil {
 		return nil, err
@@ -182,6 +245,12 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec.Seed, rec.Items = in.Seed, itemsInfo
+	hw := DetectHardware(procDir, env.getenv, in.Hardware)
+	if hw != (ledger.Hardware{}) {
+		rec.Hardware = &hw
+	}
+	rec.Replicate = replicateKey(prov, code, codeErr, in.Config)
 	if logSet || logData != nil {
 		rec.Artifacts["source_log_path"] = logName
 	}
@@ -334,6 +403,19 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		}
 	}
 	return &LogResult{Record: rec, Metric: s.Config.Metric}, nil
+}
+
+// replicateKey is the run's replicate group key: the code that ran (its
+// result fingerprint; the commit when the code could not be read and the
+// tree was clean) and the config. "" for a dirty run whose code is unknown.
+func replicateKey(prov ledger.Provenance, code change.Code, codeErr error, config string) string {
+	switch {
+	case codeErr == nil && code.Result != "":
+		return ledger.ReplicateKey(code.Result, config)
+	case !prov.Dirty:
+		return ledger.ReplicateKey(prov.Commit, config)
+	}
+	return ""
 }
 
 // memoryGB is peak_vram_mb in GB with one decimal, as results.tsv wants.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/registry"
 )
 
 // Page sizes of the runs table.
@@ -96,8 +97,9 @@ func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Tim
 	res := &PageResult{Matched: len(sel), Total: len(cat.Records), Page: in.Page, Metric: cfg.Metric, Goal: cfg.Goal,
 		Pages: max(1, (len(sel)+in.Size-1)/in.Size), Rows: []PageRow{}}
 	from := min((in.Page-1)*in.Size, len(sel))
+	rp := registry.CollectReplicates(cat.Records, registry.GoalOf(cfg))
 	for _, r := range sel[from:min(from+in.Size, len(sel))] {
-		row := PageRow{ListItem: listItem(r, cfg.Metric), Tags: r.Tags, MemoryGB: memoryGB(r)}
+		row := PageRow{ListItem: listItemOf(r, cfg.Metric, rp), Tags: r.Tags, MemoryGB: memoryGB(r)}
 		if row.Tags == nil {
 			row.Tags = []string{}
 		}
@@ -211,6 +213,17 @@ func listItem(r *ledger.Record, metric string) ListItem {
 		Dirty: r.Dirty != nil && *r.Dirty}
 	if v, ok := r.Metric(metric); ok {
 		it.Value = &v
+	}
+	return it
+}
+
+// listItemOf is listItem with the run's seed, hardware, items and
+// replicate group.
+func listItemOf(r *ledger.Record, metric string, rp *registry.Replicates) ListItem {
+	it := listItem(r, metric)
+	it.Seed, it.Hardware, it.Items = r.Seed, r.Hardware.Key(), r.Items
+	if sp, ok := rp.Spread(r); ok {
+		it.Replicates = &sp
 	}
 	return it
 }

@@ -114,11 +114,12 @@ func DecisionPacket(st *registry.State, rec *ledger.Record) packets.Packet {
 	if c, ok := st.Champion(); ok {
 		prior = &c
 	}
+	noise := registry.NoiseFor(st.Noise(), rec.Hardware.Key()) // measured before this run
 	st.Add(rec)
 	if c, ok := st.Champion(); ok {
 		cur = &c
 	}
-	return packets.Build(packets.Input{Record: rec, Goal: st.Goal(), Prior: prior, Current: cur})
+	return packets.Build(packets.Input{Record: rec, Goal: st.Goal(), Prior: prior, Current: cur, Noise: noise})
 }
 
 // PacketFiles are runs/<id>/decision_packet.json and .md.

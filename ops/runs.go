@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/report"
 )
 
@@ -34,6 +36,12 @@ type ListItem struct {
 	Description string   `json:"description"`
 	LineageRoot string   `json:"lineage_root,omitempty"`
 	Dirty       bool     `json:"dirty,omitempty"` // ran with uncommitted changes to tracked files
+	// Issue 27: the seed, accelerator and items summary when recorded, and
+	// the run's replicate group (mean ± sd (n) of the metric, n ≥ 2).
+	Seed       *int64            `json:"seed,omitempty"`
+	Hardware   string            `json:"hardware,omitempty"`
+	Items      *ledger.ItemsInfo `json:"items,omitempty"`
+	Replicates *evidence.Spread  `json:"replicates,omitempty"`
 }
 
 // ListResult is the selected runs, in ledger order or best first.
@@ -79,8 +87,9 @@ func List(env Env, in ListInput) (*ListResult, error) {
 	}
 	sel := filterRuns(cat.Records, in, s.Config, env.Now())
 	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: len(cat.Records), Metric: s.Config.Metric}
+	rp := registry.CollectReplicates(cat.Records, registry.GoalOf(s.Config))
 	for _, r := range sel {
-		out.Items = append(out.Items, listItem(r, s.Config.Metric))
+		out.Items = append(out.Items, listItemOf(r, s.Config.Metric, rp))
 	}
 	return out, nil
 }
@@ -156,6 +165,8 @@ type ShowResult struct {
 	Diff        *string         `json:"diff"`
 	DiffError   string          `json:"diff_error,omitempty"`
 	Metric      string          `json:"-"` // the store's primary metric
+	// Replicates is the run's replicate group (mean ± sd (n), n ≥ 2).
+	Replicates *evidence.Spread `json:"replicates,omitempty"`
 }
 
 // Show finds a run and its code change against its commit's first parent,
@@ -171,6 +182,9 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	}
 	rec := &recs[i]
 	out := &ShowResult{MessageType: "run", Record: rec, Packet: rec.DecisionPacket, Metric: s.Config.Metric}
+	if sp, ok := registry.CollectReplicates(recs, registry.GoalOf(s.Config)).Spread(rec); ok {
+		out.Replicates = &sp
+	}
 	var diff []byte
 	var diffErr error
 	if loc.Repo == nil {
@@ -259,6 +273,14 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 		}
 	}
 	cmp := report.Compare(a, b, s.Config, arcmemoSiblings(recs), diff, note)
+	rp := registry.CollectReplicates(recs, registry.GoalOf(s.Config))
+	if g, ok := rp.Spread(a); ok {
+		cmp.A.Replicates = &g
+	}
+	if g, ok := rp.Spread(b); ok {
+		cmp.B.Replicates = &g
+	}
+	cmp.Paired, cmp.PairedNote = pairRuns(s, a, b)
 	return &cmp, nil
 }
 

@@ -205,6 +205,10 @@ type Input struct {
 	Goal    registry.Goal
 	Prior   *registry.Run
 	Current *registry.Run
+	// Noise, when known, widens the "promising" distance from
+	// registry.PromisingDistance to the tie margin 2 sd when that is wider
+	// (registry.TieMargin); the rationale then names the margin.
+	Noise *registry.Noise
 }
 
 // Build computes the decision packet of one run.
@@ -234,7 +238,11 @@ func Build(in Input) Packet {
 		}
 		c.IsNewChampion = in.Current.RunID == string(r.RunID) && (in.Prior == nil || in.Prior.RunID != in.Current.RunID)
 	}
-	promising := c.DeltaToCurrentChampion != nil && g.Promising(*c.DeltaToCurrentChampion)
+	distance, within := registry.PromisingDistance, fmt.Sprintf("%g", registry.PromisingDistance)
+	if m := registry.TieMargin(registry.PromisingDistance, in.Noise); m.Source == "noise" {
+		distance, within = m.Value, "the noise ("+m.String()+")"
+	}
+	promising := c.DeltaToCurrentChampion != nil && g.PromisingWithin(*c.DeltaToCurrentChampion, distance)
 	cls := p.Novelty.Classification
 	id := string(r.RunID)
 	val := func() string { return fmtValue(p.Run.Value) + " " + g.Metric }
@@ -271,7 +279,7 @@ func Build(in Input) Packet {
 			p.Summary = fmt.Sprintf("Replicate run %s: %s, %s.", id, val(), vsCurrent())
 		case promising:
 			p.NextAction, p.Priority = ActionBranchFollowup, PriorityHigh
-			p.Rationale = fmt.Sprintf("Kept and within %g of the champion: worth a follow-up branch.", registry.PromisingDistance)
+			p.Rationale = fmt.Sprintf("Kept and within %s of the champion: worth a follow-up branch.", within)
 			p.Summary = fmt.Sprintf("Branch from run %s: %s, %s.", id, val(), vsCurrent())
 		default:
 			p.NextAction, p.Priority = ActionBranchFollowup, PriorityMedium
@@ -286,7 +294,7 @@ func Build(in Input) Packet {
 			p.Summary = fmt.Sprintf("Abandon run %s: %s, still the champion gap is too large.", id, val())
 		case promising:
 			p.NextAction, p.Priority = ActionRetry, PriorityMedium
-			p.Rationale = fmt.Sprintf("Discarded, but within %g of the champion: retry with another seed or a small variation.", registry.PromisingDistance)
+			p.Rationale = fmt.Sprintf("Discarded, but within %s of the champion: retry with another seed or a small variation.", within)
 			p.Summary = fmt.Sprintf("Retry run %s: %s, %s.", id, val(), vsCurrent())
 		case cls == "incremental_followup" || cls == "known_success":
 			p.NextAction, p.Priority = ActionBranchFollowup, PriorityMedium

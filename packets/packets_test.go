@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 )
@@ -217,4 +218,34 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("round trip: %v %+v vs %+v", err, back, p)
 		}
 	})
+}
+
+// TestPromisingNoise: once the noise is known, "promising" means within
+// max(PromisingDistance, 2 sd) of the champion, and the rationale says so.
+func TestPromisingNoise(t *testing.T) {
+	noise := &registry.Noise{Metric: "m", Noise: evidence.Noise{SD: 0.002, Groups: 2, Runs: 6}}
+	cases := []struct {
+		name     string
+		gap      float64 // behind the champion
+		noise    *registry.Noise
+		action   string
+		rational string
+	}{
+		{"no noise, 0.003 behind", 0.003, nil, ActionAbandon, "does not justify"},
+		{"noise 2 sd = 0.004, 0.003 behind", 0.003, noise, ActionRetry, "within the noise (margin 0.004 = 2 × noise sd 0.002 (2 replicate groups, 6 runs)) of the champion"},
+		{"noise, 0.005 behind", 0.005, noise, ActionAbandon, "does not justify"},
+		{"small noise keeps the distance", 0.0015, &registry.Noise{Metric: "m", Noise: evidence.Noise{SD: 0.0001, Groups: 1, Runs: 2}}, ActionRetry, "within 0.0015 of the champion"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ledger.Record{RunID: "20261122T010000Z-abcdef0", Commit: "abcdef0", Status: "discard", Metrics: ledger.Metrics{}}
+			r.NoveltyGuard = json.RawMessage(`{"classification":"novel","mode":"exploit","policy":{"decision":"allow","rationale":"r"},"top_matches":[]}`)
+			r.Metrics.Set("m", 1.0+tc.gap)
+			champ := registry.Run{RunID: "20261122T000000Z-0000000", Value: 1.0, HasValue: true}
+			p := Build(Input{Record: &r, Goal: registry.Goal{Metric: "m"}, Prior: &champ, Current: &champ, Noise: tc.noise})
+			if p.NextAction != tc.action || !strings.Contains(p.Rationale, tc.rational) {
+				t.Fatalf("%s: %q, want %s with %q", p.NextAction, p.Rationale, tc.action, tc.rational)
+			}
+		})
+	}
 }

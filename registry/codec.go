@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -133,6 +134,25 @@ func (s *State) Marshal() ([]byte, error) {
 			b = appendInt(b, f)
 		}
 	}
+	keys := make([]GroupKey, 0, len(s.Reps.Groups))
+	for k := range s.Reps.Groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Replicate != keys[j].Replicate {
+			return keys[i].Replicate < keys[j].Replicate
+		}
+		return keys[i].Hardware < keys[j].Hardware
+	})
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		a := s.Reps.Groups[k]
+		b = ledger.AppendString(b, k.Replicate)
+		b = ledger.AppendString(b, k.Hardware)
+		b = appendInt(b, a.N)
+		b = ledger.AppendFloat(b, a.Mean)
+		b = ledger.AppendFloat(b, a.M2)
+	}
 	return b, nil
 }
 
@@ -176,6 +196,11 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 		if d.Err() != nil {
 			break
 		}
+	}
+	s.Reps = NewReplicates(opts.Goal)
+	for range d.Count() {
+		k := GroupKey{Replicate: d.Str(), Hardware: d.Str()}
+		s.Reps.Groups[k] = &evidence.Accumulator{N: d.Int(), Mean: d.Float(), M2: d.Float()}
 	}
 	if err := d.Done(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStateMismatch, err)

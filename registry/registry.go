@@ -14,7 +14,8 @@ import (
 //	1: first version (gob).
 //	2: status counts leave out kept records without the metric (IsExperiment).
 //	3: the ledger's binary cache encoding instead of gob (codec.go).
-const StateVersion = 3
+//	4: replicate groups (issue 27): the noise floor and groups' means.
+const StateVersion = 4
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -64,11 +65,14 @@ func (g Goal) Gain(a, b float64) float64 {
 // Promising reports whether a run with delta Δ = run − champion is on the
 // good side of the champion or at most PromisingDistance behind it
 // (Δ ≤ 0.0015 for a lower-is-better metric, Δ ≥ −0.0015 for higher).
-func (g Goal) Promising(delta float64) bool {
+func (g Goal) Promising(delta float64) bool { return g.PromisingWithin(delta, PromisingDistance) }
+
+// PromisingWithin is Promising with another distance (the noise margin).
+func (g Goal) PromisingWithin(delta, distance float64) bool {
 	if g.Max {
-		return delta >= -PromisingDistance-1e-12
+		return delta >= -distance-1e-12
 	}
-	return delta <= PromisingDistance+1e-12
+	return delta <= distance+1e-12
 }
 
 // Usable reports whether v can rank a run: lower-is-better metrics need a
@@ -192,6 +196,8 @@ type State struct {
 	Commits  commitTable
 	Lineages map[string]*LineageAgg
 	Clusters []*Cluster
+	// Reps holds the replicate groups (empty in a ChampionOnly fold).
+	Reps *Replicates
 
 	opts         Options
 	index        map[indexKey][]int32
@@ -210,10 +216,13 @@ type memoHit struct {
 // New returns an empty State.
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
-		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}}
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal)}
 	s.setOptions(opts)
 	return s
 }
+
+// Noise is the noise floor per hardware (Replicates.Noise).
+func (s *State) Noise() []Noise { return s.Reps.Noise() }
 
 func (s *State) setOptions(opts Options) {
 	if opts.Lineage == nil {
@@ -320,6 +329,7 @@ func (s *State) Add(r *ledger.Record) {
 	}
 	root := s.opts.Lineage(r, s.rootOf)
 	run := s.RunOf(r, root)
+	s.Reps.Add(r)
 	s.N++
 	if IsExperiment(r, s.Goal()) {
 		s.Counts[r.Status]++

@@ -6,10 +6,12 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/display"
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -25,6 +27,12 @@ type Comparison struct {
 	PassScores   []PassScore        `json:"pass_scores,omitempty"`
 	CodeDiff     string             `json:"code_diff"`
 	CodeDiffNote string             `json:"code_diff_note,omitempty"`
+	// Paired is the item-by-item comparison when both runs have items;
+	// PairedNote says why there is none when only one has.
+	Paired     *evidence.Paired `json:"paired,omitempty"`
+	PairedNote string           `json:"paired_note,omitempty"`
+	// HardwareWarning is set when A and B ran on different accelerators.
+	HardwareWarning string `json:"hardware_warning,omitempty"`
 }
 
 // CompareRun is one side of a comparison.
@@ -40,6 +48,12 @@ type CompareRun struct {
 	// Dirty: the run ran with uncommitted changes to tracked files; its
 	// commit is not the code that ran (the archived train.patch is).
 	Dirty bool `json:"dirty,omitempty"`
+	// Issue 27: the seed, the accelerator, the items summary and the
+	// run's replicate group (mean ± sd (n) of the primary metric, n ≥ 2).
+	Seed       *int64            `json:"seed,omitempty"`
+	Hardware   string            `json:"hardware,omitempty"`
+	Items      *ledger.ItemsInfo `json:"items,omitempty"`
+	Replicates *evidence.Spread  `json:"replicates,omitempty"`
 }
 
 // MetricDelta is one metric of both runs. Delta is B − A; Better names the
@@ -97,6 +111,10 @@ func GoalForName(name string) string {
 // score table; it may be nil. diff is the code diff between the commits.
 func Compare(a, b *ledger.Record, cfg ledger.Config, related func(*ledger.Record) []ledger.Record, diff []byte, diffNote string) Comparison {
 	c := Comparison{Metric: cfg.Metric, Goal: cfg.Goal, A: compareRun(a), B: compareRun(b), CodeDiff: string(diff), CodeDiffNote: diffNote}
+	if ha, hb := a.Hardware.Key(), b.Hardware.Key(); ha != "" && hb != "" && ha != hb {
+		c.HardwareWarning = fmt.Sprintf("A ran on %s and B on %s: %s differs by hardware, so the difference is not only the change",
+			display.Line(ha), display.Line(hb), cfg.Metric)
+	}
 	names := map[string]bool{}
 	for k := range a.Metrics {
 		names[k] = true
@@ -188,7 +206,8 @@ func passNumber(v any) int {
 
 func compareRun(r *ledger.Record) CompareRun {
 	cr := CompareRun{RunID: string(r.RunID), Commit: r.Commit, Status: r.Status, Family: r.Family,
-		Description: r.Description, Timestamp: r.Timestamp, Dirty: r.Dirty != nil && *r.Dirty}
+		Description: r.Description, Timestamp: r.Timestamp, Dirty: r.Dirty != nil && *r.Dirty,
+		Seed: r.Seed, Hardware: r.Hardware.Key(), Items: r.Items}
 	var ng struct {
 		Classification string `json:"classification"`
 		Policy         struct {
@@ -318,6 +337,17 @@ func WriteComparisonText(w io.Writer, c Comparison) error {
 	if c.A.Dirty || c.B.Dirty {
 		b.WriteString("(dirty): ran with uncommitted changes to tracked files, so the code diff below, between commits, is not what ran; `memorylab show` has the diff that ran\n")
 	}
+	if c.HardwareWarning != "" {
+		b.WriteString("warning: " + c.HardwareWarning + "\n")
+	}
+	for _, side := range []struct {
+		name string
+		r    CompareRun
+	}{{"A", c.A}, {"B", c.B}} {
+		if g := side.r.Replicates; g != nil {
+			fmt.Fprintf(&b, "%s replicate group: %s %s\n", side.name, c.Metric, FormatSpread(*g))
+		}
+	}
 	if c.A.Novelty != "" || c.B.Novelty != "" {
 		fmt.Fprintf(&b, "novelty: A %s/%s, B %s/%s\n", orDash(c.A.Novelty), orDash(c.A.Decision), orDash(c.B.Novelty), orDash(c.B.Decision))
 	}
@@ -359,6 +389,7 @@ func WriteComparisonText(w io.Writer, c Comparison) error {
 			fmt.Fprintf(&b, "  %s pass %d  official %s  strict %s  (%s)\n", strings.ToUpper(p.Side), p.Pass, fmtNum(p.OfficialScore, 4, false), fmtNum(p.StrictScore, 4, false), p.RunID)
 		}
 	}
+	writePaired(&b, c)
 	b.WriteString("\ncode diff (A → B):\n")
 	switch {
 	case c.CodeDiffNote != "":
@@ -380,3 +411,78 @@ func orDash(s string) string {
 }
 
 func oneLine(s string) string { return display.Fields(s) }
+
+// FormatSpread is a replicate group as "mean ± sd (n=N)".
+func FormatSpread(s evidence.Spread) string {
+	return fmt.Sprintf("%.6g ± %.2g (n=%d)", s.Mean, s.SD, s.N)
+}
+
+// PairedListCap is how many gained, lost and one-sided ids the text form
+// lists; --json lists them all.
+const PairedListCap = 10
+
+func writePaired(b *strings.Builder, c Comparison) {
+	if c.PairedNote != "" {
+		fmt.Fprintf(b, "\nitems: %s\n", c.PairedNote)
+	}
+	p := c.Paired
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nitems, paired by id: %d in both", p.N)
+	if len(p.OnlyA) > 0 || len(p.OnlyB) > 0 {
+		fmt.Fprintf(b, ", %d only in A, %d only in B", len(p.OnlyA), len(p.OnlyB))
+	}
+	b.WriteString("\n")
+	if p.N == 0 {
+		b.WriteString("  no item in common: nothing to compare\n")
+	} else {
+		kind := "mean score"
+		if p.Binary {
+			kind = "accuracy"
+		}
+		fmt.Fprintf(b, "  %s  A %.4f  B %.4f  B − A %+.4f  95%% CI [%+.4f, %+.4f] (paired bootstrap, %d resamples)\n",
+			kind, p.MeanA, p.MeanB, p.Diff, p.CI95[0], p.CI95[1], evidence.BootstrapResamples)
+		if p.Binary {
+			fmt.Fprintf(b, "  McNemar exact p = %s (Yates chi-square p = %s): B right where A was wrong on %d, wrong where A was right on %d\n",
+				fmtP(p.PValue), fmtP(*p.PYates), len(p.Gained), len(p.Lost))
+		} else {
+			fmt.Fprintf(b, "  sign test p = %s: B better on %d items, worse on %d, equal on %d\n",
+				fmtP(p.PValue), len(p.Gained), len(p.Lost), p.N-len(p.Gained)-len(p.Lost))
+		}
+		writeIDs(b, "gained", p.Gained)
+		writeIDs(b, "lost", p.Lost)
+	}
+	writeIDs(b, "only in A", p.OnlyA)
+	writeIDs(b, "only in B", p.OnlyB)
+	if len(p.Groups) > 0 {
+		width := len("group")
+		for _, g := range p.Groups {
+			width = max(width, len(g.Group))
+		}
+		fmt.Fprintf(b, "  %-*s  %6s  %8s  %8s  %8s  %6s  %6s  %s\n", width, "group", "n", "A", "B", "B − A", "gained", "lost", "p")
+		for _, g := range p.Groups {
+			fmt.Fprintf(b, "  %-*s  %6d  %8.4f  %8.4f  %+8.4f  %6d  %6d  %s\n", width, g.Group, g.N, g.MeanA, g.MeanB, g.Diff, g.Gained, g.Lost, fmtP(g.PValue))
+		}
+	}
+}
+
+func writeIDs(b *strings.Builder, label string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	shown := ids[:min(len(ids), PairedListCap)]
+	fmt.Fprintf(b, "  %s (%d): %s", label, len(ids), strings.Join(shown, " "))
+	if len(ids) > len(shown) {
+		fmt.Fprintf(b, " … and %d more (--json lists all)", len(ids)-len(shown))
+	}
+	b.WriteString("\n")
+}
+
+// fmtP shows a p-value with 6 significant digits ("< 1e-300" below that).
+func fmtP(p float64) string {
+	if p < 1e-300 {
+		return "< 1e-300"
+	}
+	return strconv.FormatFloat(p, 'g', 6, 64)
+}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/packets"
 	"github.com/memorylab/memorylab/registry"
@@ -52,6 +53,20 @@ type Morning struct {
 	// in the code, most runs first (filled by ops from the code cache).
 	Swept []SweptParam `json:"what_was_swept"`
 	Chart Chart        `json:"-"`
+
+	// Noise is the metric's run-to-run noise on the champion's hardware
+	// (pooled sd over replicate groups); absent without replicates, when
+	// NoiseHint says how to measure it. NoiseByHardware lists every
+	// hardware's when the ledger mixes them.
+	Noise           *registry.Noise  `json:"noise,omitempty"`
+	NoiseByHardware []registry.Noise `json:"noise_by_hardware,omitempty"`
+	NoiseHint       string           `json:"noise_hint,omitempty"`
+	// Margin is the tie margin when the noise widened it beyond --min-delta
+	// (the plateau verdict uses it); absent when --min-delta is the margin.
+	Margin *registry.Margin `json:"margin,omitempty"`
+	// ChampionsByHardware: the best kept run on each accelerator, when kept
+	// runs ran on more than one.
+	ChampionsByHardware []BoardRow `json:"champions_by_hardware,omitempty"`
 	// ArcMemo leads the report of a store holding ArcMemo imports (set by
 	// ops): the board of configurations per puzzle set, not a champion.
 	ArcMemo *ArcMemoSection `json:"arcmemo,omitempty"`
@@ -111,6 +126,9 @@ type BoardRow struct {
 	LineageRoot string   `json:"lineage_root"`
 	Description string   `json:"description"`
 	Timestamp   string   `json:"timestamp_utc"`
+	// Replicates is the run's replicate group (mean ± sd (n), n ≥ 2).
+	Replicates *evidence.Spread `json:"replicates,omitempty"`
+	Hardware   string           `json:"hardware,omitempty"`
 }
 
 // LedgerRow is a recent-ledger row.
@@ -158,6 +176,9 @@ type Improvement struct {
 type Plateau struct {
 	Window   int     `json:"window"`
 	MinDelta float64 `json:"min_delta"`
+	// Margin, when the noise set it, replaces MinDelta as the smallest gain
+	// that counts.
+	Margin *registry.Margin `json:"margin,omitempty"`
 	// OnPlateau: at least Window runs exist and none of the last Window runs
 	// beat the best run before them by more than MinDelta.
 	OnPlateau bool `json:"on_plateau"`
@@ -275,8 +296,79 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 	}
 	m.DecisionQueue = decisionQueue(byTime, g, champID)
 	m.Progress, m.Chart = progress(window, g)
-	m.Plateau = plateau(recs, st, g, opts, now)
+	margin := m.addNoise(recs, st, opts.MinDelta)
+	m.Plateau = plateau(recs, st, g, opts, margin, now)
 	return m
+}
+
+// RepeatAdvice is how to measure the noise.
+const RepeatAdvice = "memorylab run --repeat 3 -- <training command>"
+
+// addNoise fills the noise floor, the replicate groups of the board's runs
+// and the champions per hardware, and returns the tie margin.
+func (m *Morning) addNoise(recs []ledger.Record, st *registry.State, minDelta float64) registry.Margin {
+	want := map[string]int{}
+	for _, r := range m.ChampionBoard {
+		want[r.RunID] = -1
+	}
+	for i := len(recs) - 1; i >= 0 && len(want) > 0; i-- {
+		if j, ok := want[string(recs[i].RunID)]; ok && j < 0 {
+			want[string(recs[i].RunID)] = i
+		}
+	}
+	champHW := ""
+	for k := range m.ChampionBoard {
+		row := &m.ChampionBoard[k]
+		i := want[row.RunID]
+		if i < 0 {
+			continue
+		}
+		row.Hardware = recs[i].Hardware.Key()
+		if sp, ok := st.Reps.Spread(&recs[i]); ok {
+			row.Replicates = &sp
+		}
+		if k == 0 {
+			champHW = row.Hardware
+			if m.Headline.Champion != nil {
+				m.Headline.Champion.Hardware, m.Headline.Champion.Replicates = row.Hardware, row.Replicates
+			}
+		}
+	}
+	noise := st.Noise()
+	if n := registry.NoiseFor(noise, champHW); n != nil {
+		c := *n
+		m.Noise = &c
+	}
+	if len(noise) > 1 {
+		m.NoiseByHardware = noise
+	}
+	if m.Noise == nil {
+		m.NoiseHint = "no replicate group yet (the same code run twice or more): " + RepeatAdvice + " on the champion"
+		if c := m.Headline.Champion; c != nil && c.Commit != "" {
+			m.NoiseHint += " (commit " + c.Commit + ")"
+		}
+		m.NoiseHint += " to measure the noise; until then the tie margin is --min-delta"
+	}
+	margin := registry.TieMargin(minDelta, m.Noise)
+	if margin.Source == "noise" {
+		m.Margin = &margin
+	}
+	if hws := registry.Hardwares(recs); len(hws) > 1 {
+		for _, hw := range hws {
+			i, v, ok := registry.BestKept(recs, st.Reps, hw)
+			if !ok {
+				continue
+			}
+			r := &recs[i]
+			row := BoardRow{Role: "champion on " + hw, RunID: string(r.RunID), Commit: r.Commit, Status: r.Status, Value: &v,
+				MemoryGB: registry.MemoryGB(r), LineageRoot: r.LineageRoot, Description: r.Description, Timestamp: r.Timestamp, Hardware: hw}
+			if sp, ok := st.Reps.Spread(r); ok {
+				row.Replicates = &sp
+			}
+			m.ChampionsByHardware = append(m.ChampionsByHardware, row)
+		}
+	}
+	return margin
 }
 
 func boardRow(role string, r registry.Run, delta *float64) BoardRow {
@@ -424,8 +516,11 @@ func progress(window []*ledger.Record, g registry.Goal) (Progress, Chart) {
 // plateau looks at the last opts.PlateauWindow runs of the whole ledger:
 // did any beat the best usable run of the champion's pool before them by
 // more than MinDelta? It also says how long the champion has stood.
-func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts MorningOptions, now time.Time) Plateau {
+func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts MorningOptions, margin registry.Margin, now time.Time) Plateau {
 	p := Plateau{Window: opts.PlateauWindow, MinDelta: opts.MinDelta}
+	if margin.Source == "noise" {
+		p.Margin = &margin
+	}
 	n := len(recs)
 	cut := n - opts.PlateauWindow
 	if cut < 0 {
@@ -461,6 +556,9 @@ func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts Mor
 	switch {
 	case n < opts.PlateauWindow || bestBefore == nil:
 		p.Message = fmt.Sprintf("Not enough history to judge a plateau (%d runs; need %d after a kept run).", n, opts.PlateauWindow)
+	case (p.BestGain == nil || *p.BestGain <= margin.Value) && p.Margin != nil:
+		p.OnPlateau = true
+		p.Message = fmt.Sprintf("On a plateau: the last %d runs brought no improvement beyond the noise (%s %s).", opts.PlateauWindow, margin, g.Metric)
 	case p.BestGain == nil || *p.BestGain <= opts.MinDelta:
 		p.OnPlateau = true
 		p.Message = fmt.Sprintf("On a plateau: the last %d runs brought no improvement beyond %g %s.", opts.PlateauWindow, opts.MinDelta, g.Metric)

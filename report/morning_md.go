@@ -67,6 +67,52 @@ func (m *Morning) writeTop(b *bytes.Buffer) {
 	}
 	w("- Keep rate: %s (kept / (kept + discarded); crashes not counted)\n", ratio(p.KeepRate))
 	w("- Plateau: %s\n", cell(m.Plateau.Message))
+	m.writeNoise(w)
+}
+
+// writeNoise is the headline's evidence lines: champions per hardware, the
+// noise floor (or how to measure it) and the tie margin it sets.
+func (m *Morning) writeNoise(w func(string, ...any)) {
+	if len(m.ChampionsByHardware) > 0 {
+		parts := make([]string, len(m.ChampionsByHardware))
+		for i, r := range m.ChampionsByHardware {
+			spread := ""
+			if r.Replicates != nil {
+				spread = " (" + FormatSpread(*r.Replicates) + ")"
+			}
+			on := "on "
+			if i == 0 {
+				on = "Champion on "
+			}
+			parts[i] = fmt.Sprintf("%s%s: run `%s` at %s%s", on, cell(r.Hardware), r.RunID, val(r.Value), spread)
+		}
+		w("- %s\n", strings.Join(parts, "; "))
+	}
+	if c := m.Headline.Champion; c != nil && c.Replicates != nil {
+		w("- Champion's replicate group: %s %s\n", cell(m.Metric), FormatSpread(*c.Replicates))
+	}
+	switch {
+	case m.Noise != nil:
+		hw := ""
+		if m.Noise.Hardware != "" {
+			hw = " on " + cell(m.Noise.Hardware)
+		}
+		w("- Noise%s: sd %.6g %s (pooled over %s)\n", hw, m.Noise.SD, cell(m.Metric), m.Noise.Basis())
+		for _, n := range m.NoiseByHardware {
+			if n.Hardware != m.Noise.Hardware {
+				w("- Noise on %s: sd %.6g (%s)\n", cell(orDash(n.Hardware)), n.SD, n.Basis())
+			}
+		}
+		if m.Margin != nil {
+			w("- Tie margin: %s (a run within it of the champion is a tie, not a failure)\n", cell(m.Margin.String()))
+		}
+	case m.NoiseHint != "":
+		on := "the champion"
+		if c := m.Headline.Champion; c != nil && c.Commit != "" {
+			on = fmt.Sprintf("the champion (commit `%s`)", code(c.Commit))
+		}
+		w("- Noise: unknown, no replicate group yet. Run `%s` on %s to measure it; until then the tie margin is --min-delta.\n", RepeatAdvice, on)
+	}
 }
 
 func (m *Morning) writeRest(b *bytes.Buffer) {
@@ -117,7 +163,11 @@ func (m *Morning) writeRest(b *bytes.Buffer) {
 	pl := &m.Plateau
 	w("\n## Plateau\n")
 	w("- %s\n", cell(pl.Message))
-	w("- Window: last %d runs, minimum gain %g; best gain in the window: %s\n", pl.Window, pl.MinDelta, plain(pl.BestGain))
+	if pl.Margin != nil {
+		w("- Window: last %d runs, minimum gain the %s; best gain in the window: %s\n", pl.Window, cell(pl.Margin.String()), plain(pl.BestGain))
+	} else {
+		w("- Window: last %d runs, minimum gain %g; best gain in the window: %s\n", pl.Window, pl.MinDelta, plain(pl.BestGain))
+	}
 	w("\n## What was swept\n")
 	if len(m.Swept) == 0 {
 		w("No parameter edits read from the code of the window's runs.\n")

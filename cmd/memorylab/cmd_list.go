@@ -10,6 +10,7 @@ import (
 
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/report"
 )
 
 func listCommand(env *Env) *cli.Command {
@@ -65,6 +66,9 @@ func runList(env *Env, store string, in ops.ListInput, asJSON bool) error {
 		val := "-"
 		if it.Value != nil {
 			val = strconv.FormatFloat(*it.Value, 'f', 6, 64)
+		}
+		if g := it.Replicates; g != nil {
+			val += " (group " + report.FormatSpread(*g) + ")"
 		}
 		status := cell(it.Status, 16)
 		if it.Dirty {

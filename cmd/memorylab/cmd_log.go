@@ -63,6 +63,10 @@ func logFlags(forRun bool) []cli.Flag {
 		&cli.GenericFlag{Name: "metric-pattern", Value: &stringList{}, Usage: "extract metric NAME from the log with REGEX: 'NAME=REGEX' (repeatable; last match wins; first capture group or whole match)"},
 		&cli.StringFlag{Name: "error", Usage: "crash summary to record instead of the log's last traceback line"},
 		&cli.BoolFlag{Name: "skip-archive", Usage: "do not copy run.log, summary and patch into runs/<run_id>/"},
+		&cli.StringFlag{Name: "items", Usage: "per-item outcomes, JSONL {\"id\":…, \"score\":… or \"correct\":…, \"group\":…} (default $" + ops.ItemsEnv + " when it names a file); archived with the run"},
+		&cli.Int64Flag{Name: "seed", Usage: "the training seed, recorded (runs of the same code and --config are one replicate group whatever the seed)"},
+		&cli.StringFlag{Name: "config", Usage: "the configuration the code ran with, when it is not in the code (free text; separates replicate groups)"},
+		&cli.StringFlag{Name: "hardware", Usage: "accelerator model to record (default $" + ops.HardwareEnv + ", else read from /proc/driver/nvidia)"},
 		&cli.BoolFlag{Name: "report", Usage: "write the morning report after logging"},
 		&cli.Float64Flag{Name: "since-hours", Value: 16, Usage: "report window, with --report"},
 		&cli.BoolFlag{Name: "json", Usage: "print the stored record as JSON"},
@@ -73,7 +77,12 @@ func logFlags(forRun bool) []cli.Flag {
 func logInputFrom(c *cli.Context) (ops.LogInput, error) {
 	in := ops.LogInput{Idea: ideaFrom(c), Status: c.String("status"), Notes: c.String("notes"),
 		SummaryPath: c.String("summary"), ErrorText: c.String("error"), SkipArchive: c.Bool("skip-archive"),
-		Patterns: *c.Generic("metric-pattern").(*stringList)}
+		Patterns: *c.Generic("metric-pattern").(*stringList), ItemsPath: c.String("items"), Config: c.String("config"),
+		Hardware: c.String("hardware")}
+	if c.IsSet("seed") {
+		seed := c.Int64("seed")
+		in.Seed = &seed
+	}
 	if c.IsSet("log") {
 		in.LogPath = c.String("log")
 	}
@@ -140,7 +149,11 @@ func runLog(env *Env, store string, in ops.LogInput, asJSON bool) (*ledger.Recor
 	if asJSON {
 		return rec, writeJSON(env.Out, rec)
 	}
-	fmt.Fprintf(env.Out, "logged %s %s %s=%s %s\n", rec.RunID, rec.Status, res.Metric,
-		ledger.FormatMetricValue(rec.Metrics[res.Metric], -1), display.Line(rec.Description))
+	items := ""
+	if rec.Items != nil {
+		items = fmt.Sprintf(" items=%d mean=%s", rec.Items.Count, strconv.FormatFloat(rec.Items.Mean, 'g', 6, 64))
+	}
+	fmt.Fprintf(env.Out, "logged %s %s %s=%s%s %s\n", rec.RunID, rec.Status, res.Metric,
+		ledger.FormatMetricValue(rec.Metrics[res.Metric], -1), items, display.Line(rec.Description))
 	return rec, nil
 }

@@ -17,6 +17,16 @@ var runIDSuffix = regexp.MustCompile(`(\d{8}T\d{6}Z-[0-9a-f]{7})-[0-9a-f]{4,8}`)
 // maskRunIDs replaces the random run id suffix so output is byte-exact.
 func maskRunIDs(s string) string { return runIDSuffix.ReplaceAllString(s, "$1-XXXX") }
 
+// maskHost replaces this machine's name in a record (issue 27 records it).
+func maskHost(s string) string {
+	host, _ := os.Hostname()
+	if host == "" {
+		return s
+	}
+	b, _ := json.Marshal(host)
+	return strings.ReplaceAll(s, `"host": `+string(b), `"host": "HOST"`)
+}
+
 func mustRun(t *testing.T, dir string, environ map[string]string, args ...string) result {
 	t.Helper()
 	r := memorylab(t, dir, environ, args...)
@@ -31,15 +41,16 @@ func mustRun(t *testing.T, dir string, environ map[string]string, args ...string
 func TestLogGolden(t *testing.T) {
 	repo := experimentRepo(t)
 	writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
-	r := mustRun(t, repo.Dir, nil, "log", "--description", "baseline", "--status", "keep", "--tags", "baseline,reference",
+	gpu := map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA H100 80GB HBM3"} // the same golden on any machine
+	r := mustRun(t, repo.Dir, gpu, "log", "--description", "baseline", "--status", "keep", "--tags", "baseline,reference",
 		"--family", "baseline", "--hypothesis", "the reference run", "--notes", "first", "--json")
-	golden(t, "log_keep.json.golden", maskRunIDs(r.out))
+	golden(t, "log_keep.json.golden", maskHost(maskRunIDs(r.out)))
 
 	writeFile(t, filepath.Join(repo.Dir, "run.log"), strings.Replace(summaryLog, "0.997900", "1.004100", 1))
 	mustRun(t, repo.Dir, nil, "log", "-d", "switch to GeLU", "--status", "discard", "--mode", "explore")
 	writeFile(t, filepath.Join(repo.Dir, "run.log"), "Vocab size: 8,192\nTraceback (most recent call last):\n  File \"train.py\", line 512, in <module>\n    loss.backward()\ntorch.OutOfMemoryError: CUDA out of memory.\n")
-	r = mustRun(t, repo.Dir, nil, "log", "-d", "double\tmodel width", "--status", "crash", "--json")
-	golden(t, "log_crash.json.golden", maskRunIDs(r.out))
+	r = mustRun(t, repo.Dir, gpu, "log", "-d", "double\tmodel width", "--status", "crash", "--json")
+	golden(t, "log_crash.json.golden", maskHost(maskRunIDs(r.out)))
 	golden(t, "results.tsv.golden", readFile(t, filepath.Join(repo.Dir, ledger.TSVFile)))
 
 	recs := records(t, repo.Dir)
@@ -279,7 +290,9 @@ func TestLogFlags(t *testing.T) {
 	}
 	sort.Strings(names)
 	want := []string{"description", "error", "family", "hypothesis", "json", "log", "metric", "metric-pattern", "mode", "notes",
-		"report", "since-hours", "skip-archive", "status", "summary", "tags", "threshold"}
+		"report", "since-hours", "skip-archive", "status", "summary", "tags", "threshold",
+		"config", "hardware", "items", "seed"} // issue 27
+	sort.Strings(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Fatalf("flags\n got %v\nwant %v", names, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,11 @@ type runOptions struct {
 	Grace time.Duration
 	// Tick is the period of the elapsed-time line on a terminal; 0 disables it.
 	Tick time.Duration
+	// Repeat trains the same commit this many times (seeds --seed, +1, …)
+	// and logs each run: one replicate group.
+	Repeat int
+
+	itemsPath string // handed to the training as $AUTORESEARCH_ITEMS_PATH
 }
 
 func runCommand(env *Env) *cli.Command {
@@ -49,6 +55,7 @@ func runCommand(env *Env) *cli.Command {
 		&cli.Float64Flag{Name: "min-delta", Usage: "keep only when the metric beats the champion by more than this"},
 		&cli.BoolFlag{Name: "reset-on-discard", Usage: "after logging a discard or crash (or a block), pin the commit and reset the branch to the parent (untracked files stay)"},
 		&cli.BoolFlag{Name: "no-check", Usage: "skip the novelty guard before training"},
+		&cli.IntFlag{Name: "repeat", Value: 1, Usage: "train the same commit K times with seeds --seed (default 0), +1, … in $" + ops.SeedEnv + " and log K runs: one replicate group (the novelty mode defaults to replicate)"},
 	)
 	return &cli.Command{
 		Name:      "run",
@@ -60,17 +67,21 @@ func runCommand(env *Env) *cli.Command {
 			"commit is pinned under refs/memorylab/blocked/ and reset away). Everything else that can fail is\n" +
 			"checked before training too: the store, the flags, and with --reset-on-discard a clean tree.\n" +
 			"Then it runs the training command in the current directory with $" + ops.SummaryEnv + " set to a fresh\n" +
-			"file, streams its output to the terminal and to run.log, and prints the elapsed time every 30s\n" +
+			"file, $" + ops.ItemsEnv + " to another (per-item outcomes, JSONL: read when written) and, with\n" +
+			"--seed, $" + ops.SeedEnv + "; streams its output to the terminal and to run.log, prints the elapsed time every 30s\n" +
 			"when stderr is a terminal. Then it decides the status: crash on a non-zero exit or when no\n" +
-			"primary metric was printed; keep when the metric beats the current champion (best kept run in\n" +
-			"the store's direction) by more than --min-delta; discard otherwise (--status overrides). It logs\n" +
+			"primary metric was printed; keep when the metric (its replicate group's mean when the same code\n" +
+			"ran before) beats the current champion (best kept run in the store's direction, by its group's\n" +
+			"mean; on this hardware) by more than the tie margin: --min-delta, or 2 × the noise sd once\n" +
+			"replicates measured it (stderr says which); discard otherwise (--status overrides). It logs\n" +
 			"the run like `memorylab log`, with the HEAD commit's subject as the default description. With\n" +
 			"--reset-on-discard a discarded or crashed commit is pinned under refs/memorylab/runs/<run_id>\n" +
 			"and the branch is reset to its parent; untracked files are kept.\n" +
 			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n" +
 			"Exit status: 0 keep or discard, 3 crash (logged), 2 blocked or bad input.\n\n" +
 			"Examples:\n   memorylab run -- uv run train.py\n" +
-			"   memorylab run --family lr-sweep --tags lr --min-delta 0.0005 --reset-on-discard -- uv run train.py",
+			"   memorylab run --family lr-sweep --tags lr --min-delta 0.0005 --reset-on-discard -- uv run train.py\n" +
+			"   memorylab run --repeat 3 -- uv run train.py   # three seeds of HEAD: the noise floor",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
 			lo, err := logInputFrom(c)
@@ -80,7 +91,13 @@ func runCommand(env *Env) *cli.Command {
 			lo.LogPath = c.String("log") // run writes the training output there
 			opts := runOptions{Store: c.String("store"), Log: lo, JSON: c.Bool("json"),
 				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"),
-				Command: c.Args().Slice(), Grace: 10 * time.Second, Tick: 30 * time.Second,
+				Command: c.Args().Slice(), Grace: 10 * time.Second, Tick: 30 * time.Second, Repeat: c.Int("repeat"),
+			}
+			if opts.Repeat < 1 {
+				return usagef("--repeat %d: give a number of runs, 1 or more", opts.Repeat)
+			}
+			if opts.Repeat > 1 && !c.IsSet("mode") {
+				opts.Log.Mode = novelty.ModeReplicate // re-running the code is the point
 			}
 			return runRun(c.Context, env, opts)
 		},
@@ -93,8 +110,54 @@ type runOutcome struct {
 	Elapsed  time.Duration
 }
 
+// runRepeat runs the training opts.Repeat times, seeds base, base+1, …
+// (base: --seed, else 0): the guard runs before the first, the reset (with
+// --reset-on-discard) after the last. It stops at the first error other
+// than a crash; a crash is reported after the remaining runs.
+func runRepeat(ctx context.Context, env *Env, opts runOptions) error {
+	if opts.Repeat > MaxRepeat {
+		return usagef("--repeat %d: at most %d runs in one call", opts.Repeat, MaxRepeat)
+	}
+	base := int64(0)
+	if opts.Log.Seed != nil {
+		base = *opts.Log.Seed
+	}
+	var crashed error
+	for i := range opts.Repeat {
+		one := opts
+		one.Repeat = 1
+		seed := base + int64(i)
+		one.Log.Seed = &seed
+		one.NoCheck = opts.NoCheck || i > 0
+		one.ResetOnDiscard = opts.ResetOnDiscard && i == opts.Repeat-1
+		fmt.Fprintf(env.Err, "memorylab: replicate %d of %d (seed %d)\n", i+1, opts.Repeat, seed)
+		err := runRun(ctx, env, one)
+		if errors.As(err, new(crashedError)) {
+			crashed = cmpOr(crashed, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return crashed
+}
+
+// MaxRepeat bounds run --repeat.
+const MaxRepeat = 100
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
 // runRun runs the training command and logs it through runLog.
 func runRun(ctx context.Context, env *Env, opts runOptions) error {
+	if opts.Repeat > 1 && len(opts.Command) > 0 {
+		return runRepeat(ctx, env, opts)
+	}
 	if len(opts.Command) == 0 {
 		return usagef("run needs a training command after --, e.g. `memorylab run -- uv run train.py`")
 	}
@@ -146,6 +209,14 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		}
 		defer os.Remove(summary)
 	}
+	// Per-item outcomes go to $AUTORESEARCH_ITEMS_PATH the same way.
+	opts.itemsPath = env.abs(opts.Log.ItemsPath)
+	if opts.Log.ItemsPath == "" {
+		if opts.itemsPath, err = newSidecarPath(s, "run-items-", ".jsonl"); err != nil {
+			return err
+		}
+		defer os.Remove(opts.itemsPath)
+	}
 
 	// Say what is training, for `memorylab serve`; gone when run returns.
 	head, _, _ := loc.Repo.HeadMessage()
@@ -161,8 +232,9 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if err != nil {
 		return err
 	}
+	replicate, hardware := ops.ReplicateOf(env.opsEnv(opts.Store), s, loc.Repo, opts.Log)
 	status, errText, err := ops.DecideStatus(env.opsEnv(opts.Store), s, ops.DecideInput{Log: opts.Log,
-		SummaryPath: summary, ExitCode: out.ExitCode, MinDelta: opts.MinDelta})
+		SummaryPath: summary, ExitCode: out.ExitCode, MinDelta: opts.MinDelta, Replicate: replicate, Hardware: hardware})
 	if err != nil {
 		return err
 	}
@@ -171,6 +243,10 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	lo.SummaryPath, lo.IgnoreSummaryEnv = "", true
 	if _, err := os.Stat(summary); err == nil {
 		lo.SummaryPath = summary
+	}
+	lo.ItemsPath, lo.IgnoreItemsEnv = "", true
+	if _, err := os.Stat(opts.itemsPath); err == nil {
+		lo.ItemsPath = opts.itemsPath
 	}
 	if status == ledger.StatusCrash && errText != "" {
 		lo.ErrorText = errText
@@ -233,6 +309,11 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) 
 
 // newSummaryPath is a fresh sidecar path under the store's cache dir.
 func newSummaryPath(s *ledger.Store) (string, error) {
+	return newSidecarPath(s, "run-summary-", ".json")
+}
+
+// newSidecarPath is a fresh file path under the store's cache dir.
+func newSidecarPath(s *ledger.Store, prefix, ext string) (string, error) {
 	dir := s.Path(ledger.CacheDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("unable to create %s: %w", dir, err)
@@ -241,7 +322,7 @@ func newSummaryPath(s *ledger.Store) (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "run-summary-"+hex.EncodeToString(b[:])+".json"), nil
+	return filepath.Join(dir, prefix+hex.EncodeToString(b[:])+ext), nil
 }
 
 // runTraining runs the command with its output teed into the run log. On
@@ -256,7 +337,10 @@ func runTraining(ctx context.Context, env *Env, opts runOptions, summary string)
 	defer lf.Close()
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Dir = env.Dir
-	cmd.Env = append(os.Environ(), ops.SummaryEnv+"="+summary)
+	cmd.Env = append(os.Environ(), ops.SummaryEnv+"="+summary, ops.ItemsEnv+"="+opts.itemsPath)
+	if opts.Log.Seed != nil {
+		cmd.Env = append(cmd.Env, ops.SeedEnv+"="+strconv.FormatInt(*opts.Log.Seed, 10))
+	}
 	cmd.Stdout = io.MultiWriter(env.Out, lf)
 	cmd.Stderr = io.MultiWriter(env.Err, lf)
 	// Its own process group, so Ctrl-C reaches memorylab first and the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -12,6 +13,7 @@ import (
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/report"
 )
 
 func showCommand(env *Env) *cli.Command {
@@ -90,6 +92,22 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 	line("run", string(rec.RunID))
 	line("time", rec.Timestamp)
 	line("status", rec.Status+"  "+o.Metric+"="+ledger.FormatMetricValue(rec.Metrics[o.Metric], -1))
+	if g := o.Replicates; g != nil {
+		line("replicates", o.Metric+" "+report.FormatSpread(*g)+" over the runs of the same code and config")
+	}
+	if rec.Seed != nil {
+		line("seed", strconv.FormatInt(*rec.Seed, 10))
+	}
+	if h := rec.Hardware; h != nil {
+		line("hardware", strings.TrimSpace(orNone(h.Accelerator)+" on host "+orNone(h.Host)))
+	}
+	if it := rec.Items; it != nil {
+		kind := "mean score"
+		if it.Binary {
+			kind = "accuracy"
+		}
+		line("items", fmt.Sprintf("%d, %s %s (%s)", it.Count, kind, strconv.FormatFloat(it.Mean, 'g', 6, 64), orNone(rec.Artifacts["archived_items_path"])))
+	}
 	commit := rec.Commit
 	if o.Commit != "" {
 		commit = o.Commit

@@ -34,6 +34,8 @@ async function api(path) {
   return body;
 }
 
+// A replicate group as " ± sd (n=N)", or "" for a run without one.
+const spread = (g) => (g ? ` ± ${Number(g.sd).toPrecision(2)} (n=${g.n})` : "");
 const fmt = (v, digits) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits ?? 6).replace(/\.?0+$/, (m) => (m.startsWith(".") ? "" : m)));
 const num = (v) => (v === null || v === undefined ? "–" : String(+Number(v).toFixed(6)));
 const time = (ts) => (ts || "").replace("T", " ").replace("Z", "");
@@ -104,11 +106,13 @@ async function renderOverview(view) {
   if (m.arcmemo) out.push(...arcmemoBoard(m.arcmemo)); // an ArcMemo store leads with its board (issue 28)
   out.push(el("div", { class: "card headline" },
     el("p", {}, `${h.runs} runs in the last ${num(m.window_hours)} h: `, statusBadge("keep"), ` ${h.keep}  `, statusBadge("discard"), ` ${h.discard}  `, statusBadge("crash"), ` ${h.crash}`),
-    champ ? el("p", {}, "Champion ", el("strong", { text: `${m.metric} ${fmt(champ.value)}` }), " — ", runLink(champ.run_id), " ", champ.description,
+    champ ? el("p", {}, "Champion ", el("strong", { text: `${m.metric} ${fmt(champ.value)}` }), el("span", { class: "muted", text: champ.replicates ? ` (group ${fmt(champ.replicates.mean)}${spread(champ.replicates)})` : "" }), " — ", runLink(champ.run_id), " ", champ.description,
       h.change_vs_before_window !== null && h.change_vs_before_window !== undefined ? el("span", { class: "muted", text: ` (change vs before the window: ${num(h.change_vs_before_window)})` }) : null,
       h.champion_reachable_from_head ? el("span", { class: "muted", text: ` · on HEAD: ${h.champion_reachable_from_head}` }) : null)
       : el("p", { class: "muted", text: "No champion yet." }),
-    el("p", { class: "plateau" + (m.plateau.on_plateau ? " on" : ""), text: m.plateau.message })));
+    el("p", { class: "plateau" + (m.plateau.on_plateau ? " on" : ""), text: m.plateau.message }),
+    (m.champions_by_hardware || []).length ? el("p", { text: m.champions_by_hardware.map((c, i) => `${i ? "on" : "Champion on"} ${c.hardware}: ${fmt(c.value)}${spread(c.replicates)}`).join("; ") }) : null,
+    el("p", { class: "muted noise", text: m.noise ? `Noise${m.noise.hardware ? " on " + m.noise.hardware : ""}: sd ${Number(m.noise.sd).toPrecision(3)} (${m.noise.groups} replicate groups, ${m.noise.runs} runs)${m.margin ? "; tie margin " + Number(m.margin.value).toPrecision(3) + " (2 sd)" : ""}` : (m.noise_hint || "") })));
   out.push(el("section", { id: "now-running" }, runningPanel()));
   out.push(el("h2", { text: "Progress chart" }));
   const fig = el("figure", { class: "chart", id: "chart", dataset: { points: String(o.points) } });
@@ -192,7 +196,7 @@ async function renderRuns(view, params) {
     el("td", { class: "mono hide-narrow", text: time(r.timestamp_utc) }),
     el("td", {}, runLink(r.run_id, short(r.run_id, 28))),
     el("td", {}, statusBadge(r.status), dirtyMark(r.dirty)),
-    el("td", { class: "num", text: fmt(r.value) }),
+    el("td", { class: "num", text: fmt(r.value) + spread(r.replicates), title: r.replicates ? `replicate group mean ${fmt(r.replicates.mean)}` : "" }),
     el("td", { class: "num hide-narrow", text: num(r.memory_gb) }),
     el("td", { class: "hide-narrow", text: r.family || "" }),
     el("td", { class: "hide-narrow", text: (r.tags || []).join(", ") }),

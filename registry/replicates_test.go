@@ -1,0 +1,123 @@
+package registry
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+func repRun(i int, status, replicate, hw string, v float64) ledger.Record {
+	r := ledger.Record{RunID: ledger.RunID(fmt.Sprintf("20261124T0000%02dZ-abc1234", i)), Timestamp: fmt.Sprintf("2026-11-24T00:00:%02dZ", i),
+		Commit: "abc1234", Status: status, Replicate: replicate, Metrics: ledger.Metrics{}}
+	r.Metrics.Set("val_bpb", v)
+	if hw != "" {
+		r.Hardware = &ledger.Hardware{Host: "h", Accelerator: hw}
+	}
+	return r
+}
+
+// Two groups on an H100 ({1.00, 1.02, 1.04}: s² = 4e-4; {0.98, 0.99}: s² =
+// 5e-5), one on a 4090, singletons and crashes left out.
+func replicateLedger() []ledger.Record {
+	a, b, c := ledger.ReplicateKey("code-a", ""), ledger.ReplicateKey("code-b", ""), ledger.ReplicateKey("code-c", "")
+	recs := []ledger.Record{
+		repRun(1, "keep", a, "H100", 1.00), repRun(2, "keep", a, "H100", 1.02), repRun(3, "keep", a, "H100", 1.04),
+		repRun(4, "keep", b, "H100", 0.98), repRun(5, "discard", b, "H100", 0.99),
+		repRun(6, "keep", c, "RTX 4090", 1.10), repRun(7, "keep", c, "RTX 4090", 1.14),
+		repRun(8, "keep", ledger.ReplicateKey("single", ""), "H100", 0.97),
+		repRun(9, "discard", "", "H100", 0.5), // no replicate key: in no group
+	}
+	crash := repRun(10, "crash", a, "H100", 0.1)
+	crash.Metrics = ledger.Metrics{}
+	return append(recs, crash)
+}
+
+func TestReplicatesNoise(t *testing.T) {
+	g := Goal{Metric: "val_bpb"}
+	recs := replicateLedger()
+	noise := CollectReplicates(recs, g).Noise()
+	// H100: (2·4e-4 + 1·5e-5)/3 pooled; 4090: one group, s² = 8e-4.
+	want := []Noise{
+		{Metric: "val_bpb", Hardware: "H100", Noise: evidence.Noise{SD: math.Sqrt((2*4e-4 + 5e-5) / 3), Groups: 2, Runs: 5}},
+		{Metric: "val_bpb", Hardware: "RTX 4090", Noise: evidence.Noise{SD: math.Sqrt(8e-4), Groups: 1, Runs: 2}},
+	}
+	if len(noise) != 2 {
+		t.Fatalf("noise %+v", noise)
+	}
+	for i := range want {
+		if noise[i].Hardware != want[i].Hardware || noise[i].Groups != want[i].Groups || noise[i].Runs != want[i].Runs || math.Abs(noise[i].SD-want[i].SD) > 1e-12 {
+			t.Fatalf("noise[%d] = %+v, want %+v", i, noise[i], want[i])
+		}
+	}
+	// The registry state folds the same groups and keeps them through its cache.
+	st := Build(recs, Options{Goal: g})
+	b, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(b, Options{Goal: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*State{st, back} {
+		got := s.Noise()
+		if len(got) != 2 || math.Abs(got[0].SD-want[0].SD) > 1e-12 || got[1].Runs != 2 {
+			t.Fatalf("state noise %+v", got)
+		}
+	}
+	if NoiseFor(noise, "H100") != &noise[0] || NoiseFor(noise, "A100") != nil || NoiseFor(noise[1:], "") != &noise[1] {
+		t.Fatal("NoiseFor picks the wrong hardware")
+	}
+}
+
+func TestTieMargin(t *testing.T) {
+	n := &Noise{Metric: "val_bpb", Noise: evidence.Noise{SD: 0.002, Groups: 3, Runs: 9}}
+	cases := []struct {
+		name     string
+		minDelta float64
+		noise    *Noise
+		want     Margin
+		text     string
+	}{
+		{"no noise", 0.001, nil, Margin{Value: 0.001, Source: "min-delta"}, "margin 0.001 (--min-delta)"},
+		{"noise wider", 0.001, n, Margin{Value: 0.004, Source: "noise", Noise: n}, "margin 0.004 = 2 × noise sd 0.002 (3 replicate groups, 9 runs)"},
+		{"min-delta wider", 0.01, n, Margin{Value: 0.01, Source: "min-delta"}, "margin 0.01 (--min-delta)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TieMargin(tc.minDelta, tc.noise)
+			if got != tc.want || got.String() != tc.text {
+				t.Fatalf("got %+v %q, want %+v %q", got, got.String(), tc.want, tc.text)
+			}
+		})
+	}
+}
+
+func TestChampionValue(t *testing.T) {
+	g := Goal{Metric: "val_bpb"}
+	recs := replicateLedger()
+	rp := CollectReplicates(recs, g)
+	var kept []ledger.Record
+	for _, r := range recs {
+		if r.Status == "keep" {
+			kept = append(kept, r)
+		}
+	}
+	// H100: group a's mean 1.02, group b's 0.985 (its kept run is judged by
+	// the group's mean), the single run 0.97 → the single run.
+	v, grp, ok := ChampionValue(kept, rp, "H100")
+	if !ok || v != 0.97 || grp.Replicate != ledger.ReplicateKey("single", "") {
+		t.Fatalf("H100 champion %v %+v", v, grp)
+	}
+	v, _, _ = ChampionValue(kept, rp, "RTX 4090")
+	if math.Abs(v-1.12) > 1e-12 {
+		t.Fatalf("4090 champion %v, want the group mean 1.12", v)
+	}
+	// A run on hardware no kept run used: the best over all.
+	if v, _, _ = ChampionValue(kept, rp, "A100"); v != 0.97 {
+		t.Fatalf("A100 champion %v", v)
+	}
+}
