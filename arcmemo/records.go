@@ -405,6 +405,16 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 		Artifacts:   map[string]string{"source_path": filepath.Join(run.Dir, p.Folder)},
 		Source:      src,
 	}
+	if final && run.ConfigFingerprint != "" {
+		// Replicates (issue 27's groups): the runs of one configuration on
+		// one puzzle set, whatever their seeds; only final passes, the
+		// runs' results, join a group.
+		rec.Replicate = ledger.ReplicateKey("arcmemo/"+run.PuzzleSet, run.ConfigFingerprint)
+		if run.Seed != nil {
+			seed := int64(*run.Seed)
+			rec.Seed = &seed
+		}
+	}
 	// The cumulative scores are stored whatever the pass produced: they
 	// are what mem2's driver.log and summary.json report after this pass
 	// (a pass without scorable attempts repeats the previous figures, or

@@ -121,7 +121,7 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		packetFilesOf[plan.Final.RunID] = append(packetFilesOf[plan.Final.RunID],
 			ledger.ArchiveFile{Key: ArcMemoItemsKey, Name: evidence.ItemsFileName, Data: buf.Bytes()})
 		sum := evidence.Summarize(items)
-		plan.Final.Source["items"] = map[string]any{"count": sum.Count, "mean": sum.Mean, "binary": sum.Binary}
+		plan.Final.Items = &ledger.ItemsInfo{Count: sum.Count, Mean: sum.Mean, Binary: sum.Binary}
 	}
 	if !opts.DryRun && len(plan.Records) > 0 {
 		for _, r := range plan.Records {
@@ -166,8 +166,8 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 }
 
 // ArcMemoItemsKey is the artifacts key of a run's items file (the final
-// pass record's runs/<id>/items.jsonl).
-const ArcMemoItemsKey = "items"
+// pass record's runs/<id>/items.jsonl), the one log --items uses.
+const ArcMemoItemsKey = "archived_items_path"
 
 // The import-id cache under <store>/cache/ holds every source.import_id of
 // the ledger prefix it covers, so a second import of a big ledger reads

@@ -3,7 +3,6 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/arcmemo"
-	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/report"
 )
@@ -82,25 +80,18 @@ func arcmemoSection(env Env, s *ledger.Store, slim []ledger.Record, windowStart 
 	return nil
 }
 
-// loadOutcomes reads a run's items; a run imported before items were kept
-// has none (Outcomes stays nil).
+// loadOutcomes reads a run's items (RunItems, the one items reader); a
+// run imported before items were kept has none (Outcomes stays nil).
 func loadOutcomes(s *ledger.Store, v *arcmemo.RunView) error {
-	dir, err := s.RunDir(v.FinalRecordID)
-	if err != nil {
+	if v.Final == nil || v.Final.Items == nil {
 		return nil
 	}
-	path := filepath.Join(dir, evidence.ItemsFileName)
-	f, _, err := ledger.OpenInput(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	items, err := RunItems(s, v.Final)
+	if errors.Is(err, errNoItemsArchive) {
 		return nil
 	}
 	if err != nil {
-		return ledger.BadInputf("unable to read %s: %v", path, UnwrapPathErr(err))
-	}
-	defer f.Close()
-	items, err := evidence.ReadItems(f)
-	if err != nil {
-		return ledger.BadInputf("%s: %v", path, err)
+		return ledger.BadInputf("items of ArcMemo run %s (%s): %v", v.RunID, v.FinalRecordID, err)
 	}
 	v.Outcomes, err = arcmemo.OutcomesFromItems(items)
 	return err

@@ -11,6 +11,7 @@ import (
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // statusesByImport returns, for a store, every record's status keyed by its
@@ -117,7 +118,7 @@ func TestArcmemoResearchCLI(t *testing.T) {
 	recs, _ := readArcLedger(t, store)
 	items := 0
 	for _, r := range recs {
-		if p := r.Artifacts["items"]; p != "" {
+		if p := r.Artifacts[ops.ArcMemoItemsKey]; p != "" {
 			b, err := os.ReadFile(filepath.Join(store, ledger.RunsDir, string(r.RunID), evidence.ItemsFileName))
 			if err != nil || !strings.HasSuffix(p, "/"+evidence.ItemsFileName) || strings.Count(string(b), "\n") != 5 {
 				t.Errorf("items of %s: %v", r.RunID, err)

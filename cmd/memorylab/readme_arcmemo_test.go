@@ -30,6 +30,9 @@ func TestREADMEArcMemoWorkflow(t *testing.T) {
 	}
 	dir := t.TempDir()
 	corpus := arcmemoCorpus(t)
+	// The README's paths are relative to where the commands run, as
+	// typed (--store included): run them there.
+	t.Chdir(dir)
 	for _, run := range []string{"mem2-mock-run-synthetic-replay", "mem2-mock-run-synthetic-concepts", "mem2-mock-run"} {
 		if err := copyTreeTest(filepath.Join(corpus, run), filepath.Join(dir, "testdata", "arcmemo", run)); err != nil {
 			t.Fatal(err)
