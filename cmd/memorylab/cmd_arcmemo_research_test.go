@@ -130,6 +130,10 @@ func TestArcmemoResearchCLI(t *testing.T) {
 		t.Errorf("%d runs with items, want 4", items)
 	}
 
+	// One results.tsv row per run: doctor finds the table complete.
+	if res := runArcCLI(t, dir, "--store", store, "doctor"); res.code != 0 || strings.Contains(res.out, "results_tsv") {
+		t.Errorf("doctor: %d %s", res.code, res.out)
+	}
 	res := runArcCLI(t, dir, "--store", store, "arcmemo", "board", "--format", "json")
 	if res.code != 0 {
 		t.Fatalf("board: %d %s", res.code, res.err)
