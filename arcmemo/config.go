@@ -58,9 +58,9 @@ func ConfigName(runType string) (name string, rep int) {
 }
 
 // identityKey reports whether a flattened config key names the run rather
-// than its configuration: seeds, run ids and names, and paths (output and
-// data folders, seed files — a copy of the same file elsewhere is the same
-// configuration). The puzzle set is compared separately (PuzzleSetID).
+// than its configuration: seeds, run ids and names, and folders (output
+// and data roots; input files count by name, see fileKey). The puzzle set
+// is compared separately (PuzzleSetID).
 func identityKey(key string) bool {
 	last := key
 	if i := strings.LastIndexByte(key, '.'); i >= 0 {
@@ -76,12 +76,28 @@ func identityKey(key string) bool {
 	if strings.HasPrefix(key, "hydra.") {
 		return true // Hydra's own bookkeeping (run dir, job name, overrides)
 	}
-	for _, suf := range []string{"_root", "_dir", "_path", "_file", "_files"} {
+	for _, suf := range []string{"_root", "_dir", "_path"} {
 		if strings.HasSuffix(last, suf) {
 			return true
 		}
 	}
 	return false
+}
+
+// fileKey reports whether a config key names an input file (a seed memory
+// or lessons file): its folder is where the file happens to be, its name
+// says which memory it is, so only the name counts.
+func fileKey(key string) bool {
+	return strings.HasSuffix(key, "_file") || strings.HasSuffix(key, "_files")
+}
+
+// fileName is the name part of a file key's value (the whole value for
+// lists and null).
+func fileName(v string) string {
+	if i := strings.LastIndexAny(v, `/\`); i >= 0 && !strings.HasPrefix(v, "[") {
+		return v[i+1:]
+	}
+	return v
 }
 
 // ConfigFingerprint hashes a flattened config without its identity keys
@@ -97,9 +113,13 @@ func ConfigFingerprint(flat map[string]string) string {
 	sort.Strings(keys)
 	h := sha256.New()
 	for _, k := range keys {
+		v := flat[k]
+		if fileKey(k) {
+			v = fileName(v)
+		}
 		h.Write([]byte(k))
 		h.Write([]byte{0})
-		h.Write([]byte(flat[k]))
+		h.Write([]byte(v))
 		h.Write([]byte{'\n'})
 	}
 	return "cfg-" + hex.EncodeToString(h.Sum(nil))[:12]
@@ -162,7 +182,8 @@ func DiffConfig(a, b map[string]string) []ConfigChange {
 		if ina == inb && va == vb {
 			return
 		}
-		out = append(out, ConfigChange{Key: k, A: va, B: vb, InA: ina, InB: inb, Scoring: ScoringKey(k), Name: identityKey(k)})
+		name := identityKey(k) || (fileKey(k) && ina && inb && fileName(va) == fileName(vb))
+		out = append(out, ConfigChange{Key: k, A: va, B: vb, InA: ina, InB: inb, Scoring: ScoringKey(k), Name: name})
 	}
 	for k := range a {
 		add(k)

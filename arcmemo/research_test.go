@@ -182,6 +182,21 @@ func TestConfigIdentity(t *testing.T) {
 		SetConfig(cfg, "run.output_root", "/elsewhere/outputs")
 		SetConfig(cfg, "components.benchmark.data_root", "/copy/of/synthetic_puzzles")
 	}))
+	// A seed memory file of another name is another memory: another
+	// configuration; the same file in another folder is not.
+	moved := readRun(t, TestRunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "moved0000001", func(cfg map[string]any) {
+		SetConfig(cfg, "components.memory_builder.seed_memory_file", "/home/me/copies/compressed_v1.json")
+	}))
+	other := readRun(t, TestRunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "other0000001", func(cfg map[string]any) {
+		SetConfig(cfg, "components.memory_builder.seed_memory_file", "/opt/mem2/data/arc_agi/concept_memory/compressed_v2.json")
+	}))
+	concepts := readRun(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"))
+	if moved.ConfigFingerprint != concepts.ConfigFingerprint || other.ConfigFingerprint == concepts.ConfigFingerprint {
+		t.Errorf("seed memory file: moved %s other %s base %s", moved.ConfigFingerprint, other.ConfigFingerprint, concepts.ConfigFingerprint)
+	}
+	if d := DiffConfig(concepts.Config, other.Config); len(d) != 1 || d[0].Name {
+		t.Errorf("another seed memory: %+v", d)
+	}
 	if rep.ConfigFingerprint != base.ConfigFingerprint || rep.ConfigName != "mock_synthetic_replay" || rep.Replicate != 2 || base.Replicate != 1 {
 		t.Errorf("replicate: %s %s %d, base %s", rep.ConfigFingerprint, rep.ConfigName, rep.Replicate, base.ConfigFingerprint)
 	}
