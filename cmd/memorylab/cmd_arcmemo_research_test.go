@@ -79,6 +79,13 @@ func TestArcmemoImportOrder(t *testing.T) {
 			t.Errorf("show %s: %d %s", tc.ref, res.code, firstLine(res.out, "import_id"))
 		}
 	}
+	// list --best names three runs, not three passes of one run.
+	res0 := runArcCLI(t, dir, "--store", store, "list", "--best", "3", "--json")
+	for _, id := range []string{"22701a56360f", "382bca7ddb70", "d99f38dbcd7b"} {
+		if res0.code != 0 || strings.Count(res0.out, "(mem2 run "+id+")") != 1 {
+			t.Errorf("list --best 3: run %s appears %d times", id, strings.Count(res0.out, "(mem2 run "+id+")"))
+		}
+	}
 	// The README's `compare champion previous` now compares two runs.
 	res := runArcCLI(t, dir, "--store", store, "arcmemo", "diff", "champion", "previous", "--json")
 	if res.code != 0 || !strings.Contains(res.out, `"message_type": "arcmemo_diff"`) {
