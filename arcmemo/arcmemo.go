@@ -22,6 +22,7 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	cfg := map[string]string{}
 	if b, err := readInput(filepath.Join(dir, ".hydra", "config.yaml")); err == nil {
 		cfg = flatYAML(b)
+		r.Config = cfg
 	} else {
 		r.Warnings = append(r.Warnings, ".hydra/config.yaml is missing: model and settings unknown")
 	}
@@ -36,7 +37,7 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	r.Benchmark = "arc_agi"
 	for _, k := range []string{"data.split", "data.name", "data.dataset"} {
 		if v := cfg[k]; v != "" {
-			r.Split = v
+			r.DataFolder = v
 			break
 		}
 	}
@@ -70,6 +71,8 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	}
 	var prev []Attempt
 	puzzles := 0
+	cums := make([][]Attempt, 0, len(iters))
+	hint, concepts := map[string]int{}, map[string][]string{}
 	for i, it := range iters {
 		treePath := filepath.Join(dir, it.name, "solution_trees.json")
 		tb, err := readInput(treePath)
@@ -81,6 +84,9 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 			return nil, err
 		}
 		puzzles = len(uids)
+		r.Puzzles = uids
+		cums = append(cums, tree)
+		r.PassMemory = append(r.PassMemory, readPassMemory(filepath.Join(dir, it.name), hint, concepts))
 		ps := Pass{Index: i, Folder: it.name, Jobs: countJobs(filepath.Join(dir, it.name, "metadata.json")), Hash: hashBytes(tb),
 			Usage: readUsage(filepath.Join(dir, it.name, "token_usage.json"))}
 		ps.Cum = Score(tree, RuleArcMemo)
@@ -126,6 +132,7 @@ func readArcMemo(dir string, iters []iterDir) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	finishRun(r, cums, hint, concepts)
 	return r, nil
 }
 

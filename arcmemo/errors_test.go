@@ -200,7 +200,7 @@ func TestArcMemoOutputDir(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Producer != ProducerArcMemo || r.Rule != RuleArcMemo || r.Model != "o4-mini" || r.Split != "eval_100" || r.MaxPasses != 2 || !r.Reselect || r.ProblemCount != 5 {
+		if r.Producer != ProducerArcMemo || r.Rule != RuleArcMemo || r.Model != "o4-mini" || r.DataFolder != "eval_100" || r.Split != r.PuzzleSet || r.PuzzleSet != PuzzleSetID(r.Puzzles) || r.MaxPasses != 2 || !r.Reselect || r.ProblemCount != 5 {
 			t.Fatalf("run: %+v", r)
 		}
 		for i, want := range []float64{1.3333333333333333, 2.833333333333333} {

@@ -88,8 +88,9 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 		r.Benchmark = rc.Tags["benchmark"]
 	}
 	if root := digString(cfg, "components.benchmark.data_root"); root != "" {
-		r.Split = filepath.Base(filepath.FromSlash(root))
+		r.DataFolder = filepath.Base(filepath.FromSlash(root))
 	}
+	r.Config = FlattenConfig(cfg)
 	r.ExecutionMode = digString(cfg, "run.execution_mode")
 	r.MaxPasses = digInt(cfg, "run.max_passes", 0)
 	r.RetryPaths = digInt(cfg, "components.trajectory_policy.retry_paths", 1)
@@ -113,14 +114,22 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	} else {
 		r.Warnings = append(r.Warnings, "summary.json is missing: the run did not finish; passes recovered from iteration_N/solution_trees.json")
 	}
+	if exists(p("problems.json")) {
+		b, err := readInput(p("problems.json"))
+		if err != nil {
+			return nil, badInput("unable to read %s: %v", p("problems.json"), unwrapPathErr(err))
+		}
+		kvs, err := orderedObject(b)
+		if err != nil {
+			return nil, badInput("%s is not valid JSON (%v): the run did not finish writing it; rerun or restore the file", p("problems.json"), shortErr(err))
+		}
+		for _, kv := range kvs {
+			r.Puzzles = append(r.Puzzles, kv.Key)
+		}
+		r.ProblemCount = len(r.Puzzles)
+	}
 	if sum.ProblemCount != nil {
 		r.ProblemCount = *sum.ProblemCount
-	} else if exists(p("problems.json")) {
-		var probs map[string]json.RawMessage
-		if err := readJSONFile(p("problems.json"), &probs); err != nil {
-			return nil, err
-		}
-		r.ProblemCount = len(probs)
 	}
 
 	var lr logReport
@@ -184,6 +193,8 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	}
 
 	var prevTree []Attempt
+	cums := make([][]Attempt, 0, nPass)
+	hint, concepts := map[string]int{}, map[string][]string{}
 	for i := 0; i < nPass; i++ {
 		folder := iters[i].name
 		treePath := p(folder, "solution_trees.json")
@@ -221,6 +232,8 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 				}
 			}
 		}
+		cums = append(cums, cum)
+		r.PassMemory = append(r.PassMemory, readPassMemory(p(folder), hint, concepts))
 		ps.Cum = Score(cum, RuleMem2)
 		if evaluator != "" && evaluator != "arc_exec" {
 			// §3.8: math/code evaluators score solved problems.
@@ -271,6 +284,10 @@ func readMem2(dir string, iters []iterDir) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(r.Puzzles) == 0 && len(cums) > 0 {
+		r.Puzzles = puzzlesOf(cums[len(cums)-1])
+	}
+	finishRun(r, cums, hint, concepts)
 	for i := range r.Snapshots {
 		s := &r.Snapshots[i]
 		switch {

@@ -22,7 +22,7 @@ const (
 
 // PassMetrics are the metric names every solve-pass record carries; a
 // store whose primary metric is one of them can take ArcMemo imports.
-var PassMetrics = []string{"official_score", "strict_score", "strict_solved_puzzles", "problem_count",
+var PassMetrics = []string{"official_fraction", "solved_fraction", "official_score", "strict_score", "strict_solved_puzzles", "problem_count",
 	"attempts", "correct_attempts", "accuracy_per_attempt", "official_score_sum",
 	"pass_attempts", "pass_correct_attempts", "pass_parse_errors", "jobs"}
 
@@ -89,6 +89,9 @@ type Plan struct {
 	Skipped []string
 	Passes  int
 	Memory  int
+	// Final is the run's final-pass record when this import adds it (nil
+	// otherwise): the run's result, which carries its items (Run.Outcomes).
+	Final *ledger.Record
 }
 
 // BuildOptions tune BuildRecords.
@@ -112,7 +115,7 @@ func CheckMetric(cfg ledger.Config) error {
 			return nil
 		}
 	}
-	return badInput("the store's primary metric is %s (goal %s), which ArcMemo passes do not report: import into a store made for them, e.g. `memorylab --store results/arcmemo arcmemo import DIR --init` (metric official_score, goal max)", cfg.Metric, cfg.Goal)
+	return badInput("the store's primary metric is %s (goal %s), which ArcMemo passes do not report: import into a store made for them, e.g. `memorylab --store results/arcmemo arcmemo import DIR --init` (metric official_fraction, goal max)", cfg.Metric, cfg.Goal)
 }
 
 // ImportKey identifies a run across imports: producer and run id. The
@@ -174,6 +177,7 @@ func BuildRecords(run *Run, ex *Existing, prov Provenance, opts BuildOptions) (*
 		ts[i] = &items[i].t
 	}
 	orderTimes(ts)
+	strictTimes(ts)
 
 	plan := &Plan{}
 	passCount := len(run.Passes)
@@ -196,12 +200,15 @@ func BuildRecords(run *Run, ex *Existing, prov Provenance, opts BuildOptions) (*
 			}
 			rec = passRecord(run, it.pass, passCount, ex.cfg, champion)
 			plan.Passes++
+			if it.pass.Index == passCount-1 {
+				plan.Final = rec
+			}
 		} else {
 			rec = snapshotRecord(run, it.snap, passCount)
 			plan.Memory++
 		}
 		rec.SchemaVersion = ledger.SchemaVersion
-		rec.Timestamp = it.t.UTC().Format("2006-01-02T15:04:05Z")
+		rec.Timestamp = FormatTimestamp(it.t)
 		rec.RunID = runID(it.t, prov.Commit, id)
 		rec.Branch = prov.Branch
 		rec.Commit = ledger.Short(prov.Commit)
@@ -244,21 +251,25 @@ func runID(t time.Time, commit, importID string) ledger.RunID {
 
 func (r *Run) baseSource() map[string]any {
 	src := map[string]any{
-		"importer":      "memorylab arcmemo import",
-		"producer":      r.Producer,
-		"run_id":        r.RunID,
-		"run_type":      r.RunType,
-		"config_hash":   r.ConfigHash,
-		"model":         r.Model,
-		"provider":      r.Provider,
-		"benchmark":     r.Benchmark,
-		"split":         r.Split,
-		"source_dir":    r.Dir,
-		"completed":     r.Complete,
-		"passes":        len(r.Passes),
-		"max_passes":    r.MaxPasses,
-		"retry_paths":   r.RetryPaths,
-		"problem_count": r.ProblemCount,
+		"importer":           "memorylab arcmemo import",
+		"producer":           r.Producer,
+		"run_id":             r.RunID,
+		"run_type":           r.RunType,
+		"config_hash":        r.ConfigHash,
+		"model":              r.Model,
+		"provider":           r.Provider,
+		"benchmark":          r.Benchmark,
+		"split":              r.Split,
+		"puzzle_set":         r.PuzzleSet,
+		"config_name":        r.ConfigName,
+		"replicate":          r.Replicate,
+		"config_fingerprint": r.ConfigFingerprint,
+		"source_dir":         r.Dir,
+		"completed":          r.Complete,
+		"passes":             len(r.Passes),
+		"max_passes":         r.MaxPasses,
+		"retry_paths":        r.RetryPaths,
+		"problem_count":      r.ProblemCount,
 	}
 	for k, v := range map[string]string{"execution_mode": r.ExecutionMode, "retry_criterion": r.Criterion,
 		"memory_builder": r.MemoryBuilder, "memory_retriever": r.Retriever} {
@@ -268,6 +279,9 @@ func (r *Run) baseSource() map[string]any {
 	}
 	if r.Seed != nil {
 		src["seed"] = *r.Seed
+	}
+	if r.DataFolder != "" {
+		src["data_folder"] = r.DataFolder
 	}
 	return src
 }
@@ -314,6 +328,15 @@ func (r *Run) PassDescription(p *Pass) string {
 
 func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion func() (float64, bool)) *ledger.Record {
 	m := ledger.Metrics{}
+	// The run's result, as fractions of its puzzle set, is on its final
+	// pass only: an intermediate pass is an observation for the curves, so
+	// a store ranked by official_fraction never counts it as an
+	// experiment (no plateau count, failure cluster or retry advice) and
+	// never makes it champion.
+	if run.ProblemCount > 0 && p.Index == passCount-1 {
+		m.Set("official_fraction", p.Cum.Official/float64(run.ProblemCount))
+		m.Set("solved_fraction", p.Cum.Strict/float64(run.ProblemCount))
+	}
 	m.Set("official_score", p.Cum.Official)
 	m.Set("strict_score", p.Cum.Strict)
 	m.Set("strict_solved_puzzles", float64(p.Cum.StrictSolved))
@@ -353,6 +376,26 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 	if p.Reported != nil {
 		src["reported"] = map[string]any{"official": p.Reported.Official, "strict": p.Reported.Strict, "problems": p.Reported.Problems}
 	}
+	final := p.Index == passCount-1
+	src["final_pass"] = final
+	if len(p.Usage.Models) > 0 {
+		src["usage_by_model"] = p.Usage.Models
+	}
+	if p.Index < len(run.PassMemory) {
+		src["prompt_memory"] = run.PassMemory[p.Index]
+	}
+	if final {
+		// The run's result: its whole configuration and what was checked
+		// about its memory travel with it (diff and board read them).
+		src["config"] = run.Config
+		src["memory_in_prompt"] = run.MemoryInPrompt
+		if len(run.Outcomes) > 0 {
+			src["solved_mask"] = SolvedMask(run.Outcomes)
+		}
+		if len(run.MemoryWarnings) > 0 {
+			src["memory_warnings"] = run.MemoryWarnings
+		}
+	}
 	rec := &ledger.Record{
 		Family:      run.Family(),
 		Description: run.PassDescription(p),
@@ -362,6 +405,16 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 		Artifacts:   map[string]string{"source_path": filepath.Join(run.Dir, p.Folder)},
 		Source:      src,
 	}
+	if final && run.ConfigFingerprint != "" {
+		// Replicates (issue 27's groups): the runs of one configuration on
+		// one puzzle set, whatever their seeds; only final passes, the
+		// runs' results, join a group.
+		rec.Replicate = ledger.ReplicateKey("arcmemo/"+run.PuzzleSet, run.ConfigFingerprint)
+		if run.Seed != nil {
+			seed := int64(*run.Seed)
+			rec.Seed = &seed
+		}
+	}
 	// The cumulative scores are stored whatever the pass produced: they
 	// are what mem2's driver.log and summary.json report after this pass
 	// (a pass without scorable attempts repeats the previous figures, or
@@ -369,15 +422,26 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 	// it did not run, so it is a crash. A pass with attempts that were all
 	// unreadable did run and measured something (no gain): it is judged
 	// against the champion like any other, with the reason in its error.
+	//
+	// A run is the unit of ranking: its final pass is its result (keep);
+	// an earlier pass is kept for the curves, an observation without the
+	// run's result metrics — whatever the store holds, so statuses never
+	// depend on import order. Which run is better is the board's question,
+	// asked within one puzzle set.
 	champ, ok := champion()
-	v, _ := m.Get(cfg.Metric)
+	// The final pass stands for the run even when its own jobs all failed
+	// (its cumulative scores are the run's result); it is a crash only when
+	// the whole run made no attempt.
 	switch {
+	case final && p.Cum.Attempts == 0 && p.Attempts == 0:
+		rec.Status = ledger.StatusCrash
+	case final:
+		rec.Status = ledger.StatusKeep
 	case p.Attempts == 0:
 		rec.Status = ledger.StatusCrash
-	case !ok || cfg.Better(v, champ):
-		rec.Status = ledger.StatusKeep
 	default:
-		rec.Status = ledger.StatusDiscard
+		rec.Status = ledger.StatusKeep
+		rec.Notes += fmt.Sprintf("; intermediate pass, kept for the curves: the run's result is its final pass %d", passCount)
 	}
 	if ok && rec.Status != ledger.StatusCrash {
 		src["champion_before"] = champ

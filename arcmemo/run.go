@@ -52,6 +52,26 @@ type Run struct {
 	Started       time.Time
 	Finished      time.Time
 	Warnings      []string
+
+	// Config is the run's whole configuration, flattened to dotted keys
+	// (FlattenConfig); ConfigFingerprint identifies the configuration
+	// without seed, run ids, names and paths, and ConfigName is the run
+	// type without a _repN replicate suffix (Replicate is N).
+	Config            map[string]string
+	ConfigFingerprint string
+	ConfigName        string
+	Replicate         int
+	// Puzzles is the puzzle set in load order; PuzzleSet its content id
+	// (PuzzleSetID), DataFolder the data folder's name.
+	Puzzles    []string
+	PuzzleSet  string
+	DataFolder string
+	// Outcomes holds one entry per puzzle (the run's items); PassMemory
+	// what each pass put in front of the solver.
+	Outcomes       []PuzzleOutcome
+	PassMemory     []PassMemory
+	MemoryInPrompt bool
+	MemoryWarnings []string
 }
 
 // Reported is a producer's own per-pass score line.
@@ -376,6 +396,27 @@ type snapFile struct {
 	label string
 	pass  int
 	rel   string
+}
+
+// strictTimes makes timestamps strictly increasing at millisecond
+// precision (FormatTimestamp), so records of one import keep their order
+// in the ledger's (timestamp, run id) order even when the producer wrote
+// several in the same millisecond.
+func strictTimes(ts []*time.Time) {
+	for i := 1; i < len(ts); i++ {
+		prev := ts[i-1].Truncate(time.Millisecond)
+		if !ts[i].Truncate(time.Millisecond).After(prev) {
+			*ts[i] = prev.Add(time.Millisecond)
+		}
+	}
+}
+
+// FormatTimestamp writes an imported record's time in UTC with
+// milliseconds (RFC 3339), e.g. 2026-01-02T03:04:05.678Z: producers log
+// passes within the same second, and whole seconds would leave their order
+// to the run ids' hashes.
+func FormatTimestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
 // orderTimes makes timestamps non-decreasing in import order, filling

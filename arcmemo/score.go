@@ -49,6 +49,11 @@ type Scores struct {
 	Attempts         int     `json:"total_attempts"`
 	Correct          int     `json:"correct_attempts"`
 	ScorableAttempts int     `json:"scorable_attempts"`
+	// PairsSolved and PairsSeen are the test pairs behind Official (pairs
+	// with pair_idx >= 0 of the puzzles with rows): per puzzle, Official
+	// is PairsSolved / PairsSeen.
+	PairsSolved int `json:"-"`
+	PairsSeen   int `json:"-"`
 }
 
 // IsCorrectTests is mem2's per-attempt verdict: there are test details and
@@ -169,6 +174,8 @@ func Score(attempts []Attempt, rule Rule) Scores {
 				}
 			}
 			s.Official += float64(solved) / float64(len(p.pairOrder))
+			s.PairsSolved += solved
+			s.PairsSeen += len(p.pairOrder)
 		}
 		strictOK := false
 		for tk, step := range p.last {

@@ -25,6 +25,12 @@ func (r *Record) Imported() bool { return r.SourceKind() != "" }
 // all follow it.
 func (r *Record) HasTSVRow() bool {
 	k := r.SourceKind()
+	if k == SourceArcMemoPass {
+		// One row per ArcMemo run, its final pass; records written before
+		// runs were the unit (no final_pass) each had one.
+		final, ok := r.Source["final_pass"].(bool)
+		return !ok || final
+	}
 	return k != SourceResultsTSV && k != SourceArcMemoMemory
 }
 

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 
 	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
@@ -17,7 +19,7 @@ import (
 // ArcMemoInput is `memorylab arcmemo import`'s input.
 type ArcMemoInput struct {
 	Dir        string // a mem2 run directory or an arc_memo output directory
-	Init       bool   // create the store (metric official_score, goal max) if missing
+	Init       bool   // create the store (metric official_fraction, goal max) if missing
 	DryRun     bool
 	SkipMemory bool // no memory-snapshot records
 }
@@ -44,7 +46,7 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		return nil, err
 	}
 	cfg := ledger.DefaultConfig()
-	cfg.Metric, cfg.Goal = "official_score", ledger.GoalMax
+	cfg.Metric, cfg.Goal = "official_fraction", ledger.GoalMax
 	var s *ledger.Store
 	var lock *ledger.Lock
 	switch s, err = loc.Open(); {
@@ -55,9 +57,9 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		if s, _, err = ledger.InitStore(loc.StoreDir, loc.TSVPath, cfg, results.Header(cfg.Metric)); err != nil {
 			return nil, err
 		}
-		env.notef("initialised store at %s (metric official_score, goal max)", s.Dir)
+		env.notef("initialised store at %s (metric official_fraction, goal max)", s.Dir)
 	case errors.Is(err, ledger.ErrNoStore):
-		return nil, fmt.Errorf("%w at %s: pass --init to create it (metric official_score, goal max), or run `memorylab --store DIR init --metric official_score --goal max`", ledger.ErrNoStore, loc.StoreDir)
+		return nil, fmt.Errorf("%w at %s: pass --init to create it (metric official_fraction, goal max), or run `memorylab --store DIR init --metric official_fraction --goal max`", ledger.ErrNoStore, loc.StoreDir)
 	default:
 		return nil, err
 	}
@@ -91,8 +93,8 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		}
 		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
 		build.Fold = func(rec *ledger.Record) error {
-			if rec.Source["kind"] != arcmemo.KindSolvePass {
-				st.Add(rec)
+			if rec.Source["kind"] != arcmemo.KindSolvePass || arcmemo.Secondary(rec) {
+				st.Add(rec) // snapshots and intermediate passes: observations
 				return nil
 			}
 			packet := DecisionPacket(st, rec)
@@ -109,6 +111,18 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if plan.Final != nil && len(run.Outcomes) > 0 {
+		// The run's result carries its per-puzzle items (issue 28).
+		items := run.Items()
+		var buf bytes.Buffer
+		if err := evidence.WriteItems(&buf, items); err != nil {
+			return nil, err
+		}
+		packetFilesOf[plan.Final.RunID] = append(packetFilesOf[plan.Final.RunID],
+			ledger.ArchiveFile{Key: ArcMemoItemsKey, Name: evidence.ItemsFileName, Data: buf.Bytes()})
+		sum := evidence.Summarize(items)
+		plan.Final.Items = &ledger.ItemsInfo{Count: sum.Count, Mean: sum.Mean, Binary: sum.Binary}
+	}
 	if !opts.DryRun && len(plan.Records) > 0 {
 		for _, r := range plan.Records {
 			if files := packetFilesOf[r.RunID]; len(files) > 0 {
@@ -122,8 +136,8 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 			return nil, err
 		}
 		for _, r := range plan.Records {
-			if r.Source["kind"] != arcmemo.KindSolvePass {
-				continue
+			if r.Source["kind"] != arcmemo.KindSolvePass || arcmemo.Secondary(r) {
+				continue // results.tsv: one row per run, its final pass
 			}
 			row := results.RowFromRecord(r, s.Config.Metric)
 			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
@@ -147,6 +161,10 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 	}
 	return &ArcMemoResult{Run: run, Store: s, Plan: plan}, nil
 }
+
+// ArcMemoItemsKey is the artifacts key of a run's items file (the final
+// pass record's runs/<id>/items.jsonl), the one log --items uses.
+const ArcMemoItemsKey = "archived_items_path"
 
 // The import-id cache under <store>/cache/ holds every source.import_id of
 // the ledger prefix it covers, so a second import of a big ledger reads

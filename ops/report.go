@@ -111,6 +111,7 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 		PlateauWindow: in.PlateauWindow, MinDelta: in.MinDelta})
 	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
 	m.Swept = swept(env, s, cat.Records, m.WindowStart)
+	m.ArcMemo = arcmemoSection(env, s, cat.Records, m.WindowStart)
 	return m, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
@@ -290,21 +291,28 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error) {
 	switch arg {
 	case "latest", "previous":
-		n := len(recs) - 1
+		// Runs of one kind: an ArcMemo run is its final pass, so its memory
+		// snapshots and earlier passes are skipped (issue 28).
+		want := 1
 		if arg == "previous" {
-			n--
+			want = 2
 		}
-		if n < 0 {
-			return -1, ledger.BadInputf("the ledger has fewer runs than `%s` needs", arg)
+		for n := len(recs) - 1; n >= 0; n-- {
+			if arcmemo.Secondary(&recs[n]) {
+				continue
+			}
+			if want--; want == 0 {
+				return n, nil
+			}
 		}
-		return n, nil
+		return -1, ledger.BadInputf("the ledger has fewer runs than `%s` needs", arg)
 	case "champion":
 		best := -1
 		for pass := 0; pass < 2 && best < 0; pass++ { // kept runs first, else any non-crash run
 			for i := range recs {
 				r := &recs[i]
 				v, ok := r.Metric(cfg.Metric)
-				if !ok || r.Status == ledger.StatusCrash || (pass == 0 && r.Status != ledger.StatusKeep) {
+				if !ok || r.Status == ledger.StatusCrash || (pass == 0 && r.Status != ledger.StatusKeep) || arcmemo.Secondary(r) {
 					continue
 				}
 				if best < 0 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
@@ -232,6 +233,28 @@ func sourceDiff(a, b map[string]any) []SourceDifference {
 		if perRecordSourceKeys[k] {
 			continue
 		}
+		if k == "config" {
+			// An ArcMemo run's whole config: one line per key that
+			// differs, the ones that change scoring marked (issue 28).
+			var ca, cb map[string]string
+			recodeStrings(a[k], &ca)
+			recodeStrings(b[k], &cb)
+			for _, c := range arcmemo.DiffConfig(ca, cb) {
+				key := "config." + c.Key
+				if c.Scoring {
+					key += " (changes scoring)"
+				}
+				va, vb := c.A, c.B
+				if !c.InA {
+					va = ""
+				}
+				if !c.InB {
+					vb = ""
+				}
+				out = append(out, SourceDifference{Key: key, A: va, B: vb})
+			}
+			continue
+		}
 		va, vb := sourceValue(a[k]), sourceValue(b[k])
 		if va != vb {
 			out = append(out, SourceDifference{Key: k, A: va, B: vb})
@@ -246,7 +269,21 @@ func sourceDiff(a, b map[string]any) []SourceDifference {
 var perRecordSourceKeys = map[string]bool{"pass_index": true, "iteration_dir": true, "score_check": true,
 	"reported": true, "kind": true, "import_id": true, "import_key": true, "row": true, "line": true, "snapshot": true,
 	"producer_time": true, "imported_at": true, "champion_before": true, "memory_file": true, "memory_format": true,
-	"kinds": true, "strict_rule_text": true}
+	"kinds": true, "strict_rule_text": true,
+	// An ArcMemo run's results, not its configuration.
+	"usage_by_model": true, "prompt_memory": true, "solved_mask": true, "items": true, "final_pass": true,
+	"memory_warnings": true, "memory_in_prompt": true}
+
+// recodeStrings reads a decoded JSON object of strings (a record's
+// source.config) into m.
+func recodeStrings(v any, m *map[string]string) {
+	*m = map[string]string{}
+	if mm, ok := v.(map[string]any); ok {
+		for k, x := range mm {
+			(*m)[k] = sourceValue(x)
+		}
+	}
+}
 
 func sourceValue(v any) string {
 	switch x := v.(type) {

@@ -67,6 +67,9 @@ type Morning struct {
 	// ChampionsByHardware: the best kept run on each accelerator, when kept
 	// runs ran on more than one.
 	ChampionsByHardware []BoardRow `json:"champions_by_hardware,omitempty"`
+	// ArcMemo leads the report of a store holding ArcMemo imports (set by
+	// ops): the board of configurations per puzzle set, not a champion.
+	ArcMemo *ArcMemoSection `json:"arcmemo,omitempty"`
 }
 
 // SweptParam is one parameter of "What was swept".

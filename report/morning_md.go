@@ -28,6 +28,9 @@ func (m *Morning) writeTop(b *bytes.Buffer) {
 	w("# Morning Report\n\n")
 	w("Generated: %s  \nWindow: last %s hours (since %s)  \nMetric: %s (%s is better)\n\n",
 		m.GeneratedAt, trimFloat(m.WindowHours), m.WindowStart, m.Metric, map[string]string{"min": "lower", "max": "higher"}[m.Goal])
+	if m.ArcMemo != nil {
+		m.ArcMemo.write(b)
+	}
 	w("## Headline\n")
 	w("- Experiments recorded overnight: %d\n", h.Runs)
 	w("- Keep / discard / crash: %d / %d / %d\n", h.Keep, h.Discard, h.Crash)

@@ -45,18 +45,22 @@ func arcmemoCommand(env *Env) *cli.Command {
 					"Solve-pass records carry the cumulative official_score, strict_score (each producer's own\n" +
 					"strict rule, named in source.strict_rule), strict_solved_puzzles, problem_count, attempts,\n" +
 					"correct_attempts and accuracy_per_attempt, recomputed and checked against driver.log and\n" +
-					"summary.json. Status: keep when the pass beats the store's champion in the store's direction,\n" +
-					"discard otherwise, crash when the pass made no scorable attempt. Memory-snapshot records\n" +
+					"summary.json, plus official_fraction and solved_fraction (over the puzzle set). A run is the\n" +
+					"unit of ranking: its final pass is keep and alone carries the fractions (crash only when the whole\n" +
+					"run made no attempt); earlier passes are kept for the curves as observations; a pass that made no\n" +
+					"attempt is a crash — whatever the store holds, so import order never changes a status. The final\n" +
+					"pass keeps the run's whole config, its per-puzzle items\n" +
+					"(runs/<id>/items.jsonl) and its memory checks. Memory-snapshot records\n" +
 					"(initial, after each pass, final) carry concept or lesson counts and diffs, status keep.\n" +
 					"All records of one import are appended in one locked write; importing the same directory\n" +
 					"again adds nothing (source.import_id). The store's metric must be one the passes report\n" +
-					"(official_score, goal max, is what --init creates).\n\n" +
+					"(official_fraction — official_score over the puzzle set — goal max, is what --init creates).\n\n" +
 					"Examples:\n" +
 					"   memorylab --store results/arcmemo arcmemo import outputs/_runs/adhoc/382bca7ddb70 --init\n" +
 					"   memorylab --store results/arcmemo arcmemo import outputs/2025-06-01/10-00-00 --dry-run --json",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "store", Usage: "store directory (also accepted before the command)"},
-					&cli.BoolFlag{Name: "init", Usage: "create the store (metric official_score, goal max) if it is missing"},
+					&cli.BoolFlag{Name: "init", Usage: "create the store (metric official_fraction, goal max) if it is missing"},
 					&cli.BoolFlag{Name: "dry-run", Usage: "show the records that would be appended; write nothing"},
 					&cli.BoolFlag{Name: "skip-memory", Usage: "import solve passes only"},
 					&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON document"},
@@ -102,6 +106,7 @@ func arcmemoCommand(env *Env) *cli.Command {
 			},
 		},
 	}
+	cmd.Subcommands = append(cmd.Subcommands, arcmemoResearchCommands(env)...)
 	for _, sc := range cmd.Subcommands {
 		sc.OnUsageError = onUsageError
 		sc.Description = strings.TrimSpace(sc.Description + "\n\n" + exitStatusHelp)

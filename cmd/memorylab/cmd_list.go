@@ -74,7 +74,7 @@ func runList(env *Env, store string, in ops.ListInput, asJSON bool) error {
 		if it.Dirty {
 			status, dirty = status+"*", true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(it.RunID, 64), status, val, cell(it.Branch, 24), cell(it.Family, 16), cell(it.Description, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(it.RunID, 64), status, val, cell(it.Branch, 24), cellMiddle(it.Family, 24), cell(it.Description, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -83,6 +83,21 @@ func runList(env *Env, store string, in ops.ListInput, asJSON bool) error {
 		fmt.Fprintln(env.Out, "* dirty: ran with uncommitted changes to tracked files; `memorylab show` prints the code that ran")
 	}
 	return nil
+}
+
+// cellMiddle is cell cut in the middle: families share prefixes
+// (arcmemo/mock_synthetic_replay, arcmemo/mock_synthetic_concepts) and
+// differ at the end, so the end is kept.
+func cellMiddle(s string, max int) string {
+	s = strings.ReplaceAll(display.Line(s), "\t", " ")
+	if s == "" {
+		return "-"
+	}
+	if r := []rune(s); len(r) > max {
+		head := (max - 1) / 2
+		return string(r[:head]) + "…" + string(r[len(r)-(max-1-head):])
+	}
+	return s
 }
 
 // cell makes ledger text safe and short for one table cell.

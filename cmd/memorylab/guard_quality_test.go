@@ -258,7 +258,7 @@ func replayNight(t testing.TB, n int, seed int64) GuardQuality {
 		case !trained && !already:
 			q.FalseBlocks++
 			q.FalseBlocksBy[idea.label]++
-			reason := "refused: " + firstLine(err)
+			reason := "refused: " + errLine(err)
 			if m := blockReasonRe.FindStringSubmatch(f.err.String()); m != nil {
 				reason = m[1]
 			}
@@ -296,7 +296,7 @@ func replayNight(t testing.TB, n int, seed int64) GuardQuality {
 
 var blockReasonRe = regexp.MustCompile(`blocked by the novelty guard \(([a-z_]+)\)`)
 
-func firstLine(err error) string {
+func errLine(err error) string {
 	if err == nil {
 		return "none"
 	}

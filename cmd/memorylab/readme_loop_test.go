@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -122,8 +123,9 @@ func TestREADMENightLoop(t *testing.T) {
 		{"shorter warmdown", "", false, "nocommit", ""},
 	}
 	kept := map[string]bool{initial: true}
-	said := map[string]bool{}  // descriptions of earlier iterations
-	ran := map[string]string{} // commit → idea, for every commit that trained
+	said := map[string]bool{}                                      // descriptions of earlier iterations
+	clock := time.Now().Add(-24 * time.Hour).Truncate(time.Second) // commit times, in the past
+	ran := map[string]string{}                                     // commit → idea, for every commit that trained
 	for i, it := range night {
 		head, _ := repo.Head()
 		if it.code == "" {
@@ -141,8 +143,16 @@ func TestREADMENightLoop(t *testing.T) {
 		var commit string
 		for _, line := range iteration {
 			line = strings.ReplaceAll(line, example, `"`+it.desc+`"`)
-			code, out := sh(line)
 			if strings.HasPrefix(line, "git commit") {
+				// Each iteration commits five minutes after the last, as a
+				// real night does: the same tree, message and parent
+				// committed within one second would be the same commit (the
+				// earlier, reset one, which run refuses as already ran).
+				clock = clock.Add(5 * time.Minute)
+				line = fmt.Sprintf("GIT_AUTHOR_DATE=%[1]s GIT_COMMITTER_DATE=%[1]s %s", clock.Format(time.RFC3339), line)
+			}
+			code, out := sh(line)
+			if strings.HasPrefix(line, "git commit") || strings.Contains(line, " git commit") {
 				if it.want == "nocommit" {
 					if code == 0 || !strings.Contains(out, "nothing to commit") {
 						t.Fatalf("iteration %d: %s: exit %d, want git's \"nothing to commit\"\n%s", i, line, code, out)

@@ -78,6 +78,23 @@ function route() {
 
 // ---- overview ------------------------------------------------------------
 
+// arcmemoBoard renders the ArcMemo board: one table per puzzle set, one row
+// per configuration (see `memorylab arcmemo board`).
+function arcmemoBoard(a) {
+  const sd = (s) => (!s || !s.n ? "–" : s.n < 2 ? num(s.mean) : `${num(s.mean)} ± ${num(s.sd)}`);
+  const out = [el("h2", { text: "ArcMemo board" }),
+    el("p", { class: "muted", text: `${a.runs} runs, ${a.runs_imported_in_window} imported in the window; a run is ranked by its final pass, only within its puzzle set.` })];
+  for (const s of (a.board && a.board.puzzle_sets) || []) {
+    out.push(el("h3", { text: `Puzzle set ${s.puzzle_set} (${s.puzzles} puzzles)` }));
+    out.push(table(["config", "n", "official %", "solved", "solved by pass", "oracle@k", "memory in prompt", "vs baseline"],
+      s.rows.map((r) => el("tr", {}, el("td", { text: r.config }), el("td", { class: "num", text: String(r.n) }), el("td", { class: "num", text: sd(r.official_pct) }),
+        el("td", { class: "num", text: sd(r.solved) }), el("td", { text: r.solved_by_pass.map(sd).join(" → ") }), el("td", { text: r.oracle_at_k.join(" → ") || "–" }),
+        el("td", { text: r.memory_in_prompt + (r.selector_failures ? ` (selector failed ${r.selector_failures} of ${r.selector_calls})` : "") }),
+        el("td", { text: r.is_baseline ? "baseline" : r.vs_baseline ? `+${r.vs_baseline.gained} −${r.vs_baseline.lost}, p ${num(r.vs_baseline.p_exact)} (corrected ${num(r.vs_baseline.p_bonferroni)})` : "–" })))));
+  }
+  return out;
+}
+
 async function renderOverview(view) {
   const o = await api("/api/overview");
   const m = o.morning;
@@ -86,6 +103,7 @@ async function renderOverview(view) {
   const h = m.headline;
   const champ = h.champion;
   const out = [el("h1", { text: `Overview — ${m.metric} (${m.goal === "max" ? "higher" : "lower"} is better)` })];
+  if (m.arcmemo) out.push(...arcmemoBoard(m.arcmemo)); // an ArcMemo store leads with its board (issue 28)
   out.push(el("div", { class: "card headline" },
     el("p", {}, `${h.runs} runs in the last ${num(m.window_hours)} h: `, statusBadge("keep"), ` ${h.keep}  `, statusBadge("discard"), ` ${h.discard}  `, statusBadge("crash"), ` ${h.crash}`),
     champ ? el("p", {}, "Champion ", el("strong", { text: `${m.metric} ${fmt(champ.value)}` }), el("span", { class: "muted", text: champ.replicates ? ` (group ${fmt(champ.replicates.mean)}${spread(champ.replicates)})` : "" }), " — ", runLink(champ.run_id), " ", champ.description,
