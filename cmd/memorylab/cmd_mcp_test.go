@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memorylab/memorylab/internal/needtool"
 )
 
 // mcpEnv is the environment a test server runs its commands in.
@@ -261,10 +263,7 @@ func TestMCPStdio(t *testing.T) {
 // Inspector's CLI mode (`npm install -g @modelcontextprotocol/inspector`,
 // which .ci/run does): it lists the tools and calls check and log.
 func TestMCPInspector(t *testing.T) {
-	inspector, err := exec.LookPath("mcp-inspector")
-	if err != nil {
-		t.Fatalf("mcp-inspector is not installed (npm install -g @modelcontextprotocol/inspector; .ci/run does): %v", err)
-	}
+	inspector := needtool.Path(t, needtool.Inspector)
 	repo := experimentRepo(t)
 	path := memorylabShim(t)
 	store := filepath.Join(repo.Dir, "results", "memorylab")

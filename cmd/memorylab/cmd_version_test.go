@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/internal/needtool"
 )
 
 func TestVersionText(t *testing.T) {
@@ -83,28 +85,26 @@ func memorylabShim(t *testing.T) string {
 func TestCompletionScripts(t *testing.T) {
 	path := memorylabShim(t)
 	for _, tc := range []struct {
-		name, shell string
-		args        []string
-		want        []string // lines the shell must print
+		name  string
+		shell needtool.Tool
+		args  []string
+		want  []string // lines the shell must print
 	}{
-		{"bash command", "bash", []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab lo); COMP_CWORD=1; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+		{"bash command", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab lo); COMP_CWORD=1; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
 			[]string{"log"}},
-		{"bash flag", "bash", []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab log --desc); COMP_CWORD=2; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+		{"bash flag", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab log --desc); COMP_CWORD=2; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
 			[]string{"--description"}},
-		{"bash after the store flag", "bash", []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab --store /tmp/s rep); COMP_CWORD=3; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+		{"bash after the store flag", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab --store /tmp/s rep); COMP_CWORD=3; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
 			[]string{"report"}},
-		{"zsh script parses and registers", "zsh", []string{"-c", `autoload -U compinit && compinit -u && source <(memorylab completion zsh) && print -r -- ${_comps[memorylab]}`},
+		{"zsh script parses and registers", needtool.Zsh, []string{"-c", `autoload -U compinit && compinit -u && source <(memorylab completion zsh) && print -r -- ${_comps[memorylab]}`},
 			[]string{"_memorylab"}},
-		{"fish command", "fish", []string{"-c", `memorylab completion fish | source; complete -C "memorylab chec"`},
+		{"fish command", needtool.Fish, []string{"-c", `memorylab completion fish | source; complete -C "memorylab chec"`},
 			[]string{"check\t" + checkCommand(osEnv()).Usage}},
-		{"fish flag", "fish", []string{"-c", `memorylab completion fish | source; complete -C "memorylab report --sin"`},
+		{"fish flag", needtool.Fish, []string{"-c", `memorylab completion fish | source; complete -C "memorylab report --sin"`},
 			[]string{"--since-hours\treport window in hours"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sh, err := exec.LookPath(tc.shell)
-			if err != nil {
-				t.Fatalf("%s is not installed (.ci/run installs it): %v", tc.shell, err)
-			}
+			sh := needtool.Path(t, tc.shell)
 			cmd := exec.Command(sh, tc.args...)
 			cmd.Dir = t.TempDir()
 			cmd.Env = append(os.Environ(), "PATH="+path, "HOME="+cmd.Dir)
