@@ -29,7 +29,10 @@ type runOptions struct {
 	MinDelta       float64
 	ResetOnDiscard bool
 	NoCheck        bool // skip the novelty guard before training
-	Command        []string
+	// Echo copies the training output to stderr when JSON keeps it off
+	// stdout (with --json stdout carries exactly one JSON document).
+	Echo    bool
+	Command []string
 	// Grace is how long the child gets between SIGINT and SIGKILL.
 	Grace time.Duration
 	// Tick is the period of the elapsed-time line on a terminal; 0 disables it.
@@ -49,6 +52,7 @@ func runCommand(env *Env) *cli.Command {
 		&cli.Float64Flag{Name: "min-delta", Usage: "keep only when the metric beats the champion by more than this"},
 		&cli.BoolFlag{Name: "reset-on-discard", Usage: "after logging a discard or crash (or a block), pin the commit and reset the branch to the parent (untracked files stay)"},
 		&cli.BoolFlag{Name: "no-check", Usage: "skip the novelty guard before training"},
+		&cli.BoolFlag{Name: "echo", Usage: "with --json, also stream the training output to stderr (it always goes to --log)"},
 	)
 	return &cli.Command{
 		Name:      "run",
@@ -67,9 +71,12 @@ func runCommand(env *Env) *cli.Command {
 			"the run like `memorylab log`, with the HEAD commit's subject as the default description. With\n" +
 			"--reset-on-discard a discarded or crashed commit is pinned under refs/memorylab/runs/<run_id>\n" +
 			"and the branch is reset to its parent; untracked files are kept.\n" +
+			"With --json, stdout carries exactly one JSON document (the logged run, or the verdict of a block):\n" +
+			"the training output goes only to run.log, and to stderr too with --echo.\n" +
 			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n" +
 			"Exit status: 0 keep or discard, 3 crash (logged), 2 blocked or bad input.\n\n" +
 			"Examples:\n   memorylab run -- uv run train.py\n" +
+			"   memorylab run --json -- uv run train.py | jq .status\n" +
 			"   memorylab run --family lr-sweep --tags lr --min-delta 0.0005 --reset-on-discard -- uv run train.py",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
@@ -79,7 +86,7 @@ func runCommand(env *Env) *cli.Command {
 			}
 			lo.LogPath = c.String("log") // run writes the training output there
 			opts := runOptions{Store: c.String("store"), Log: lo, JSON: c.Bool("json"),
-				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"),
+				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"), Echo: c.Bool("echo"),
 				Command: c.Args().Slice(), Grace: 10 * time.Second, Tick: 30 * time.Second,
 			}
 			return runRun(c.Context, env, opts)
@@ -257,8 +264,16 @@ func runTraining(ctx context.Context, env *Env, opts runOptions, summary string)
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Dir = env.Dir
 	cmd.Env = append(os.Environ(), ops.SummaryEnv+"="+summary)
-	cmd.Stdout = io.MultiWriter(env.Out, lf)
-	cmd.Stderr = io.MultiWriter(env.Err, lf)
+	// With --json, stdout is the JSON document's alone: the training's
+	// output goes to the log, and to stderr only with --echo (issue 31.6).
+	switch {
+	case !opts.JSON:
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(env.Out, lf), io.MultiWriter(env.Err, lf)
+	case opts.Echo:
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(env.Err, lf), io.MultiWriter(env.Err, lf)
+	default:
+		cmd.Stdout, cmd.Stderr = lf, lf
+	}
 	// Its own process group, so Ctrl-C reaches memorylab first and the
 	// whole training tree (dataloader workers) can be stopped together.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
