@@ -99,3 +99,40 @@ func currentChampion(s *ledger.Store) (float64, bool, error) {
 	})
 	return best, have, err
 }
+
+// DecideLog gives a log without a status the status `run` would decide for
+// a training that exited 0 (the MCP log tool with no status, issue 31.7):
+// crash without the primary metric (in the metrics, the log or the summary),
+// keep when it beats the champion by more than minDelta, else discard. A
+// log with a status is returned as it is.
+func DecideLog(env Env, in LogInput, minDelta float64) (LogInput, error) {
+	if in.Status != "" {
+		return in, nil
+	}
+	if err := CheckMinDelta(minDelta); err != nil {
+		return in, err
+	}
+	if err := in.Validate(); err != nil {
+		return in, err
+	}
+	s, _, err := env.Open()
+	if err != nil {
+		return in, err
+	}
+	di := DecideInput{Log: in, MinDelta: minDelta, SummaryPath: env.Abs(in.SummaryPath)}
+	if di.Log.LogPath == "" {
+		di.Log.LogPath = DefaultLog
+	}
+	if di.SummaryPath == "" && !in.IgnoreSummaryEnv {
+		di.SummaryPath = env.getenv(SummaryEnv)
+	}
+	status, errText, err := DecideStatus(env, s, di)
+	if err != nil {
+		return in, err
+	}
+	in.Status = status
+	if status == ledger.StatusCrash && in.ErrorText == "" {
+		in.ErrorText = errText
+	}
+	return in, nil
+}

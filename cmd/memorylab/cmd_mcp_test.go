@@ -160,7 +160,7 @@ func TestMCPTools(t *testing.T) {
 		{"log", map[string]any{"description": "x", "status": "pwn", "metrics": map[string]any{"val_bpb": 1}}, "exit 2: bad usage or input"},
 		{"show", map[string]any{"run": "zzzz"}, "exit 2"},
 		{"check", map[string]any{"description": "x", "mode": "yolo"}, "mode"},
-		{"report", map[string]any{"since_hours": -3}, "--since-hours"},
+		{"report", map[string]any{"since_hours": -3}, "since_hours must be"},
 	} {
 		if _, text := call(t, cs, tc.tool, tc.args, true); !strings.Contains(text, tc.want) {
 			t.Errorf("%s %v: error %q lacks %q", tc.tool, tc.args, text, tc.want)
