@@ -17,10 +17,14 @@ import (
 type ReportInput struct {
 	SinceHours    float64 // window in hours (report.DefaultSinceHours)
 	Format        string  // md, html or json
-	Output        string  // write only this file; "" writes reports/latest.* and a timestamped copy (json: returned, not written)
+	Output        string  // write only this file; "" writes reports/latest.* and a timestamped copy (json: returned, not written); "-" (ToStdout) writes nothing and returns the report
 	PlateauWindow int     // runs that must bring an improvement
 	MinDelta      float64 // smallest gain that counts as an improvement
 }
+
+// ToStdout as ReportInput.Output writes no file: the report is returned for
+// the front end to print (`report -o -`).
+const ToStdout = "-"
 
 // DefaultReportInput is the report `memorylab report` writes without flags.
 func DefaultReportInput() ReportInput {
@@ -180,7 +184,7 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 			return nil, err
 		}
 		res.Data = append(res.Data, '\n')
-		if in.Output == "" {
+		if in.Output == "" || in.Output == ToStdout {
 			return res, nil
 		}
 	case "html":
@@ -189,6 +193,9 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 		}
 	default:
 		res.Data = m.Markdown()
+	}
+	if in.Output == ToStdout {
+		return res, nil
 	}
 	if in.Output != "" {
 		p := env.Abs(in.Output)

@@ -12,6 +12,7 @@ import (
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/packets"
 )
 
 func showCommand(env *Env) *cli.Command {
@@ -136,10 +137,15 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 		fmt.Fprintln(w, "  (none recorded)")
 		return
 	}
-	var buf bytes.Buffer
-	if json.Indent(&buf, rec.DecisionPacket, "  ", "  ") != nil {
+	// Text like the rest; `show --json` has the raw packet (issue 31.8).
+	var p packets.Packet
+	if json.Unmarshal(rec.DecisionPacket, &p) != nil {
 		fmt.Fprintf(w, "  %s\n", display.Line(string(rec.DecisionPacket)))
 		return
 	}
-	fmt.Fprintf(w, "  %s\n", display.Text(buf.String()))
+	for _, l := range strings.SplitAfter(string(packets.Text(&p)), "\n") {
+		if l != "" {
+			fmt.Fprintf(w, "  %s", l)
+		}
+	}
 }
