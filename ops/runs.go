@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -261,10 +262,19 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 	return &cmp, nil
 }
 
+// RunNames are the names ResolveRun gives a meaning beside ids and commits.
+var RunNames = []string{"latest", "previous", "champion"}
+
+// IsRunName reports whether arg is one of RunNames.
+func IsRunName(arg string) bool { return slices.Contains(RunNames, arg) }
+
 // ResolveRun finds a run in recs (in (timestamp, run id) order) by id,
 // unique prefix, commit, or the names latest, previous and champion (the
 // best kept run, else the best non-crash run, under the store's metric).
 func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error) {
+	// Every front end names runs through here (show, compare, branch,
+	// retract, note, the MCP tools, the dashboard): the names in RunNames
+	// work wherever a run is named (issue 31.5).
 	switch arg {
 	case "latest", "previous":
 		n := len(recs) - 1

@@ -393,7 +393,7 @@ const runLogShown = 64 << 10
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !ledger.ValidRunID(id) && !isHexPrefix(id) && id != "latest" && id != "previous" && id != "champion" {
+	if !ledger.ValidRunID(id) && !isHexPrefix(id) && !ops.IsRunName(id) {
 		writeError(w, http.StatusBadRequest, "not a run id")
 		return
 	}
