@@ -170,13 +170,37 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 		c = &Catalog{Metric: metric}
 	}
 	before := len(c.Records)
+	var corr Corrections
+	corrections := 0
 	end, warnings, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
+		if r.Correction != nil { // not a run; a retraction takes its run out below
+			if corr.Retracted == nil {
+				corr = CollectCorrections(nil)
+			}
+			corr.Add(r)
+			corrections++
+			return nil
+		}
 		c.Records = append(c.Records, SlimRecord(r, metric))
 		c.Offsets = append(c.Offsets, off)
 		return nil
 	})
 	if err != nil {
 		return nil, warnings, err
+	}
+	if len(corr.Retracted) > 0 {
+		n := 0
+		for i := range c.Records {
+			if _, gone := corr.Retracted[c.Records[i].RunID]; !gone {
+				c.Records[n], c.Offsets[n] = c.Records[i], c.Offsets[i]
+				n++
+			}
+		}
+		c.Records, c.Offsets = c.Records[:n], c.Offsets[:n]
+		before = -1 // rewrite the cache
+	}
+	if corrections > 0 && before >= 0 && len(c.Records) == before {
+		before = -1 // the cache must cover the correction lines too
 	}
 	// The one order of runs (order.go), whatever order a pull appended them in.
 	sortRecordsWith(c.Records, c.Offsets)
@@ -342,13 +366,22 @@ func (s *Store) ExtendCatalog(c *Catalog, notice io.Writer) (*Catalog, error) {
 	}
 	var recs []Record
 	var offs []int64
+	corrected := false
 	end, _, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
+		if r.Correction != nil {
+			corrected = true
+			return nil
+		}
 		recs = append(recs, SlimRecord(r, c.Metric))
 		offs = append(offs, off)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if corrected { // a retraction may take out a run c holds: one way to apply it, OpenCatalog's
+		out, _, err := s.OpenCatalog(c.Metric, notice)
+		return out, err
 	}
 	if end == c.Covers.Size {
 		return c, nil

@@ -186,6 +186,7 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 
 	var recs []doctorRec
 	firstLine := map[RunID]int{}
+	retracted := map[RunID]bool{}
 	err = walkLedger(f, func(l *ledgerLine) error {
 		if l.Kind != lineBlank {
 			rep.Lines++
@@ -218,13 +219,21 @@ func (s *Store) Diagnose(repo *Repo, configErr error) (*DoctorReport, error) {
 			} else {
 				firstLine[r.RunID] = l.No
 			}
-			recs = append(recs, doctorRec{line: l.No, id: r.RunID, imported: r.Imported(), tsvRow: r.HasTSVRow(), commit: r.Commit, commitFull: r.CommitFull,
+			recs = append(recs, doctorRec{line: l.No, id: r.RunID, imported: r.Imported() || r.IsCorrection(), tsvRow: r.HasTSVRow(), commit: r.Commit, commitFull: r.CommitFull,
 				schema: r.SchemaVersion, artifacts: r.Artifacts})
+			if r.Correction != nil && r.Correction.Kind == CorrectionRetract {
+				retracted[r.Correction.RunID] = true
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range recs {
+		if retracted[recs[i].id] {
+			recs[i].tsvRow = false // retract took its row out of results.tsv
+		}
 	}
 	s.checkArtifacts(rep, recs)
 	s.checkRefs(rep, repo, recs)
@@ -261,7 +270,9 @@ func validateRecord(r *Record, size int, now time.Time) []problem {
 	if !ValidRunID(string(r.RunID)) {
 		out = append(out, problem{fmt.Sprintf("run_id %q is not a run id (<YYYYMMDDTHHMMSSZ>-<commit>)", truncate(string(r.RunID), 80)), "fix the line by hand"})
 	}
-	if !ValidStatus(r.Status) {
+	if r.Correction != nil {
+		out = append(out, validateCorrection(r)...)
+	} else if !ValidStatus(r.Status) {
 		out = append(out, problem{fmt.Sprintf("status %q is not keep, discard or crash", truncate(r.Status, 40)), "fix the line by hand"})
 	}
 	if t, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {

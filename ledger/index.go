@@ -436,14 +436,15 @@ func oneLine(err error) string {
 // fields (not artifacts, novelty_guard, decision_packet…) makes a rebuild
 // ~3x cheaper than ScanFrom's full decode.
 type slimRecord struct {
-	SchemaVersion int      `json:"schema_version"`
-	RunID         RunID    `json:"run_id"`
-	Family        string   `json:"family"`
-	Status        string   `json:"status"`
-	Description   string   `json:"description"`
-	Hypothesis    string   `json:"hypothesis"`
-	Tags          []string `json:"tags"`
-	Metrics       Metrics  `json:"metrics"`
+	SchemaVersion int         `json:"schema_version"`
+	RunID         RunID       `json:"run_id"`
+	Family        string      `json:"family"`
+	Status        string      `json:"status"`
+	Description   string      `json:"description"`
+	Hypothesis    string      `json:"hypothesis"`
+	Tags          []string    `json:"tags"`
+	Metrics       Metrics     `json:"metrics"`
+	Correction    *Correction `json:"correction"`
 }
 
 // groupsFrom scans the ledger from offset and groups the records. It
@@ -451,6 +452,36 @@ type slimRecord struct {
 // version this build reads) and, like ScanFrom, does not cover a torn last
 // line a writer may still be finishing.
 func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64, error) {
+	// Correction lines are not runs. A retraction takes its run out of the
+	// groups read in this scan: retract and a pull that brings one drop the
+	// index, so the rebuild from offset 0 sees every run it retracts.
+	retracted := map[RunID]bool{}
+	offsets := map[RunID]int64{}
+	end, err := x.groupsFromScan(from, into, retracted, offsets)
+	if len(retracted) > 0 {
+		gone := map[int64]bool{}
+		for id := range retracted {
+			if off, ok := offsets[id]; ok {
+				gone[off] = true
+			}
+		}
+		for id, g := range into {
+			runs := g.Runs[:0]
+			for _, r := range g.Runs {
+				if !gone[r.Offset] {
+					runs = append(runs, r)
+				}
+			}
+			g.Runs = runs
+			if len(runs) == 0 {
+				delete(into, id)
+			}
+		}
+	}
+	return end, err
+}
+
+func (x *NoveltyIndex) groupsFromScan(from int64, into map[string]*TextGroup, retracted map[RunID]bool, offsets map[RunID]int64) (int64, error) {
 	f, err := os.Open(x.store.LedgerPath())
 	if err != nil {
 		return from, fmt.Errorf("unable to read ledger: %w", err)
@@ -492,6 +523,13 @@ func (x *NoveltyIndex) groupsFrom(from int64, into map[string]*TextGroup) (int64
 			}
 			continue
 		}
+		if r.Correction != nil {
+			if r.Correction.Kind == CorrectionRetract {
+				retracted[r.Correction.RunID] = true
+			}
+			continue
+		}
+		offsets[r.RunID] = start
 		rec := Record{Family: r.Family, Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
 		norm := x.opts.Normalize(rec.ComparisonText())
 		id := groupID(norm, rec.Family)

@@ -111,6 +111,9 @@ type Record struct {
 	Source         map[string]any    `json:"source,omitempty"`
 	NoveltyGuard   RawJSON           `json:"novelty_guard"`
 	DecisionPacket RawJSON           `json:"decision_packet"`
+	// Correction, when set, makes the line a correction of an earlier run
+	// (retract or note), not a run: see correction.go.
+	Correction *Correction `json:"correction,omitempty"`
 }
 
 // Time parses Timestamp; the zero time when it is malformed.

@@ -909,6 +909,15 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 			if err := s.AppendLocked(batch...); err != nil {
 				return arrived, err
 			}
+			for _, r := range batch {
+				if r.Correction != nil && r.Correction.Kind == CorrectionRetract {
+					// The caches hold runs this retracts: rebuilt without them.
+					if err := s.DropCaches(time.Now()); err != nil {
+						return arrived, err
+					}
+					break
+				}
+			}
 			arrived += len(batch)
 			if opts.OnArrive != nil {
 				if err := opts.OnArrive(batch); err != nil {

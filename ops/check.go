@@ -154,12 +154,17 @@ func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*ledger.NoveltyInd
 
 // checkExhaustive scores every record in the ledger.
 func checkExhaustive(s *ledger.Store, probe novelty.Probe, opts novelty.Options) (novelty.Result, error) {
-	var recs []*ledger.Record
+	var all []ledger.Record
 	if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		recs = append(recs, r)
+		all = append(all, *r)
 		return nil
 	}); err != nil {
 		return novelty.Result{}, err
+	}
+	counted := ledger.Counted(all) // no corrections, no retracted run
+	recs := make([]*ledger.Record, len(counted))
+	for i := range counted {
+		recs[i] = &counted[i]
 	}
 	return novelty.Evaluate(probe, recs, opts), nil
 }

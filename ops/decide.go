@@ -88,15 +88,18 @@ func beatsBy(cfg ledger.Config, v, champ, minDelta float64) bool {
 // ledger; once the registry cache exists this is the one place to switch.
 func currentChampion(s *ledger.Store) (float64, bool, error) {
 	best, have := 0.0, false
+	var kept []ledger.Record
 	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		if r.Status != ledger.StatusKeep {
-			return nil
-		}
-		if v, ok := r.Metric(s.Config.Metric); ok && (!have || s.Config.Better(v, best)) {
-			best, have = v, true
+		if r.Status == ledger.StatusKeep || r.Correction != nil {
+			kept = append(kept, ledger.Record{RunID: r.RunID, Status: r.Status, Metrics: r.Metrics, Correction: r.Correction})
 		}
 		return nil
 	})
+	for _, r := range ledger.Counted(kept) { // a retracted run is no champion
+		if v, ok := r.Metric(s.Config.Metric); ok && (!have || s.Config.Better(v, best)) {
+			best, have = v, true
+		}
+	}
 	return best, have, err
 }
 

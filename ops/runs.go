@@ -155,22 +155,38 @@ type ShowResult struct {
 	OnHead      ledger.Reach    `json:"reachable_from_head"` // yes, no, or unknown (…)
 	Diff        *string         `json:"diff"`
 	DiffError   string          `json:"diff_error,omitempty"`
-	Metric      string          `json:"-"` // the store's primary metric
+	// Retracted is the retraction of the run (`memorylab retract`), if any:
+	// the run no longer counts anywhere but here.
+	Retracted *ledger.Correction `json:"retracted,omitempty"`
+	// Annotations are the notes added later (`memorylab note`), in order.
+	Annotations []ledger.Correction `json:"annotations,omitempty"`
+	Metric      string              `json:"-"` // the store's primary metric
 }
 
 // Show finds a run and its code change against its commit's first parent,
 // through the run's pin, so it works for commits reset away long ago.
 func Show(env Env, in ShowInput) (*ShowResult, error) {
-	s, loc, recs, err := env.openRecords()
+	s, loc, err := env.Open()
 	if err != nil {
 		return nil, err
 	}
-	i, err := ResolveRun(recs, s.Config, in.Run)
+	all, err := env.readOrdered(s)
 	if err != nil {
 		return nil, err
 	}
-	rec := &recs[i]
-	out := &ShowResult{MessageType: "run", Record: rec, Packet: rec.DecisionPacket, Metric: s.Config.Metric}
+	// A retracted run is still shown, with the reason.
+	i, err := resolveAmong(all, s.Config, in.Run)
+	if err != nil {
+		return nil, err
+	}
+	rec := &all[i]
+	corr := ledger.CollectCorrections(all)
+	recs := ledger.Counted(all)
+	out := &ShowResult{MessageType: "run", Record: rec, Packet: rec.DecisionPacket, Metric: s.Config.Metric,
+		Annotations: corr.Notes[rec.RunID]}
+	if c, ok := corr.Retracted[rec.RunID]; ok {
+		out.Retracted = &c
+	}
 	var diff []byte
 	var diffErr error
 	if loc.Repo == nil {

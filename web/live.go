@@ -146,7 +146,12 @@ func (l *live) ledgerChanged(st *ledger.Store, key fileKey) {
 	end, err := completeLines(st.LedgerPath(), key.size)
 	if !first && seen.Size > 0 && seen.Size <= key.size && st.StillCovers(seen) {
 		rows := []ops.ListItem{}
+		corrected := false
 		end, _, err = st.ScanFrom(seen.Size, func(r *ledger.Record, _ int, _ int64) error {
+			if r.Correction != nil { // retract or note: not a run, and it may take one out
+				corrected = true
+				return nil
+			}
 			it := ops.ListItem{RunID: string(r.RunID), Timestamp: r.Timestamp, Status: r.Status,
 				Metric: st.Config.Metric, Commit: r.Commit, Family: r.Family, Description: r.Description}
 			if v, ok := r.Metric(st.Config.Metric); ok {
@@ -155,7 +160,10 @@ func (l *live) ledgerChanged(st *ledger.Store, key fileKey) {
 			rows = append(rows, it)
 			return nil
 		})
-		if err == nil && len(rows) > 0 {
+		switch {
+		case err == nil && corrected:
+			l.broadcast("reset", map[string]int64{"size": key.size}) // the page reloads what counts
+		case err == nil && len(rows) > 0:
 			l.broadcast("ledger", map[string]any{"size": key.size, "runs": rows})
 		}
 	} else if !first {

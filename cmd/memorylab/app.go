@@ -44,6 +44,8 @@ func newApp(env *Env) *cli.App {
 			compareCommand(env),
 			showCommand(env),
 			branchCommand(env),
+			retractCommand(env),
+			noteCommand(env),
 			listCommand(env),
 			reportCommand(env),
 			hooksCommand(env),

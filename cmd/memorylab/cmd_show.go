@@ -120,6 +120,12 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 		line("lineage", rec.LineageRoot)
 	}
 	line("notes", rec.Notes)
+	if o.Retracted != nil {
+		line("RETRACTED", o.Retracted.Text+" (it counts nowhere: champion, guard, report, results.tsv)")
+	}
+	for _, n := range o.Annotations {
+		line("note", n.Text)
+	}
 	if rec.Error != nil {
 		line("error", rec.Error.Summary)
 	}
