@@ -192,8 +192,11 @@ func TestBrowser(t *testing.T) {
 	// Lineages and compare render.
 	do(t, ctx, chromedp.Navigate(ts.URL+"/#/lineages"))
 	waitText(t, ctx, "main .chain", "warmdown 0.3", 2*time.Second)
-	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a=champion&b=latest"))
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a="+string(recs[0].RunID)+"&b=champion"))
 	waitText(t, ctx, "#compare-text", "val_bpb", 2*time.Second)
+	// The code diff is on screen, not only the heading (issue 31.3).
+	waitText(t, ctx, "#compare-diff", "train.py", 2*time.Second)
+	waitText(t, ctx, "#compare-diff", "+LR = 0.", 2*time.Second)
 	screenshot(t, ctx, "compare")
 
 	// A phone: nothing wider than the screen. Dark: the page follows the system.

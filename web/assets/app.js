@@ -278,7 +278,9 @@ async function renderCompare(view, params) {
     const text = c.text.split("\n");
     const cut = text.findIndex((l) => l.startsWith("diff ") || l.startsWith("--- "));
     out.push(el("pre", { id: "compare-text", text: (cut >= 0 ? text.slice(0, cut) : text).join("\n") }));
-    if (c.diff) out.push(diffView(c.diff));
+    // /api/compare is compare --json: the diff is code_diff (issue 31.3).
+    if (c.code_diff) out.push(el("h2", { text: "Code diff" }), el("div", { id: "compare-diff" }, diffView(c.code_diff)));
+    else if (c.code_diff_note) out.push(el("p", { class: "muted", id: "compare-diff-note", text: `code diff: ${c.code_diff_note}` }));
   } catch (err) {
     out.push(el("p", { class: "banner", text: err.message }));
   }
