@@ -71,6 +71,9 @@ type CheckInput struct {
 	// CodeOptional turns a failure to read the code (a shallow clone, no
 	// repository) into a notice: run and the hooks check what they can.
 	CodeOptional bool
+	// RecordAs, when set, records a block in blocked.jsonl with this source
+	// (BlockedByRun, BlockedByHook, BlockedByCheck, BlockedByMCP).
+	RecordAs string
 }
 
 // CheckResult is the verdict. Its JSON is check's --json contract: the
@@ -122,6 +125,10 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var top []novelty.Match // the match a block repeats, whatever the limit
+	if len(out.TopMatches) > 0 {
+		top = out.TopMatches[:1]
+	}
 	if len(out.TopMatches) > in.Limit {
 		out.TopMatches = out.TopMatches[:in.Limit]
 	}
@@ -135,6 +142,11 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 		default:
 			applyCode(out, out.Code)
 		}
+	}
+	if in.RecordAs != "" {
+		rec := *out
+		rec.TopMatches = top
+		RecordBlock(env, s, &rec, in.Description, in.RecordAs, "")
 	}
 	return out, nil
 }

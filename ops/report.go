@@ -99,6 +99,11 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 		PlateauWindow: in.PlateauWindow, MinDelta: in.MinDelta})
 	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
 	m.Swept = swept(env, s, cat.Records, m.WindowStart)
+	if blocked, err := s.ReadBlocked(); err != nil {
+		env.notef("note: blocked ideas unreadable: %v", err)
+	} else {
+		m.Blocked = report.BlockedIn(blocked, m.WindowStart)
+	}
 	return m, nil
 }
 

@@ -51,7 +51,10 @@ type Morning struct {
 	// Swept is "What was swept": the parameters the window's runs changed
 	// in the code, most runs first (filled by ops from the code cache).
 	Swept []SweptParam `json:"what_was_swept"`
-	Chart Chart        `json:"-"`
+	// Blocked is the ideas the guard blocked in the window (filled by ops
+	// from blocked.jsonl); absent when there were none.
+	Blocked *Blocked `json:"blocked,omitempty"`
+	Chart   Chart    `json:"-"`
 }
 
 // SweptParam is one parameter of "What was swept".

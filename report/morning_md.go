@@ -124,6 +124,7 @@ func (m *Morning) writeRest(b *bytes.Buffer) {
 			w("| `%s` | `%s` | %d | %d | `%s` | %s | %s |\n", code(p.Name), code(p.File), p.Runs, p.Values, code(p.BestValue), val(p.Best), orDashCode(p.Champion))
 		}
 	}
+	writeBlocked(b, m.Blocked)
 	w("\n## Best Lineages\n")
 	if len(m.BestLineages) == 0 {
 		w("No lineages yet.\n")

@@ -211,7 +211,8 @@ func idea(desc string, tags []string, family, hypothesis, mode string, threshold
 
 func (m *mcpServer) check(_ context.Context, _ *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, map[string]any, error) {
 	res, err := do(m, func(env ops.Env) (*ops.CheckResult, error) {
-		ci := ops.CheckInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, in.Threshold), Limit: ops.DefaultMatches}
+		ci := ops.CheckInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, in.Threshold), Limit: ops.DefaultMatches,
+			RecordAs: ops.BlockedByMCP}
 		switch {
 		case in.Worktree && in.Diff != nil && *in.Diff != "":
 			return nil, ledger.BadInputf("worktree and diff %q both name the code to check: pass one", *in.Diff)

@@ -208,7 +208,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 // away with --reset-on-discard (pinned first), and returns blockedError.
 func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, opts runOptions) error {
 	res, err := ops.CheckIdea(env.opsWith(opts.Store, opts.JSON), s, ops.CheckInput{Idea: opts.Log.Idea, Limit: 1,
-		Diff: ops.DiffWorktree, CodeOptional: true})
+		Diff: ops.DiffWorktree, CodeOptional: true, RecordAs: ops.BlockedByRun})
 	if err != nil {
 		return err
 	}
