@@ -121,6 +121,9 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 			return nil, err
 		}
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", SrcPath: logPath})
+		if cf := curveFile(env, s, logPath); cf != nil {
+			archive = append(archive, *cf)
+		}
 	}
 	summaryPath, summaryFromEnv := in.SummaryPath, false
 	if summaryPath == "" && !in.IgnoreSummaryEnv {

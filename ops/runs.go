@@ -160,6 +160,9 @@ type ShowResult struct {
 	Retracted *ledger.Correction `json:"retracted,omitempty"`
 	// Annotations are the notes added later (`memorylab note`), in order.
 	Annotations []ledger.Correction `json:"annotations,omitempty"`
+	// Curve is the training curve from the run's archive (curve.json):
+	// {x, series: {NAME: [[x, y], …]}, last_step}; absent without one.
+	Curve *ledger.Curve `json:"curve,omitempty"`
 	Metric      string              `json:"-"` // the store's primary metric
 }
 
@@ -186,6 +189,9 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 		Annotations: corr.Notes[rec.RunID]}
 	if c, ok := corr.Retracted[rec.RunID]; ok {
 		out.Retracted = &c
+	}
+	if out.Curve, err = ArchivedCurve(s, rec.RunID); err != nil {
+		env.notef("warning: training curve unreadable: %v", err)
 	}
 	var diff []byte
 	var diffErr error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -137,6 +138,7 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 		names = append(names, n+"="+ledger.FormatMetricValue(rec.Metrics[n], -1))
 	}
 	line("metrics", strings.Join(names, "  "))
+	line("curve", curveLine(o.Curve, rec.Status))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "decision packet:")
 	if len(bytes.TrimSpace(rec.DecisionPacket)) == 0 || string(bytes.TrimSpace(rec.DecisionPacket)) == "null" {
@@ -154,4 +156,20 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 			fmt.Fprintf(w, "  %s", l)
 		}
 	}
+}
+
+// curveLine sums up a training curve in one line: steps, the first series'
+// first and last values, and where a crash died.
+func curveLine(c *ledger.Curve, status string) string {
+	if c == nil || len(c.Series) == 0 {
+		return ""
+	}
+	name := c.Names()[0]
+	s := c.Series[name]
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	out := fmt.Sprintf("%d steps, %s %s → %s", c.Steps, name, g(s[0][1]), g(s[len(s)-1][1]))
+	if status == ledger.StatusCrash {
+		out += fmt.Sprintf(" (died at step %s)", g(c.LastStep))
+	}
+	return out + "; series " + strings.Join(c.Names(), ", ")
 }
