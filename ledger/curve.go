@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,10 +62,11 @@ var (
 
 // CurveParser parses step lines one at a time (as a training writes them).
 type CurveParser struct {
-	extra  map[string]*regexp.Regexp
-	series map[string][][2]float64
-	last   float64
-	steps  int
+	extra   map[string]*regexp.Regexp
+	series  map[string][][2]float64
+	last    float64
+	steps   int
+	partial []byte // Write's unfinished line
 }
 
 // NewCurveParser returns a parser with the store's extra patterns (NAME →
@@ -271,3 +273,29 @@ func jsonMarshal(c *Curve) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
+
+// Write feeds output as it arrives (any chunking): complete lines are
+// parsed, a partial last line waits for the rest. It never fails.
+func (p *CurveParser) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(p.partial)+len(b) <= maxCurveLine {
+				p.partial = append(p.partial, b...)
+			} else {
+				p.partial = p.partial[:0]
+			}
+			break
+		}
+		if len(p.partial)+i <= maxCurveLine {
+			p.Line(strings.TrimRight(string(append(p.partial, b[:i]...)), "\r"))
+		}
+		p.partial = p.partial[:0]
+		b = b[i+1:]
+	}
+	return n, nil
+}
+
+// Steps is how many step lines carried a value so far.
+func (p *CurveParser) Steps() int { return p.steps }

@@ -85,6 +85,20 @@ func waitText(t *testing.T, ctx context.Context, sel, want string, within time.D
 	t.Fatalf("%s never showed %q within %s; it shows %q", sel, want, within, got)
 }
 
+// waitNumber waits until the expression's value is want.
+func waitNumber(t *testing.T, ctx context.Context, expr string, want int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	got := -1
+	for time.Now().Before(deadline) {
+		if got = eval[int](t, ctx, expr); got == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s is %d after %s, want %d", expr, got, within, want)
+}
+
 // TestBrowser drives Debian's Chromium against a live server on a scratch
 // store: the overview's chart has a point per run, a run logged by another
 // process appears without reload, a training in progress shows its output
@@ -145,10 +159,15 @@ func TestBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "#now-running", "try rotary base 200k", 2*time.Second)
 	waitText(t, ctx, "#now-running pre", "loss: 9.104", 2*time.Second)
+	// The live training curve: one point, then it grows as steps arrive (issue 31.1).
+	curvePoints := `+((document.querySelector("#now-running polyline.curve-line") || {getAttribute: () => 0}).getAttribute("data-points") || 0)`
+	waitNumber(t, ctx, curvePoints, 1, 2*time.Second)
 	lf, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
 	fmt.Fprintln(lf, "step 00002 (0.2%) | loss: 8.311")
+	fmt.Fprintln(lf, "step 00003 (0.3%) | loss: 7.902")
 	lf.Close()
 	waitText(t, ctx, "#now-running pre", "loss: 8.311", 2*time.Second)
+	waitNumber(t, ctx, curvePoints, 3, 2*time.Second)
 	screenshot(t, ctx, "running")
 	h.Remove()
 	waitText(t, ctx, "#now-running", "Nothing training", 2*time.Second)

@@ -43,7 +43,15 @@ type tail struct {
 	path   string
 	offset int64
 	buf    []byte // the last TailBytes printed, for pages that connect later
+	// The live training curve, parsed from the whole output as it grows
+	// (ledger's one curve parser), and how far it has read.
+	curve     *ledger.CurveParser
+	curveOff  int64
+	curveSent int
 }
+
+// maxCurveChunk bounds what one poll feeds the curve parser.
+const maxCurveChunk = 8 << 20
 
 type event struct {
 	name string
@@ -109,7 +117,26 @@ func (l *live) poll() {
 		t := l.tails[k]
 		if t == nil {
 			t = &tail{path: r.LogPath}
+			t.curve, _ = ledger.NewCurveParser(st.Config.CurvePatterns)
+			if t.curve == nil { // a bad store pattern: the built-in forms still work
+				t.curve, _ = ledger.NewCurveParser(nil)
+			}
 			l.tails[k] = t
+		}
+		if cdata, csize, err := ledger.ReadTailFrom(t.path, t.curveOff, maxCurveChunk); err == nil {
+			if csize < t.curveOff { // the output was truncated: start over
+				t.curve, _ = ledger.NewCurveParser(st.Config.CurvePatterns)
+				if t.curve == nil {
+					t.curve, _ = ledger.NewCurveParser(nil)
+				}
+				t.curveSent = 0
+			}
+			_, _ = t.curve.Write(cdata)
+			t.curveOff = csize
+			if n := t.curve.Steps(); n != t.curveSent {
+				t.curveSent = n
+				l.broadcast("curve", map[string]any{"key": k, "curve": t.curve.Curve()})
+			}
 		}
 		data, size, err := ledger.ReadTailFrom(t.path, t.offset, l.s.opts.TailBytes)
 		if err != nil {
@@ -250,6 +277,9 @@ func (l *live) handleEvents(w http.ResponseWriter, r *http.Request) {
 	add("running", running)
 	for k, t := range l.tails {
 		add("tail", map[string]any{"key": k, "data": string(t.buf), "reset": true})
+		if t.curve != nil && t.curve.Steps() > 0 {
+			add("curve", map[string]any{"key": k, "curve": t.curve.Curve()})
+		}
 	}
 	if l.storeErr != "" {
 		add("store", map[string]string{"error": l.storeErr})
