@@ -25,7 +25,8 @@ import (
 //
 //	1: first version.
 //	2: flagDirty carries dirty: true (list marks runs that ran uncommitted code).
-const CatalogVersion = 2
+//	3: slim records keep total_seconds and training_seconds (run durations in lists).
+const CatalogVersion = 3
 
 // CatalogFile is the catalog's name under the store's cache directory.
 const CatalogFile = "catalog.bin"
@@ -63,7 +64,7 @@ func SlimRecord(r *Record, metric string) Record {
 		Commit: r.Commit, CommitFull: r.CommitFull, ParentCommit: r.ParentCommit, Family: r.Family,
 		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot,
 		Dirty: r.Dirty}
-	for _, k := range []string{metric, "peak_vram_mb", "memory_gb"} {
+	for _, k := range []string{metric, "peak_vram_mb", "memory_gb", "total_seconds", "training_seconds"} {
 		if v, ok := r.Metrics[k]; ok {
 			if s.Metrics == nil {
 				s.Metrics = Metrics{}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/report"
 )
 
 // maxCurveRead bounds how much of a training's output the curve parser
@@ -57,4 +58,30 @@ func ArchivedCurve(s *ledger.Store, id ledger.RunID) (*ledger.Curve, error) {
 		return nil, err
 	}
 	return ledger.DecodeCurve(b)
+}
+
+// morningCurves are the champion's and the baseline's archived curves, for
+// the HTML report; none when neither has one.
+func morningCurves(s *ledger.Store, m *report.Morning) []report.RunCurve {
+	var out []report.RunCurve
+	add := func(label, id, status string) {
+		if id == "" {
+			return
+		}
+		for _, c := range out {
+			if c.RunID == id {
+				return
+			}
+		}
+		if c, err := ArchivedCurve(s, ledger.RunID(id)); err == nil && c != nil {
+			out = append(out, report.RunCurve{Label: label, RunID: id, Crash: status == ledger.StatusCrash, Curve: c})
+		}
+	}
+	if c := m.Headline.Champion; c != nil {
+		add("champion", c.RunID, ledger.StatusKeep)
+	}
+	if b := m.Progress.Baseline; b != nil {
+		add("baseline", b.RunID, "")
+	}
+	return out
 }

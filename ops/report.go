@@ -99,6 +99,7 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 		PlateauWindow: in.PlateauWindow, MinDelta: in.MinDelta})
 	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
 	m.Swept = swept(env, s, cat.Records, m.WindowStart)
+	m.Curves = morningCurves(s, &m)
 	if blocked, err := s.ReadBlocked(); err != nil {
 		env.notef("note: blocked ideas unreadable: %v", err)
 	} else {

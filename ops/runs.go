@@ -34,6 +34,9 @@ type ListItem struct {
 	Description string   `json:"description"`
 	LineageRoot string   `json:"lineage_root,omitempty"`
 	Dirty       bool     `json:"dirty,omitempty"` // ran with uncommitted changes to tracked files
+	// DurationS is how long the run took, in seconds (its total_seconds, else
+	// training_seconds, as the training reported them); absent when unknown.
+	DurationS *float64 `json:"duration_s,omitempty"`
 }
 
 // ListResult is the selected runs, in ledger order or best first.
@@ -162,8 +165,8 @@ type ShowResult struct {
 	Annotations []ledger.Correction `json:"annotations,omitempty"`
 	// Curve is the training curve from the run's archive (curve.json):
 	// {x, series: {NAME: [[x, y], …]}, last_step}; absent without one.
-	Curve *ledger.Curve `json:"curve,omitempty"`
-	Metric      string              `json:"-"` // the store's primary metric
+	Curve  *ledger.Curve `json:"curve,omitempty"`
+	Metric string        `json:"-"` // the store's primary metric
 }
 
 // Show finds a run and its code change against its commit's first parent,

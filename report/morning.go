@@ -55,6 +55,9 @@ type Morning struct {
 	// from blocked.jsonl); absent when there were none.
 	Blocked *Blocked `json:"blocked,omitempty"`
 	Chart   Chart    `json:"-"`
+	// Curves are the champion's and the baseline's training curves (from
+	// their archives, filled by ops) that the HTML report draws.
+	Curves []RunCurve `json:"-"`
 }
 
 // SweptParam is one parameter of "What was swept".

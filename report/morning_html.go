@@ -52,6 +52,11 @@ func (m *Morning) HTML() ([]byte, error) {
 	b.WriteString(m.SVG())
 	fmt.Fprintf(&b, "<figcaption>%s over the window's runs: discarded runs faint, kept runs labelled, the line is the running best; crashes are marked below the axis.</figcaption>\n</figure>\n",
 		html.EscapeString(m.Metric))
+	if svg := CurvesSVG(m.Curves); svg != "" {
+		b.WriteString("<h2 id=\"training-curves-heading\">Training curves: champion vs baseline</h2>\n<figure class=\"chart curves\">\n")
+		b.WriteString(svg)
+		b.WriteString("<figcaption>The champion's training curve against the baseline's, per step (from each run's archived curve.json); a red cross marks where a crashed run died.</figcaption>\n</figure>\n")
+	}
 	b.Write(restHTML.Bytes())
 	b.WriteString("</main>\n</body>\n</html>\n")
 	return b.Bytes(), nil

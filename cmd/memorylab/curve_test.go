@@ -50,3 +50,52 @@ func TestShowCurve(t *testing.T) {
 		t.Errorf("crash curve = %v", c)
 	}
 }
+
+const scriptCurve = `for i in 1 2 3; do echo "step 0000$i | loss: $i.5"; done
+echo "---"
+echo "val_bpb:          $BPB"
+`
+
+// TestReportDrawsChampionVsBaselineCurves (issue 31.1): the HTML report
+// draws the champion's training curve against the baseline's.
+func TestReportDrawsChampionVsBaselineCurves(t *testing.T) {
+	f := newRunFixture(t, "min")
+	f.experiment("baseline", scriptCurve, "0.99")
+	if err := f.run(context.Background(), runOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.out.Reset()
+	runEnv(f.env, []string{"memorylab", "report", "--format", "html", "-o", "-"})
+	if strings.Contains(f.out.String(), "training-curves-heading") != true {
+		t.Errorf("one run: the report draws no curve")
+	}
+	f.experiment("better", scriptCurve, "0.98")
+	if err := f.run(context.Background(), runOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.out.Reset()
+	if code := runEnv(f.env, []string{"memorylab", "report", "--format", "html", "-o", "-"}); code != 0 {
+		t.Fatalf("report: %d %s", code, f.err.String())
+	}
+	page := f.out.String()
+	if !strings.Contains(page, "Training curves: champion vs baseline") || strings.Count(page, `<path class="curve"`) != 2 {
+		t.Errorf("the report lacks the champion vs baseline curves:\n%.2000s", page)
+	}
+}
+
+// TestListShowsDurations (issue 31.1): list has each run's duration (its
+// total_seconds), - when the training did not report one.
+func TestListShowsDurations(t *testing.T) {
+	repo := experimentRepo(t)
+	writeFile(t, repo.Dir+"/run.log", summaryLog) // total_seconds: 325.9
+	mustRun(t, repo.Dir, nil, "log", "-d", "timed", "--status", "keep", "--log", "run.log")
+	mustRun(t, repo.Dir, nil, "log", "-d", "untimed", "--status", "discard", "--metric", "val_bpb=1.1")
+	out := mustRun(t, repo.Dir, nil, "list").out
+	if !strings.Contains(out, "TIME") || !strings.Contains(out, " 5m26s ") || !strings.Contains(out, " -  ") {
+		t.Errorf("list:\n%s", out)
+	}
+	items := mustRun(t, repo.Dir, nil, "list", "--json").out
+	if !strings.Contains(items, `"duration_s": 325.9`) {
+		t.Errorf("list --json:\n%s", items)
+	}
+}
