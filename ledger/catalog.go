@@ -132,6 +132,10 @@ var ErrCacheInvalid = errors.New("cache invalid")
 // ErrCacheMissing is a cache that was never written (built without notice).
 var ErrCacheMissing = fmt.Errorf("%w: missing", ErrCacheInvalid)
 
+// ErrCacheOutdated means a cache file of another format version, as after
+// an upgrade: rebuilt without a notice, as a missing one is (issue 31.8).
+var ErrCacheOutdated = fmt.Errorf("%w: another version", ErrCacheInvalid)
+
 // ReadCache reads a cache file written by WriteCache with the given version.
 func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error) {
 	b, err := os.ReadFile(s.CachePath(name))
@@ -148,8 +152,11 @@ func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error)
 	d := newCopyingDecoder(b[len(prefix):])
 	v := d.Uvarint()
 	fp := Fingerprint{Size: d.Varint(), TailHash: d.Str()}
-	if d.Err() != nil || v != uint64(version) {
+	if d.Err() != nil {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s version %d, want %d", ErrCacheInvalid, name, v, version)
+	}
+	if v != uint64(version) {
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s version %d, want %d", ErrCacheOutdated, name, v, version)
 	}
 	return fp, d.Rest(), nil
 }
@@ -217,7 +224,7 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 	return c, warnings, nil
 }
 
-func isMissing(err error) bool { return errors.Is(err, ErrCacheMissing) }
+func isMissing(err error) bool { return errors.Is(err, ErrCacheMissing) || errors.Is(err, ErrCacheOutdated) }
 
 func (s *Store) readCatalog(metric string) (*Catalog, error) {
 	fp, payload, err := s.ReadCache(CatalogFile, CatalogVersion)

@@ -54,7 +54,7 @@ func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 	}
 	behind := 0
 	if err != nil {
-		if !errors.Is(err, ledger.ErrCacheMissing) {
+		if !errors.Is(err, ledger.ErrCacheMissing) && !errors.Is(err, ledger.ErrCacheOutdated) {
 			fmt.Fprintf(errw, "memorylab: rebuilding the registry cache (%v)\n", err)
 		}
 		if cat == nil {

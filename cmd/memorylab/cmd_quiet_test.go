@@ -82,3 +82,22 @@ func TestReportToStdout(t *testing.T) {
 		t.Error("-o - wrote a file named -")
 	}
 }
+
+// TestUpgradedCacheSaysNothing (issue 31.8): a cache of another format
+// version (after an upgrade) is rebuilt without a notice.
+func TestUpgradedCacheSaysNothing(t *testing.T) {
+	repo := nightRepo(t)
+	mustRun(t, repo.Dir, nil, "list")
+	cat := filepath.Join(repo.Dir, "results", "memorylab", "cache", "catalog.bin")
+	b, err := os.ReadFile(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(b), "catalog.bin\n") + len("catalog.bin\n")
+	b[i] = 1 // version 1: an older memorylab wrote it
+	writeFile(t, cat, string(b))
+	r := mustRun(t, repo.Dir, nil, "list")
+	if strings.Contains(r.errOut, "rebuilding") || !strings.Contains(r.out, "RUN") {
+		t.Errorf("list after an upgrade: %q %q", r.errOut, r.out)
+	}
+}
