@@ -224,7 +224,9 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 	return c, warnings, nil
 }
 
-func isMissing(err error) bool { return errors.Is(err, ErrCacheMissing) || errors.Is(err, ErrCacheOutdated) }
+func isMissing(err error) bool {
+	return errors.Is(err, ErrCacheMissing) || errors.Is(err, ErrCacheOutdated)
+}
 
 func (s *Store) readCatalog(metric string) (*Catalog, error) {
 	fp, payload, err := s.ReadCache(CatalogFile, CatalogVersion)
