@@ -106,10 +106,11 @@ func waitNumber(t *testing.T, ctx context.Context, expr string, want int, within
 // and a description carrying markup renders as text and runs nothing.
 // Screenshots go to testdata/artifacts/dashboard/.
 func TestBrowser(t *testing.T) {
-	ctx := browser(t) // first: without Chromium the test skips before any server starts
+	needtool.Path(t, needtool.Chromium) // first: without Chromium the test skips before any server starts
 	f := newFixture(t)
 	recs := f.night()
 	_, ts := f.server(Options{})
+	ctx := browser(t) // after the server: its cleanup (closing the page's live connection) runs first
 
 	// Overview: a point per run, the headline, no script from the payload.
 	do(t, ctx, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#chart svg`)))
@@ -235,4 +236,49 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("dark mode background %q", bg)
 	}
 	screenshot(t, ctx, "dark")
+}
+
+// TestBrowserCurves: a run's training curve on its page (a crash marked
+// where it died), and A, B and the champion overlaid on the compare page,
+// with the wall-clock switch (issue 31.1).
+func TestBrowserCurves(t *testing.T) {
+	needtool.Path(t, needtool.Chromium)
+	f := newFixture(t)
+	logPath := filepath.Join(f.dir, "run.log")
+	steps := func(n int, loss float64) string {
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "step %05d (%.1f%%) | loss: %.3f | total time: %.2fm\n", i, float64(i), loss-float64(i)/10, float64(i)/10)
+		}
+		return b.String()
+	}
+	if err := os.WriteFile(logPath, []byte(steps(20, 9)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kept := f.log("baseline with a curve", "keep", 0.99)
+	if err := os.WriteFile(logPath, []byte(steps(8, 9.5)+"RuntimeError: CUDA out of memory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crashed := f.log("wider model", "crash", 0)
+	_, ts := f.server(Options{})
+	ctx := browser(t)
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/run/"+string(crashed.RunID)))
+	waitText(t, ctx, "#run-curve", "crashed here", 2*time.Second)
+	if n := eval[int](t, ctx, `+document.querySelector("#run-curve polyline.curve-line").getAttribute("data-points")`); n != 8 {
+		t.Errorf("the crashed run's curve has %d points, want 8", n)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#run-curve path.curve-died").length`); n != 1 {
+		t.Errorf("%d crash markers", n)
+	}
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a="+string(kept.RunID)+"&b="+string(crashed.RunID)))
+	waitText(t, ctx, "#compare-curves", "crashed here", 2*time.Second)
+	if n := eval[int](t, ctx, `document.querySelectorAll("#compare-curves polyline.curve-line").length`); n != 2 {
+		t.Errorf("compare overlays %d curves, want 2 (A is the champion)", n)
+	}
+	waitText(t, ctx, "#compare-curves", "20 steps", 2*time.Second)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#compare-curves input[type=checkbox]`)))
+	waitText(t, ctx, "#compare-curves", "120 s", 2*time.Second) // 2.00m of wall clock
+	screenshot(t, ctx, "curves")
 }
