@@ -137,3 +137,19 @@ func FuzzParseCurve(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseCurve: a 5-minute autoresearch run prints ~1,000 step lines.
+func BenchmarkParseCurve(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; i < 1000; i++ {
+		sb.WriteString("step " + strconv.Itoa(i) + " (" + strconv.Itoa(i/10) + ".0%) | loss: 3.102534 | lrm: 0.00 | dt: 315.23ms | tok/sec: 1,663,225 | mfu: 39.8 | epoch: 1 | total time: 4.98m\n")
+	}
+	log := sb.String()
+	b.SetBytes(int64(len(log)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseCurve(strings.NewReader(log), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

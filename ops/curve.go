@@ -13,7 +13,7 @@ import (
 
 // maxCurveRead bounds how much of a training's output the curve parser
 // reads (the archive keeps at most ledger.MaxArchivedLog of it anyway).
-const maxCurveRead = 256 << 20
+const maxCurveRead = 64 << 20
 
 // CurveOf parses the training curve of the output at path with the store's
 // patterns; nil when it has no step lines.
