@@ -185,7 +185,7 @@ func TestConfigIdentity(t *testing.T) {
 	// A seed memory file of another name is another memory: another
 	// configuration; the same file in another folder is not.
 	moved := readRun(t, TestRunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "moved0000001", func(cfg map[string]any) {
-		SetConfig(cfg, "components.memory_builder.seed_memory_file", "/home/me/copies/compressed_v1.json")
+		SetConfig(cfg, "components.memory_builder.seed_memory_file", "/mnt/copies/compressed_v1.json")
 	}))
 	other := readRun(t, TestRunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "other0000001", func(cfg map[string]any) {
 		SetConfig(cfg, "components.memory_builder.seed_memory_file", "/opt/mem2/data/arc_agi/concept_memory/compressed_v2.json")

@@ -26,6 +26,7 @@ import (
 //	1: first version.
 //	2: flagDirty carries dirty: true (list marks runs that ran uncommitted code).
 //	3: seed, replicate, hardware and items (issue 27).
+//	4: slim records keep total_seconds and training_seconds (run durations in lists).
 const CatalogVersion = 3
 
 // CatalogFile is the catalog's name under the store's cache directory.
@@ -64,7 +65,7 @@ func SlimRecord(r *Record, metric string) Record {
 		Commit: r.Commit, CommitFull: r.CommitFull, ParentCommit: r.ParentCommit, Family: r.Family,
 		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot,
 		Dirty: r.Dirty, Seed: r.Seed, Replicate: r.Replicate, Hardware: r.Hardware, Items: r.Items}
-	for _, k := range []string{metric, "peak_vram_mb", "memory_gb"} {
+	for _, k := range []string{metric, "peak_vram_mb", "memory_gb", "total_seconds", "training_seconds"} {
 		if v, ok := r.Metrics[k]; ok {
 			if s.Metrics == nil {
 				s.Metrics = Metrics{}
@@ -132,6 +133,10 @@ var ErrCacheInvalid = errors.New("cache invalid")
 // ErrCacheMissing is a cache that was never written (built without notice).
 var ErrCacheMissing = fmt.Errorf("%w: missing", ErrCacheInvalid)
 
+// ErrCacheOutdated means a cache file of another format version, as after
+// an upgrade: rebuilt without a notice, as a missing one is (issue 31.8).
+var ErrCacheOutdated = fmt.Errorf("%w: another version", ErrCacheInvalid)
+
 // ReadCache reads a cache file written by WriteCache with the given version.
 func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error) {
 	b, err := os.ReadFile(s.CachePath(name))
@@ -148,8 +153,11 @@ func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error)
 	d := newCopyingDecoder(b[len(prefix):])
 	v := d.Uvarint()
 	fp := Fingerprint{Size: d.Varint(), TailHash: d.Str()}
-	if d.Err() != nil || v != uint64(version) {
+	if d.Err() != nil {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s version %d, want %d", ErrCacheInvalid, name, v, version)
+	}
+	if v != uint64(version) {
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s version %d, want %d", ErrCacheOutdated, name, v, version)
 	}
 	return fp, d.Rest(), nil
 }
@@ -171,13 +179,37 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 		c = &Catalog{Metric: metric}
 	}
 	before := len(c.Records)
+	var corr Corrections
+	corrections := 0
 	end, warnings, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
+		if r.Correction != nil { // not a run; a retraction takes its run out below
+			if corr.Retracted == nil {
+				corr = CollectCorrections(nil)
+			}
+			corr.Add(r)
+			corrections++
+			return nil
+		}
 		c.Records = append(c.Records, SlimRecord(r, metric))
 		c.Offsets = append(c.Offsets, off)
 		return nil
 	})
 	if err != nil {
 		return nil, warnings, err
+	}
+	if len(corr.Retracted) > 0 {
+		n := 0
+		for i := range c.Records {
+			if _, gone := corr.Retracted[c.Records[i].RunID]; !gone {
+				c.Records[n], c.Offsets[n] = c.Records[i], c.Offsets[i]
+				n++
+			}
+		}
+		c.Records, c.Offsets = c.Records[:n], c.Offsets[:n]
+		before = -1 // rewrite the cache
+	}
+	if corrections > 0 && before >= 0 && len(c.Records) == before {
+		before = -1 // the cache must cover the correction lines too
 	}
 	// The one order of runs (order.go), whatever order a pull appended them in.
 	sortRecordsWith(c.Records, c.Offsets)
@@ -193,7 +225,9 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 	return c, warnings, nil
 }
 
-func isMissing(err error) bool { return errors.Is(err, ErrCacheMissing) }
+func isMissing(err error) bool {
+	return errors.Is(err, ErrCacheMissing) || errors.Is(err, ErrCacheOutdated)
+}
 
 func (s *Store) readCatalog(metric string) (*Catalog, error) {
 	fp, payload, err := s.ReadCache(CatalogFile, CatalogVersion)
@@ -379,13 +413,22 @@ func (s *Store) ExtendCatalog(c *Catalog, notice io.Writer) (*Catalog, error) {
 	}
 	var recs []Record
 	var offs []int64
+	corrected := false
 	end, _, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
+		if r.Correction != nil {
+			corrected = true
+			return nil
+		}
 		recs = append(recs, SlimRecord(r, c.Metric))
 		offs = append(offs, off)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if corrected { // a retraction may take out a run c holds: one way to apply it, OpenCatalog's
+		out, _, err := s.OpenCatalog(c.Metric, notice)
+		return out, err
 	}
 	if end == c.Covers.Size {
 		return c, nil

@@ -3,6 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,6 +60,8 @@ func TestConfigDiff(t *testing.T) {
 		{"train file", func(c *Config) { c.TrainFile = "model.py" }, `train_file "model.py" on the remote, "train.py" here`},
 		{"metric and goal", func(c *Config) { c.Metric, c.Goal = "acc", GoalMax },
 			`metric "acc" on the remote, "val_bpb" here; goal "max" on the remote, "min" here`},
+		{"curve patterns", func(c *Config) { c.CurvePatterns = map[string]string{"lr": `lr=([0-9.]+)`} },
+			`curve_patterns "{\"lr\":\"lr=([0-9.]+)\"}" on the remote, "{}" here`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +104,7 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		again, _ := json.Marshal(c)
 		c2, err := ParseConfig(again)
-		if err != nil || c2 != c {
+		if err != nil || !reflect.DeepEqual(c2, c) {
 			t.Fatalf("round trip: %+v -> %+v, %v", c, c2, err)
 		}
 	})

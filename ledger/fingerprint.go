@@ -61,6 +61,12 @@ func (s *Store) CurrentFingerprint() (Fingerprint, error) {
 // describes (same bytes before fp.Size). A false answer means a cache built
 // for fp must be rebuilt from scratch.
 func (s *Store) StillCovers(fp Fingerprint) bool {
+	if fp.Size == 0 {
+		// Nothing covered (a cache built from an empty ledger, whose tail
+		// hash was never computed) is a prefix of every ledger: no
+		// rebuild, and no notice after the very first run (issue 31.8).
+		return true
+	}
 	f, err := s.OpenLedger()
 	if err != nil {
 		return false

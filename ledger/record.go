@@ -150,6 +150,9 @@ type Record struct {
 	NoveltyGuard   RawJSON        `json:"novelty_guard"`
 	DecisionPacket RawJSON        `json:"decision_packet"`
 	Tie            bool           `json:"tie,omitempty"`
+	// Correction, when set, makes the line a correction of an earlier run
+	// (retract or note), not a run: see correction.go.
+	Correction *Correction `json:"correction,omitempty"`
 }
 
 // Time parses Timestamp; the zero time when it is malformed.
@@ -274,7 +277,9 @@ func RecordProblems(r *Record, size int, now time.Time) []Problem {
 	if !ValidRunID(string(r.RunID)) {
 		out = append(out, Problem{fmt.Sprintf("run_id %q is not a run id (<YYYYMMDDTHHMMSSZ>-<commit>)", Truncate(string(r.RunID), 80)), "fix the line by hand"})
 	}
-	if !ValidStatus(r.Status) {
+	if r.Correction != nil {
+		out = append(out, validateCorrection(r)...)
+	} else if !ValidStatus(r.Status) {
 		out = append(out, Problem{fmt.Sprintf("status %q is not keep, discard or crash", Truncate(r.Status, 40)), "fix the line by hand"})
 	}
 	if t, err := time.Parse(time.RFC3339, r.Timestamp); err != nil {

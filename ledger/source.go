@@ -24,6 +24,9 @@ func (r *Record) Imported() bool { return r.SourceKind() != "" }
 // ArcMemo memory snapshots (not runs). log, arcmemo import, pull and doctor
 // all follow it.
 func (r *Record) HasTSVRow() bool {
+	if r.IsCorrection() {
+		return false
+	}
 	k := r.SourceKind()
 	if k == SourceArcMemoPass {
 		// One row per ArcMemo run, its final pass; records written before

@@ -73,6 +73,10 @@ type Config struct {
 	Metric    string `json:"metric"`
 	Goal      string `json:"goal"`
 	TrainFile string `json:"train_file"`
+	// CurvePatterns are extra training-curve patterns (NAME → regular
+	// expression with one group, the value), for output the built-in step
+	// line forms miss (curve.go).
+	CurvePatterns map[string]string `json:"curve_patterns,omitempty"`
 }
 
 // DefaultConfig is what init writes without flags: val_bpb, lower is better.

@@ -936,6 +936,15 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 			if err := s.AppendLocked(batch...); err != nil {
 				return arrived, err
 			}
+			for _, r := range batch {
+				if r.Correction != nil && r.Correction.Kind == CorrectionRetract {
+					// The caches hold runs this retracts: rebuilt without them.
+					if err := s.DropCaches(time.Now()); err != nil {
+						return arrived, err
+					}
+					break
+				}
+			}
 			arrived += len(batch)
 			if opts.OnArrive != nil {
 				if err := opts.OnArrive(batch); err != nil {
@@ -1184,6 +1193,14 @@ func ConfigDiff(local, remote Config) string {
 	field("metric", local.Metric, remote.Metric)
 	field("goal", local.Goal, remote.Goal)
 	field("train_file", local.TrainFile, remote.TrainFile)
+	patterns := func(m map[string]string) string {
+		if len(m) == 0 {
+			return "{}"
+		}
+		b, _ := json.Marshal(m) // keys sorted
+		return string(b)
+	}
+	field("curve_patterns", patterns(local.CurvePatterns), patterns(remote.CurvePatterns))
 	return strings.Join(parts, "; ")
 }
 

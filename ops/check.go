@@ -76,6 +76,9 @@ type CheckInput struct {
 	// CodeOptional turns a failure to read the code (a shallow clone, no
 	// repository) into a notice: run and the hooks check what they can.
 	CodeOptional bool
+	// RecordAs, when set, records a block in blocked.jsonl with this source
+	// (BlockedByRun, BlockedByHook, BlockedByCheck, BlockedByMCP).
+	RecordAs string
 }
 
 // CheckResult is the verdict. Its JSON is check's --json contract: the
@@ -131,6 +134,10 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var top []novelty.Match // the match a block repeats, whatever the limit
+	if len(out.TopMatches) > 0 {
+		top = out.TopMatches[:1]
+	}
 	if len(out.TopMatches) > in.Limit {
 		out.TopMatches = out.TopMatches[:in.Limit]
 	}
@@ -146,6 +153,11 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 		}
 	}
 	resurface(env, s, out)
+	if in.RecordAs != "" {
+		rec := *out
+		rec.TopMatches = top
+		RecordBlock(env, s, &rec, in.Description, in.RecordAs, "")
+	}
 	return out, nil
 }
 
@@ -203,12 +215,17 @@ func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*index.Index, erro
 
 // checkExhaustive scores every record in the ledger.
 func checkExhaustive(s *ledger.Store, probe novelty.Probe, opts novelty.Options) (novelty.Result, error) {
-	var recs []*ledger.Record
+	var all []ledger.Record
 	if _, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		recs = append(recs, r)
+		all = append(all, *r)
 		return nil
 	}); err != nil {
 		return novelty.Result{}, err
+	}
+	counted := ledger.Counted(all) // no corrections, no retracted run
+	recs := make([]*ledger.Record, len(counted))
+	for i := range counted {
+		recs[i] = &counted[i]
 	}
 	return novelty.Evaluate(probe, recs, opts), nil
 }

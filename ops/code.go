@@ -484,6 +484,9 @@ func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
 	cs := &codeSet{base: base, tail: map[ledger.RunID]RunCode{}}
 	var fresh [][]byte
 	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
+		if r.Correction != nil {
+			return nil // not a run (retract drops this cache: the rebuild leaves retracted runs out)
+		}
 		c, ok := tail[r.RunID]
 		if !ok {
 			c = cr.entry(r)
@@ -523,12 +526,23 @@ func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunI
 	}
 	var b bytes.Buffer
 	n := 0
+	var corr ledger.Corrections
+	var lines [][]byte // kept only once a correction shows up
+	var ids []ledger.RunID
 	end, _, err := s.ScanFrom(0, func(r *ledger.Record, _ int, _ int64) error {
+		if r.Correction != nil {
+			if corr.Retracted == nil {
+				corr = ledger.CollectCorrections(nil)
+			}
+			corr.Add(r)
+			return nil
+		}
 		c, ok := known[r.RunID]
 		if !ok {
 			c = cr.entry(r)
 		}
 		b.Write(c.line())
+		lines, ids = append(lines, c.line()), append(ids, r.RunID)
 		if n++; step != nil && n%256 == 0 {
 			step.Set(n)
 		}
@@ -536,6 +550,14 @@ func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunI
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(corr.Retracted) > 0 { // a retracted run's code blocks nothing
+		b.Reset()
+		for i, l := range lines {
+			if _, gone := corr.Retracted[ids[i]]; !gone {
+				b.Write(l)
+			}
+		}
 	}
 	if fp, err := s.FingerprintAt(end); err == nil {
 		if err := s.WriteCache(codeCacheName, codeCacheVersion, fp, b.Bytes()); err == nil {

@@ -96,19 +96,20 @@ type judgement struct {
 func judgeRun(s *ledger.Store, in DecideInput, v float64) (judgement, error) {
 	goal := registry.GoalOf(s.Config)
 	rp := registry.NewReplicates(goal)
-	var kept []ledger.Record
+	var all, kept []ledger.Record
 	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		rp.Add(r)
-		if r.Status == ledger.StatusKeep {
-			if _, ok := goal.Value(r); ok {
-				kept = append(kept, ledger.Record{Status: r.Status, Metrics: ledger.Metrics{goal.Metric: r.Metrics[goal.Metric]},
-					Replicate: r.Replicate, Hardware: r.Hardware})
-			}
-		}
+		all = append(all, ledger.Record{RunID: r.RunID, Status: r.Status, Metrics: ledger.Metrics{goal.Metric: r.Metrics[goal.Metric]},
+			Replicate: r.Replicate, Hardware: r.Hardware, Correction: r.Correction})
 		return nil
 	})
 	if err != nil {
 		return judgement{}, err
+	}
+	for _, r := range ledger.Counted(all) { // a retracted run counts nowhere
+		rp.Add(&r)
+		if _, ok := goal.Value(&r); ok && r.Status == ledger.StatusKeep {
+			kept = append(kept, r)
+		}
 	}
 	margin := registry.TieMargin(in.MinDelta, registry.NoiseFor(rp.Noise(), in.Hardware))
 	champ, champGroup, have := registry.ChampionValue(kept, rp, in.Hardware)
@@ -140,4 +141,41 @@ func ReplicateOf(env Env, s *ledger.Store, repo *ledger.Repo, in LogInput) (repl
 	}
 	code, codeErr := codeOfLoggedRun(s, repo, prov)
 	return replicateKey(prov, code, codeErr, in.Config), hardware
+}
+
+// DecideLog gives a log without a status the status `run` would decide for
+// a training that exited 0 (the MCP log tool with no status, issue 31.7):
+// crash without the primary metric (in the metrics, the log or the summary),
+// keep when it beats the champion by more than minDelta, else discard. A
+// log with a status is returned as it is.
+func DecideLog(env Env, in LogInput, minDelta float64) (LogInput, error) {
+	if in.Status != "" {
+		return in, nil
+	}
+	if err := CheckMinDelta(minDelta); err != nil {
+		return in, err
+	}
+	if err := in.Validate(); err != nil {
+		return in, err
+	}
+	s, _, err := env.Open()
+	if err != nil {
+		return in, err
+	}
+	di := DecideInput{Log: in, MinDelta: minDelta, SummaryPath: env.Abs(in.SummaryPath)}
+	if di.Log.LogPath == "" {
+		di.Log.LogPath = DefaultLog
+	}
+	if di.SummaryPath == "" && !in.IgnoreSummaryEnv {
+		di.SummaryPath = env.getenv(SummaryEnv)
+	}
+	status, errText, err := DecideStatus(env, s, di)
+	if err != nil {
+		return in, err
+	}
+	in.Status = status
+	if status == ledger.StatusCrash && in.ErrorText == "" {
+		in.ErrorText = errText
+	}
+	return in, nil
 }

@@ -20,6 +20,7 @@ type ImportInput struct {
 	As        string   // --as NAME: record the --metric column under the store's metric NAME
 	Goal      string   // --goal min|max
 	StatusMap []string // --status-map WORD=STATUS
+	Missing   []string // --missing VALUE: metric values that mean "no value"
 	DryRun    bool
 	Init      bool // create the store with the detected metric and goal
 }
@@ -60,7 +61,11 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 		return nil, locErr
 	}
 
-	ropts := results.Options{Metric: opts.Metric, Goal: opts.Goal, GoalFrom: "--goal", StatusMap: smap}
+	missing, err := results.ParseMissing(opts.Missing)
+	if err != nil {
+		return nil, ledger.BadInputf("%v", err)
+	}
+	ropts := results.Options{Metric: opts.Metric, Goal: opts.Goal, GoalFrom: "--goal", StatusMap: smap, Missing: missing}
 	if store != nil {
 		if opts.Goal != "" && opts.Goal != store.Config.Goal {
 			return nil, ledger.BadInputf("--goal %s contradicts the store's goal %s (%s): drop --goal, or import into another store (--store DIR --init)",

@@ -242,6 +242,9 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 			return nil, err
 		}
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", Src: logIn})
+		if cf := curveFile(env, s, logResolved); cf != nil {
+			archive = append(archive, *cf)
+		}
 	}
 	summaryPath, summaryFromEnv := in.SummaryPath, false
 	if summaryPath == "" && !in.IgnoreSummaryEnv {

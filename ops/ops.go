@@ -92,6 +92,12 @@ func (env Env) Open() (*ledger.Store, ledger.Location, error) {
 // Records reads the whole ledger in (timestamp, run id) order, with a
 // warning per skipped line.
 func (env Env) Records(s *ledger.Store) ([]ledger.Record, error) {
+	recs, err := env.readOrdered(s)
+	return ledger.Counted(recs), err // no correction lines, no retracted run
+}
+
+// readOrdered is every line of the ledger in order, corrections included.
+func (env Env) readOrdered(s *ledger.Store) ([]ledger.Record, error) {
 	recs, warns, err := s.ReadOrdered()
 	for _, w := range warns {
 		env.notef("warning: %s: %s", s.LedgerPath(), w)

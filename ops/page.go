@@ -217,6 +217,12 @@ func listItem(r *ledger.Record, metric string) ListItem {
 	if v, ok := r.Metric(metric); ok {
 		it.Value = &v
 	}
+	for _, k := range []string{"total_seconds", "training_seconds"} {
+		if v, ok := r.Metric(k); ok && v >= 0 {
+			it.DurationS = &v
+			break
+		}
+	}
 	return it
 }
 

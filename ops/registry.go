@@ -54,7 +54,7 @@ func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 	}
 	behind := 0
 	if err != nil {
-		if !errors.Is(err, ledger.ErrCacheMissing) {
+		if !errors.Is(err, ledger.ErrCacheMissing) && !errors.Is(err, ledger.ErrCacheOutdated) {
 			fmt.Fprintf(errw, "memorylab: rebuilding the registry cache (%v)\n", err)
 		}
 		if cat == nil {
@@ -65,7 +65,12 @@ func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 		st = registry.Build(cat.Records, opts)
 		fp, behind = cat.Covers, -1
 	}
+	retracted := false
 	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
+		if r.Correction != nil { // not a run
+			retracted = retracted || r.Correction.Kind == ledger.CorrectionRetract
+			return nil
+		}
 		st.Add(r)
 		if behind >= 0 {
 			behind++
@@ -74,6 +79,14 @@ func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 	})
 	if err != nil {
 		return nil, fp, behind, err
+	}
+	if retracted {
+		// A run left: the state cannot forget one, so it is built again
+		// from the catalog, which leaves retracted runs out.
+		if cat, _, err = s.OpenCatalog(s.Config.Metric, errw); err != nil {
+			return nil, fp, -1, err
+		}
+		return registry.Build(cat.Records, opts), cat.Covers, -1, nil
 	}
 	if end != fp.Size {
 		if fp, err = s.FingerprintAt(end); err != nil {

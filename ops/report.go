@@ -17,10 +17,14 @@ import (
 type ReportInput struct {
 	SinceHours    float64 // window in hours (report.DefaultSinceHours)
 	Format        string  // md, html or json
-	Output        string  // write only this file; "" writes reports/latest.* and a timestamped copy (json: returned, not written)
+	Output        string  // write only this file; "" writes reports/latest.* and a timestamped copy (json: returned, not written); "-" (ToStdout) writes nothing and returns the report
 	PlateauWindow int     // runs that must bring an improvement
 	MinDelta      float64 // smallest gain that counts as an improvement
 }
+
+// ToStdout as ReportInput.Output writes no file: the report is returned for
+// the front end to print (`report -o -`).
+const ToStdout = "-"
 
 // DefaultReportInput is the report `memorylab report` writes without flags.
 func DefaultReportInput() ReportInput {
@@ -112,6 +116,12 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
 	m.Swept = swept(env, s, cat.Records, m.WindowStart)
 	m.ArcMemo = arcmemoSection(env, s, cat.Records, m.WindowStart)
+	m.Curves = morningCurves(s, &m)
+	if blocked, err := s.ReadBlocked(); err != nil {
+		env.notef("note: blocked ideas unreadable: %v", err)
+	} else {
+		m.Blocked = report.BlockedIn(blocked, m.WindowStart)
+	}
 	return m, nil
 }
 
@@ -201,7 +211,7 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 			return nil, err
 		}
 		res.Data = append(res.Data, '\n')
-		if in.Output == "" {
+		if in.Output == "" || in.Output == ToStdout {
 			return res, nil
 		}
 	case "html":
@@ -210,6 +220,9 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 		}
 	default:
 		res.Data = m.Markdown()
+	}
+	if in.Output == ToStdout {
+		return res, nil
 	}
 	if in.Output != "" {
 		p := env.Abs(in.Output)

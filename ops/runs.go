@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -43,6 +44,9 @@ type ListItem struct {
 	Hardware   string            `json:"hardware,omitempty"`
 	Items      *ledger.ItemsInfo `json:"items,omitempty"`
 	Replicates *evidence.Spread  `json:"replicates,omitempty"`
+	// DurationS is how long the run took, in seconds (its total_seconds, else
+	// training_seconds, as the training reported them); absent when unknown.
+	DurationS *float64 `json:"duration_s,omitempty"`
 }
 
 // ListResult is the selected runs, in ledger order or best first.
@@ -165,24 +169,46 @@ type ShowResult struct {
 	OnHead      ledger.Reach    `json:"reachable_from_head"` // yes, no, or unknown (…)
 	Diff        *string         `json:"diff"`
 	DiffError   string          `json:"diff_error,omitempty"`
-	Metric      string          `json:"-"` // the store's primary metric
 	// Replicates is the run's replicate group (mean ± sd (n), n ≥ 2).
 	Replicates *evidence.Spread `json:"replicates,omitempty"`
+	// Retracted is the retraction of the run (`memorylab retract`), if any:
+	// the run no longer counts anywhere but here.
+	Retracted *ledger.Correction `json:"retracted,omitempty"`
+	// Annotations are the notes added later (`memorylab note`), in order.
+	Annotations []ledger.Correction `json:"annotations,omitempty"`
+	// Curve is the training curve from the run's archive (curve.json):
+	// {x, series: {NAME: [[x, y], …]}, last_step}; absent without one.
+	Curve  *ledger.Curve `json:"curve,omitempty"`
+	Metric string        `json:"-"` // the store's primary metric
 }
 
 // Show finds a run and its code change against its commit's first parent,
 // through the run's pin, so it works for commits reset away long ago.
 func Show(env Env, in ShowInput) (*ShowResult, error) {
-	s, loc, recs, err := env.openRecords()
+	s, loc, err := env.Open()
 	if err != nil {
 		return nil, err
 	}
-	i, err := ResolveRun(recs, s.Config, in.Run)
+	all, err := env.readOrdered(s)
 	if err != nil {
 		return nil, err
 	}
-	rec := &recs[i]
-	out := &ShowResult{MessageType: "run", Record: rec, Packet: rec.DecisionPacket, Metric: s.Config.Metric}
+	// A retracted run is still shown, with the reason.
+	i, err := resolveAmong(all, s.Config, in.Run)
+	if err != nil {
+		return nil, err
+	}
+	rec := &all[i]
+	corr := ledger.CollectCorrections(all)
+	recs := ledger.Counted(all)
+	out := &ShowResult{MessageType: "run", Record: rec, Packet: rec.DecisionPacket, Metric: s.Config.Metric,
+		Annotations: corr.Notes[rec.RunID]}
+	if c, ok := corr.Retracted[rec.RunID]; ok {
+		out.Retracted = &c
+	}
+	if out.Curve, err = ArchivedCurve(s, rec.RunID); err != nil {
+		env.notef("warning: training curve unreadable: %v", err)
+	}
 	if sp, ok := registry.CollectReplicates(recs, registry.GoalOf(s.Config)).Spread(rec); ok {
 		out.Replicates = &sp
 	}
@@ -285,10 +311,19 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 	return &cmp, nil
 }
 
+// RunNames are the names ResolveRun gives a meaning beside ids and commits.
+var RunNames = []string{"latest", "previous", "champion"}
+
+// IsRunName reports whether arg is one of RunNames.
+func IsRunName(arg string) bool { return slices.Contains(RunNames, arg) }
+
 // ResolveRun finds a run in recs (in (timestamp, run id) order) by id,
 // unique prefix, commit, or the names latest, previous and champion (the
 // best kept run, else the best non-crash run, under the store's metric).
 func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error) {
+	// Every front end names runs through here (show, compare, branch,
+	// retract, note, the MCP tools, the dashboard): the names in RunNames
+	// work wherever a run is named (issue 31.5).
 	switch arg {
 	case "latest", "previous":
 		// Runs of one kind: an ArcMemo run is its final pass, so its memory

@@ -62,7 +62,17 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 				b.WriteString(results.RowFromRecord(r, s.Config.Metric).Format())
 			}
 		}
-		return s.AppendTSVLocked(results.Header(s.Config.Metric), b.String())
+		if err := s.AppendTSVLocked(results.Header(s.Config.Metric), b.String()); err != nil {
+			return err
+		}
+		// A retraction that arrived takes its run's row out here too.
+		rows, err := retractedTSVRows(s, recs)
+		for _, row := range rows {
+			if err == nil {
+				_, err = s.RemoveTSVRowLocked(row)
+			}
+		}
+		return err
 	}
 	steps := []bool{in.Push}
 	if in.Both {

@@ -13,19 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/internal/needtool"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 )
 
-// chromiumPath is Debian's headless browser (.ci/run installs it). The
-// browser test fails, never skips, without it.
-const chromiumPath = "/usr/bin/chromium"
-
 func chromium(t *testing.T, args ...string) []byte {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("%s not found (%v): install it with `apt-get update && apt-get install -y chromium` (.ci/run does)", chromiumPath, err)
-	}
+	// Debian's headless browser: outside CI the test skips without it, with CI=true it fails.
+	chromiumPath := needtool.Path(t, needtool.Chromium)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -70,6 +70,12 @@ type Morning struct {
 	// ArcMemo leads the report of a store holding ArcMemo imports (set by
 	// ops): the board of configurations per puzzle set, not a champion.
 	ArcMemo *ArcMemoSection `json:"arcmemo,omitempty"`
+	// Blocked is the ideas the guard blocked in the window (filled by ops
+	// from blocked.jsonl); absent when there were none.
+	Blocked *Blocked `json:"blocked,omitempty"`
+	// Curves are the champion's and the baseline's training curves (from
+	// their archives, filled by ops) that the HTML report draws.
+	Curves []RunCurve `json:"-"`
 }
 
 // SweptParam is one parameter of "What was swept".

@@ -52,6 +52,11 @@ func (m *Morning) HTML() ([]byte, error) {
 	b.WriteString(m.SVG())
 	fmt.Fprintf(&b, "<figcaption>%s over the window's runs: discarded runs faint, kept runs labelled, the line is the running best; crashes are marked below the axis.</figcaption>\n</figure>\n",
 		html.EscapeString(m.Metric))
+	if svg := CurvesSVG(m.Curves); svg != "" {
+		b.WriteString("<h2 id=\"training-curves-heading\">Training curves: champion vs baseline</h2>\n<figure class=\"chart curves\">\n")
+		b.WriteString(svg)
+		b.WriteString("<figcaption>The champion's training curve against the baseline's, per step (from each run's archived curve.json); a red cross marks where a crashed run died.</figcaption>\n</figure>\n")
+	}
 	b.Write(restHTML.Bytes())
 	b.WriteString("</main>\n</body>\n</html>\n")
 	return b.Bytes(), nil
@@ -174,7 +179,7 @@ func (m *Morning) SVG() string {
 	b.WriteString(`<g class="discards">` + "\n")
 	// A window of thousands of runs draws every stride-th discard, so the
 	// page stays small; kept runs and crashes are always all drawn.
-	stride, seen := 1+(n-kept-crashes)/maxDiscardDots, 0
+	stride, seen, clipped := 1+(n-kept-crashes)/maxDiscardDots, 0, 0
 	for _, p := range c.Points {
 		if p.Status != "discard" || !p.HasValue {
 			continue
@@ -183,12 +188,13 @@ func (m *Morning) SVG() string {
 			continue
 		}
 		y, in := yOf(p.Value)
-		cls, style := "discard", `fill="#8c959f" fill-opacity="0.35"`
-		if !in { // outside the frame: a hollow dot on its edge
-			cls, style = "discard clipped", `fill="none" stroke="#8c959f" stroke-opacity="0.6"`
+		cls, style, off := "discard", `fill="#8c959f" fill-opacity="0.35"`, ""
+		if !in { // outside the frame: a hollow dot on its edge, explained in its title and the legend
+			cls, style, off = "discard clipped", `fill="none" stroke="#8c959f" stroke-opacity="0.6"`, " (off the scale: drawn on the edge)"
+			clipped++
 		}
-		fmt.Fprintf(&b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3.2" %s><title>#%d %s %.6f %s</title></circle>`+"\n",
-			cls, xOf(p.X), y, style, p.X, html.EscapeString(p.RunID), p.Value, html.EscapeString(p.Description))
+		fmt.Fprintf(&b, `<circle class="%s" cx="%.1f" cy="%.1f" r="3.2" %s><title>#%d %s %.6f%s %s</title></circle>`+"\n",
+			cls, xOf(p.X), y, style, p.X, html.EscapeString(p.RunID), p.Value, off, html.EscapeString(p.Description))
 	}
 	b.WriteString("</g>\n")
 	// Running best step line.
@@ -321,6 +327,10 @@ func (m *Morning) SVG() string {
 		`<line x1="%.1f" y1="20" x2="%.1f" y2="20" stroke="#2da44e" stroke-width="2"/><text x="%.1f" y="24">running best</text>`+
 		`<path d="M%.1f 16.5L%.1f 23.5M%.1f 23.5L%.1f 16.5" stroke="#cf222e" stroke-width="1.8"/><text x="%.1f" y="24">crash</text></g>`+"\n",
 		lx, lx+8, lx+80, lx+88, lx+130, lx+152, lx+158, lx+258, lx+265, lx+258, lx+265, lx+272)
+	if clipped > 0 {
+		fmt.Fprintf(&b, `<g class="legend-clipped" font-size="11" fill="#1f2328"><circle cx="%.1f" cy="36" r="3.2" fill="none" stroke="#8c959f"/>`+
+			`<text x="%.1f" y="40">off the scale (%d discarded run(s) beyond the y axis, drawn on its edge)</text></g>`+"\n", lx, lx+8, clipped)
+	}
 	b.WriteString("</svg>\n")
 	return b.String()
 }

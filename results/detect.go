@@ -236,6 +236,7 @@ type Options struct {
 	Goal      string            // --goal or the store's goal: min or max
 	GoalFrom  string            // where Goal came from, for the report ("--goal", "store config")
 	StatusMap map[string]string // --status-map: normalised word → keep|discard|crash
+	Missing   []float64         // --missing: metric values that mean "no value" (sentinel.go)
 }
 
 // detect works out the schema of t. It fails only when opts name a metric

@@ -195,6 +195,9 @@ func Read(data []byte, opts Options) (*Result, error) {
 		entries = append(entries, e)
 	}
 
+	if note := clearSentinels(entries, sc.MetricName, opts.Missing); note != "" {
+		res.Notes = append(res.Notes, note)
+	}
 	if len(unknown) > 0 {
 		var words []string
 		n := 0

@@ -13,12 +13,9 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/memorylab/memorylab/internal/needtool"
 	"github.com/memorylab/memorylab/ledger"
 )
-
-// chromiumPath is Debian's Chromium (.ci/run installs it). The browser test
-// fails, never skips, without it.
-const chromiumPath = "/usr/bin/chromium"
 
 // artifacts is where the browser test leaves its screenshots (git-ignored).
 func artifacts(t *testing.T) string {
@@ -31,9 +28,8 @@ func artifacts(t *testing.T) string {
 
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("%s not found (%v): install it with `apt-get update && apt-get install -y chromium` (.ci/run does)", chromiumPath, err)
-	}
+	// Debian's Chromium: outside CI the test skips without it, with CI=true it fails.
+	chromiumPath := needtool.Path(t, needtool.Chromium)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1600),
@@ -89,6 +85,20 @@ func waitText(t *testing.T, ctx context.Context, sel, want string, within time.D
 	t.Fatalf("%s never showed %q within %s; it shows %q", sel, want, within, got)
 }
 
+// waitNumber waits until the expression's value is want.
+func waitNumber(t *testing.T, ctx context.Context, expr string, want int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	got := -1
+	for time.Now().Before(deadline) {
+		if got = eval[int](t, ctx, expr); got == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s is %d after %s, want %d", expr, got, within, want)
+}
+
 // TestBrowser drives Debian's Chromium against a live server on a scratch
 // store: the overview's chart has a point per run, a run logged by another
 // process appears without reload, a training in progress shows its output
@@ -96,10 +106,11 @@ func waitText(t *testing.T, ctx context.Context, sel, want string, within time.D
 // and a description carrying markup renders as text and runs nothing.
 // Screenshots go to testdata/artifacts/dashboard/.
 func TestBrowser(t *testing.T) {
+	needtool.Path(t, needtool.Chromium) // first: without Chromium the test skips before any server starts
 	f := newFixture(t)
 	recs := f.night()
 	_, ts := f.server(Options{})
-	ctx := browser(t)
+	ctx := browser(t) // after the server: its cleanup (closing the page's live connection) runs first
 
 	// Overview: a point per run, the headline, no script from the payload.
 	do(t, ctx, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#chart svg`)))
@@ -149,10 +160,15 @@ func TestBrowser(t *testing.T) {
 	}
 	waitText(t, ctx, "#now-running", "try rotary base 200k", 2*time.Second)
 	waitText(t, ctx, "#now-running pre", "loss: 9.104", 2*time.Second)
+	// The live training curve: one point, then it grows as steps arrive (issue 31.1).
+	curvePoints := `+((document.querySelector("#now-running polyline.curve-line") || {getAttribute: () => 0}).getAttribute("data-points") || 0)`
+	waitNumber(t, ctx, curvePoints, 1, 2*time.Second)
 	lf, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
 	fmt.Fprintln(lf, "step 00002 (0.2%) | loss: 8.311")
+	fmt.Fprintln(lf, "step 00003 (0.3%) | loss: 7.902")
 	lf.Close()
 	waitText(t, ctx, "#now-running pre", "loss: 8.311", 2*time.Second)
+	waitNumber(t, ctx, curvePoints, 3, 2*time.Second)
 	screenshot(t, ctx, "running")
 	h.Remove()
 	waitText(t, ctx, "#now-running", "Nothing training", 2*time.Second)
@@ -196,8 +212,11 @@ func TestBrowser(t *testing.T) {
 	// Lineages and compare render.
 	do(t, ctx, chromedp.Navigate(ts.URL+"/#/lineages"))
 	waitText(t, ctx, "main .chain", "warmdown 0.3", 2*time.Second)
-	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a=champion&b=latest"))
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a="+string(recs[0].RunID)+"&b=champion"))
 	waitText(t, ctx, "#compare-text", "val_bpb", 2*time.Second)
+	// The code diff is on screen, not only the heading (issue 31.3).
+	waitText(t, ctx, "#compare-diff", "train.py", 2*time.Second)
+	waitText(t, ctx, "#compare-diff", "+LR = 0.", 2*time.Second)
 	screenshot(t, ctx, "compare")
 
 	// A phone: nothing wider than the screen. Dark: the page follows the system.
@@ -217,4 +236,49 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("dark mode background %q", bg)
 	}
 	screenshot(t, ctx, "dark")
+}
+
+// TestBrowserCurves: a run's training curve on its page (a crash marked
+// where it died), and A, B and the champion overlaid on the compare page,
+// with the wall-clock switch (issue 31.1).
+func TestBrowserCurves(t *testing.T) {
+	needtool.Path(t, needtool.Chromium)
+	f := newFixture(t)
+	logPath := filepath.Join(f.dir, "run.log")
+	steps := func(n int, loss float64) string {
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, "step %05d (%.1f%%) | loss: %.3f | total time: %.2fm\n", i, float64(i), loss-float64(i)/10, float64(i)/10)
+		}
+		return b.String()
+	}
+	if err := os.WriteFile(logPath, []byte(steps(20, 9)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kept := f.log("baseline with a curve", "keep", 0.99)
+	if err := os.WriteFile(logPath, []byte(steps(8, 9.5)+"RuntimeError: CUDA out of memory\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crashed := f.log("wider model", "crash", 0)
+	_, ts := f.server(Options{})
+	ctx := browser(t)
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/run/"+string(crashed.RunID)))
+	waitText(t, ctx, "#run-curve", "crashed here", 2*time.Second)
+	if n := eval[int](t, ctx, `+document.querySelector("#run-curve polyline.curve-line").getAttribute("data-points")`); n != 8 {
+		t.Errorf("the crashed run's curve has %d points, want 8", n)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#run-curve path.curve-died").length`); n != 1 {
+		t.Errorf("%d crash markers", n)
+	}
+
+	do(t, ctx, chromedp.Navigate(ts.URL+"/#/compare?a="+string(kept.RunID)+"&b="+string(crashed.RunID)))
+	waitText(t, ctx, "#compare-curves", "crashed here", 2*time.Second)
+	if n := eval[int](t, ctx, `document.querySelectorAll("#compare-curves polyline.curve-line").length`); n != 2 {
+		t.Errorf("compare overlays %d curves, want 2 (A is the champion)", n)
+	}
+	waitText(t, ctx, "#compare-curves", "20 steps", 2*time.Second)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#compare-curves input[type=checkbox]`)))
+	waitText(t, ctx, "#compare-curves", "120 s", 2*time.Second) // 2.00m of wall clock
+	screenshot(t, ctx, "curves")
 }

@@ -41,7 +41,15 @@ type live struct {
 type tail struct {
 	offset int64
 	buf    []byte // the last TailBytes printed, for pages that connect later
+	// The live training curve, parsed from the whole output as it grows
+	// (ledger's one curve parser), and how far it has read.
+	curve     *ledger.CurveParser
+	curveOff  int64
+	curveSent int
 }
+
+// maxCurveChunk bounds what one poll feeds the curve parser.
+const maxCurveChunk = 8 << 20
 
 type event struct {
 	name string
@@ -106,10 +114,29 @@ func (l *live) poll() {
 		t := l.tails[k]
 		if t == nil {
 			t = &tail{}
+			t.curve, _ = ledger.NewCurveParser(st.Config.CurvePatterns)
+			if t.curve == nil { // a bad store pattern: the built-in forms still work
+				t.curve, _ = ledger.NewCurveParser(nil)
+			}
 			l.tails[k] = t
 		}
 		// Through the root of the run's worktree, non-blocking, regular
 		// files only: a running file is untrusted (RunningNow).
+		if cdata, csize, err := r.ReadTail(loc.Repo, t.curveOff, maxCurveChunk); err == nil {
+			if csize < t.curveOff { // the output was truncated: start over
+				t.curve, _ = ledger.NewCurveParser(st.Config.CurvePatterns)
+				if t.curve == nil {
+					t.curve, _ = ledger.NewCurveParser(nil)
+				}
+				t.curveSent = 0
+			}
+			_, _ = t.curve.Write(cdata)
+			t.curveOff = csize
+			if n := t.curve.Steps(); n != t.curveSent {
+				t.curveSent = n
+				l.broadcast("curve", map[string]any{"key": k, "curve": t.curve.Curve()})
+			}
+		}
 		data, size, err := r.ReadTail(loc.Repo, t.offset, l.s.opts.TailBytes)
 		if err != nil {
 			continue // not written yet, or not a file memorylab tails
@@ -145,7 +172,12 @@ func (l *live) ledgerChanged(st *ledger.Store, key fileKey) {
 	end, err := completeLines(st, key.size)
 	if !first && seen.Size > 0 && seen.Size <= key.size && st.StillCovers(seen) {
 		rows := []ops.ListItem{}
+		corrected := false
 		end, _, err = st.ScanFrom(seen.Size, func(r *ledger.Record, _ int, _ int64) error {
+			if r.Correction != nil { // retract or note: not a run, and it may take one out
+				corrected = true
+				return nil
+			}
 			it := ops.ListItem{RunID: string(r.RunID), Timestamp: r.Timestamp, Status: r.Status,
 				Metric: st.Config.Metric, Commit: r.Commit, Family: r.Family, Description: r.Description}
 			if v, ok := r.Metric(st.Config.Metric); ok {
@@ -154,7 +186,10 @@ func (l *live) ledgerChanged(st *ledger.Store, key fileKey) {
 			rows = append(rows, it)
 			return nil
 		})
-		if err == nil && len(rows) > 0 {
+		switch {
+		case err == nil && corrected:
+			l.broadcast("reset", map[string]int64{"size": key.size}) // the page reloads what counts
+		case err == nil && len(rows) > 0:
 			l.broadcast("ledger", map[string]any{"size": key.size, "runs": rows})
 		}
 	} else if !first {
@@ -242,6 +277,9 @@ func (l *live) handleEvents(w http.ResponseWriter, r *http.Request) {
 	add("running", running)
 	for k, t := range l.tails {
 		add("tail", map[string]any{"key": k, "data": string(t.buf), "reset": true})
+		if t.curve != nil && t.curve.Steps() > 0 {
+			add("curve", map[string]any{"key": k, "curve": t.curve.Curve()})
+		}
 	}
 	if l.storeErr != "" {
 		add("store", map[string]string{"error": l.storeErr})

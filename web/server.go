@@ -89,6 +89,13 @@ func New(env ops.Env, opts Options) *Server {
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
 	s.mux.Handle("GET /assets/", http.StripPrefix("/assets/", files))
+	// Browsers ask for /favicon.ico whatever the page says: the icon, not a 404.
+	icon, _ := assets.ReadFile("assets/favicon.svg")
+	s.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		_, _ = w.Write(icon)
+	})
 	index, _ := assets.ReadFile("assets/index.html")
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -413,7 +420,7 @@ const runLogShown = 64 << 10
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !ledger.ValidRunID(id) && !isHexPrefix(id) && id != "latest" && id != "previous" && id != "champion" {
+	if !ledger.ValidRunID(id) && !isHexPrefix(id) && !ops.IsRunName(id) {
 		writeError(w, http.StatusBadRequest, "not a run id")
 		return
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
@@ -44,6 +45,8 @@ func newApp(env *Env) *cli.App {
 			compareCommand(env),
 			showCommand(env),
 			branchCommand(env),
+			retractCommand(env),
+			noteCommand(env),
 			listCommand(env),
 			reportCommand(env),
 			hooksCommand(env),
@@ -56,6 +59,7 @@ func newApp(env *Env) *cli.App {
 			syncCommand(env),
 			versionCommand(env),
 			completionCommand(env),
+			completeCommand(env),
 			mcpCommand(env),
 			serveCommand(env),
 		},
@@ -99,33 +103,77 @@ func unknownCommand(cmds []*cli.Command, name string) error {
 // transposition like "lsit" finds "list", not "init"). "" when nothing is
 // close.
 func nearestCommand(cmds []*cli.Command, name string) string {
-	limit := max(len(name)/3, 2)
-	best, bestSim := "", 0.0
-	var prefixed []string
+	var names [][2]string
 	for _, c := range cmds {
-		if c.Hidden {
-			continue
-		}
-		for _, n := range c.Names() {
-			if strings.HasPrefix(n, name) {
-				prefixed = append(prefixed, c.Name)
-			}
-			if smetrics.WagnerFischer(name, n, 1, 1, 1) > limit {
-				continue
-			}
-			if sim := smetrics.JaroWinkler(name, n, 0.7, 4); sim > bestSim {
-				best, bestSim = c.Name, sim
+		if !c.Hidden {
+			for _, n := range c.Names() {
+				names = append(names, [2]string{n, c.Name})
 			}
 		}
 	}
+	return nearest(names, name)
+}
+
+// nearest is the one rule behind every did-you-mean (commands and flags):
+// names holds (name, what it stands for) pairs; see nearestCommand.
+func nearest(names [][2]string, name string) string {
+	limit := max(len(name)/3, 2)
+	best, bestSim := "", 0.0
+	prefixed := map[string]bool{}
+	for _, nc := range names {
+		n, canon := nc[0], nc[1]
+		if strings.HasPrefix(n, name) {
+			prefixed[canon] = true
+		}
+		if smetrics.WagnerFischer(name, n, 1, 1, 1) > limit {
+			continue
+		}
+		if sim := smetrics.JaroWinkler(name, n, 0.7, 4); sim > bestSim {
+			best, bestSim = canon, sim
+		}
+	}
 	if len(prefixed) == 1 {
-		return prefixed[0]
+		for p := range prefixed {
+			return p
+		}
 	}
 	return best
 }
 
-func onUsageError(_ *cli.Context, err error, _ bool) error {
-	return &usageError{msg: err.Error()}
+// nearestFlag is the flag of flags a mistyped one (without dashes) is
+// closest to, as --name; "" when none is close.
+func nearestFlag(flags []cli.Flag, name string) string {
+	var names [][2]string
+	for _, f := range flags {
+		if len(f.Names()[0]) > 1 {
+			for _, n := range f.Names() {
+				names = append(names, [2]string{n, f.Names()[0]})
+			}
+		}
+	}
+	if n := nearest(names, name); n != "" {
+		return "--" + n
+	}
+	return ""
+}
+
+// unknownFlagRE is urfave/cli's message for a flag it does not know.
+var unknownFlagRE = regexp.MustCompile(`^flag provided but not defined: -+(.+)$`)
+
+// onUsageError turns a flag error into a usage error (exit 2); a mistyped
+// flag gets a did-you-mean, as a mistyped command does.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	msg := err.Error()
+	if m := unknownFlagRE.FindStringSubmatch(msg); m != nil && c != nil {
+		flags, where := c.App.Flags, "memorylab"
+		if c.Command != nil && c.Command.Name != "" && c.Command.Name != c.App.Name {
+			flags, where = c.Command.Flags, "memorylab "+c.Command.Name
+		}
+		if s := nearestFlag(flags, m[1]); s != "" {
+			msg = fmt.Sprintf("unknown flag --%s; did you mean %s? (see `%s --help`)", m[1], s, where)
+		}
+	}
+	return &usageError{msg: msg}
 }
 
 // usagef returns a usage error (exit 2).

@@ -7,11 +7,12 @@ import (
 
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/ops"
 )
 
 type branchOptions struct {
 	Store string
-	Query string // run id or unique prefix
+	Query string // run id, unique prefix, commit, latest, previous or champion
 	Name  string // new branch name
 	Force bool
 }
@@ -20,11 +21,11 @@ func branchCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "branch",
 		Usage:     "create a git branch at a run's commit (restore a discarded idea, promote the champion)",
-		UsageText: "memorylab branch [--force] RUN_ID|PREFIX NAME",
+		UsageText: "memorylab branch [--force] RUN_ID|PREFIX|latest|previous|champion NAME",
 		Description: "Creates refs/heads/NAME at the run's commit, found through its pin, so runs whose commit was\n" +
 			"reset away come back. An existing branch is never overwritten unless --force, and a branch\n" +
 			"checked out in a worktree is never moved. The working tree is not touched: `git switch NAME` next.\n\n" +
-			"Example:\n   memorylab branch 20261122T031500Z-3f2a9c1 retry/rope-200k",
+			"Examples:\n   memorylab branch 20261122T031500Z-3f2a9c1 retry/rope-200k\n   memorylab branch champion best-so-far",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "force", Usage: "move NAME if it already exists"},
 		},
@@ -56,7 +57,7 @@ func runBranch(env *Env, opts branchOptions) error {
 	if err != nil {
 		return err
 	}
-	i, err := ledger.FindRun(recs, opts.Query)
+	i, err := ops.ResolveRun(recs, s.Config, opts.Query)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func checkCommand(env *Env) *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("check takes no arguments, got %q (quote the description?)", c.Args().First())
 			}
-			res, err := ops.Check(env.ops(c), ops.CheckInput{Idea: ideaFrom(c), Limit: c.Int("limit"), Exhaustive: c.Bool("exhaustive"), Diff: c.String("diff")})
+			res, err := ops.Check(env.ops(c), ops.CheckInput{Idea: ideaFrom(c), Limit: c.Int("limit"), Exhaustive: c.Bool("exhaustive"), Diff: c.String("diff"), RecordAs: ops.BlockedByCheck})
 			if err != nil {
 				return err
 			}

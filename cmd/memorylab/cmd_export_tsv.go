@@ -50,6 +50,7 @@ func runExportTSV(env *Env, opts exportTSVOptions) error {
 	for _, w := range warns {
 		fmt.Fprintf(env.Err, "memorylab: warning: %s: %s\n", s.LedgerPath(), w)
 	}
+	recs = ledger.Counted(recs) // no correction lines, no retracted run
 	data := results.Canonical(s.Config.Metric, recs)
 	if opts.Output == "" || opts.Output == "-" {
 		_, err := env.Out.Write(data)

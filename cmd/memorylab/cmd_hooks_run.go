@@ -106,6 +106,8 @@ func hookCheck(env *Env, store, subject, hook string) (*ops.CheckResult, error) 
 	in := ops.CheckInput{Idea: ops.Idea{Description: subject, Mode: novelty.ModeExploit, Threshold: novelty.BaseThreshold}, Limit: 1}
 	if hook == ledger.HookPostCommit {
 		in.Diff, in.CodeOptional = "HEAD", true
+	} else {
+		in.RecordAs = ops.BlockedByHook // commit-msg refuses the commit on a block
 	}
 	return ops.CheckIdea(oenv, s, in)
 }

@@ -24,7 +24,7 @@ func importCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import existing results.tsv histories into the ledger (idempotent)",
-		UsageText: "memorylab import <results.tsv>... [--metric COLUMN [--as METRIC]] [--goal min|max] [--status-map WORD=keep|discard|crash]... [--dry-run] [--json] [--init]",
+		UsageText: "memorylab import <results.tsv>... [--metric COLUMN [--as METRIC]] [--goal min|max] [--status-map WORD=keep|discard|crash]... [--missing VALUE]... [--dry-run] [--json] [--init]",
 		Description: "Appends one ledger record per experiment row, in file order: commit, primary metric, memory,\n" +
 			"status, description, and the file and line it came from. Any results.tsv dialect is read:\n" +
 			"extra or missing columns, other metric names, CSV quotes, CRLF, '#' comments, no header.\n" +
@@ -46,6 +46,7 @@ func importCommand(env *Env) *cli.Command {
 			&cli.StringFlag{Name: "as", Usage: "record the --metric column under this metric name (the store's), e.g. --metric val_loss --as val_bpb"},
 			&cli.StringFlag{Name: "goal", Usage: "min or max: which direction of the metric is better (default: detected)"},
 			&cli.StringSliceFlag{Name: "status-map", Usage: "map a status word: WORD=keep|discard|crash (repeatable; '(empty)' for empty cells)"},
+			&cli.StringSliceFlag{Name: "missing", Usage: "a metric value that means no value, e.g. -999 (repeatable; -1, -999, 9999… far outside the column are detected)"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "print what would be imported and every problem found; write nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print the import summary as JSON"},
 			&cli.BoolFlag{Name: "init", Usage: "create the store with the detected metric and goal if it does not exist"},
@@ -56,7 +57,7 @@ func importCommand(env *Env) *cli.Command {
 			}
 			opts := importOptions{Store: c.String("store"), JSON: c.Bool("json"), ImportInput: ops.ImportInput{
 				Metric: c.String("metric"), As: c.String("as"), Goal: c.String("goal"),
-				StatusMap: c.StringSlice("status-map"), DryRun: c.Bool("dry-run"), Init: c.Bool("init")}}
+				StatusMap: c.StringSlice("status-map"), Missing: c.StringSlice("missing"), DryRun: c.Bool("dry-run"), Init: c.Bool("init")}}
 			if err := opts.parseTrailing(c.Args().Slice()); err != nil {
 				return err
 			}
@@ -105,6 +106,10 @@ func (o *importOptions) parseTrailing(args []string) error {
 			var v string
 			v, err = value()
 			o.StatusMap = append(o.StatusMap, v)
+		case "missing":
+			var v string
+			v, err = value()
+			o.Missing = append(o.Missing, v)
 		case "store":
 			o.Store, err = value()
 		case "dry-run", "n":

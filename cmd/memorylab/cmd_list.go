@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -60,7 +61,7 @@ func runList(env *Env, store string, in ops.ListInput, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.Out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "RUN\tSTATUS\t%s\tBRANCH\tFAMILY\tDESCRIPTION\n", strings.ToUpper(res.Metric))
+	fmt.Fprintf(tw, "RUN\tSTATUS\t%s\tTIME\tBRANCH\tFAMILY\tDESCRIPTION\n", strings.ToUpper(res.Metric))
 	dirty := false
 	for _, it := range items {
 		val := "-"
@@ -74,7 +75,7 @@ func runList(env *Env, store string, in ops.ListInput, asJSON bool) error {
 		if it.Dirty {
 			status, dirty = status+"*", true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(it.RunID, 64), status, val, cell(it.Branch, 24), cellMiddle(it.Family, 24), cell(it.Description, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(it.RunID, 64), status, val, duration(it.DurationS), cell(it.Branch, 24), cellMiddle(it.Family, 24), cell(it.Description, 60))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -110,4 +111,12 @@ func cell(s string, max int) string {
 		return string(r[:max-1]) + "…"
 	}
 	return s
+}
+
+// duration is a run's duration as 5m26s, or - when unknown.
+func duration(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return (time.Duration(*s * float64(time.Second))).Round(time.Second).String()
 }

@@ -194,6 +194,7 @@ func TestLogArchive(t *testing.T) {
 		"source_log_path":           "run.log",
 		"decision_packet_json_path": "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.json",
 		"decision_packet_md_path":   "results/memorylab/runs/" + string(rec.RunID) + "/decision_packet.md",
+		"curve_path":                "results/memorylab/runs/" + string(rec.RunID) + "/curve.json", // the log has step lines (issue 31.1)
 	}
 	if len(rec.Artifacts) != len(want) {
 		t.Fatalf("artifacts %v", rec.Artifacts)

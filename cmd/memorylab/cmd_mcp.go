@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/report"
 )
@@ -74,7 +76,8 @@ type CheckInput struct {
 	Hypothesis  string   `json:"hypothesis,omitempty" jsonschema:"what you expect and why"`
 	Mode        string   `json:"mode,omitempty" jsonschema:"novelty policy: explore, exploit (default) or replicate"`
 	Threshold   *float64 `json:"threshold,omitempty" jsonschema:"base similarity threshold 0..1 (default 0.62)"`
-	Diff        *string  `json:"diff,omitempty" jsonschema:"also check the code: \"\" for the working tree against HEAD (HEAD's own change when clean), or a revision whose own change is the idea"`
+	Worktree    bool     `json:"worktree,omitempty" jsonschema:"also check the code: the working tree against HEAD (HEAD's own change when the tree is clean)"`
+	Diff        *string  `json:"diff,omitempty" jsonschema:"also check the code of a revision whose own change is the idea, e.g. HEAD~1 (use worktree for the working tree)"`
 }
 
 // ParamsInput is the params tool's input: `memorylab params`'s arguments.
@@ -85,7 +88,8 @@ type ParamsInput struct {
 // LogInput is the log tool's input: `memorylab log`'s flags.
 type LogInput struct {
 	Description    string             `json:"description" jsonschema:"what the experiment changed"`
-	Status         string             `json:"status" jsonschema:"keep, discard or crash"`
+	Status         string             `json:"status,omitempty" jsonschema:"keep, discard or crash; omitted, it is decided as memorylab run does: crash without the primary metric, keep when it beats the champion by more than min_delta, else discard"`
+	MinDelta       float64            `json:"min_delta,omitempty" jsonschema:"when status is omitted: keep only when the metric beats the champion by more than this (default 0)"`
 	Tags           []string           `json:"tags,omitempty"`
 	Family         string             `json:"family,omitempty"`
 	Hypothesis     string             `json:"hypothesis,omitempty"`
@@ -157,8 +161,8 @@ func newMCPServer(env *Env, store string, allow ...string) *mcp.Server {
 			"Read report for the plateau verdict and the decision queue.",
 	})
 	m := &mcpServer{env: env, store: store, allow: allow}
-	mcp.AddTool(s, &mcp.Tool{Name: "check", Description: "Novelty verdict for a planned idea (decision allow/warn/block, its nearest past runs). A block is a normal result."}, guard(m.check))
-	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Record a finished run: outcome, metrics, crash summary; returns the stored record."}, guard(m.log))
+	mcp.AddTool(s, &mcp.Tool{Name: "check", Description: "Novelty verdict for a planned idea (decision allow, caution or block; its nearest past runs). A block is a normal result."}, guard(m.check))
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Record a finished run: outcome, metrics, crash summary; returns the stored record. Without a status it is decided from the metric against the champion, as memorylab run does."}, guard(m.log))
 	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "The morning report: headline, champion, plateau verdict, decision queue (JSON, or markdown)."}, guard(m.report))
 	mcp.AddTool(s, &mcp.Tool{Name: "list", Description: "Runs in (timestamp, run id) order, filtered."}, guard(m.list))
 	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first."}, guard(m.best))
@@ -218,7 +222,7 @@ func do[T any](m *mcpServer, op func(ops.Env) (T, error)) (T, error) {
 	out, err := op(m.env.opsEnv(m.store))
 	if err != nil {
 		var zero T
-		return zero, &toolError{code: exitCode(err), msg: err.Error()}
+		return zero, &toolError{code: exitCode(err), msg: mcpWords(err.Error())}
 	}
 	return out, nil
 }
@@ -244,10 +248,16 @@ func idea(desc string, tags []string, family, hypothesis, mode string, threshold
 
 func (m *mcpServer) check(_ context.Context, _ *mcp.CallToolRequest, in CheckInput) (*mcp.CallToolResult, map[string]any, error) {
 	res, err := do(m, func(env ops.Env) (*ops.CheckResult, error) {
-		ci := ops.CheckInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, in.Threshold), Limit: ops.DefaultMatches}
-		if in.Diff != nil {
+		ci := ops.CheckInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, in.Threshold), Limit: ops.DefaultMatches,
+			RecordAs: ops.BlockedByMCP}
+		switch {
+		case in.Worktree && in.Diff != nil && *in.Diff != "":
+			return nil, ledger.BadInputf("worktree and diff %q both name the code to check: pass one", *in.Diff)
+		case in.Worktree:
+			ci.Diff = ops.DiffWorktree
+		case in.Diff != nil:
 			ci.Diff = *in.Diff
-			if ci.Diff == "" {
+			if ci.Diff == "" { // the older spelling of worktree
 				ci.Diff = ops.DiffWorktree
 			}
 		}
@@ -277,7 +287,13 @@ func (m *mcpServer) log(_ context.Context, _ *mcp.CallToolRequest, in LogInput) 
 	for _, k := range sortedKeys(in.MetricPatterns) {
 		li.Patterns = append(li.Patterns, k+"="+in.MetricPatterns[k])
 	}
-	res, err := do(m, func(env ops.Env) (*ops.LogResult, error) { return ops.Log(env, li) })
+	res, err := do(m, func(env ops.Env) (*ops.LogResult, error) {
+		li, err := ops.DecideLog(env, li, in.MinDelta)
+		if err != nil {
+			return nil, err
+		}
+		return ops.Log(env, li)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -345,7 +361,7 @@ func (m *mcpServer) list(_ context.Context, _ *mcp.CallToolRequest, in ListInput
 	if in.Since != "" {
 		d, err := ops.ParseSince(in.Since)
 		if err != nil {
-			return nil, Runs{}, &toolError{code: exitCode(err), msg: err.Error()}
+			return nil, Runs{}, &toolError{code: exitCode(err), msg: mcpWords(err.Error())}
 		}
 		li.Since = d
 	}
@@ -408,4 +424,29 @@ func (m *mcpServer) runResource(_ context.Context, req *mcp.ReadResourceRequest)
 		return nil, err
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b) + "\n"}}}, nil
+}
+
+// mcpArgs maps the command line's flags, as the operations' messages name
+// them, to the tools' argument names: an agent calling a tool is told to
+// pass log_path, not --log (issue 31.7). A placeholder after the flag (FILE)
+// goes with it.
+var mcpArgs = map[string]string{
+	"log": "log_path", "summary": "summary_path", "metric-pattern": "metric_patterns", "metric": "metrics",
+	"status": "status", "error": "error", "description": "description", "tags": "tags", "family": "family",
+	"hypothesis": "hypothesis", "notes": "notes", "mode": "mode", "threshold": "threshold", "diff": "diff",
+	"min-delta": "min_delta", "since-hours": "since_hours", "since": "since", "limit": "limit", "best": "n",
+	"no-diff": "no_diff",
+}
+
+var cliFlagRE = regexp.MustCompile(`--([a-z][a-z-]*)( FILE(\.json)?)?\b`)
+
+// mcpWords rewrites an operation's message in the tools' vocabulary.
+func mcpWords(msg string) string {
+	return cliFlagRE.ReplaceAllStringFunc(msg, func(flag string) string {
+		name := cliFlagRE.FindStringSubmatch(flag)[1]
+		if arg, ok := mcpArgs[name]; ok {
+			return arg
+		}
+		return flag
+	})
 }

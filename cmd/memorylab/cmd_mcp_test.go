@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memorylab/memorylab/internal/needtool"
 )
 
 // mcpEnv is the environment a test server runs its commands in.
@@ -158,7 +160,7 @@ func TestMCPTools(t *testing.T) {
 		{"log", map[string]any{"description": "x", "status": "pwn", "metrics": map[string]any{"val_bpb": 1}}, "exit 2: bad usage or input"},
 		{"show", map[string]any{"run": "zzzz"}, "exit 2"},
 		{"check", map[string]any{"description": "x", "mode": "yolo"}, "mode"},
-		{"report", map[string]any{"since_hours": -3}, "--since-hours"},
+		{"report", map[string]any{"since_hours": -3}, "since_hours must be"},
 	} {
 		if _, text := call(t, cs, tc.tool, tc.args, true); !strings.Contains(text, tc.want) {
 			t.Errorf("%s %v: error %q lacks %q", tc.tool, tc.args, text, tc.want)
@@ -261,10 +263,7 @@ func TestMCPStdio(t *testing.T) {
 // Inspector's CLI mode (`npm install -g @modelcontextprotocol/inspector`,
 // which .ci/run does): it lists the tools and calls check and log.
 func TestMCPInspector(t *testing.T) {
-	inspector, err := exec.LookPath("mcp-inspector")
-	if err != nil {
-		t.Fatalf("mcp-inspector is not installed (npm install -g @modelcontextprotocol/inspector; .ci/run does): %v", err)
-	}
+	inspector := needtool.Path(t, needtool.Inspector)
 	repo := experimentRepo(t)
 	path := memorylabShim(t)
 	store := filepath.Join(repo.Dir, "results", "memorylab")

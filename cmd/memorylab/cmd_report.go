@@ -14,17 +14,18 @@ func reportCommand(env *Env) *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "write the morning report (markdown, HTML with a progress chart, or JSON)",
-		UsageText: "memorylab report [--since-hours 16] [--format md|html|json | --json] [--output FILE]",
+		UsageText: "memorylab report [--since-hours 16] [--format md|html|json | --json] [--output FILE|-]",
 		Description: "Summarises the last --since-hours of runs: headline, decision queue, champion board,\n" +
 			"progress (keep rate, baseline → best, kept improvements ranked by gain, experiments per\n" +
 			"improvement), plateau detection, best lineages, failure clusters and the recent ledger.\n" +
 			"Markdown goes to reports/latest.md and reports/<UTC timestamp>.md, HTML (one self-contained\n" +
 			"page with an SVG progress chart) to reports/latest.html and reports/<UTC timestamp>.html,\n" +
-			"unless --output names a file. JSON (--format json or --json) goes to stdout or --output.\n\n" +
-			"Examples:\n   memorylab report\n   memorylab report --format html --since-hours 24\n   memorylab report --json | jq .plateau",
+			"unless --output names a file; --output - (-o -) prints the report to stdout and writes no file.\n" +
+			"JSON (--format json or --json) goes to stdout or --output.\n\n" +
+			"Examples:\n   memorylab report\n   memorylab report -o - | less\n   memorylab report --format html --since-hours 24\n   memorylab report --json | jq .plateau",
 		Flags: []cli.Flag{
 			&cli.Float64Flag{Name: "since-hours", Value: report.DefaultSinceHours, Usage: "report window in hours"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to this file only"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the report to this file only (- for stdout)"},
 			&cli.StringFlag{Name: "format", Value: "md", Usage: "md, html or json"},
 			&cli.BoolFlag{Name: "json", Usage: "same as --format json"},
 			&cli.IntFlag{Name: "plateau-window", Value: report.DefaultPlateauWindow, Usage: "runs that must bring an improvement"},
@@ -52,11 +53,11 @@ const reportMemoryLimit = 200 << 20
 
 func runReport(env *Env, store string, in ops.ReportInput) error {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(reportMemoryLimit))
-	res, err := ops.Report(env.opsWith(store, in.Output == "" && in.Format == "json"), in)
+	res, err := ops.Report(env.opsWith(store, (in.Output == "" && in.Format == "json") || in.Output == ops.ToStdout), in)
 	if err != nil {
 		return err
 	}
-	if len(res.Paths) == 0 { // JSON to stdout
+	if len(res.Paths) == 0 { // JSON, or -o -, to stdout
 		_, err := env.Out.Write(res.Data)
 		return err
 	}

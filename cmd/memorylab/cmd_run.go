@@ -31,7 +31,10 @@ type runOptions struct {
 	MinDelta       float64
 	ResetOnDiscard bool
 	NoCheck        bool // skip the novelty guard before training
-	Command        []string
+	// Echo copies the training output to stderr when JSON keeps it off
+	// stdout (with --json stdout carries exactly one JSON document).
+	Echo    bool
+	Command []string
 	// DashDash says the command came after `--` (a command without it is
 	// refused: flags after it would be memorylab's, issue 25.9).
 	DashDash bool
@@ -60,6 +63,7 @@ func runCommand(env *Env) *cli.Command {
 		&cli.BoolFlag{Name: "reset-on-discard", Usage: "after logging a discard or crash (or a block), pin the commit and reset the branch to the parent (untracked files stay)"},
 		&cli.BoolFlag{Name: "no-check", Usage: "skip the novelty guard before training"},
 		&cli.IntFlag{Name: "repeat", Value: 1, Usage: "train the same commit K times with seeds --seed (default 0), +1, … in $" + ops.SeedEnv + " and log K runs: one replicate group (the novelty mode defaults to replicate)"},
+		&cli.BoolFlag{Name: "echo", Usage: "with --json, also stream the training output to stderr (it always goes to --log)"},
 	)
 	return &cli.Command{
 		Name:      "run",
@@ -87,9 +91,12 @@ func runCommand(env *Env) *cli.Command {
 			"--reset-on-discard a discarded or crashed commit is pinned under refs/memorylab/runs/<run_id>\n" +
 			"and the branch is reset to its parent; untracked files are kept. Only the commit tried in this\n" +
 			"run is reset: never one already in the ledger, never a kept one.\n" +
+			"With --json, stdout carries exactly one JSON document (the logged run, or the verdict of a block):\n" +
+			"the training output goes only to run.log, and to stderr too with --echo.\n" +
 			"Ctrl-C stops the command (SIGINT, then SIGKILL after 10s) and logs nothing (exit 130).\n" +
 			"Exit status: 0 keep or discard, 3 crash (logged), 2 blocked or bad input.\n\n" +
 			"Examples:\n   memorylab run -- uv run train.py\n" +
+			"   memorylab run --json -- uv run train.py | jq .status\n" +
 			"   memorylab run --family lr-sweep --tags lr --min-delta 0.0005 --reset-on-discard -- uv run train.py\n" +
 			"   memorylab run --repeat 3 -- uv run train.py   # three seeds of HEAD: the noise floor",
 		Flags: flags,
@@ -100,7 +107,7 @@ func runCommand(env *Env) *cli.Command {
 			}
 			lo.LogPath = c.String("log") // run writes the training output there
 			opts := runOptions{Store: c.String("store"), Log: lo, JSON: c.Bool("json"),
-				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"),
+				MinDelta: c.Float64("min-delta"), ResetOnDiscard: c.Bool("reset-on-discard"), NoCheck: c.Bool("no-check"), Echo: c.Bool("echo"),
 				Command: c.Args().Slice(), DashDash: slices.Contains(env.Args, "--"), Grace: 10 * time.Second, Tick: 30 * time.Second, Repeat: c.Int("repeat"),
 			}
 			if opts.Repeat < 1 {
@@ -313,7 +320,9 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
 	oenv := env.opsWith(opts.Store, opts.JSON)
 	in := ops.CheckInput{Idea: opts.Log.Idea, Limit: 1, Diff: ops.DiffWorktree, CodeOptional: true}
-	res, err := ops.CheckIdea(oenv, s, in)
+	first := in // only the verdict itself is recorded as a block, not the alternatives asked below
+	first.RecordAs = ops.BlockedByRun
+	res, err := ops.CheckIdea(oenv, s, first)
 	if err != nil {
 		return err
 	}
@@ -382,8 +391,16 @@ func runTraining(ctx context.Context, env *Env, opts runOptions, summary string)
 	if opts.Log.Seed != nil {
 		cmd.Env = append(cmd.Env, ops.SeedEnv+"="+strconv.FormatInt(*opts.Log.Seed, 10))
 	}
-	cmd.Stdout = io.MultiWriter(env.Out, lf)
-	cmd.Stderr = io.MultiWriter(env.Err, lf)
+	// With --json, stdout is the JSON document's alone: the training's
+	// output goes to the log, and to stderr only with --echo (issue 31.6).
+	switch {
+	case !opts.JSON:
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(env.Out, lf), io.MultiWriter(env.Err, lf)
+	case opts.Echo:
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(env.Err, lf), io.MultiWriter(env.Err, lf)
+	default:
+		cmd.Stdout, cmd.Stderr = lf, lf
+	}
 	// Its own process group, so Ctrl-C reaches memorylab first and the
 	// whole training tree (dataloader workers) can be stopped together.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -13,6 +13,7 @@ import (
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/packets"
 	"github.com/memorylab/memorylab/report"
 )
 
@@ -137,6 +138,12 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 		line("lineage", rec.LineageRoot)
 	}
 	line("notes", rec.Notes)
+	if o.Retracted != nil {
+		line("RETRACTED", o.Retracted.Text+" (it counts nowhere: champion, guard, report, results.tsv)")
+	}
+	for _, n := range o.Annotations {
+		line("note", n.Text)
+	}
 	if rec.Error != nil {
 		line("error", rec.Error.Summary)
 	}
@@ -148,16 +155,38 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 		names = append(names, n+"="+ledger.FormatMetricValue(rec.Metrics[n], -1))
 	}
 	line("metrics", strings.Join(names, "  "))
+	line("curve", curveLine(o.Curve, rec.Status))
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "decision packet:")
 	if len(bytes.TrimSpace(rec.DecisionPacket)) == 0 || string(bytes.TrimSpace(rec.DecisionPacket)) == "null" {
 		fmt.Fprintln(w, "  (none recorded)")
 		return
 	}
-	var buf bytes.Buffer
-	if json.Indent(&buf, rec.DecisionPacket, "  ", "  ") != nil {
+	// Text like the rest; `show --json` has the raw packet (issue 31.8).
+	var p packets.Packet
+	if json.Unmarshal(rec.DecisionPacket, &p) != nil {
 		fmt.Fprintf(w, "  %s\n", display.Line(string(rec.DecisionPacket)))
 		return
 	}
-	fmt.Fprintf(w, "  %s\n", display.Text(buf.String()))
+	for _, l := range strings.SplitAfter(string(packets.Text(&p)), "\n") {
+		if l != "" {
+			fmt.Fprintf(w, "  %s", l)
+		}
+	}
+}
+
+// curveLine sums up a training curve in one line: steps, the first series'
+// first and last values, and where a crash died.
+func curveLine(c *ledger.Curve, status string) string {
+	if c == nil || len(c.Series) == 0 {
+		return ""
+	}
+	name := c.Names()[0]
+	s := c.Series[name]
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	out := fmt.Sprintf("%d steps, %s %s → %s", c.Steps, name, g(s[0][1]), g(s[len(s)-1][1]))
+	if status == ledger.StatusCrash {
+		out += fmt.Sprintf(" (died at step %s)", g(c.LastStep))
+	}
+	return out + "; series " + strings.Join(c.Names(), ", ")
 }

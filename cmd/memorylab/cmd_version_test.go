@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/internal/needtool"
 )
 
 func TestVersionText(t *testing.T) {
@@ -82,31 +84,57 @@ func memorylabShim(t *testing.T) string {
 // to complete; the shells are installed by .ci/run (bash, zsh, fish).
 func TestCompletionScripts(t *testing.T) {
 	path := memorylabShim(t)
+	repo := experimentRepo(t) // run names complete from its ledger
+	mustRun(t, repo.Dir, nil, "log", "-d", "baseline", "--status", "keep", "--metric", "val_bpb=0.99")
+	runID := records(t, repo.Dir)[0].RunID
 	for _, tc := range []struct {
-		name, shell string
-		args        []string
-		want        []string // lines the shell must print
+		name  string
+		shell needtool.Tool
+		args  []string
+		want  []string // lines the shell must print
 	}{
-		{"bash command", "bash", []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab lo); COMP_CWORD=1; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+		{"bash command", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab lo); COMP_CWORD=1; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
 			[]string{"log"}},
-		{"bash flag", "bash", []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab log --desc); COMP_CWORD=2; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+		{"bash flag", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab log --desc); COMP_CWORD=2; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
 			[]string{"--description"}},
-		{"bash after the store flag", "bash", []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab --store /tmp/s rep); COMP_CWORD=3; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+		{"bash after the store flag", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab --store /tmp/s rep); COMP_CWORD=3; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
 			[]string{"report"}},
-		{"zsh script parses and registers", "zsh", []string{"-c", `autoload -U compinit && compinit -u && source <(memorylab completion zsh) && print -r -- ${_comps[memorylab]}`},
+		{"zsh script parses and registers", needtool.Zsh, []string{"-c", `autoload -U compinit && compinit -u && source <(memorylab completion zsh) && print -r -- ${_comps[memorylab]}`},
 			[]string{"_memorylab"}},
-		{"fish command", "fish", []string{"-c", `memorylab completion fish | source; complete -C "memorylab chec"`},
+		{"fish command", needtool.Fish, []string{"-c", `memorylab completion fish | source; complete -C "memorylab chec"`},
 			[]string{"check\t" + checkCommand(osEnv()).Usage}},
-		{"fish flag", "fish", []string{"-c", `memorylab completion fish | source; complete -C "memorylab report --sin"`},
+		{"fish flag", needtool.Fish, []string{"-c", `memorylab completion fish | source; complete -C "memorylab report --sin"`},
 			[]string{"--since-hours\treport window in hours"}},
+		// Issue 31.9: flags after a bare --, flag values, run names.
+		{"bash run --", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab run --); COMP_CWORD=2; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+			[]string{"--reset-on-discard", "--echo", "--min-delta"}},
+		{"bash init --", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab init --); COMP_CWORD=2; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+			[]string{"--metric", "--goal"}},
+		{"bash --format value", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab report --format ""); COMP_CWORD=3; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+			[]string{"md", "html", "json"}},
+		{"bash --goal value", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab init --goal m); COMP_CWORD=3; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+			[]string{"min", "max"}},
+		{"bash --mode value", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab check --mode ""); COMP_CWORD=3; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+			[]string{"explore", "exploit", "replicate"}},
+		{"bash run names", needtool.Bash, []string{"-c", `source <(memorylab completion bash); COMP_WORDS=(memorylab branch ""); COMP_CWORD=2; _memorylab_complete; printf '%s\n' "${COMPREPLY[@]}"`},
+			[]string{"champion", "latest", "previous", "@run"}},
+		{"zsh run --", needtool.Zsh, []string{"-c", `compadd() { shift; print -l -- "$@" }; _files() { }; compdef() { }; source <(memorylab completion zsh); words=(memorylab run --); CURRENT=3; _memorylab`},
+			[]string{"--reset-on-discard", "--echo"}},
+		{"zsh command", needtool.Zsh, []string{"-c", `compadd() { shift; print -l -- "$@" }; _files() { }; compdef() { }; source <(memorylab completion zsh); words=(memorylab rep); CURRENT=2; _memorylab`},
+			[]string{"report"}},
+		{"zsh run names", needtool.Zsh, []string{"-c", `compadd() { shift; print -l -- "$@" }; _files() { }; compdef() { }; source <(memorylab completion zsh); words=(memorylab show ""); CURRENT=3; _memorylab`},
+			[]string{"champion", "@run"}},
+		{"fish run --", needtool.Fish, []string{"-c", `memorylab completion fish | source; complete -C "memorylab run --"`},
+			[]string{"--reset-on-discard\tafter logging a discard or crash (or a block), pin the commit and reset the branch to the parent (untracked files stay)"}},
+		{"fish --format value", needtool.Fish, []string{"-c", `memorylab completion fish | source; complete -C "memorylab report --format "`},
+			[]string{"md", "html", "json"}},
+		{"fish run names", needtool.Fish, []string{"-c", `memorylab completion fish | source; complete -C "memorylab compare champion "`},
+			[]string{"latest", "@run"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sh, err := exec.LookPath(tc.shell)
-			if err != nil {
-				t.Fatalf("%s is not installed (.ci/run installs it): %v", tc.shell, err)
-			}
+			sh := needtool.Path(t, tc.shell)
 			cmd := exec.Command(sh, tc.args...)
-			cmd.Dir = t.TempDir()
+			cmd.Dir = repo.Dir
 			cmd.Env = append(os.Environ(), "PATH="+path, "HOME="+cmd.Dir)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
@@ -114,9 +142,12 @@ func TestCompletionScripts(t *testing.T) {
 			}
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 			for _, w := range tc.want {
+				if w == "@run" { // the repository's run id, with its description in fish
+					w = string(runID)
+				}
 				found := false
 				for _, l := range lines {
-					found = found || l == w
+					found = found || l == w || strings.HasPrefix(l, w+"\t")
 				}
 				if !found {
 					t.Errorf("want line %q in:\n%s", w, out)
@@ -151,4 +182,26 @@ func TestDemoCleansUp(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, left[0].Name(), "results", "memorylab", "reports", "latest.html")); err != nil {
 		t.Fatalf("demo --keep: %v\n%s", err, r.out)
 	}
+}
+
+// TestFlagDidYouMean (issue 31.9): a mistyped flag gets a did-you-mean, as
+// a mistyped command does; exit 2, one line, nothing run.
+func TestFlagDidYouMean(t *testing.T) {
+	repo := experimentRepo(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--rest-on-discard", "--", "true"}, "unknown flag --rest-on-discard; did you mean --reset-on-discard? (see `memorylab run --help`)"},
+		{[]string{"report", "--sinc-hours", "3"}, "did you mean --since-hours?"},
+		{[]string{"log", "--descrption", "x"}, "did you mean --description?"},
+		{[]string{"--stor", "x", "list"}, "unknown flag --stor; did you mean --store? (see `memorylab --help`)"},
+		{[]string{"report", "--frobnicate"}, "flag provided but not defined: -frobnicate"},
+	} {
+		r := memorylab(t, repo.Dir, nil, tc.args...)
+		if r.code != ExitBadInput || !strings.Contains(r.errOut, tc.want) || strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tc.args, r.code, r.errOut, tc.want)
+		}
+	}
+	equals(t, 0, len(records(t, repo.Dir)))
 }

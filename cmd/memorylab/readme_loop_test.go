@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/internal/needtool"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -51,10 +52,8 @@ func TestREADMENightLoop(t *testing.T) {
 	if !strings.Contains(strings.Join(iteration, "\n"), example) {
 		t.Fatalf("the iteration no longer commits %s; update this test with the README", example)
 	}
-	for _, tool := range []string{"git", "python3"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is needed to run the README loop: %v", tool, err)
-		}
+	for _, tool := range []needtool.Tool{needtool.Git, needtool.Python3} {
+		needtool.Path(t, tool)
 	}
 	dir := t.TempDir()
 	repo, err := ledger.InitScratchRepo(dir, "autoresearch/nov23")

@@ -192,6 +192,7 @@ func Diagnose(s *ledger.Store, repo *ledger.Repo, configErr error) (*Report, err
 
 	var recs []doctorRec
 	firstLine := map[ledger.RunID]int{}
+	retracted := map[ledger.RunID]bool{}
 	err = walkLedger(f, func(l *ledgerLine) error {
 		if l.Kind != lineBlank {
 			rep.Lines++
@@ -224,13 +225,21 @@ func Diagnose(s *ledger.Store, repo *ledger.Repo, configErr error) (*Report, err
 			} else {
 				firstLine[r.RunID] = l.No
 			}
-			recs = append(recs, doctorRec{line: l.No, id: r.RunID, imported: r.Imported(), tsvRow: r.HasTSVRow(), commit: r.Commit, commitFull: r.CommitFull,
+			recs = append(recs, doctorRec{line: l.No, id: r.RunID, imported: r.Imported() || r.IsCorrection(), tsvRow: r.HasTSVRow(), commit: r.Commit, commitFull: r.CommitFull,
 				schema: r.SchemaVersion, artifacts: r.Artifacts})
+			if r.Correction != nil && r.Correction.Kind == ledger.CorrectionRetract {
+				retracted[r.Correction.RunID] = true
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range recs {
+		if retracted[recs[i].id] {
+			recs[i].tsvRow = false // retract took its row out of results.tsv
+		}
 	}
 	checkArtifacts(s, rep, recs)
 	checkRefs(s, rep, repo, recs)
@@ -527,7 +536,7 @@ func Repair(s *ledger.Store, now time.Time, repo *ledger.Repo) (*RepairResult, e
 	}
 	for _, d := range []string{ledger.IndexDir, ledger.CacheDir} {
 		p := s.Path(d)
-		removed, err := removeCacheDir(p, now)
+		removed, err := ledger.RemoveCacheDir(p, now)
 		if err != nil {
 			return nil, err
 		}
@@ -553,36 +562,4 @@ func (b backupLine) endsWithNewline(f io.ReaderAt) bool {
 	last := make([]byte, 1)
 	_, err := f.ReadAt(last, b.off+b.size-1)
 	return err == nil && last[0] == '\n'
-}
-
-// removeCacheDir removes a cache directory so it rebuilds. A reader may be
-// writing a new cache into it at that moment (readers rebuild caches without
-// the store lock), and RemoveAll then fails with "directory not empty": so
-// the directory is first renamed aside, which is atomic, and the renamed copy
-// removed; what a concurrent reader writes after the rename lands in a fresh
-// directory. A copy that still cannot be removed is left for the next repair.
-func removeCacheDir(p string, now time.Time) (bool, error) {
-	// Copies an earlier repair could not remove go first.
-	prefix := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp-removed-")
-	if old, _ := filepath.Glob(prefix + "*"); len(old) > 0 {
-		for _, o := range old {
-			_ = os.RemoveAll(o)
-		}
-	}
-	if _, err := os.Lstat(p); err != nil {
-		return false, nil
-	}
-	aside := fmt.Sprintf("%s%d-%d", prefix, now.UnixNano(), os.Getpid())
-	if err := os.Rename(p, aside); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil // removed by a concurrent repair
-		}
-		return false, fmt.Errorf("unable to remove cache %s: %w", p, err)
-	}
-	for attempt := 0; attempt < 3; attempt++ {
-		if err := os.RemoveAll(aside); err == nil {
-			break
-		}
-	}
-	return true, nil
 }

@@ -429,15 +429,16 @@ func oneLine(err error) string {
 // fields (not artifacts, novelty_guard, decision_packet…) makes a rebuild
 // ~3x cheaper than ScanFrom's full decode.
 type slimRecord struct {
-	SchemaVersion int            `json:"schema_version"`
-	RunID         ledger.RunID   `json:"run_id"`
-	Family        string         `json:"family"`
-	Status        string         `json:"status"`
-	Tie           bool           `json:"tie"`
-	Description   string         `json:"description"`
-	Hypothesis    string         `json:"hypothesis"`
-	Tags          []string       `json:"tags"`
-	Metrics       ledger.Metrics `json:"metrics"`
+	SchemaVersion int                `json:"schema_version"`
+	RunID         ledger.RunID       `json:"run_id"`
+	Family        string             `json:"family"`
+	Status        string             `json:"status"`
+	Tie           bool               `json:"tie"`
+	Description   string             `json:"description"`
+	Hypothesis    string             `json:"hypothesis"`
+	Tags          []string           `json:"tags"`
+	Metrics       ledger.Metrics     `json:"metrics"`
+	Correction    *ledger.Correction `json:"correction"`
 }
 
 // groupsFrom scans the ledger from offset and groups the records. It
@@ -445,6 +446,36 @@ type slimRecord struct {
 // version this build reads) and, like ScanFrom, does not cover a torn last
 // line a writer may still be finishing.
 func (x *Index) groupsFrom(from int64, into map[string]*novelty.Group) (int64, error) {
+	// Correction lines are not runs. A retraction takes its run out of the
+	// groups read in this scan: retract and a pull that brings one drop the
+	// index, so the rebuild from offset 0 sees every run it retracts.
+	retracted := map[ledger.RunID]bool{}
+	offsets := map[ledger.RunID]int64{}
+	end, err := x.groupsFromScan(from, into, retracted, offsets)
+	if len(retracted) > 0 {
+		gone := map[int64]bool{}
+		for id := range retracted {
+			if off, ok := offsets[id]; ok {
+				gone[off] = true
+			}
+		}
+		for id, g := range into {
+			runs := g.Runs[:0]
+			for _, r := range g.Runs {
+				if !gone[r.Offset] {
+					runs = append(runs, r)
+				}
+			}
+			g.Runs = runs
+			if len(runs) == 0 {
+				delete(into, id)
+			}
+		}
+	}
+	return end, err
+}
+
+func (x *Index) groupsFromScan(from int64, into map[string]*novelty.Group, retracted map[ledger.RunID]bool, offsets map[ledger.RunID]int64) (int64, error) {
 	f, err := x.store.OpenLedger()
 	if err != nil {
 		return from, err
@@ -486,6 +517,13 @@ func (x *Index) groupsFrom(from int64, into map[string]*novelty.Group) (int64, e
 			}
 			continue
 		}
+		if r.Correction != nil {
+			if r.Correction.Kind == ledger.CorrectionRetract {
+				retracted[r.Correction.RunID] = true
+			}
+			continue
+		}
+		offsets[r.RunID] = start
 		rec := ledger.Record{Family: r.Family, Status: r.Status, Tie: r.Tie, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
 		norm := x.opts.Normalize(rec.ComparisonText())
 		id := groupID(norm, rec.Family)

@@ -5,7 +5,7 @@
 // but this file.
 "use strict";
 
-const state = { running: [], tails: {}, view: "", metric: "", goal: "" };
+const state = { running: [], tails: {}, curves: {}, view: "", metric: "", goal: "" };
 
 // el builds an element: attrs are properties or attributes, children are
 // nodes or strings (strings become text nodes).
@@ -151,6 +151,7 @@ function runningPanel() {
     return el("div", { class: "card running", dataset: { key } },
       el("p", {}, el("strong", { text: "Now training: " }), r.description, " ", el("span", { class: "mono muted", text: r.commit })),
       el("p", { class: "muted" }, "elapsed ", el("span", { class: "elapsed", dataset: { started: r.started_utc } }), ` · ${r.command} · output in ${r.log_path}`),
+      el("div", { class: "live-curve", id: "curve-" + key }, state.curves[key] ? curveChart("live-curve-" + key, [{ label: r.description, curve: state.curves[key] }]) : ""),
       pre);
   });
 }
@@ -168,6 +169,83 @@ function tickElapsed() {
   }
 }
 setInterval(tickElapsed, 1000);
+
+
+// ---- training curves -------------------------------------------------------
+// Curves come parsed from the server (ledger's one curve parser: archived in
+// curve.json, or live from a running training's output); this only draws.
+
+const SVGNS = "http://www.w3.org/2000/svg";
+const TIME_SERIES = ["total_time", "elapsed", "time", "wall_time", "walltime"];
+const CURVE_COLORS = ["#0969da", "#cf222e", "#2da44e", "#8250df"];
+const curveWall = { on: false };
+
+function svgEl(tag, attrs, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// curveSeriesName is the series to draw: loss when any curve has it.
+function curveSeriesName(curves) {
+  if (curves.some((c) => c && c.series && c.series.loss)) return "loss";
+  const c = curves.find((c) => c && c.series);
+  return c ? Object.keys(c.series).filter((n) => !TIME_SERIES.includes(n)).sort()[0] || Object.keys(c.series)[0] : "";
+}
+
+// curvePoints is [[x, y]] of name against the step, or the wall clock
+// (seconds, joined by step) when wall is set and the curve has a time series.
+function curvePoints(curve, name, wall) {
+  const pts = (curve.series || {})[name] || [];
+  if (!wall) return pts;
+  const tn = TIME_SERIES.find((n) => curve.series[n]);
+  if (!tn) return pts;
+  const at = new Map(curve.series[tn].map((p) => [p[0], p[1]]));
+  return pts.filter((p) => at.has(p[0])).map((p) => [at.get(p[0]), p[1]]);
+}
+
+// curveChart draws lines [{label, curve, died}] as one SVG with a legend and
+// a step / wall-clock switch; id names the figure.
+function curveChart(id, lines) {
+  const fig = el("figure", { class: "curve", id });
+  const draw = () => {
+    lines = lines.filter((l) => l.curve && l.curve.series);
+    if (!lines.length) { fig.replaceChildren(el("p", { class: "muted", text: "no training curve" })); return; }
+    const name = curveSeriesName(lines.map((l) => l.curve));
+    const hasTime = lines.some((l) => TIME_SERIES.some((n) => l.curve.series[n]));
+    const wall = curveWall.on && hasTime;
+    const sets = lines.map((l) => curvePoints(l.curve, name, wall));
+    const all = sets.flat();
+    const W = 640, H = 220, L = 52, R = 12, T = 10, B = 28;
+    const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${name} per ${wall ? "second" : "step"}` });
+    if (all.length) {
+      let [x0, x1] = [Math.min(...all.map((p) => p[0])), Math.max(...all.map((p) => p[0]))];
+      let [y0, y1] = [Math.min(...all.map((p) => p[1])), Math.max(...all.map((p) => p[1]))];
+      if (x1 === x0) { x0 -= 1; x1 += 1; }
+      if (y1 === y0) { y0 -= 1; y1 += 1; }
+      const X = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R), Y = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+      svg.append(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis" }), svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, class: "axis" }));
+      svg.append(svgEl("text", { x: L - 4, y: T + 8, "text-anchor": "end", class: "tick" }, num(y1)), svgEl("text", { x: L - 4, y: H - B, "text-anchor": "end", class: "tick" }, num(y0)));
+      svg.append(svgEl("text", { x: L, y: H - 8, class: "tick" }, num(x0)), svgEl("text", { x: W - R, y: H - 8, "text-anchor": "end", class: "tick" }, `${num(x1)} ${wall ? "s" : "steps"}`));
+      sets.forEach((pts, i) => {
+        if (!pts.length) return;
+        const color = CURVE_COLORS[i % CURVE_COLORS.length];
+        svg.append(svgEl("polyline", { points: pts.map((p) => `${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join(" "), fill: "none", stroke: color, "stroke-width": 1.6, class: "curve-line", "data-points": pts.length }));
+        if (lines[i].died) { // where the crash died
+          const [px, py] = [X(pts[pts.length - 1][0]), Y(pts[pts.length - 1][1])];
+          svg.append(svgEl("path", { d: `M${px - 4} ${py - 4}L${px + 4} ${py + 4}M${px - 4} ${py + 4}L${px + 4} ${py - 4}`, stroke: "#cf222e", "stroke-width": 2, class: "curve-died" }, undefined));
+        }
+      });
+    }
+    const legend = el("figcaption", { class: "muted" }, `${name} per ${wall ? "second (wall clock)" : "step"}: `,
+      lines.map((l, i) => el("span", { class: "curve-key", dataset: { color: String(i) } }, el("span", { class: "swatch swatch-" + (i % CURVE_COLORS.length) }), ` ${l.label}${l.died ? " (crashed here ✕)" : ""} `)));
+    const toggle = hasTime ? el("label", { class: "curve-x" }, el("input", { type: "checkbox", checked: curveWall.on, onchange: (e) => { curveWall.on = e.target.checked; draw(); } }), " wall-clock x") : null;
+    fig.replaceChildren(svg, legend, toggle || "");
+  };
+  draw();
+  return fig;
+}
 
 // ---- runs ----------------------------------------------------------------
 
@@ -251,6 +329,10 @@ async function renderRun(view, id) {
     ["notes", r.notes],
   ])));
   out.push(el("p", {}, el("a", { href: `#/compare?a=champion&b=${encodeURIComponent(r.run_id)}`, text: "compare with the champion →" })));
+  if (d.curve) {
+    out.push(el("h2", { text: "Training curve" }));
+    out.push(curveChart("run-curve", [{ label: r.description || r.run_id, curve: d.curve, died: r.status === "crash" }]));
+  }
   const metrics = Object.entries(r.metrics || {});
   out.push(el("h2", { text: "Metrics" }));
   out.push(metrics.length ? table(["metric", "value"], metrics.map(([k, v]) => el("tr", {}, el("td", { text: k }), el("td", { class: "num", text: v === null ? "–" : String(v) }))))
@@ -301,7 +383,19 @@ async function renderCompare(view, params) {
     const text = c.text.split("\n");
     const cut = text.findIndex((l) => l.startsWith("diff ") || l.startsWith("--- "));
     out.push(el("pre", { id: "compare-text", text: (cut >= 0 ? text.slice(0, cut) : text).join("\n") }));
-    if (c.diff) out.push(diffView(c.diff));
+    // /api/compare is compare --json: the diff is code_diff (issue 31.3).
+    if (c.code_diff) out.push(el("h2", { text: "Code diff" }), el("div", { id: "compare-diff" }, diffView(c.code_diff)));
+    else if (c.code_diff_note) out.push(el("p", { class: "muted", id: "compare-diff-note", text: `code diff: ${c.code_diff_note}` }));
+    // The training curves of A and B (and the champion) overlaid.
+    const ids = [[c.a.run_id, "A"], [c.b.run_id, "B"], ["champion", "champion"]];
+    const shown = await Promise.all(ids.map(([id]) => api("/api/runs/" + encodeURIComponent(id)).catch(() => null)));
+    const lines = [], seen = new Set();
+    shown.forEach((d, i) => {
+      if (!d || seen.has(d.record.run_id)) return;
+      seen.add(d.record.run_id);
+      lines.push({ label: `${ids[i][1]} ${short(d.record.run_id, 24)}`, curve: d.curve, died: d.record.status === "crash" });
+    });
+    if (lines.some((l) => l.curve)) out.push(el("h2", { text: "Training curves" }), curveChart("compare-curves", lines));
   } catch (err) {
     out.push(el("p", { class: "banner", text: err.message }));
   }
@@ -349,6 +443,11 @@ function connect() {
     if (state.tails[t.key].length > 32768) state.tails[t.key] = state.tails[t.key].slice(-32768);
     const pre = document.getElementById("tail-" + t.key);
     if (pre) { pre.textContent = state.tails[t.key]; pre.scrollTop = pre.scrollHeight; }
+  });
+  on("curve", (c) => {
+    state.curves[c.key] = c.curve;
+    const box = document.getElementById("curve-" + c.key);
+    if (box) box.replaceChildren(curveChart("live-curve-" + c.key, [{ label: "now training", curve: c.curve }]));
   });
   on("store", (s) => banner(s.error ? "The store cannot be read: " + s.error : ""));
 }

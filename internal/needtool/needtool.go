@@ -1,0 +1,66 @@
+// Package needtool lets a test that drives an external program (Chromium,
+// a shell, the MCP Inspector) find it, and decides what its absence means:
+// outside CI the test skips with a one-line reason naming the package to
+// install; with CI=true (what .ci/run sets) the absence is a failure, so CI
+// stays honest. It is imported by tests only.
+package needtool
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+)
+
+// Tool is an external program a test needs and where it comes from.
+type Tool struct {
+	Program string // looked up on PATH
+	Install string // how to get it, e.g. "apt-get install -y zsh" (the Debian package)
+}
+
+// Known tools, one place for their package names (the README's testing
+// section lists the same).
+var (
+	Chromium  = Tool{"chromium", "apt-get install -y chromium"}
+	Zsh       = Tool{"zsh", "apt-get install -y zsh"}
+	Fish      = Tool{"fish", "apt-get install -y fish"}
+	Bash      = Tool{"bash", "apt-get install -y bash"}
+	Git       = Tool{"git", "apt-get install -y git"}
+	Python3   = Tool{"python3", "apt-get install -y python3"}
+	Inspector = Tool{"mcp-inspector", "npm install -g @modelcontextprotocol/inspector"}
+)
+
+// TB is the part of testing.TB this package uses.
+type TB interface {
+	Helper()
+	Skip(args ...any)
+	Fatal(args ...any)
+}
+
+// InCI reports whether CI=true (or any true value strconv accepts).
+func InCI() bool {
+	v, err := strconv.ParseBool(os.Getenv("CI"))
+	return err == nil && v
+}
+
+// Path returns the program's path on PATH. When it is missing, the test
+// skips outside CI and fails in CI, with one line naming the package.
+func Path(t TB, tool Tool) string {
+	t.Helper()
+	p, err := exec.LookPath(tool.Program)
+	if err == nil {
+		return p
+	}
+	msg := Reason(tool)
+	if InCI() {
+		t.Fatal(msg + " (CI=true: a missing program fails the test)")
+		return ""
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Reason is the one-line message for a missing tool.
+func Reason(tool Tool) string {
+	return fmt.Sprintf("needs %s, not found on PATH: %s (.ci/run installs it)", tool.Program, tool.Install)
+}

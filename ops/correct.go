@@ -1,0 +1,153 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/results"
+)
+
+// CorrectInput is a retraction or a note: `memorylab retract RUN --reason
+// TEXT` and `memorylab note RUN TEXT`.
+type CorrectInput struct {
+	Kind string // ledger.CorrectionRetract or ledger.CorrectionNote
+	Run  string // run id, unique prefix, commit, latest, previous or champion
+	Text string // the reason or the note
+}
+
+// CorrectResult is the correction line written and the run it corrects.
+type CorrectResult struct {
+	MessageType string         `json:"message_type"` // "retract" or "note"
+	Correction  *ledger.Record `json:"correction"`
+	Run         ledger.RunID   `json:"run_id"`
+	Description string         `json:"description"`
+	TSVRowGone  bool           `json:"results_tsv_row_removed"`
+	Champion    string         `json:"champion,omitempty"` // after a retraction
+}
+
+// Correct appends a correction line for a run, under the store lock. A
+// retraction also takes the run's row out of results.tsv, drops the caches
+// (rebuilt without the run) and rewrites champion_challenger.json. Nothing
+// in the ledger is ever rewritten: the correction travels with sync.
+func Correct(env Env, in CorrectInput) (*CorrectResult, error) {
+	what := "--reason"
+	if in.Kind == ledger.CorrectionNote {
+		what = "the note"
+	} else if in.Kind != ledger.CorrectionRetract {
+		return nil, fmt.Errorf("unknown correction %q", in.Kind)
+	}
+	if err := ledger.CheckCorrectionText(what, in.Text); err != nil {
+		return nil, err
+	}
+	s, _, err := env.Open()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
+	}
+	lock, err := s.LockContext(env.ctx())
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	all, err := env.readOrdered(s)
+	if err != nil {
+		return nil, err
+	}
+	corr := ledger.CollectCorrections(all)
+	i, err := resolveAmong(all, s.Config, in.Run)
+	if err != nil {
+		return nil, err
+	}
+	target := &all[i]
+	if c, gone := corr.Retracted[target.RunID]; gone && in.Kind == ledger.CorrectionRetract {
+		return nil, ledger.BadInputf("run %s is already retracted (%s)", target.RunID, c.Text)
+	}
+	rec := ledger.NewCorrection(env.Now(), in.Kind, target.RunID, in.Text)
+	if err := ledger.ValidateRecordAt(rec, env.Now()); err != nil {
+		return nil, err
+	}
+	if err := s.AppendLocked(rec); err != nil {
+		return nil, err
+	}
+	out := &CorrectResult{MessageType: in.Kind, Correction: rec, Run: target.RunID, Description: target.Description}
+	if in.Kind != ledger.CorrectionRetract {
+		return out, nil
+	}
+	// Derived from the ledger, after the commit point: results.tsv, the
+	// caches, the registry.
+	if target.HasTSVRow() {
+		if out.TSVRowGone, err = s.RemoveTSVRowLocked(results.RowFromRecord(target, s.Config.Metric).Format()); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.DropCaches(env.Now()); err != nil {
+		return nil, err
+	}
+	st, fp, behind, err := LoadRegistry(s, env.Notice, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := SaveRegistry(s, st, fp, behind, RegistryCacheLag, env.Now()); err != nil {
+		return nil, err
+	}
+	if c, ok := st.Champion(); ok {
+		out.Champion = c.RunID
+	}
+	return out, nil
+}
+
+// resolveAmong names a run among every run of the ledger, retracted ones
+// included (show, note): latest, previous and champion mean what they mean
+// among the runs that count; other names resolve among all runs.
+func resolveAmong(all []ledger.Record, cfg ledger.Config, name string) (int, error) {
+	runs := make([]ledger.Record, 0, len(all))
+	for _, r := range all {
+		if r.Correction == nil {
+			runs = append(runs, r)
+		}
+	}
+	if IsRunName(name) {
+		counted := ledger.Counted(all)
+		i, err := ResolveRun(counted, cfg, name)
+		if err != nil {
+			return -1, err
+		}
+		name = string(counted[i].RunID)
+	}
+	i, err := ResolveRun(runs, cfg, name)
+	if err != nil {
+		return -1, err
+	}
+	id := runs[i].RunID
+	for j := range all {
+		if all[j].RunID == id && all[j].Correction == nil {
+			return j, nil
+		}
+	}
+	return -1, fmt.Errorf("run %s vanished", id)
+}
+
+// retractedTSVRows is results.tsv's rows of runs retracted by corrections
+// among recs (a pull's arrivals), found in recs or else in the ledger.
+func retractedTSVRows(s *ledger.Store, recs []*ledger.Record) ([]string, error) {
+	want := map[ledger.RunID]bool{}
+	for _, r := range recs {
+		if r.Correction != nil && r.Correction.Kind == ledger.CorrectionRetract {
+			want[r.Correction.RunID] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	var rows []string
+	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
+		if want[r.RunID] && r.Correction == nil && r.HasTSVRow() {
+			rows = append(rows, results.RowFromRecord(r, s.Config.Metric).Format())
+			delete(want, r.RunID)
+		}
+		return nil
+	})
+	return rows, err
+}
