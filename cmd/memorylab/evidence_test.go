@@ -24,7 +24,7 @@ func TestLogItems(t *testing.T) {
 {"id":"q4","correct":true}
 `
 	writeFile(t, filepath.Join(repo.Dir, "items.jsonl"), good)
-	r := mustRun(t, repo.Dir, nil, "log", "-d", "baseline", "--status", "keep", "--items", "items.jsonl", "--seed", "7")
+	r := mustRun(t, repo.Dir, nil, "log", "--log", "run.log", "-d", "baseline", "--status", "keep", "--items", "items.jsonl", "--seed", "7")
 	if !strings.Contains(r.out, " items=4 mean=0.75 ") {
 		t.Fatalf("log output %q", r.out)
 	}
@@ -43,9 +43,9 @@ func TestLogItems(t *testing.T) {
 
 	// From the environment, as `run` hands it to the training.
 	writeFile(t, filepath.Join(repo.Dir, "env-items.jsonl"), `{"id":"q1","score":0.5}`+"\n")
-	mustRun(t, repo.Dir, map[string]string{"AUTORESEARCH_ITEMS_PATH": "env-items.jsonl"}, "log", "-d", "env", "--status", "discard")
+	mustRun(t, repo.Dir, map[string]string{"AUTORESEARCH_ITEMS_PATH": "env-items.jsonl"}, "log", "--log", "run.log", "-d", "env", "--status", "discard")
 	// The variable naming a file the evaluation never wrote is no error.
-	mustRun(t, repo.Dir, map[string]string{"AUTORESEARCH_ITEMS_PATH": "missing.jsonl"}, "log", "-d", "none", "--status", "discard")
+	mustRun(t, repo.Dir, map[string]string{"AUTORESEARCH_ITEMS_PATH": "missing.jsonl"}, "log", "--log", "run.log", "-d", "none", "--status", "discard")
 	recs = records(t, repo.Dir)
 	if recs[1].Items == nil || recs[1].Items.Count != 1 || recs[2].Items != nil {
 		t.Fatalf("env items %+v, %+v", recs[1].Items, recs[2].Items)
@@ -59,7 +59,7 @@ func TestLogItems(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := readFile(t, ledgerPath(repo.Dir))
 			writeFile(t, filepath.Join(repo.Dir, "bad.jsonl"), tc.content)
-			r := memorylab(t, repo.Dir, nil, "log", "-d", "bad", "--status", "keep", "--items", "bad.jsonl")
+			r := memorylab(t, repo.Dir, nil, "log", "--log", "run.log", "-d", "bad", "--status", "keep", "--items", "bad.jsonl")
 			if r.code != ExitBadInput || !strings.Contains(r.errOut, tc.want) || strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 {
 				t.Fatalf("exit %d, stderr %q; want 2 and one line with %q", r.code, r.errOut, tc.want)
 			}
@@ -68,7 +68,7 @@ func TestLogItems(t *testing.T) {
 			}
 		})
 	}
-	r = memorylab(t, repo.Dir, nil, "log", "-d", "bad", "--status", "keep", "--items", "nope.jsonl")
+	r = memorylab(t, repo.Dir, nil, "log", "--log", "run.log", "-d", "bad", "--status", "keep", "--items", "nope.jsonl")
 	if r.code != ExitBadInput || !strings.Contains(r.errOut, "nope.jsonl") {
 		t.Fatalf("missing --items file: exit %d %q", r.code, r.errOut)
 	}
@@ -79,8 +79,8 @@ func ledgerDir(repoDir string) string { return filepath.Dir(ledgerPath(repoDir))
 func TestLogHardware(t *testing.T) {
 	repo := experimentRepo(t)
 	writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
-	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "RTX 4090"}, "log", "-d", "a", "--status", "keep")
-	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "RTX 4090"}, "log", "-d", "b", "--status", "keep", "--hardware", "NVIDIA H100")
+	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "RTX 4090"}, "log", "--log", "run.log", "-d", "a", "--status", "keep")
+	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "RTX 4090"}, "log", "--log", "run.log", "-d", "b", "--status", "keep", "--hardware", "NVIDIA H100")
 	recs := records(t, repo.Dir)
 	host, _ := os.Hostname()
 	if recs[0].Hardware == nil || recs[0].Hardware.Accelerator != "RTX 4090" || recs[0].Hardware.Host != host ||
@@ -91,7 +91,7 @@ func TestLogHardware(t *testing.T) {
 	if recs[0].Replicate == "" || recs[0].Replicate != recs[1].Replicate {
 		t.Fatalf("replicate keys %q %q", recs[0].Replicate, recs[1].Replicate)
 	}
-	mustRun(t, repo.Dir, nil, "log", "-d", "c", "--status", "keep", "--config", "batch=64")
+	mustRun(t, repo.Dir, nil, "log", "--log", "run.log", "-d", "c", "--status", "keep", "--config", "batch=64")
 	if recs = records(t, repo.Dir); recs[2].Replicate == recs[0].Replicate {
 		t.Fatal("--config does not separate replicate groups")
 	}
@@ -114,8 +114,8 @@ func TestComparePaired(t *testing.T) {
 	writeFile(t, filepath.Join(repo.Dir, "a.jsonl"), gsmItems(10))
 	writeFile(t, filepath.Join(repo.Dir, "b.jsonl"), gsmItems(17))
 	gpu := map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA H100"}
-	mustRun(t, repo.Dir, gpu, "log", "-d", "checkpoint 1000", "--status", "keep", "--items", "a.jsonl")
-	mustRun(t, repo.Dir, gpu, "log", "-d", "checkpoint 2000", "--status", "keep", "--items", "b.jsonl")
+	mustRun(t, repo.Dir, gpu, "log", "--log", "run.log", "-d", "checkpoint 1000", "--status", "keep", "--items", "a.jsonl")
+	mustRun(t, repo.Dir, gpu, "log", "--log", "run.log", "-d", "checkpoint 2000", "--status", "keep", "--items", "b.jsonl")
 
 	// The clock is fixed, so "previous" and "latest" would be a coin toss:
 	// name the runs by id, in ledger order.
@@ -142,13 +142,13 @@ func TestComparePaired(t *testing.T) {
 	}
 
 	// One side without items: a note, no paired section.
-	mustRun(t, repo.Dir, gpu, "log", "-d", "no items", "--status", "discard")
+	mustRun(t, repo.Dir, gpu, "log", "--log", "run.log", "-d", "no items", "--status", "discard")
 	r = mustRun(t, repo.Dir, nil, "compare", "--no-diff", id(1), id(2))
 	if !strings.Contains(r.out, "items: only A has per-item outcomes: log B with --items") {
 		t.Fatalf("compare without B items:\n%s", r.out)
 	}
 	// Different hardware: a warning.
-	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA GeForce RTX 4090"}, "log", "-d", "on a 4090", "--status", "discard")
+	mustRun(t, repo.Dir, map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA GeForce RTX 4090"}, "log", "--log", "run.log", "-d", "on a 4090", "--status", "discard")
 	r = mustRun(t, repo.Dir, nil, "compare", "--no-diff", id(2), id(3))
 	if !strings.Contains(r.out, "warning: A ran on NVIDIA H100 and B on NVIDIA GeForce RTX 4090: val_bpb differs by hardware") {
 		t.Fatalf("no hardware warning:\n%s", r.out)
@@ -172,7 +172,7 @@ func TestListShowReplicates(t *testing.T) {
 	gpu := map[string]string{"MEMORYLAB_HARDWARE": "NVIDIA H100"}
 	for i, v := range []string{"0.998000", "1.000000", "0.999000"} {
 		writeFile(t, filepath.Join(repo.Dir, "run.log"), strings.Replace(summaryLog, "0.997900", v, 1))
-		mustRun(t, repo.Dir, gpu, "log", "-d", "baseline", "--status", "keep", "--seed", fmt.Sprint(i))
+		mustRun(t, repo.Dir, gpu, "log", "--log", "run.log", "-d", "baseline", "--status", "keep", "--seed", fmt.Sprint(i))
 	}
 	r := mustRun(t, repo.Dir, nil, "list")
 	if strings.Count(r.out, "(group 0.999 ± 0.001 (n=3))") != 3 {
@@ -187,7 +187,7 @@ func TestListShowReplicates(t *testing.T) {
 		t.Fatalf("list --json: %v", items[0])
 	}
 	writeFile(t, filepath.Join(repo.Dir, "items.jsonl"), gsmItems(10))
-	mustRun(t, repo.Dir, gpu, "log", "-d", "with items", "--status", "discard", "--items", "items.jsonl", "--seed", "9")
+	mustRun(t, repo.Dir, gpu, "log", "--log", "run.log", "-d", "with items", "--status", "discard", "--items", "items.jsonl", "--seed", "9")
 	id := string(records(t, repo.Dir)[3].RunID)
 	r = mustRun(t, repo.Dir, nil, "show", "--no-diff", id)
 	for _, want := range []string{"replicates   val_bpb 0.999 ± 0.00082 (n=4) over the runs of the same code and config\n",
