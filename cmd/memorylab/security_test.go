@@ -59,10 +59,9 @@ func TestNothingExecutesLedgerText(t *testing.T) {
 // Each must pass its argv straight to exec.Command: no shell, and nothing
 // taken from the ledger.
 var execAllowed = map[string]string{
-	"cmd/memorylab/cmd_run.go":      "`memorylab run -- CMD...` runs the user's own training command from its argv",
-	"cmd/memorylab/cmd_serve.go":    "`serve --open` asks the desktop (xdg-open, or open on macOS) to open the dashboard's own URL",
-	"cmd/mlbench/main.go":           "the benchmark harness (a developer tool, not memorylab) times memorylab and the Python tool as processes",
-	"internal/needtool/needtool.go": "tests only: looks up the external programs a test needs (exec.LookPath) to skip or fail with the package to install; it starts nothing",
+	"cmd/memorylab/cmd_run.go":   "`memorylab run -- CMD...` runs the user's own training command from its argv",
+	"cmd/memorylab/cmd_serve.go": "`serve --open` asks the desktop (xdg-open, or open on macOS) to open the dashboard's own URL",
+	"cmd/mlbench/main.go":        "the benchmark harness (a developer tool, not memorylab) times memorylab and the Python tool as processes",
 }
 
 // TestNoShellingOut guards the rule that memorylab never runs other programs
