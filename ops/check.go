@@ -82,6 +82,10 @@ type CheckResult struct {
 	novelty.Result
 	Source string       `json:"source"` // the index mode, or "exhaustive"
 	Code   *CodeVerdict `json:"code,omitempty"`
+	// Claims are the ideas in flight in the shared remote (origin) on the
+	// same code or with a similar description: other machines training
+	// them now (issue 29.2).
+	Claims []ClaimMatch `json:"claims,omitempty"`
 	Metric string       `json:"-"` // the store's primary metric
 }
 
@@ -138,6 +142,7 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 			applyCode(out, out.Code)
 		}
 	}
+	out.Claims = checkClaims(env, in, out.Code)
 	return out, nil
 }
 

@@ -46,19 +46,8 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 	v := &CodeVerdict{Edits: []change.Edit{}, DuplicateCode: []CodeMatch{}, ParamsTried: []Sweep{}}
 	var code change.Code
 	if diff == DiffWorktree {
-		head, err := repo.HeadCommit()
-		if err != nil {
-			return nil, ledger.BadInputf("--diff: %v", err)
-		}
-		v.Target = "working tree"
-		if code, err = cr.fingerprint(head, ledger.CodeSide{Worktree: true}); err != nil {
+		if code, v.Target, err = worktreeCode(cr, repo); err != nil {
 			return nil, err
-		}
-		if code.Change == "" { // committed already: HEAD's own change is the idea
-			v.Target = ledger.Short(head)
-			if code, err = cr.fingerprint("", ledger.CodeSide{Commit: head}); err != nil {
-				return nil, err
-			}
 		}
 	} else {
 		commit, err := repo.ResolveCommit(diff)
@@ -124,6 +113,24 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		}
 	}
 	return v, nil
+}
+
+// worktreeCode fingerprints the idea in the working tree: its change
+// against HEAD, or HEAD's own change when the tree is clean (committed
+// already). target names which.
+func worktreeCode(cr *codeReader, repo *ledger.Repo) (code change.Code, target string, err error) {
+	head, err := repo.HeadCommit()
+	if err != nil {
+		return code, "", ledger.BadInputf("--diff: %v", err)
+	}
+	if code, err = cr.fingerprint(head, ledger.CodeSide{Worktree: true}); err != nil {
+		return code, "", err
+	}
+	if code.Change != "" {
+		return code, "working tree", nil
+	}
+	code, err = cr.fingerprint("", ledger.CodeSide{Commit: head})
+	return code, ledger.Short(head), err
 }
 
 func dedupeRuns(runs []RunCode) []RunCode {

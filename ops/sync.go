@@ -89,6 +89,13 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 			in.Step(out, push)
 		}
 	}
+	// Expired claims on ideas in flight (a run that crashed without
+	// releasing its claim) go with the next sync.
+	if n, err := loc.Repo.CleanClaims(env.ctx(), in.Remote, env.Now()); err != nil {
+		env.notef("warning: expired claims not cleaned: %v", err)
+	} else if n > 0 {
+		env.notef("removed %d expired claim(s) on ideas in flight from the remote", n)
+	}
 	return out, nil
 }
 

@@ -158,6 +158,19 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 			return err
 		}
 	}
+	// Claim the idea in the shared remote before training, so no other
+	// machine trains it meanwhile; released when run returns (logged,
+	// crashed, interrupted), renewed while it trains.
+	claim, err := ops.ClaimRun(env.opsEnv(opts.Store), s, loc.Repo, ops.ClaimInput{Idea: opts.Log.Idea, Host: host,
+		PID: os.Getpid(), Commit: ledger.Short(head)})
+	if err != nil {
+		fmt.Fprintf(env.Err, "memorylab: %v\n", err)
+		if rerr := resetRefused(env, s, loc, it, opts); rerr != nil {
+			return rerr
+		}
+		return blockedError{}
+	}
+	defer claim.Release()
 	if opts.Log.LogPath == "" {
 		opts.Log.LogPath = ops.DefaultLog
 	}
@@ -249,22 +262,34 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration
 	}
 	fmt.Fprintf(env.Err, "memorylab: blocked by the novelty guard (%s): nothing was trained or logged; try another idea, or %s to run it anyway\n",
 		ops.BlockReason(res), strings.Join(ops.EscapeHatches(oenv, s, in), " or "))
-	if opts.ResetOnDiscard {
-		why, err := it.ResetRefusal(s, it.Head)
-		if err != nil {
-			return err
-		}
-		if why != "" {
-			fmt.Fprintf(env.Err, "memorylab: not reset: %s; the branch stays at %s\n", why, ledger.Short(it.Head))
-			return blockedError{}
-		}
-		parent, err := loc.Repo.ResetBlockedToParent(it.Head)
-		if err != nil {
-			return fmt.Errorf("blocked, but the reset failed: %w", err)
-		}
-		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/blocked/%s; branch reset to %s\n", ledger.Short(it.Head), it.Head, ledger.Short(parent))
+	if err := resetRefused(env, s, loc, it, opts); err != nil {
+		return err
 	}
 	return blockedError{}
+}
+
+// resetRefused, with --reset-on-discard, pins the commit of an idea refused
+// before training (blocked, or claimed by another machine) under
+// refs/memorylab/blocked/<commit> and resets it away: only the commit this
+// run started from, never one already in the ledger.
+func resetRefused(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
+	if !opts.ResetOnDiscard {
+		return nil
+	}
+	why, err := it.ResetRefusal(s, it.Head)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		fmt.Fprintf(env.Err, "memorylab: not reset: %s; the branch stays at %s\n", why, ledger.Short(it.Head))
+		return nil
+	}
+	parent, err := loc.Repo.ResetBlockedToParent(it.Head)
+	if err != nil {
+		return fmt.Errorf("refused, but the reset failed: %w", err)
+	}
+	fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/blocked/%s; branch reset to %s\n", ledger.Short(it.Head), it.Head, ledger.Short(parent))
+	return nil
 }
 
 // newSummaryPath is a fresh sidecar path under the store's cache dir.
