@@ -47,6 +47,7 @@ type RunClaim struct {
 	h    *ledger.ClaimHandle
 	stop chan struct{}
 	wg   sync.WaitGroup
+	once sync.Once
 }
 
 // ClaimRun claims the working tree's change in origin before training.
@@ -113,16 +114,18 @@ func (rc *RunClaim) renew(env Env) {
 }
 
 // Release stops renewing and deletes the claim from the remote (within 10
-// s; an unreachable remote lets it expire instead).
+// s; an unreachable remote lets it expire instead). Safe to call twice.
 func (rc *RunClaim) Release() {
 	if rc == nil {
 		return
 	}
-	close(rc.stop)
-	rc.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = rc.h.Release(ctx)
+	rc.once.Do(func() {
+		close(rc.stop)
+		rc.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rc.h.Release(ctx)
+	})
 }
 
 // similarClaim finds another live claim whose description is at least as
