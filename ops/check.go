@@ -73,6 +73,9 @@ type CheckInput struct {
 	// CodeOptional turns a failure to read the code (a shallow clone, no
 	// repository) into a notice: run and the hooks check what they can.
 	CodeOptional bool
+	// NoClaims skips asking the remote for claims in flight (a hook that
+	// would not show them).
+	NoClaims bool
 }
 
 // CheckResult is the verdict. Its JSON is check's --json contract: the
@@ -142,7 +145,9 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 			applyCode(out, out.Code)
 		}
 	}
-	out.Claims = checkClaims(env, in, out.Code)
+	if !in.NoClaims {
+		out.Claims = checkClaims(env, in, out.Code)
+	}
 	return out, nil
 }
 

@@ -16,8 +16,8 @@ import (
 // TestClaimsTwoClones (issue 29.2): two clones of one lab, sharing a path
 // remote, try the same change at once. Exactly one trains; the other is
 // refused before training (exit 2) naming the first's machine and start
-// time. While the first trains, the second's `check --diff` shows the claim
-// in flight; after the first logs and both sync, the second's check shows
+// time. While the first trains, the second's `check --diff` (CLI, MCP) and
+// post-commit hook show the claim in flight; after the first logs and both sync, the second's check shows
 // the first's result as duplicate_code and no claim in flight.
 func TestClaimsTwoClones(t *testing.T) {
 	for _, tool := range []string{"git", "python3"} {
@@ -132,6 +132,14 @@ func TestClaimsTwoClones(t *testing.T) {
 	if out := must(dirs[loser], check+" --json 2>/dev/null"); json.Unmarshal([]byte(out), &verdict) != nil ||
 		len(verdict.Claims) != 1 || verdict.Claims[0].Same != "code" || verdict.Claims[0].Host != host {
 		t.Fatalf("check --json does not show the claim in flight:\n%s", out)
+	}
+
+	if _, out := sh(dirs[loser], "memorylab hooks run post-commit"); !strings.Contains(out, "memorylab: in flight: the same change is training on "+host) {
+		t.Fatalf("the post-commit hook does not show the claim in flight:\n%s", out)
+	}
+	mv, _ := call(t, mcpSession(t, dirs[loser]), "check", map[string]any{"description": "raise LR to 0.06", "diff": ""}, false)
+	if cl, _ := mv["claims"].([]any); len(cl) != 1 {
+		t.Fatalf("the MCP check does not show the claim in flight: %v", mv)
 	}
 
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
