@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,34 @@ func TestClaimRun(t *testing.T) {
 	gone := claimLab(t, filepath.Join(t.TempDir(), "gone.git"))
 	if c, err := gone.claim("raise LR", "LR = 0.05\nDEPTH = 8\n", ops.DefaultMode); c != nil || err != nil || !strings.Contains(gone.notice.String(), "the remote is unreachable, the idea is not claimed") {
 		t.Fatalf("unreachable remote: %v %v\n%s", c, err, gone.notice)
+	}
+}
+
+// TestSyncCleansExpiredClaims: a claim left by a run that crashed without
+// releasing it is removed by the next sync; a live one stays.
+func TestSyncCleansExpiredClaims(t *testing.T) {
+	remote := filepath.Join(t.TempDir(), "lab.git")
+	if err := ledger.InitBareScratchRepo(remote); err != nil {
+		t.Fatal(err)
+	}
+	l := claimLab(t, remote)
+	repo, err := ledger.OpenRepo(l.env.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for fp, expires := range map[string]time.Time{"0123456789abcdef": now.Add(-time.Minute), "fedcba9876543210": now.Add(time.Hour)} {
+		if _, _, err := repo.Claim(context.Background(), "", ledger.Claim{Fingerprint: fp, Host: "crashed", Start: now.Add(-time.Hour), Expires: expires}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ops.Sync(l.env, ops.SyncInput{Both: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(l.notice.String(), "removed 1 expired claim(s)") {
+		t.Fatalf("sync did not clean the expired claim:\n%s", l.notice)
+	}
+	if n, err := repo.CleanClaims(context.Background(), "", now.Add(2*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("after the sync: %d claims left to clean (want the live one): %v", n, err)
 	}
 }
