@@ -195,8 +195,41 @@ func (g *Repo) CleanClaims(ctx context.Context, remote string, now time.Time) (i
 		return 0, err
 	}
 	refs, err := g.remoteClaimRefs(ctx, rs)
-	if err != nil || len(refs) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	return g.cleanClaims(ctx, rs, refs, now)
+}
+
+// CleanExpiredClaims is CleanClaims after a push or pull (res), from the
+// claim refs its listing of the remote saw: a sync asks the remote nothing
+// more when there is no claim.
+func (g *Repo) CleanExpiredClaims(ctx context.Context, remote string, res *SyncResult, now time.Time) (int, error) {
+	if res == nil || len(res.claimRefs) == 0 {
+		return 0, nil
+	}
+	rs, err := g.claimRemote(remote)
+	if err != nil {
+		return 0, err
+	}
+	return g.cleanClaims(ctx, rs, res.claimRefs, now)
+}
+
+// noteClaimRef records a claim ref seen while listing the remote.
+func (res *SyncResult) noteClaimRef(ref *plumbing.Reference) {
+	fp := strings.TrimPrefix(ref.Name().String(), ClaimsPrefix)
+	if !claimFingerprint.MatchString(fp) || ref.Type() != plumbing.HashReference {
+		return
+	}
+	if res.claimRefs == nil {
+		res.claimRefs = map[string]plumbing.Hash{}
+	}
+	res.claimRefs[fp] = ref.Hash()
+}
+
+func (g *Repo) cleanClaims(ctx context.Context, rs *remoteSpec, refs map[string]plumbing.Hash, now time.Time) (int, error) {
+	if len(refs) == 0 {
+		return 0, nil
 	}
 	all, err := g.readClaims(ctx, rs, refs)
 	if err != nil {
@@ -211,7 +244,9 @@ func (g *Repo) CleanClaims(ctx context.Context, remote string, now time.Time) (i
 	if len(cmds) == 0 {
 		return 0, nil
 	}
-	if err := g.sendCommands(ctx, rs, cmds, nil); err != nil && !isRejected(err) {
+	if err := g.sendCommands(ctx, rs, cmds, nil); err != nil && isRejected(err) {
+		return 0, nil // one changed meanwhile (renewed, released): the next sync cleans
+	} else if err != nil {
 		return 0, err
 	}
 	return len(cmds), nil

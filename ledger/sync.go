@@ -156,6 +156,9 @@ type SyncResult struct {
 	// `git clone` of it gets the code and not an empty repository.
 	remoteHasCode bool
 	firstPush     bool // this push creates the remote's ledger
+	// claimRefs are the remote's claims on ideas in flight, by fingerprint,
+	// as the last listing saw them (CleanExpiredClaims).
+	claimRefs map[string]plumbing.Hash
 }
 
 // syncState is cache/sync.json: the ledger prefix already folded into the
@@ -242,6 +245,8 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 			tip = ref.Hash()
 		case ref.Name().IsBranch():
 			res.remoteHasCode = true
+		case strings.HasPrefix(name, ClaimsPrefix):
+			res.noteClaimRef(ref)
 		case strings.HasPrefix(name, prefix):
 			id := strings.TrimPrefix(name, prefix)
 			if _, err := RunRef(RunID(id)); err != nil || ref.Type() != plumbing.HashReference {

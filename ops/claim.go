@@ -20,6 +20,10 @@ import (
 // third of it.
 var ClaimTTL = ledger.DefaultClaimTTL
 
+// claimTimeout bounds asking the remote about claims: a remote that does
+// not answer never holds up a run or a check for long.
+const claimTimeout = 20 * time.Second
+
 // ClaimMatch is a claim in flight that check shows: on the same code, or
 // (Same "description") on a similar description.
 type ClaimMatch struct {
@@ -68,7 +72,9 @@ func ClaimRun(env Env, s *ledger.Store, repo *ledger.Repo, in ClaimInput) (*RunC
 	now := env.Now()
 	c := ledger.Claim{Fingerprint: fp, Description: in.Description, Host: in.Host, PID: in.PID, Commit: in.Commit,
 		Start: now, Expires: now.Add(ClaimTTL)}
-	h, holder, err := repo.Claim(env.ctx(), "", c)
+	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
+	defer cancel()
+	h, holder, err := repo.Claim(ctx, "", c)
 	switch {
 	case errors.Is(err, ledger.ErrClaimed) && holder != nil:
 		return nil, ledger.BadInputf("this change is being trained by another run: %s on %s, %q; nothing was run: try another idea, or wait for its result (memorylab sync, then memorylab check)",
@@ -131,7 +137,9 @@ func (rc *RunClaim) Release() {
 // similarClaim finds another live claim whose description is at least as
 // similar as the idea's mode and threshold allow.
 func similarClaim(env Env, repo *ledger.Repo, idea Idea, ours ledger.Claim) (ClaimMatch, bool) {
-	claims, err := repo.Claims(env.ctx(), "", env.Now())
+	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
+	defer cancel()
+	claims, err := repo.Claims(ctx, "", env.Now())
 	if err != nil {
 		return ClaimMatch{}, false
 	}
@@ -178,7 +186,9 @@ func checkClaims(env Env, in CheckInput, code *CodeVerdict) []ClaimMatch {
 	if err != nil {
 		return nil
 	}
-	claims, err := repo.Claims(env.ctx(), "", env.Now())
+	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
+	defer cancel()
+	claims, err := repo.Claims(ctx, "", env.Now())
 	switch {
 	case errors.Is(err, ledger.ErrNoRemote):
 		return nil
