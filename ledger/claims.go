@@ -301,15 +301,31 @@ func (g *Repo) readClaims(ctx context.Context, rs *remoteSpec, refs map[string]p
 		if err != nil {
 			continue
 		}
-		_, body, _ := strings.Cut(cm.Message, "\n\n")
-		var c Claim
-		if len(body) > 64<<10 || json.Unmarshal([]byte(body), &c) != nil || c.Fingerprint != fp {
-			continue
+		if c, ok := decodeClaim(fp, cm.Message); ok {
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out, nil
+}
+
+// maxClaimMessage bounds a claim commit's message: a hostile remote's
+// claim is read, never trusted in size.
+const maxClaimMessage = 64 << 10
+
+// decodeClaim reads the claim in a claim commit's message (a subject line,
+// a blank line, the JSON); ok is false when it is not one, or names another
+// fingerprint than its ref (fp).
+func decodeClaim(fp, message string) (Claim, bool) {
+	if len(message) > maxClaimMessage {
+		return Claim{}, false
+	}
+	_, body, _ := strings.Cut(message, "\n\n")
+	var c Claim
+	if json.Unmarshal([]byte(body), &c) != nil || c.Fingerprint != fp || !claimFingerprint.MatchString(fp) {
+		return Claim{}, false
+	}
+	return c, true
 }
 
 // claimPack is the claim's commit (empty tree, the claim as JSON in the

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -108,5 +109,42 @@ func TestClaimUnreachableRemote(t *testing.T) {
 	_, _, err = g.Claim(context.Background(), "", Claim{Fingerprint: "0123456789abcdef", Start: time.Now(), Expires: time.Now().Add(time.Minute)})
 	if err == nil || errors.Is(err, ErrClaimed) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// FuzzDecodeClaim: any commit message decodes to a claim on its ref's
+// fingerprint or to nothing, never a panic; a claim's own commit decodes
+// back to it.
+func FuzzDecodeClaim(f *testing.F) {
+	f.Add("0123456789abcdef", "memorylab claim 0123456789abcdef\n\n"+`{"fingerprint":"0123456789abcdef","host":"gpu1"}`+"\n")
+	f.Add("0123456789abcdef", "memorylab claim\n\n{\"fingerprint\":\"fedcba9876543210\"}")
+	f.Add("../../HEAD", "x\n\n{\"fingerprint\":\"../../HEAD\"}")
+	f.Add("0123456789abcdef", "no body")
+	f.Fuzz(func(t *testing.T, fp, msg string) {
+		got, ok := decodeClaim(fp, msg)
+		if ok && (got.Fingerprint != fp || !claimFingerprint.MatchString(fp)) {
+			t.Fatalf("decoded a claim on %q from a ref on %q", got.Fingerprint, fp)
+		}
+	})
+}
+
+// TestClaimCommitRoundTrip: the commit claimPack writes decodes back to the
+// claim.
+func TestClaimCommitRoundTrip(t *testing.T) {
+	start := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+	c := Claim{Fingerprint: "0123456789abcdef", Description: "raise LR \"to\" 0.06\n", Host: "gpu1", PID: 7, Commit: "abc1234",
+		Start: start, Expires: start.Add(DefaultClaimTTL), Token: "t"}
+	h, pack, err := claimPack(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := receiveInto(t, pack); err != nil {
+		t.Fatalf("the claim's pack does not unpack: %v", err)
+	}
+	msg := "memorylab claim " + c.Fingerprint + "\n\n"
+	body, _ := json.Marshal(c)
+	got, ok := decodeClaim(c.Fingerprint, msg+string(body)+"\n")
+	if !ok || got != c || h.IsZero() {
+		t.Fatalf("round trip: %+v %v", got, ok)
 	}
 }
