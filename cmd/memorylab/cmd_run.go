@@ -68,6 +68,10 @@ func runCommand(env *Env) *cli.Command {
 			"checkout or of the same commit elsewhere (naming the first). Uncommitted changes without\n" +
 			"--description are described by their parameter edits, not HEAD's subject. A block names the\n" +
 			"flags that would run it, each checked.\n" +
+			"Then it claims the idea in origin (refs/memorylab/claims/<fingerprint>, renewed while it trains,\n" +
+			"released when run returns): the same change training on another machine is refused (exit 2,\n" +
+			"naming the machine and its start), and in explore mode a similar description too. With no\n" +
+			"origin, or one that cannot be reached, it trains anyway and says so.\n" +
 			"Then it runs the training command in the current directory with $" + ops.SummaryEnv + " set to a fresh\n" +
 			"file, streams its output to the terminal and to run.log, and prints the elapsed time every 30s\n" +
 			"when stderr is a terminal. Then it decides the status: crash on a non-zero exit or when no\n" +
