@@ -38,6 +38,10 @@ import (
 // ClaimsPrefix is where claims live on the remote.
 const ClaimsPrefix = RefNamespace + "claims/"
 
+// claimRef is the ref of a claim on fingerprint fp (checked by the caller
+// against claimFingerprint: hex, so never a path).
+func claimRef(fp string) plumbing.ReferenceName { return plumbing.ReferenceName(ClaimsPrefix + fp) }
+
 // DefaultClaimTTL is how long a claim lives without renewal: a run that
 // crashed without releasing it blocks nobody for longer.
 const DefaultClaimTTL = 10 * time.Minute
@@ -140,7 +144,7 @@ func (h *ClaimHandle) Release(ctx context.Context) error {
 	if h == nil || h.tip.IsZero() {
 		return nil
 	}
-	name := plumbing.ReferenceName(ClaimsPrefix + h.claim.Fingerprint)
+	name := claimRef(h.claim.Fingerprint)
 	err := h.g.sendCommands(ctx, h.rs, []*packp.Command{{Name: name, Old: h.tip}}, nil)
 	if err == nil {
 		h.tip = plumbing.ZeroHash
@@ -154,7 +158,7 @@ func (h *ClaimHandle) swap(ctx context.Context, old plumbing.Hash, c Claim) erro
 	if err != nil {
 		return err
 	}
-	name := plumbing.ReferenceName(ClaimsPrefix + c.Fingerprint)
+	name := claimRef(c.Fingerprint)
 	if err := h.g.sendCommands(ctx, h.rs, []*packp.Command{{Name: name, Old: old, New: commit}}, pack); err != nil {
 		return err
 	}
@@ -238,7 +242,7 @@ func (g *Repo) cleanClaims(ctx context.Context, rs *remoteSpec, refs map[string]
 	var cmds []*packp.Command
 	for _, c := range all {
 		if !c.Live(now) {
-			cmds = append(cmds, &packp.Command{Name: plumbing.ReferenceName(ClaimsPrefix + c.Fingerprint), Old: refs[c.Fingerprint]})
+			cmds = append(cmds, &packp.Command{Name: claimRef(c.Fingerprint), Old: refs[c.Fingerprint]})
 		}
 	}
 	if len(cmds) == 0 {
