@@ -506,8 +506,33 @@ func TestPushEmptyStorePublishesConfig(t *testing.T) {
 		if res := a.push(t, ctx); res.Folded != 0 || len(res.Warnings) != 0 {
 			t.Fatalf("second empty push: %+v", res)
 		}
-		if res := a.pull(t, ctx); res.Arrived != 0 || strings.Join(res.Merges, ",") != MergeSame {
+		if res := a.pull(t, ctx); res.Arrived != 0 || strings.Join(res.Merges, ",") != MergeSame || len(res.Warnings) != 0 {
 			t.Fatalf("empty pull: %+v", res)
+		}
+		// A clone of a remote with no branch has no commit: its pull says
+		// why.
+		dir := filepath.Join(t.TempDir(), "empty-clone")
+		repo, err := InitScratchRepo(dir, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.AddRemote("origin", remote); err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := InitStore(filepath.Join(dir, "results", "memorylab"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ge, err := OpenRepo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err = ge.Pull(ctx, s, SyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(strings.Join(res.Warnings, "\n"), "holds no code branch"); warned == withCode {
+			t.Errorf("pull into a repository with no commit, remote with code %v: warnings %q", withCode, res.Warnings)
 		}
 	}
 }
