@@ -39,6 +39,18 @@ type Code struct {
 	// every changed file as they are after the change.
 	Result string `json:"result,omitempty"`
 	Edits  []Edit `json:"edits,omitempty"`
+	// Values are the parameters of the code that ran, whether or not the
+	// change set them: every assignment Params reads in the training file
+	// and in the files the change touched (after it), sorted by file and
+	// name. Sweep memory reads inherited values from them (issue 25).
+	Values []Value `json:"values,omitempty"`
+}
+
+// Value is one parameter's value in the code that ran.
+type Value struct {
+	File  string `json:"file"`
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // hashLen is how many hex digits of SHA-256 a fingerprint keeps: 64 bits,
@@ -106,10 +118,38 @@ func Fingerprint(files []File, trainPath string, train []byte) Code {
 	if changed {
 		c.Change = hex.EncodeToString(ch.Sum(nil))[:hashLen]
 	}
+	c.Values = values(sorted, trainPath, train)
 	if train != nil || len(sorted) > 0 {
 		c.Result = hex.EncodeToString(res.Sum(nil))[:hashLen]
 	}
 	return c
+}
+
+// values reads the parameters of the code that ran: the training file's
+// and each present touched file's, after the change.
+func values(files []File, trainPath string, train []byte) []Value {
+	var out []Value
+	add := func(p string, content []byte) {
+		ps := Params(p, content)
+		names := make([]string, 0, len(ps))
+		for n := range ps {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			out = append(out, Value{File: p, Name: n, Value: ps[n]})
+		}
+	}
+	if train != nil {
+		add(trainPath, train)
+	}
+	for _, f := range files {
+		if f.Path != trainPath && f.New != nil {
+			add(f.Path, f.New)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out
 }
 
 func boolText(b bool) string {

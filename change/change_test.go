@@ -217,3 +217,21 @@ func FuzzParams(f *testing.F) {
 		}
 	})
 }
+
+// TestFingerprintValues: the fingerprint carries every parameter of the
+// code that ran, edited or inherited (issue 25), training file first by
+// file then name, and a touched config file's values after the change.
+func TestFingerprintValues(t *testing.T) {
+	train := []byte("DEPTH = 8\nLR = 0.06\n")
+	c := Fingerprint([]File{{Path: "train.py", Old: []byte("DEPTH = 8\nLR = 0.04\n"), New: train},
+		{Path: "conf.yaml", Old: []byte("wd: 0.1\n"), New: []byte("wd: 0.2\n")}}, "train.py", train)
+	want := []Value{{"conf.yaml", "wd", "0.2"}, {"train.py", "DEPTH", "8"}, {"train.py", "LR", "0.06"}}
+	if len(c.Values) != len(want) {
+		t.Fatalf("values %+v, want %+v", c.Values, want)
+	}
+	for i := range want {
+		if c.Values[i] != want[i] {
+			t.Fatalf("values %+v, want %+v", c.Values, want)
+		}
+	}
+}

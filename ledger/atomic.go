@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -109,4 +110,42 @@ func SyncDir(dir string) error {
 	defer d.Close()
 	_ = d.Sync()
 	return nil
+}
+
+// WriteFileAtomicFunc is WriteFileAtomic for content produced by a writer, so
+// a rewrite of a 400 MB ledger does not hold it in memory. Same steps: temp
+// file in the same directory, fsync, rename, fsync the directory.
+func WriteFileAtomicFunc(dst string, perm os.FileMode, produce func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(dst)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("unable to write %s: %w", dst, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = produce(bw); err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		return fmt.Errorf("unable to write %s: %w", dst, err)
+	}
+	return SyncDir(dir)
 }

@@ -30,9 +30,24 @@ type CodeSide struct {
 // working tree against HEAD: base = HEAD, to = worktree). skip leaves out
 // paths that are not code (the store, results.tsv). Files over
 // change.MaxFile are represented by their git hash alone.
+// Every error wraps ErrCodeUnreadable.
 func (g *Repo) ChangeOf(base string, to CodeSide, trainFile string, skip func(string) bool) ([]change.File, []byte, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	files, train, err := g.changeOf(base, to, trainFile, skip)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrCodeUnreadable, err)
+	}
+	return files, train, nil
+}
+
+// ErrCodeUnreadable is wrapped when a change cannot be read: the parent
+// commit is missing (a shallow clone), or a tree, a blob or a tracked file
+// cannot be read. It never stops a log or a run: they say so on stderr and
+// judge the idea by its description, with no code fingerprint.
+var ErrCodeUnreadable = errors.New("code cannot be read")
+
+func (g *Repo) changeOf(base string, to CodeSide, trainFile string, skip func(string) bool) ([]change.File, []byte, error) {
 	toCommit := to.Commit
 	if toCommit == "" {
 		head, err := g.r.Head()
@@ -218,6 +233,13 @@ func treeBlobs(c *object.Commit) (map[string]plumbing.Hash, error) {
 	out := map[string]plumbing.Hash{}
 	w := object.NewTreeWalker(t, true, nil)
 	defer w.Close()
+	// Inspection only: a name is a key here, its content is read by blob
+	// hash, and working-tree files are opened by their index names. go-git's
+	// walk refuses names git accepts (a tab, a newline, ESC: "invalid path
+	// … contains control character"), which stopped every log of a dirty
+	// tree (issue 24 item 10); text derived from names is sanitised where it
+	// is shown (display) and stored (cleanField in the code cache).
+	w.SkipPathValidation()
 	for {
 		name, e, err := w.Next()
 		if err == io.EOF {

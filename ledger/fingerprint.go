@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 )
 
 // Fingerprint identifies a prefix of the ledger: its length in bytes and a
@@ -27,15 +26,15 @@ const fingerprintWindow = 4096
 
 // FingerprintAt computes the fingerprint of the first size bytes of the ledger.
 func (s *Store) FingerprintAt(size int64) (Fingerprint, error) {
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
-		return Fingerprint{}, fmt.Errorf("unable to read ledger: %w", err)
+		return Fingerprint{}, err
 	}
 	defer f.Close()
 	return fingerprintOf(f, size)
 }
 
-func fingerprintOf(f *os.File, size int64) (Fingerprint, error) {
+func fingerprintOf(f io.ReaderAt, size int64) (Fingerprint, error) {
 	start := size - fingerprintWindow
 	if start < 0 {
 		start = 0
@@ -50,29 +49,24 @@ func fingerprintOf(f *os.File, size int64) (Fingerprint, error) {
 
 // CurrentFingerprint is the fingerprint of the whole ledger as it is now.
 func (s *Store) CurrentFingerprint() (Fingerprint, error) {
-	f, err := os.Open(s.LedgerPath())
-	if err != nil {
-		return Fingerprint{}, fmt.Errorf("unable to read ledger: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	f, err := s.OpenLedger()
 	if err != nil {
 		return Fingerprint{}, err
 	}
-	return fingerprintOf(f, st.Size())
+	defer f.Close()
+	return fingerprintOf(f, f.Size())
 }
 
 // StillCovers reports whether the ledger still starts with the prefix fp
 // describes (same bytes before fp.Size). A false answer means a cache built
 // for fp must be rebuilt from scratch.
 func (s *Store) StillCovers(fp Fingerprint) bool {
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() < fp.Size {
+	if f.Size() < fp.Size {
 		return false
 	}
 	got, err := fingerprintOf(f, fp.Size)
@@ -85,16 +79,12 @@ func (s *Store) StillCovers(fp Fingerprint) bool {
 // consumed: records after it (a torn tail still being written) are not
 // covered, so a cache should store the fingerprint of that offset.
 func (s *Store) ScanFrom(from int64, fn func(r *Record, line int, offset int64) error) (end int64, warnings []Warning, err error) {
-	f, err := os.Open(s.LedgerPath())
-	if err != nil {
-		return from, nil, fmt.Errorf("unable to read ledger: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	f, err := s.OpenLedger()
 	if err != nil {
 		return from, nil, err
 	}
-	size := st.Size()
+	defer f.Close()
+	size := f.Size()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		return from, nil, err
 	}
@@ -145,9 +135,9 @@ func countLines(rd io.Reader) (int, error) {
 
 // ReadRecordAt decodes the single record starting at byte offset off.
 func (s *Store) ReadRecordAt(off int64) (*Record, error) {
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(off, io.SeekStart); err != nil {

@@ -189,6 +189,10 @@ type Provenance struct {
 	Parent     string // full parent commit; "" for a root commit
 	Dirty      bool   // the working tree differs from HEAD
 	TrainPatch []byte // unified diff of the train file (parent → commit, or working tree when dirty)
+	// DirtyUnknown is why the working tree could not be compared with
+	// HEAD (Dirty is then true: the commit may not be the code that ran).
+	// It never stops a log: a run has already trained.
+	DirtyUnknown error
 }
 
 // Short returns the 7-character form of a full hash.
@@ -231,9 +235,8 @@ func (g *Repo) Provenance(trainFile string) (Provenance, error) {
 		return p, err
 	}
 	defer root.Close()
-	p.Dirty, err = g.dirty(c, root)
-	if err != nil {
-		return p, err
+	if p.Dirty, err = g.dirty(c, root); err != nil {
+		p.Dirty, p.DirtyUnknown = true, err
 	}
 	if trainFile != "" {
 		if p.Dirty {
@@ -274,6 +277,10 @@ func (g *Repo) dirty(c *object.Commit, root *os.Root) (bool, error) {
 	head := map[string]blob{}
 	w := object.NewTreeWalker(tree, true, nil)
 	defer w.Close()
+	// Names are only compared with the index's here, never opened or
+	// printed: a control character in one (legal in git, refused by
+	// go-git's walk) must not stop a log (issue 24 item 10).
+	w.SkipPathValidation()
 	for {
 		name, e, err := w.Next()
 		if err == io.EOF {

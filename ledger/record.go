@@ -90,6 +90,12 @@ type ErrorInfo struct {
 // NoveltyGuard and DecisionPacket are kept as raw JSON here so that records
 // from any writer round-trip byte-for-byte in content; the novelty and
 // packets packages own their structure.
+//
+// Tie marks a discard whose metric was within the tie margin of the
+// champion when it was logged (ops.TieMargin, issue 25): recorded as
+// discard, but never failure evidence against another idea. It is absent
+// (false) on every other record and on records written before, so older
+// readers and the Python tool read the line unchanged.
 type Record struct {
 	SchemaVersion  int               `json:"schema_version,omitempty"`
 	RunID          RunID             `json:"run_id"`
@@ -112,6 +118,7 @@ type Record struct {
 	Source         map[string]any    `json:"source,omitempty"`
 	NoveltyGuard   RawJSON           `json:"novelty_guard"`
 	DecisionPacket RawJSON           `json:"decision_packet"`
+	Tie            bool              `json:"tie,omitempty"`
 }
 
 // Time parses Timestamp; the zero time when it is malformed.

@@ -199,9 +199,9 @@ const runIDTailWindow = 256 << 10
 // suffix is drawn. Steps that embed the run id (archive, packets) must run
 // after this call.
 func (s *Store) ClaimRunIDLocked(r *Record) error {
-	tail, err := readTail(s.LedgerPath(), runIDTailWindow)
+	tail, err := readTail(s.LedgerPath(), "the ledger", runIDTailWindow)
 	if err != nil {
-		return fmt.Errorf("unable to read ledger: %w", err)
+		return err
 	}
 	commit := r.CommitFull
 	if commit == "" {
@@ -217,23 +217,17 @@ func (s *Store) ClaimRunIDLocked(r *Record) error {
 	return fmt.Errorf("unable to find a free run id for commit %s at %s", r.Commit, r.Timestamp)
 }
 
-// readTail returns up to the last n bytes of path.
-func readTail(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
+// readTail returns up to the last n bytes of path, a regular file (see
+// OpenLedger: the ledger and results.tsv are read the same way); what names
+// it in errors.
+func readTail(path, what string, n int64) ([]byte, error) {
+	f, err := OpenSized(path, what)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	off := max(st.Size()-n, 0)
-	buf := make([]byte, st.Size()-off)
-	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
+	data, _, err := tailOf(f, f.Size(), 0, n)
+	return data, err
 }
 
 // AppendTSVLocked appends one line to results.tsv (caller holds the lock),
@@ -242,7 +236,7 @@ func (s *Store) AppendTSVLocked(header, line string) error {
 	if s.TSVPath == "" {
 		return nil
 	}
-	if tail, err := readTail(s.TSVPath, 1); errors.Is(err, fs.ErrNotExist) {
+	if tail, err := readTail(s.TSVPath, "results.tsv", 1); errors.Is(err, fs.ErrNotExist) {
 		line = header + line
 	} else if len(tail) == 1 && tail[0] != '\n' {
 		line = "\n" + line // a hand-edited file without a final newline
@@ -299,7 +293,7 @@ func (s *Store) ArchivedCopyOf(path string, recent int) (RunID, error) {
 	}
 	// The newest runs are at the ledger's end (appended in time order):
 	// read its tail, never the whole ledger (log stays flat in its size).
-	tail, err := readTail(s.LedgerPath(), runIDTailWindow)
+	tail, err := readTail(s.LedgerPath(), "the ledger", runIDTailWindow)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil

@@ -60,12 +60,11 @@ func ReadLogTailInput(in Input) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	off := max(st.Size()-maxLogTail, 0)
-	buf := make([]byte, st.Size()-off)
-	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(len(buf))), buf); err != nil {
+	buf, _, err := tailOf(f, st.Size(), 0, maxLogTail)
+	if err != nil {
 		return nil, BadInputf("unable to read run log %s: %v", in.shown(), err)
 	}
-	if off > 0 {
+	if st.Size() > maxLogTail {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
 			buf = buf[i+1:]
 		}

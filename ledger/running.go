@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -178,7 +179,16 @@ func ReadTailInput(in Input, offset, limit int64) (data []byte, size int64, err 
 		return nil, 0, err
 	}
 	defer f.Close()
-	size = st.Size()
+	return tailOf(f, st.Size(), offset, limit)
+}
+
+// tailOf reads the part of a size-byte file after offset, at most limit
+// bytes (the last limit bytes when more was written), and returns it with
+// the offset it ends at. An offset past the end (a file rewritten shorter)
+// reads from the start. Every tail memorylab reads (the live run log, a run
+// log's metrics and crash, the ledger's and results.tsv's last bytes) is
+// this one function over a file opened by its caller's rules.
+func tailOf(f io.ReaderAt, size, offset, limit int64) (data []byte, end int64, err error) {
 	if offset > size || offset < 0 {
 		offset = 0
 	}
@@ -187,8 +197,9 @@ func ReadTailInput(in Input, offset, limit int64) (data []byte, size int64, err 
 	}
 	data = make([]byte, size-offset)
 	n, err := f.ReadAt(data, offset)
-	if err != nil && n < len(data) {
-		data = data[:n]
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, 0, err
 	}
-	return data, offset + int64(len(data)), nil
+	data = data[:n] // a file that shrank while it was read
+	return data, offset + int64(n), nil
 }

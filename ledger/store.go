@@ -159,12 +159,18 @@ func createIfMissing(path string, content []byte, created *[]string) error {
 	return f.Close()
 }
 
-// OpenStore opens an existing store. A missing ledger gives ErrNoStore; a
-// missing config (as in stores written by the Python tool) means defaults.
+// OpenStore opens an existing store. A missing ledger gives ErrNoStore, one
+// that is not a regular file bad input (see OpenLedger); a missing config
+// (as in stores written by the Python tool) means defaults.
 func OpenStore(dir, tsvPath string) (*Store, error) {
 	if _, err := os.Stat(filepath.Join(dir, LedgerFile)); err != nil {
 		return nil, fmt.Errorf("%w at %s: run `memorylab init` first", ErrNoStore, dir)
 	}
+	f, err := OpenSized(filepath.Join(dir, LedgerFile), "the ledger")
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
 	s := &Store{Dir: dir, TSVPath: tsvPath, Config: DefaultConfig()}
 	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
 	switch {
@@ -384,9 +390,9 @@ func (w Warning) String() string {
 // returned as warnings; they are never rewritten. Lines are decoded on all
 // cores (ScanReaderParallel), fn is still called in ledger order.
 func (s *Store) Scan(fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return ScanReaderParallel(f, fn)

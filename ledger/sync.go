@@ -859,22 +859,18 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 // scanFromParallel is Store.ScanFrom with JSON decoding spread over the
 // cores (ScanReaderParallel): a first push reads every record of the ledger.
 func scanFromParallel(s *Store, from int64, fn func(r *Record, line int, offset int64) error) (end int64, warnings []Warning, err error) {
-	f, err := os.Open(s.LedgerPath())
-	if err != nil {
-		return from, nil, fmt.Errorf("unable to read ledger: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	f, err := s.OpenLedger()
 	if err != nil {
 		return from, nil, err
 	}
-	if st.Size()-from < 1<<20 {
+	defer f.Close()
+	if f.Size()-from < 1<<20 {
 		return s.ScanFrom(from, fn)
 	}
-	warnings, err = ScanReaderParallel(io.NewSectionReader(f, from, st.Size()-from), func(r *Record, line int, off int64) error {
+	warnings, err = ScanReaderParallel(io.NewSectionReader(f, from, f.Size()-from), func(r *Record, line int, off int64) error {
 		return fn(r, line, from+off)
 	})
-	end = st.Size()
+	end = f.Size()
 	for i := range warnings {
 		warnings[i].Offset += from
 		// Do not claim to cover a torn tail: a writer may still be finishing it.

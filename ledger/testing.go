@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -108,4 +109,38 @@ func TestRecordLine(t testing.TB, id, commit string, edit func(r *Record)) strin
 		t.Fatal(err)
 	}
 	return string(b) + "\n"
+}
+
+// SpecialLedgers turn experiments.jsonl into something that is not a
+// regular file (issue 24 item 11): a link to /dev/zero (a cloned repository
+// can carry one) made doctor, show and export-tsv read zeros for ever; a
+// FIFO blocked every open, and with it every serve request. Want is the
+// sentinel every reader's refusal wraps (besides ErrBadInput).
+var SpecialLedgers = []struct {
+	Name string
+	Make func(t testing.TB, path string)
+	Want error
+}{
+	{"link to /dev/zero", func(t testing.TB, path string) {
+		fixtureOK(t, os.Symlink("/dev/zero", path))
+	}, ErrSymlink},
+	{"link to a regular file", func(t testing.TB, path string) {
+		other := filepath.Join(t.TempDir(), "other.jsonl")
+		line := TestRecordLine(t, "20261122T010000Z-abc1234-0001", "0123456789abcdef0123456789abcdef01234567", nil)
+		fixtureOK(t, os.WriteFile(other, []byte(line), 0o644))
+		fixtureOK(t, os.Symlink(other, path))
+	}, ErrSymlink},
+	{"FIFO without a writer", func(t testing.TB, path string) {
+		fixtureOK(t, syscall.Mkfifo(path, 0o644))
+	}, ErrNotRegular},
+	{"directory", func(t testing.TB, path string) {
+		fixtureOK(t, os.Mkdir(path, 0o755))
+	}, ErrNotRegular},
+}
+
+func fixtureOK(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 type Run struct {
 	Offset int64    // byte offset of the record in the ledger
 	Status string   // keep, discard or crash
+	Tie    bool     // a discard within the tie margin of the champion (Record.Tie)
 	Value  *float64 // the store's primary metric; nil when missing
 }
 
@@ -106,7 +107,7 @@ func GroupRecords(records []*ledger.Record, metric string) []Group {
 
 // RunOf is the Run of record r at offset.
 func RunOf(r *ledger.Record, offset int64, metric string) Run {
-	run := Run{Offset: offset, Status: r.Status}
+	run := Run{Offset: offset, Status: r.Status, Tie: r.Tie && r.Status == ledger.StatusDiscard}
 	if v, ok := r.Metric(metric); ok {
 		run.Value = &v
 	}
@@ -160,10 +161,14 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 	opts = opts.withDefaults()
 	text := probe.Text()
 	pt := Prepare(text)
-	// An exact repeat of the description is a duplicate whatever the tags,
-	// hypothesis and family (a deviation from the Python tool, which needs
-	// the whole comparison text to repeat; README).
+	// The same description, ignoring case and whitespace, is a duplicate
+	// whatever the tags, hypothesis and family (a deviation from the Python
+	// tool, which needs the whole comparison text to repeat; README). A
+	// description equal only after aliasing is not (issue 25): groups whose
+	// normalised description equals the probe's are checked run by run.
 	pdesc := Normalize(probe.Description)
+	pfold := FoldDescription(probe.Description)
+	pnums := descNumbers(pdesc)
 	threshold, effective := Thresholds(opts.Threshold, opts.Mode)
 	familyFloor := threshold - FamilySlack
 
@@ -182,8 +187,8 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		sameFamily := probe.Family != "" && g.Family == probe.Family
 		// Skip groups that can neither match nor be the nearest kept run
 		// or failure: their exact score could not change the result.
-		sameDesc := pdesc != "" && pdesc == g.Desc
-		if pt.Norm != gt.Norm && !sameDesc && !opts.noPrune {
+		sameNormDesc := pdesc != "" && pdesc == g.Desc
+		if pt.Norm != gt.Norm && !sameNormDesc && !opts.noPrune {
 			ub := Round3(pt.upperBound(gt))
 			need := effective
 			if sameFamily {
@@ -194,16 +199,37 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 			}
 		}
 		score := pt.Similarity(gt)
-		duplicate := pt.Norm == gt.Norm || sameDesc || (score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
+		// Descriptions that differ in their numbers ("depth 11" and
+		// "depth 16") are neighbours in a sweep: never a duplicate or a
+		// repeated failure of each other (issue 25).
+		neighbour := sweepNeighbours(pnums, descNumbers(g.Desc))
+		duplicate := pt.Norm == gt.Norm || (!neighbour && score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
 		groupMatches := score >= effective || duplicate || (sameFamily && score >= familyFloor)
 		for _, run := range g.Runs {
 			r := ref{score: score, value: run.Value, offset: run.Offset}
-			failed := run.Status == ledger.StatusDiscard || run.Status == ledger.StatusCrash
+			dup := duplicate
+			if !dup && sameNormDesc {
+				rec, err := lookup(run.Offset)
+				if err != nil {
+					return Result{}, fmt.Errorf("unable to read run at ledger offset %d: %w", run.Offset, err)
+				}
+				dup = FoldDescription(rec.Description) == pfold
+			}
+			// A tie (a discard within the tie margin of the champion) is
+			// not a failure: it is evidence against no idea (issue 25).
+			tie := run.Status == ledger.StatusDiscard && run.Tie
+			failed := (run.Status == ledger.StatusDiscard && !tie) || run.Status == ledger.StatusCrash
+			matchable := groupMatches || dup
 			switch {
-			case duplicate && (failed || run.Status == ledger.StatusKeep):
+			case dup && (failed || tie || run.Status == ledger.StatusKeep):
 				r.cat = DuplicateRun
+			case tie:
+				continue
 			case failed:
 				r.cat = RepeatFailure
+				if neighbour {
+					matchable = false // a neighbour's failure: shown as nearest, never a match
+				}
 			case run.Status == ledger.StatusKeep && sameFamily:
 				r.cat = IncrementalFollowup
 			case run.Status == ledger.StatusKeep:
@@ -212,18 +238,18 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 				continue // a status memorylab does not write: never a match
 			}
 			r.rank = categoryRank(r.cat)
-			if !groupMatches {
+			if !matchable {
 				r.cat, r.rank = BelowThreshold, len(Categories)
 			}
 			near := &nearKept
 			if failed {
 				near = &nearFail
 			}
-			if *near == nil || nearer(&r, *near, opts.HigherIsBetter) {
+			if !tie && (*near == nil || nearer(&r, *near, opts.HigherIsBetter)) {
 				c := r
 				*near = &c
 			}
-			if groupMatches {
+			if matchable {
 				counts[r.cat]++
 				matches = append(matches, r)
 			}
@@ -290,6 +316,42 @@ func successFirst(matches []ref) {
 		copy(matches[1:best+1], matches[:best])
 		matches[0] = r
 	}
+}
+
+// FoldDescription is a description compared for an exact repeat: lower
+// case, runs of whitespace as one space, trimmed.
+func FoldDescription(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+}
+
+// descNumbers lists, in order, the tokens of a normalised description that
+// hold a digit ("0.05" normalises to "0 05").
+func descNumbers(norm string) []string {
+	var out []string
+	for _, t := range strings.Fields(norm) {
+		if strings.ContainsAny(t, "0123456789") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// sweepNeighbours reports whether two descriptions' numbers (descNumbers)
+// make them different points of a sweep: both state numbers, and not the
+// same ones in the same order.
+func sweepNeighbours(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // couldBeNearer reports whether a group whose score is at most ub could

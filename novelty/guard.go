@@ -134,6 +134,10 @@ var PythonDeviations = map[ledger.RunID]Deviation{
 	// Python tool called it a repeat of the 0.06 failure (0.56, family
 	// floor); it repeats a kept run's description exactly.
 	"20261122T022417Z-98b15df": {DuplicateRun, "20261122T022416Z-cb54630", "an exact description repeat is a duplicate"},
+	// "increase embedding LR to 0.8": the Python tool called it a repeat of
+	// the discarded "increase matrix LR to 0.06" (0.636); the numbers
+	// differ, so the two are points of a sweep, not a repeat (issue 25).
+	"20261122T022416Z-06e29ac": {Novel, "", "descriptions that differ in their numbers are sweep neighbours"},
 }
 
 // Probe is a planned idea.

@@ -56,7 +56,11 @@ func TestPythonLedgerVerdicts(t *testing.T) {
 				t.Fatal(err)
 			}
 			if d, ok := PythonDeviations[r.RunID]; ok {
-				if res.Classification != d.Classification || len(res.TopMatches) == 0 || res.TopMatches[0].RunID != d.TopMatch {
+				top := ledger.RunID("")
+				if len(res.TopMatches) > 0 {
+					top = res.TopMatches[0].RunID
+				}
+				if res.Classification != d.Classification || top != d.TopMatch {
 					t.Errorf("%s: got %s (top %v), want %s with top %s", d.Why, res.Classification, res.TopMatches, d.Classification, d.TopMatch)
 				}
 				if jsonEqual(t, got, r.NoveltyGuard) {
@@ -100,7 +104,7 @@ func TestModeClassificationTable(t *testing.T) {
 	priors := map[string][]*ledger.Record{
 		Novel:               {rec("20260101T000000Z-aaaaaaa", "keep", "depth", "depth 9 with aspect ratio 57")},
 		DuplicateRun:        {rec("20260101T000000Z-bbbbbbb", "keep", "lr-sweep", "increase matrix LR to 0.05", "lr")},
-		RepeatFailure:       {rec("20260101T000000Z-ccccccc", "discard", "lr-sweep", "increase matrix LR to 0.06", "lr")},
+		RepeatFailure:       {rec("20260101T000000Z-ccccccc", "discard", "lr-sweep", "increase the matrix LR to 0.05 for muon", "lr")},
 		IncrementalFollowup: {rec("20260101T000000Z-ddddddd", "keep", "lr-sweep", "raise matrix learning rate to 0.04", "lr")},
 		KnownSuccess:        {rec("20260101T000000Z-eeeeeee", "keep", "other", "increase matrix LR to 0.05 again", "lr")},
 	}
@@ -264,6 +268,62 @@ func TestDeviations(t *testing.T) {
 			if res.Classification != tc.class || len(res.TopMatches) == 0 || res.TopMatches[0].RunID != tc.top {
 				b, _ := json.Marshal(res.Verdict)
 				t.Fatalf("got %s; want %s with top %s", b, tc.class, tc.top)
+			}
+		})
+	}
+}
+
+// TestIssue25Verdicts reproduces the description verdicts of issue 25:
+// numbers matter (sweep neighbours are not repeats), duplicate_run means
+// the reference tool's equal comparison texts or the same description
+// ignoring case and whitespace (an aliased match is classified by the
+// rules), and a tie is never failure evidence.
+func TestIssue25Verdicts(t *testing.T) {
+	r := func(id, status, family, desc string, tags ...string) *ledger.Record {
+		x := rec("20261124T0000"+id+"Z-"+id+id+id+"a", status, family, desc, tags...)
+		if status == ledger.StatusCrash {
+			x.Metrics = ledger.Metrics{"val_bpb": nil}
+		}
+		return x
+	}
+	tie := r("05", ledger.StatusDiscard, "lr-sweep", "raise embedding LR", "lr")
+	tie.Tie = true
+	cases := []struct {
+		name     string
+		priors   []*ledger.Record
+		probe    Probe
+		class    string
+		decision string // exploit mode
+	}{
+		{"depth 11 next to a crashed depth 16 and a kept depth 10",
+			[]*ledger.Record{r("01", ledger.StatusCrash, "", "depth 16"), r("02", ledger.StatusKeep, "", "depth 10")},
+			Probe{Description: "depth 11"}, KnownSuccess, Allow},
+		{"weight decay 0.05 next to a discarded 0.1",
+			[]*ledger.Record{r("03", ledger.StatusDiscard, "", "weight decay 0.1", "optimizer")},
+			Probe{Description: "weight decay 0.05 on matrices", Tags: []string{"optimizer"}}, Novel, Caution},
+		{"an aliased description of a failure is repeat_failure, not duplicate_run",
+			[]*ledger.Record{r("04", ledger.StatusDiscard, "optimizer-sweep", "raise muon step size and reduce cooldown")},
+			Probe{Description: "increase muon learning rate and shorten warmdown", Tags: []string{"optimizer", "schedule"}},
+			RepeatFailure, Block},
+		{"the same description ignoring case and whitespace is duplicate_run",
+			[]*ledger.Record{r("04", ledger.StatusDiscard, "optimizer-sweep", "raise muon step size and reduce cooldown")},
+			Probe{Description: "Raise  Muon step size and reduce cooldown ", Tags: []string{"optimizer"}},
+			DuplicateRun, Block},
+		{"a tie is no failure evidence",
+			[]*ledger.Record{tie},
+			Probe{Description: "raise embedding LR to 1.0", Family: "lr-sweep", Tags: []string{"lr"}}, Novel, Caution},
+		{"an exact repeat of a tie is still a duplicate",
+			[]*ledger.Record{tie},
+			Probe{Description: "raise embedding LR", Family: "lr-sweep", Tags: []string{"lr"}}, DuplicateRun, Block},
+		{"the same numbers still repeat a failure",
+			[]*ledger.Record{r("03", ledger.StatusDiscard, "", "weight decay 0.1 on matrices")},
+			Probe{Description: "apply weight decay 0.1 to the matrices"}, RepeatFailure, Block},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := Evaluate(c.probe, c.priors, Options{})
+			if res.Classification != c.class || res.Policy.Decision != c.decision {
+				t.Fatalf("got %s/%s, want %s/%s (matches %+v)", res.Classification, res.Policy.Decision, c.class, c.decision, res.TopMatches)
 			}
 		})
 	}

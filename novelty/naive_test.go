@@ -13,7 +13,7 @@ import (
 func naiveEvaluate(probe Probe, records []*ledger.Record, texts []*Text, opts Options) Verdict {
 	opts = opts.withDefaults()
 	pt := Prepare(probe.Text())
-	pdesc := Normalize(probe.Description)
+	pnums := descNumbers(Normalize(probe.Description))
 	threshold, effective := Thresholds(opts.Threshold, opts.Mode)
 	type m struct {
 		Match
@@ -25,7 +25,9 @@ func naiveEvaluate(probe Probe, records []*ledger.Record, texts []*Text, opts Op
 		rt := texts[i]
 		score := pt.Similarity(rt)
 		same := probe.Family != "" && r.Family == probe.Family
-		dup := pt.Norm == rt.Norm || (pdesc != "" && pdesc == Normalize(r.Description)) || (score >= 0.96 && equalSets(pt.Tokens, rt.Tokens))
+		neighbour := sweepNeighbours(pnums, descNumbers(Normalize(r.Description)))
+		dup := pt.Norm == rt.Norm || (FoldDescription(probe.Description) != "" && FoldDescription(probe.Description) == FoldDescription(r.Description)) ||
+			(!neighbour && score >= 0.96 && equalSets(pt.Tokens, rt.Tokens))
 		if !(score >= effective || dup || (same && score >= threshold-0.08)) {
 			continue
 		}
@@ -33,6 +35,10 @@ func naiveEvaluate(probe Probe, records []*ledger.Record, texts []*Text, opts Op
 		switch {
 		case dup:
 			cat = DuplicateRun
+		case r.Status == "discard" && r.Tie:
+			continue
+		case (r.Status == "discard" || r.Status == "crash") && neighbour:
+			continue
 		case r.Status == "discard" || r.Status == "crash":
 			cat = RepeatFailure
 		case r.Status == "keep" && same:

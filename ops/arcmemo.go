@@ -174,12 +174,12 @@ func loadImportIDs(s *ledger.Store, errw io.Writer) (*arcmemo.Existing, error) {
 	} else if !errors.Is(err, ledger.ErrCacheMissing) {
 		fmt.Fprintf(errw, "memorylab: rebuilding the arcmemo import-id cache (%v)\n", err)
 	}
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if errors.Is(err, fs.ErrNotExist) {
 		return arcmemo.NewExisting(s.Config), nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	// Torn or malformed lines are skipped here; they are `doctor`'s business.

@@ -1,9 +1,12 @@
 package ops
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
@@ -85,6 +88,10 @@ type CheckResult struct {
 	novelty.Result
 	Source string       `json:"source"` // the index mode, or "exhaustive"
 	Code   *CodeVerdict `json:"code,omitempty"`
+	// WorthRetrying names the discarded runs behind the verdict (its top
+	// repeated failure, the same change on another base) whose code the
+	// keeps since have changed (issue 25).
+	WorthRetrying []Stale `json:"worth_retrying,omitempty"`
 	// Claims are the ideas in flight in the shared remote (origin) on the
 	// same code or with a similar description: other machines training
 	// them now (issue 29.2).
@@ -137,18 +144,58 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 	if in.Diff != "" {
 		out.Code, err = checkCode(env, s, in.Diff)
 		switch {
-		case err != nil && in.CodeOptional:
-			env.notef("note: code not checked: %v", err)
+		case err != nil && (in.CodeOptional || errors.Is(err, ledger.ErrCodeUnreadable)):
+			env.notef("note: code not checked: %s; judged by the description alone", display.Line(err.Error()))
 		case err != nil:
 			return nil, err
 		default:
 			applyCode(out, out.Code)
 		}
 	}
+	resurface(env, s, out)
 	if !in.NoClaims {
 		out.Claims = checkClaims(env, in, out.Code)
 	}
 	return out, nil
+}
+
+// resurface names the stale verdicts behind a check: a discarded run the
+// verdict leans on (the top repeated failure or duplicate, the first same change on
+// another base) whose code later keeps changed is "worth re-trying on the
+// current champion". Only read when there is such a run; a failure to read
+// the code says nothing.
+func resurface(env Env, s *ledger.Store, out *CheckResult) {
+	var runs []ledger.RunID
+	if m := out.TopMatches; len(m) > 0 && (m[0].Category == novelty.RepeatFailure || m[0].Category == novelty.DuplicateRun) && m[0].Status == ledger.StatusDiscard {
+		runs = append(runs, out.TopMatches[0].RunID)
+	}
+	if out.Code != nil && len(out.Code.SameChange) > 0 && out.Code.SameChange[0].Status == ledger.StatusDiscard {
+		runs = append(runs, out.Code.SameChange[0].RunID)
+	}
+	if len(runs) == 0 {
+		return
+	}
+	repo, err := ledger.OpenRepo(env.Dir)
+	if err != nil {
+		return
+	}
+	champ, ok := champion(env, s)
+	if !ok {
+		return
+	}
+	cs, err := openCode(env, s, repo)
+	if err != nil {
+		return
+	}
+	x := newStaleIndex(cs, ledger.RunID(champ.RunID))
+	seen := map[ledger.RunID]bool{}
+	for _, id := range runs {
+		if st := x.of(id); st != nil && !seen[id] {
+			seen[id] = true
+			out.WorthRetrying = append(out.WorthRetrying, *st)
+			out.Policy.Rationale += fmt.Sprintf("; %s was judged on older code: %s", id, st.Text())
+		}
+	}
 }
 
 // noveltyOptions are the guard options for a store's metric and goal.

@@ -60,7 +60,7 @@ type RunClaim struct {
 // whose description is similar. Without a remote, or with an unreachable
 // one, it says so and returns a nil RunClaim: training goes on.
 func ClaimRun(env Env, s *ledger.Store, repo *ledger.Repo, in ClaimInput) (*RunClaim, error) {
-	code, _, err := worktreeCode(newCodeReader(s, repo), repo)
+	code, _, _, err := worktreeCode(newCodeReader(s, repo), repo)
 	fp := code.Change
 	if fp == "" {
 		fp = code.Result

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -23,23 +24,28 @@ import (
 //     runs after that prefix, folded into "code" once there are
 //     codeTailFold of them.
 //
-// A line is run id, status, metric value, change hash, result hash and the
-// parameter edits, tab-separated ("-" when empty). check finds the lines it
+// A line is run id, status, metric value, change hash, result hash, the
+// parameter edits and the parameter values of the code that ran (version
+// 2, issue 25: sweep memory counts inherited values), tab-separated ("-"
+// when empty). check finds the lines it
 // needs with a substring search instead of parsing the file: 100,000 runs
 // are about 10 MB. A run's fingerprint depends only on its commits, so a
 // line lost in a race is recomputed and a duplicate is harmless.
 const (
 	codeCacheName    = "code"
-	codeCacheVersion = 1
+	codeCacheVersion = 2
 	codeTailName     = "code.tail"
 	codeTailFold     = 256
 )
 
-// Separators inside the edits field: between edits, and between an edit's
-// file, name, old and new values.
+// Separators inside the edits and values fields: between edits (values),
+// between an edit's file, name, old and new values, and between a value's
+// file, name and value (another byte, so a search for an edited name never
+// finds a line that only holds it).
 const (
 	editSep  = "\x1e"
 	fieldSep = "\x1f"
+	valueSep = "\x1d"
 )
 
 // RunCode is one run's entry in the code cache.
@@ -57,7 +63,7 @@ func (c *RunCode) HasCode() bool { return c.Result != "" || c.Change != "" }
 func cleanField(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch r {
-		case '\t', '\n', '\r', 0x1e, 0x1f:
+		case '\t', '\n', '\r', 0x1d, 0x1e, 0x1f:
 			return ' '
 		}
 		return r
@@ -89,13 +95,23 @@ func (c *RunCode) line() []byte {
 	if len(c.Edits) == 0 {
 		b.WriteString("-")
 	}
+	b.WriteString("\t")
+	for i, v := range c.Values {
+		if i > 0 {
+			b.WriteString(editSep)
+		}
+		b.WriteString(valueSep + cleanField(v.File) + valueSep + cleanField(v.Name) + valueSep + cleanField(v.Value))
+	}
+	if len(c.Values) == 0 {
+		b.WriteString("-")
+	}
 	b.WriteByte('\n')
 	return b.Bytes()
 }
 
 func parseRunCode(line []byte) (RunCode, bool) {
 	f := strings.Split(strings.TrimRight(string(line), "\n"), "\t")
-	if len(f) != 6 || f[0] == "" {
+	if len(f) != 7 || f[0] == "" { // a line of version 1 has no values: recomputed
 		return RunCode{}, false
 	}
 	undash := func(s string) string {
@@ -122,6 +138,15 @@ func parseRunCode(line []byte) (RunCode, bool) {
 			c.Edits = append(c.Edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
 		}
 	}
+	if f[6] != "-" {
+		for _, e := range strings.Split(f[6], editSep) {
+			p := strings.Split(e, valueSep)
+			if len(p) != 4 {
+				return RunCode{}, false
+			}
+			c.Values = append(c.Values, change.Value{File: p[1], Name: p[2], Value: p[3]})
+		}
+	}
 	return c, true
 }
 
@@ -130,6 +155,9 @@ func parseRunCode(line []byte) (RunCode, bool) {
 type codeSet struct {
 	base []byte
 	tail map[ledger.RunID]RunCode
+	// order is the tail's runs in ledger order (base lines are in ledger
+	// order already): all() returns runs in ledger order.
+	order []ledger.RunID
 }
 
 // find returns the runs whose line contains needle (deduplicated by run;
@@ -158,8 +186,8 @@ func (cs *codeSet) find(needle string, keep func(*RunCode) bool) []RunCode {
 		}
 		b = b[next:]
 	}
-	for _, c := range cs.tail {
-		if !seen[c.Run] && keep(&c) {
+	for _, id := range cs.tailOrder() {
+		if c := cs.tail[id]; !seen[c.Run] && keep(&c) {
 			seen[c.Run] = true
 			out = append(out, c)
 		}
@@ -167,7 +195,187 @@ func (cs *codeSet) find(needle string, keep func(*RunCode) bool) []RunCode {
 	return out
 }
 
-// all parses every run of the set.
+// holding returns, for every run whose code held parameter k or whose
+// change set it, an entry with only that parameter's edit and value: what
+// a sweep of k needs, read without parsing whole lines (a check --diff on
+// 100,000 runs touches every line, since every run's code holds every
+// parameter of the training file).
+func (cs *codeSet) holding(k sweepKey) []RunCode {
+	var out []RunCode
+	seen := map[ledger.RunID]bool{}
+	vneedle := []byte(valueSep + k.name + valueSep)
+	eneedle := []byte(fieldSep + k.name + fieldSep)
+	b := cs.base
+	for len(b) > 0 {
+		end := bytes.IndexByte(b, '\n')
+		if end < 0 {
+			end = len(b)
+		}
+		line := b[:end]
+		b = b[min(end+1, len(b)):]
+		if !bytes.Contains(line, vneedle) && !bytes.Contains(line, eneedle) {
+			continue
+		}
+		if c, ok := parseRunKey(line, k); ok && !seen[c.Run] {
+			seen[c.Run] = true
+			out = append(out, c)
+		}
+	}
+	for _, id := range cs.tailOrder() {
+		c := cs.tail[id]
+		if seen[id] {
+			continue
+		}
+		e := RunCode{Run: c.Run, Status: c.Status, Value: c.Value}
+		for _, x := range c.Edits {
+			if x.File == k.file && x.Name == k.name {
+				e.Edits = append(e.Edits, x)
+			}
+		}
+		for _, x := range c.Values {
+			if x.File == k.file && x.Name == k.name {
+				e.Values = append(e.Values, x)
+			}
+		}
+		if len(e.Edits) > 0 || len(e.Values) > 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// parseRunKey reads a cache line's run, status, value and parameter k's
+// edit and value only; false when the line is malformed or holds neither.
+func parseRunKey(line []byte, k sweepKey) (RunCode, bool) {
+	line = bytes.TrimRight(line, "\n")
+	var f [7][]byte
+	n := 0
+	for n < 6 {
+		i := bytes.IndexByte(line, '\t')
+		if i < 0 {
+			return RunCode{}, false
+		}
+		f[n], line = line[:i], line[i+1:]
+		n++
+	}
+	if bytes.IndexByte(line, '\t') >= 0 || len(f[0]) == 0 {
+		return RunCode{}, false
+	}
+	f[6] = line
+	c := RunCode{Run: ledger.RunID(f[0])}
+	if st := string(f[1]); st != "-" {
+		c.Status = st
+	}
+	if string(f[2]) != "-" {
+		v, err := strconv.ParseFloat(string(f[2]), 64)
+		if err != nil {
+			return RunCode{}, false
+		}
+		c.Value = &v
+	}
+	for _, e := range bytes.Split(f[5], []byte(editSep)) {
+		if !bytes.Contains(e, []byte(fieldSep+k.name+fieldSep)) {
+			continue
+		}
+		p := strings.Split(string(e), fieldSep)
+		if len(p) == 5 && p[1] == k.file && p[2] == k.name {
+			c.Edits = append(c.Edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
+		}
+	}
+	for _, v := range bytes.Split(f[6], []byte(editSep)) {
+		if !bytes.Contains(v, []byte(valueSep+k.name+valueSep)) {
+			continue
+		}
+		p := strings.Split(string(v), valueSep)
+		if len(p) == 4 && p[1] == k.file && p[2] == k.name {
+			c.Values = append(c.Values, change.Value{File: p[1], Name: p[2], Value: p[3]})
+		}
+	}
+	return c, len(c.Edits) > 0 || len(c.Values) > 0
+}
+
+// tailOrder is the tail's run ids in ledger order.
+func (cs *codeSet) tailOrder() []ledger.RunID {
+	if len(cs.order) == len(cs.tail) {
+		return cs.order
+	}
+	ids := make([]ledger.RunID, 0, len(cs.tail))
+	for id := range cs.tail {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// lookup is one run's entry.
+func (cs *codeSet) lookup(id ledger.RunID) (RunCode, bool) {
+	if c, ok := cs.tail[id]; ok {
+		return c, true
+	}
+	if i := cs.lineOf(id); i >= 0 {
+		end := bytes.IndexByte(cs.base[i:], '\n')
+		if end < 0 {
+			end = len(cs.base) - i
+		}
+		return parseRunCode(cs.base[i : i+end])
+	}
+	return RunCode{}, false
+}
+
+// lineOf is the offset of id's line in base, -1 when it has none.
+func (cs *codeSet) lineOf(id ledger.RunID) int {
+	needle := []byte(string(id) + "\t")
+	for off := 0; ; {
+		i := bytes.Index(cs.base[off:], needle)
+		if i < 0 {
+			return -1
+		}
+		if i += off; i == 0 || cs.base[i-1] == '\n' {
+			return i
+		}
+		off = i + 1
+	}
+}
+
+// keepsAfter counts the kept runs after id in ledger order (0 when id is
+// not in the set). A status is the only tab-delimited "keep" of a line.
+func (cs *codeSet) keepsAfter(id ledger.RunID) int {
+	keep := func(c RunCode) int {
+		if c.Status == ledger.StatusKeep {
+			return 1
+		}
+		return 0
+	}
+	n := 0
+	order := cs.tailOrder()
+	if _, inTail := cs.tail[id]; inTail {
+		after := false
+		for _, t := range order {
+			if after {
+				n += keep(cs.tail[t])
+			}
+			after = after || t == id
+		}
+		return n
+	}
+	i := cs.lineOf(id)
+	if i < 0 {
+		return 0
+	}
+	rest := cs.base[i:]
+	if nl := bytes.IndexByte(rest, '\n'); nl >= 0 {
+		rest = rest[nl:]
+	} else {
+		rest = nil
+	}
+	n = bytes.Count(rest, []byte("\t"+ledger.StatusKeep+"\t"))
+	for _, t := range order {
+		n += keep(cs.tail[t])
+	}
+	return n
+}
+
+// all parses every run of the set, in ledger order.
 func (cs *codeSet) all() []RunCode {
 	var out []RunCode
 	seen := map[ledger.RunID]bool{}
@@ -177,8 +385,8 @@ func (cs *codeSet) all() []RunCode {
 			out = append(out, c)
 		}
 	}
-	for _, c := range cs.tail {
-		if !seen[c.Run] {
+	for _, id := range cs.tailOrder() {
+		if c := cs.tail[id]; !seen[c.Run] {
 			seen[c.Run] = true
 			out = append(out, c)
 		}
@@ -281,6 +489,9 @@ func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
 			c = cr.entry(r)
 			fresh = append(fresh, c.line())
 		}
+		if _, dup := cs.tail[r.RunID]; !dup {
+			cs.order = append(cs.order, r.RunID)
+		}
 		cs.tail[r.RunID] = c
 		return nil
 	})
@@ -290,7 +501,8 @@ func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
 	if len(cs.tail) >= codeTailFold {
 		var b bytes.Buffer
 		b.Write(base)
-		for _, c := range cs.tail {
+		for _, id := range cs.order {
+			c := cs.tail[id]
 			b.Write(c.line())
 		}
 		if nfp, err := s.FingerprintAt(end); err == nil && s.WriteCache(codeCacheName, codeCacheVersion, nfp, b.Bytes()) == nil {

@@ -15,12 +15,20 @@ import (
 // HEAD's own change when the tree is clean): `check --diff` without REV.
 const DiffWorktree = "@worktree"
 
-// CodeMatch is an earlier run whose code was the same.
+// CodeMatch is an earlier run whose code was the same, or whose change was.
 type CodeMatch struct {
 	RunID  ledger.RunID `json:"run_id"`
 	Status string       `json:"status"`
 	Value  *float64     `json:"value"`
-	Same   string       `json:"same"` // "change" (the same edit) or "result" (the same code)
+	// Same is "change" (the same edit on the same base), "result" (the
+	// same code reached by another edit) or "change_other_base" (the same
+	// edit applied to another base: new code).
+	Same string `json:"same"`
+	// BaseDiff, for change_other_base, is how the bases differ: the
+	// parameters of the training file whose value differs, Old in the
+	// earlier run's base and New in this one; empty when they differ
+	// elsewhere.
+	BaseDiff []change.Edit `json:"base_diff,omitempty"`
 }
 
 // CodeVerdict is what check --diff adds to the verdict.
@@ -29,9 +37,15 @@ type CodeVerdict struct {
 	Change        string        `json:"change"`
 	Result        string        `json:"result"`
 	Edits         []change.Edit `json:"edits"`
-	DuplicateCode []CodeMatch   `json:"duplicate_code"`
-	ParamsTried   []Sweep       `json:"params_tried"`
+	DuplicateCode []CodeMatch   `json:"duplicate_code"` // the same code already ran
+	// SameChange lists earlier runs of the same change on another base:
+	// the code is new, the question is (issue 25).
+	SameChange  []CodeMatch `json:"same_change_other_base"`
+	ParamsTried []Sweep     `json:"params_tried"`
 }
+
+// Known reports whether the planned code could be read.
+func (v *CodeVerdict) Known() bool { return v != nil && (v.Change != "" || v.Result != "") }
 
 // maxCodeMatches bounds duplicate_code.
 const maxCodeMatches = 5
@@ -43,10 +57,11 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		return nil, ledger.BadInputf("--diff needs a git repository: %v", err)
 	}
 	cr := newCodeReader(s, repo)
-	v := &CodeVerdict{Edits: []change.Edit{}, DuplicateCode: []CodeMatch{}, ParamsTried: []Sweep{}}
+	v := &CodeVerdict{Edits: []change.Edit{}, DuplicateCode: []CodeMatch{}, SameChange: []CodeMatch{}, ParamsTried: []Sweep{}}
 	var code change.Code
+	base := "" // the commit the planned change applies to
 	if diff == DiffWorktree {
-		if code, v.Target, err = worktreeCode(cr, repo); err != nil {
+		if code, v.Target, base, err = worktreeCode(cr, repo); err != nil {
 			return nil, err
 		}
 	} else {
@@ -54,7 +69,7 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.Target = ledger.Short(commit)
+		v.Target, base = ledger.Short(commit), parentOf(repo, commit)
 		if code, err = cr.fingerprint("", ledger.CodeSide{Commit: commit}); err != nil {
 			return nil, err
 		}
@@ -67,49 +82,59 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[ledger.RunID]bool{}
-	for _, same := range []struct{ what, hash string }{{"change", code.Change}, {"result", code.Result}} {
-		if same.hash == "" {
-			continue
+	// The same code already ran: a duplicate, whatever the edit that led
+	// there. The same edit with another result was applied to another base.
+	sameResult := map[ledger.RunID]bool{}
+	if code.Result != "" {
+		for _, c := range cs.find("\t"+code.Result+"\t", func(c *RunCode) bool { return c.Result == code.Result }) {
+			sameResult[c.Run] = true
+			m := CodeMatch{RunID: c.Run, Status: c.Status, Value: c.Value, Same: "result"}
+			if code.Change != "" && c.Change == code.Change {
+				m.Same = "change"
+			}
+			v.DuplicateCode = append(v.DuplicateCode, m)
 		}
-		for _, c := range cs.find("\t"+same.hash+"\t", func(c *RunCode) bool {
-			return (same.what == "change" && c.Change == same.hash) || (same.what == "result" && c.Result == same.hash)
-		}) {
-			if !seen[c.Run] {
-				seen[c.Run] = true
-				v.DuplicateCode = append(v.DuplicateCode, CodeMatch{RunID: c.Run, Status: c.Status, Value: c.Value, Same: same.what})
+	}
+	if code.Change != "" {
+		for _, c := range cs.find("\t"+code.Change+"\t", func(c *RunCode) bool { return c.Change == code.Change }) {
+			if !sameResult[c.Run] {
+				v.SameChange = append(v.SameChange, CodeMatch{RunID: c.Run, Status: c.Status, Value: c.Value, Same: "change_other_base"})
 			}
 		}
 	}
-	sort.SliceStable(v.DuplicateCode, func(i, j int) bool {
-		if v.DuplicateCode[i].Same != v.DuplicateCode[j].Same {
-			return v.DuplicateCode[i].Same == "change"
+	for _, list := range []*[]CodeMatch{&v.DuplicateCode, &v.SameChange} {
+		l := *list
+		sort.SliceStable(l, func(i, j int) bool {
+			if l[i].Same != l[j].Same {
+				return l[i].Same == "change"
+			}
+			return l[i].RunID > l[j].RunID // newest first
+		})
+		if len(l) > maxCodeMatches {
+			*list = l[:maxCodeMatches]
 		}
-		return v.DuplicateCode[i].RunID > v.DuplicateCode[j].RunID // newest first
-	})
-	if len(v.DuplicateCode) > maxCodeMatches {
-		v.DuplicateCode = v.DuplicateCode[:maxCodeMatches]
+	}
+	for i := range v.SameChange {
+		v.SameChange[i].BaseDiff = baseDiff(repo, s.Config.TrainFile, v.SameChange[i].RunID, base)
 	}
 	if len(code.Edits) > 0 {
 		keys := editKeys(code.Edits)
 		var runs []RunCode
 		for k := range keys {
-			runs = append(runs, cs.find(fieldSep+k.name+fieldSep, func(c *RunCode) bool {
-				for _, e := range c.Edits {
-					if e.File == k.file && e.Name == k.name {
-						return true
-					}
-				}
-				return false
-			})...)
+			// Runs that set it, and runs whose code held it (issue 25).
+			runs = append(runs, cs.holding(k)...)
 		}
-		for _, sw := range sweeps(dedupeRuns(runs), s.Config.Better) {
+		if len(keys) > 1 {
+			runs = mergeRuns(runs)
+		}
+		for _, sw := range sweeps(runs, s.Config.Better) {
 			if keys[sweepKey{sw.File, sw.Name}] {
 				v.ParamsTried = append(v.ParamsTried, sw)
 			}
 		}
 		if champ, ok := champion(env, s); ok {
 			setChampionValues(repo, champ, v.ParamsTried, s.Config.Better)
+			markStale(v.ParamsTried, newStaleIndex(cs, ledger.RunID(champ.RunID)))
 		}
 	}
 	return v, nil
@@ -117,60 +142,137 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 
 // worktreeCode fingerprints the idea in the working tree: its change
 // against HEAD, or HEAD's own change when the tree is clean (committed
-// already). target names which.
-func worktreeCode(cr *codeReader, repo *ledger.Repo) (code change.Code, target string, err error) {
+// already). target names which; base is the commit the change applies to.
+func worktreeCode(cr *codeReader, repo *ledger.Repo) (code change.Code, target, base string, err error) {
 	head, err := repo.HeadCommit()
 	if err != nil {
-		return code, "", ledger.BadInputf("--diff: %v", err)
+		return code, "", "", ledger.BadInputf("--diff: %v", err)
 	}
 	if code, err = cr.fingerprint(head, ledger.CodeSide{Worktree: true}); err != nil {
-		return code, "", err
+		return code, "", "", err
 	}
 	if code.Change != "" {
-		return code, "working tree", nil
+		return code, "working tree", head, nil
 	}
 	code, err = cr.fingerprint("", ledger.CodeSide{Commit: head})
-	return code, ledger.Short(head), err
+	return code, ledger.Short(head), parentOf(repo, head), err
 }
 
-func dedupeRuns(runs []RunCode) []RunCode {
-	seen := map[ledger.RunID]bool{}
-	out := runs[:0]
+// mergeRuns joins the entries of one run (one per parameter, from
+// codeSet.holding) into one, keeping the first-seen order of runs.
+func mergeRuns(runs []RunCode) []RunCode {
+	at := map[ledger.RunID]int{}
+	var out []RunCode
 	for _, r := range runs {
-		if !seen[r.Run] {
-			seen[r.Run] = true
-			out = append(out, r)
+		i, ok := at[r.Run]
+		if !ok {
+			at[r.Run] = len(out)
+			out = append(out, RunCode{Run: r.Run, Status: r.Status, Value: r.Value})
+			i = len(out) - 1
 		}
+		out[i].Edits = append(out[i].Edits, r.Edits...)
+		out[i].Values = append(out[i].Values, r.Values...)
 	}
 	return out
 }
 
-// applyCode folds the code verdict into the policy: the same code already
-// run blocks in exploit mode, whatever the description says, and is named
-// in explore mode; replicating it is the point of replicate mode.
+// applyCode folds the code verdict into the policy (issue 25). The same
+// code already run blocks in exploit mode, whatever the description says,
+// is named in explore mode, and is allowed in replicate mode (re-running
+// code is its point). Code that never ran is a new experiment: it is never
+// blocked on description similarity alone (a block becomes a caution naming
+// the similar runs), and the same change on another base is a caution
+// naming the earlier run and how the base differs. Replicate mode still
+// blocks code that never ran when nothing similar did either.
 func applyCode(res *CheckResult, v *CodeVerdict) {
-	if len(v.DuplicateCode) == 0 {
+	if len(v.DuplicateCode) > 0 {
+		d := v.DuplicateCode[0]
+		what := "the same change"
+		if d.Same == "result" {
+			what = "the same code"
+		}
+		note := fmt.Sprintf("duplicate_code: %s already ran as %s (%s%s)", what, d.RunID, d.Status, valueText(d.Value))
+		switch res.Mode {
+		case novelty.ModeExploit:
+			res.Policy.Decision = novelty.Block
+			res.Policy.Rationale = note + "; exploit mode blocks re-running code"
+		case novelty.ModeExplore:
+			res.Policy.Rationale = strings.TrimSuffix(res.Policy.Rationale, ".") + "; " + note
+		case novelty.ModeReplicate:
+			res.Policy.Decision = novelty.Allow
+			res.Policy.Rationale = note + "; re-running code is what replicate mode is for"
+		}
 		return
 	}
-	d := v.DuplicateCode[0]
-	what := "the same change"
-	if d.Same == "result" {
-		what = "the same code"
+	if !v.Known() {
+		return // the description verdict applies
 	}
-	note := fmt.Sprintf("duplicate_code: %s already ran as %s (%s%s)", what, d.RunID, d.Status, valueText(d.Value))
-	switch res.Mode {
-	case novelty.ModeExploit:
-		res.Policy.Decision = novelty.Block
-		res.Policy.Rationale = note + "; exploit mode blocks re-running code"
-	case novelty.ModeExplore:
-		res.Policy.Rationale = strings.TrimSuffix(res.Policy.Rationale, ".") + "; " + note
-	case novelty.ModeReplicate:
-		// Re-running known code is what replicate mode is for, however the
-		// description reads (a re-worded one is "novel": nothing to
-		// replicate by text, issue 25.4).
-		res.Policy.Decision = novelty.Allow
-		res.Policy.Rationale = note + "; replicate mode re-runs it"
+	var notes []string
+	if len(v.SameChange) > 0 {
+		d := v.SameChange[0]
+		notes = append(notes, fmt.Sprintf("a new question: the same change ran as %s (%s%s) on another base (%s)",
+			d.RunID, d.Status, valueText(d.Value), BaseDiffText(d.BaseDiff)))
 	}
+	if res.Policy.Decision == novelty.Block && !(res.Mode == novelty.ModeReplicate && res.Classification == novelty.Novel && len(v.SameChange) == 0) {
+		var similar []string
+		for _, m := range res.TopMatches {
+			similar = append(similar, fmt.Sprintf("%s (%s)", m.RunID, m.Status))
+		}
+		why := "this code never ran: a new experiment, not blocked on its description"
+		if len(similar) > 0 {
+			why += "; the description resembles " + strings.Join(similar, ", ")
+		}
+		notes = append([]string{why}, notes...)
+		res.Policy.Decision = novelty.Caution
+	} else if len(v.SameChange) > 0 && res.Policy.Decision == novelty.Allow {
+		res.Policy.Decision = novelty.Caution
+	}
+	if len(notes) > 0 {
+		res.Policy.Rationale = strings.Join(notes, "; ") + " (" + res.Policy.Rationale + ")"
+	}
+}
+
+// baseDiffText is how two bases differ, in words.
+func BaseDiffText(d []change.Edit) string {
+	if len(d) == 0 {
+		return "the base differs outside its parameters"
+	}
+	parts := make([]string, 0, len(d))
+	for _, e := range d {
+		parts = append(parts, fmt.Sprintf("%s %s→%s", e.Name, e.Old, e.New))
+	}
+	return "base differs: " + strings.Join(parts, ", ")
+}
+
+// parentOf is commit's first parent, "" when it has none or is unreadable.
+func parentOf(repo *ledger.Repo, commit string) string {
+	info, err := repo.Commit(commit)
+	if err != nil || len(info.Parents) == 0 {
+		return ""
+	}
+	return info.Parents[0]
+}
+
+// baseDiff compares the training file's parameters in the base of run (its
+// commit's parent) and in base; nil when either cannot be read.
+func baseDiff(repo *ledger.Repo, train string, run ledger.RunID, base string) []change.Edit {
+	commit, err := repo.ResolvePin(run)
+	if err != nil || base == "" {
+		return nil
+	}
+	old := parentOf(repo, commit)
+	if old == "" {
+		return nil
+	}
+	a, err := repo.FileAt(old, train)
+	if err != nil {
+		return nil
+	}
+	b, err := repo.FileAt(base, train)
+	if err != nil {
+		return nil
+	}
+	return change.Edits(train, a, b)
 }
 
 func valueText(v *float64) string {
@@ -219,7 +321,7 @@ func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*Par
 	}
 	all := cs.all()
 	if in.window != nil {
-		kept := all[:0]
+		kept := make([]RunCode, 0, len(all))
 		for _, c := range all {
 			if in.window[c.Run] {
 				kept = append(kept, c)
@@ -253,6 +355,7 @@ func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*Par
 	if champ, ok := champion(env, s); ok {
 		out.Champion = champ.RunID
 		setChampionValues(repo, champ, out.Sweeps, s.Config.Better)
+		markStale(out.Sweeps, newStaleIndex(cs, ledger.RunID(champ.RunID)))
 	}
 	return out, nil
 }

@@ -40,7 +40,7 @@ func DecideStatus(env Env, s *ledger.Store, in DecideInput) (status, errText str
 			return "", "", err
 		}
 		status = ledger.StatusDiscard
-		if !have || beatsBy(s.Config, v, champ, in.MinDelta) {
+		if !have || beatsBy(s.Config, v, champ, TieMargin(s, in.MinDelta)) {
 			status = ledger.StatusKeep
 		}
 	}

@@ -146,20 +146,26 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 		seen, err = loadImportKeys(env, store, metric)
 		return err
 	}
-	plan := func() []*ledger.Record {
-		var recs []*ledger.Record
+	// The plan keeps slim records; each whole record is built when it is
+	// written (a million rows never sit in memory as records).
+	type newRow struct {
+		f *ImportedFile
+		i int
+	}
+	plan := func() []newRow {
+		var recs []newRow
 		for _, f := range files {
-			f.Plan = f.Result.Plan(f.Display, f.MTime, metric, seen)
-			for _, p := range f.Plan {
+			f.Plan = f.Result.PlanSlim(f.Display, f.MTime, metric, seen)
+			for i, p := range f.Plan {
 				if !p.Present {
-					recs = append(recs, p.Record)
+					recs = append(recs, newRow{f, i})
 				}
 			}
 		}
 		return recs
 	}
 
-	var recs []*ledger.Record
+	var recs []newRow
 	if opts.DryRun {
 		if err := scan(); err != nil {
 			return nil, err
@@ -180,7 +186,20 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 			if env.Progress != nil && len(recs) >= importProgressRows {
 				step = env.Progress.Start("import: writing records", len(recs))
 			}
-			err := store.AppendLockedProgress(step, recs...)
+			// One all-or-nothing step, encoded record by record (issue 24
+			// items 14 and 15).
+			i := 0
+			_, err := store.AppendBatchLocked(step, func() (*ledger.Record, error) {
+				if err := env.ctx().Err(); err != nil {
+					return nil, err
+				}
+				if i == len(recs) {
+					return nil, nil
+				}
+				i++
+				row := recs[i-1]
+				return row.f.Result.Build(row.f.Plan[row.i], row.f.Display, metric), nil
+			})
 			step.Done()
 			if err != nil {
 				return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/xrash/smetrics"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
@@ -48,6 +49,9 @@ type LogInput struct {
 	SkipArchive      bool               // do not copy run.log, summary and patch into runs/<id>/
 	// Paths says where LogPath and SummaryPath may point.
 	Paths PathPolicy
+	// MinDelta is the margin the run was judged with (run --min-delta): a
+	// discard within TieMargin of the champion is recorded as a tie.
+	MinDelta float64
 	// Report, when not nil, also writes the morning report with these
 	// settings after logging.
 	Report *ReportInput
@@ -250,8 +254,15 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if prov.DirtyUnknown != nil {
+		env.notef("note: the working tree could not be compared with HEAD (%s); the run is marked dirty", display.Line(prov.DirtyUnknown.Error()))
+	}
 	// The code that ran, read now: a dirty working tree is gone later.
+	// Code that cannot be read never stops a log (issue 24 item 10).
 	code, codeErr := codeOfLoggedRun(s, loc.Repo, prov)
+	if codeErr != nil {
+		env.notef("note: %s; the run has no code fingerprint and is judged by its description", display.Line(codeErr.Error()))
+	}
 	rec, err := s.NewRecord(run, prov, env.Now())
 	if err != nil {
 		return nil, err
@@ -342,6 +353,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	if rec.NoveltyGuard, err = json.Marshal(verdict.Verdict); err != nil {
 		return nil, err
 	}
+	markTie(st, rec, TieMargin(s, in.MinDelta))
 	packet := DecisionPacket(st, rec)
 	if rec.DecisionPacket, err = packet.MarshalJSON(); err != nil {
 		return nil, err

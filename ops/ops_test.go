@@ -90,6 +90,27 @@ func TestValidation(t *testing.T) {
 		{"list: best", func() error { _, err := List(env, ListInput{Best: -1}); return err }, "--best and --limit must not be negative"},
 		{"since: word", func() error { _, err := ParseSince("yesterday"); return err }, "--since must be a duration"},
 		{"since: zero hours", func() error { _, err := ParseSince("0"); return err }, "--since must be a positive number of hours"},
+		// issue 24 item 13: windows must be finite, positive and fit a time.Duration.
+		{"since: NaN", func() error { _, err := ParseSince("NaN"); return err }, "--since must be a positive number of hours"},
+		{"since: Inf", func() error { _, err := ParseSince("+Inf"); return err }, "--since must be a positive number of hours"},
+		{"since: 1e400", func() error { _, err := ParseSince("1e400"); return err }, "--since must be a positive number of hours"},
+		{"since: long duration", func() error { _, err := ParseSince("2000000h"); return err }, "--since must be a duration"},
+		{"report: NaN hours", func() error {
+			_, err := Report(env, ReportInput{Format: "md", SinceHours: math.NaN(), PlateauWindow: 1})
+			return err
+		}, "--since-hours must be a positive number of hours"},
+		{"report: Inf hours", func() error {
+			_, err := Report(env, ReportInput{Format: "md", SinceHours: math.Inf(1), PlateauWindow: 1})
+			return err
+		}, "--since-hours must be a positive number of hours"},
+		{"report: 1e300 hours", func() error {
+			_, err := Report(env, ReportInput{Format: "md", SinceHours: 1e300, PlateauWindow: 1})
+			return err
+		}, "--since-hours must be a positive number of hours up to 1e+06"},
+		{"morning: NaN hours", func() error {
+			_, err := MorningOf(env, nil, nil, ReportInput{SinceHours: math.NaN()})
+			return err
+		}, "--since-hours must be a positive number of hours"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

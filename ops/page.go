@@ -24,7 +24,7 @@ type PageInput struct {
 	Query  string // search: the novelty index's matches for the text, then runs whose text contains it
 	Sort   string // time (default), metric, status, family, memory
 	Desc   bool   // descending (time: newest first)
-	Page   int    // 1-based
+	Page   int    // 1-based; past the last page means the last page
 	Size   int    // rows per page (DefaultPageSize, at most MaxPageSize)
 	Metric string // the store's primary metric (set by the caller)
 }
@@ -94,8 +94,10 @@ func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Tim
 	} else {
 		sortRuns(sel, in.Sort, in.Desc, cfg)
 	}
+	pages := max(1, (len(sel)+in.Size-1)/in.Size)
+	in.Page = min(in.Page, pages) // a page past the end is the last one; (Page-1)*Size cannot overflow
 	res := &PageResult{Matched: len(sel), Total: len(cat.Records), Page: in.Page, Metric: cfg.Metric, Goal: cfg.Goal,
-		Pages: max(1, (len(sel)+in.Size-1)/in.Size), Rows: []PageRow{}}
+		Pages: pages, Rows: []PageRow{}}
 	from := min((in.Page-1)*in.Size, len(sel))
 	for _, r := range sel[from:min(from+in.Size, len(sel))] {
 		row := PageRow{ListItem: listItem(r, cfg.Metric), Tags: r.Tags, MemoryGB: results.RowFromRecord(r, cfg.Metric).MemoryGB}

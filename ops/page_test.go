@@ -2,6 +2,7 @@ package ops
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -49,7 +50,8 @@ func TestRunsPage(t *testing.T) {
 		{"best metric first", PageInput{Sort: "metric"}, 1000, "experiment 998: matrix lr 98"},
 		{"search by text", PageInput{Query: "MATRIX LR 299"}, 3, "experiment 299: matrix lr 299"},
 		{"since", PageInput{ListInput: ListInput{Since: 2 * time.Hour}}, 120, "experiment 880: matrix lr 280"},
-		{"past the end", PageInput{Page: 99}, 1000, ""},
+		{"past the end is the last page", PageInput{Page: 99}, 1000, "experiment 950: matrix lr 50"},
+		{"largest int page (issue 24 item 13)", PageInput{Page: math.MaxInt, Size: math.MaxInt}, 1000, "experiment 500: matrix lr 200"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,13 +34,26 @@ func (in ReportInput) validate() error {
 	default:
 		return ledger.BadInputf("--format must be md, html or json, got %q", in.Format)
 	}
-	if math.IsNaN(in.SinceHours) || math.IsInf(in.SinceHours, 0) || in.SinceHours <= 0 {
-		return ledger.BadInputf("--since-hours must be a positive number of hours, got %v", in.SinceHours)
+	if err := CheckWindowHours(in.SinceHours); err != nil {
+		return err
 	}
 	if in.PlateauWindow < 1 {
 		return ledger.BadInputf("--plateau-window must be at least 1, got %d", in.PlateauWindow)
 	}
 	return CheckMinDelta(in.MinDelta)
+}
+
+// MaxWindowHours is the longest report or list window, in hours (about 114
+// years): a longer one would overflow a time.Duration.
+const MaxWindowHours = 1e6
+
+// CheckWindowHours refuses a report window that is not a finite number of
+// hours in (0, MaxWindowHours] (NaN, ±Inf, 0, negative, 1e300).
+func CheckWindowHours(h float64) error {
+	if !(h > 0 && h <= MaxWindowHours) { // NaN fails every comparison
+		return ledger.BadInputf("--since-hours must be a positive number of hours up to %g, got %v", MaxWindowHours, h)
+	}
+	return nil
 }
 
 // CheckMinDelta refuses a minimum gain that is negative or not finite.
@@ -82,6 +95,9 @@ func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
 // MorningOf builds the morning report from a catalog of s caught up with
 // the ledger (serve keeps one in memory).
 func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (report.Morning, error) {
+	if err := CheckWindowHours(in.SinceHours); err != nil {
+		return report.Morning{}, err
+	}
 	st, fp, behind, err := LoadRegistry(s, env.Notice, cat)
 	if err != nil {
 		return report.Morning{}, err
@@ -125,11 +141,15 @@ func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) [
 		if len(out) == report.MaxSwept {
 			break
 		}
-		p := report.SweptParam{Name: sw.Name, File: sw.File, Runs: sw.Runs, Values: len(sw.Values), BestValue: sw.BestValue, Champion: sw.Champion}
+		p := report.SweptParam{Name: sw.Name, File: sw.File, Runs: sw.Edited, Values: len(sw.Values), BestValue: sw.BestValue, Champion: sw.Champion}
+		p.Retry = []report.RetryValue{}
 		for _, v := range sw.Values {
 			if v.Value == sw.BestValue && v.Best != nil {
 				b := *v.Best
 				p.Best = &b
+			}
+			if v.Retry != nil {
+				p.Retry = append(p.Retry, report.RetryValue{Value: v.Value, RunID: string(v.Retry.RunID), KeepsSince: v.Retry.KeepsSince, Text: v.Retry.Text()})
 			}
 		}
 		out = append(out, p)

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -44,14 +45,14 @@ type ListResult struct {
 
 // ParseSince reads a Go duration (90m, 16h, 2h30m) or a plain number of hours.
 func ParseSince(v string) (time.Duration, error) {
-	if h, err := strconv.ParseFloat(v, 64); err == nil {
-		if h <= 0 || h > 1e6 {
+	if h, err := strconv.ParseFloat(v, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if !(h > 0 && h <= MaxWindowHours) { // NaN fails every comparison
 			return 0, ledger.BadInputf("--since must be a positive number of hours or a duration like 16h, got %q", v)
 		}
 		return time.Duration(h * float64(time.Hour)), nil
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
+	if err != nil || d <= 0 || d > time.Duration(MaxWindowHours)*time.Hour {
 		return 0, ledger.BadInputf("--since must be a duration like 90m or 16h, or a number of hours, got %q", v)
 	}
 	return d, nil

@@ -11,13 +11,19 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-// ValueTried is one value a parameter was set to, over the runs that set it.
+// ValueTried is one value a parameter held, over the runs whose code held it.
 type ValueTried struct {
 	Value    string         `json:"value"`
 	Runs     int            `json:"runs"`
 	Best     *float64       `json:"best"` // best metric among them; null when none has one
 	BestRun  ledger.RunID   `json:"best_run,omitempty"`
 	Statuses map[string]int `json:"statuses"`
+	// Retry, for a value no kept run held whose latest run that set it
+	// was discarded, says the keeps since changed the code that run was
+	// judged on: worth re-trying on the current champion (issue 25).
+	Retry *Stale `json:"worth_retrying,omitempty"`
+
+	lastSet ledger.RunID // the latest run whose edit set the value
 }
 
 // Gap is an untried stretch between two adjacent tried numeric values.
@@ -27,13 +33,15 @@ type Gap struct {
 	Suggest string `json:"suggest"` // a value inside it (geometric middle for wide gaps)
 }
 
-// Sweep is the memory of one parameter: every value runs set it to.
-// Values include the champion's value with runs 0 when no run set it by an
-// edit.
+// Sweep is the memory of one parameter: every value the code of a run held
+// (by its own edit or inherited). Values include the champion's value with
+// runs 0 when no run's code is known to hold it (the champion is outside
+// the runs read).
 type Sweep struct {
 	Name      string       `json:"name"`
 	File      string       `json:"file"`
-	Runs      int          `json:"runs"`
+	Runs      int          `json:"runs"`   // runs whose code held a value of it
+	Edited    int          `json:"edited"` // runs whose change set it
 	Values    []ValueTried `json:"values"` // numeric order when every value is a number
 	BestValue string       `json:"best_value,omitempty"`
 	Champion  string       `json:"champion_value,omitempty"` // the value in the champion's code
@@ -54,6 +62,9 @@ func (sw *Sweep) Line() string {
 		}
 		if v.Value == sw.Champion && v.Runs > 0 {
 			p += " (champion's value)"
+		}
+		if v.Retry != nil {
+			p += " (" + v.Retry.Text() + ")"
 		}
 		parts = append(parts, p)
 	}
@@ -79,25 +90,52 @@ func statusSummary(st map[string]int) string {
 
 type sweepKey struct{ file, name string }
 
-// sweeps folds runs' parameter edits into one Sweep per parameter, the
-// parameters with most runs first. better compares metric values.
+// sweeps folds runs into one Sweep per parameter some run's edit set, the
+// parameters most often edited first. Every run counts for the value its
+// code held, whether or not it edited the parameter (issue 25: the
+// champion and every run after an edit inherit its value); a run whose
+// values are unknown counts for the value its edit set. better compares
+// metric values.
 func sweeps(runs []RunCode, better func(a, b float64) bool) []Sweep {
+	edited := map[sweepKey]int{}
+	for i := range runs {
+		for _, e := range runs[i].Edits {
+			edited[sweepKey{e.File, e.Name}]++
+		}
+	}
 	by := map[sweepKey]map[string]*ValueTried{}
+	held, set := map[sweepKey]string{}, map[sweepKey]bool{} // per run, reused
 	for i := range runs {
 		r := &runs[i]
+		clear(held)
+		clear(set)
+		for _, v := range r.Values {
+			if k := (sweepKey{v.File, v.Name}); edited[k] > 0 {
+				held[k] = v.Value
+			}
+		}
 		for _, e := range r.Edits {
 			k := sweepKey{e.File, e.Name}
+			if held[k] == "" {
+				held[k] = e.New
+			}
+			set[k] = held[k] == e.New
+		}
+		for k, val := range held {
 			if by[k] == nil {
 				by[k] = map[string]*ValueTried{}
 			}
-			v := by[k][e.New]
+			v := by[k][val]
 			if v == nil {
-				v = &ValueTried{Value: e.New, Statuses: map[string]int{}}
-				by[k][e.New] = v
+				v = &ValueTried{Value: val, Statuses: map[string]int{}}
+				by[k][val] = v
 			}
 			v.Runs++
 			v.Statuses[r.Status]++
-			if r.Value != nil && (v.Best == nil || better(*r.Value, *v.Best)) {
+			if set[k] && r.Run > v.lastSet {
+				v.lastSet = r.Run
+			}
+			if r.Value != nil && (v.Best == nil || better(*r.Value, *v.Best) || (*r.Value == *v.Best && r.Run < v.BestRun)) {
 				val := *r.Value
 				v.Best, v.BestRun = &val, r.Run
 			}
@@ -105,12 +143,12 @@ func sweeps(runs []RunCode, better func(a, b float64) bool) []Sweep {
 	}
 	out := make([]Sweep, 0, len(by))
 	for k, vals := range by {
-		sw := Sweep{Name: k.name, File: k.file, Gaps: []Gap{}}
+		sw := Sweep{Name: k.name, File: k.file, Edited: edited[k], Gaps: []Gap{}}
 		var best *ValueTried
 		for _, v := range vals {
 			sw.Values = append(sw.Values, *v)
 			sw.Runs += v.Runs
-			if v.Best != nil && (best == nil || better(*v.Best, *best.Best)) {
+			if v.Best != nil && (best == nil || better(*v.Best, *best.Best) || (*v.Best == *best.Best && v.BestRun < best.BestRun)) {
 				best = v
 			}
 		}
@@ -122,8 +160,8 @@ func sweeps(runs []RunCode, better func(a, b float64) bool) []Sweep {
 		out = append(out, sw)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Runs != out[j].Runs {
-			return out[i].Runs > out[j].Runs
+		if out[i].Edited != out[j].Edited {
+			return out[i].Edited > out[j].Edited
 		}
 		if out[i].Name != out[j].Name {
 			return out[i].Name < out[j].Name
@@ -207,6 +245,19 @@ func editKeys(edits []change.Edit) map[sweepKey]bool {
 		out[sweepKey{e.File, e.Name}] = true
 	}
 	return out
+}
+
+// markStale sets Retry on the values no kept run held whose latest run
+// that set them was discarded on code the champion no longer has.
+func markStale(sws []Sweep, x *staleIndex) {
+	for i := range sws {
+		for j := range sws[i].Values {
+			v := &sws[i].Values[j]
+			if v.Statuses[ledger.StatusKeep] == 0 && v.lastSet != "" {
+				v.Retry = x.of(v.lastSet)
+			}
+		}
+	}
 }
 
 // bestTried is the best metric among the values runs set, nil when none.

@@ -279,19 +279,19 @@ func Build(in Input) Packet {
 			p.Summary = fmt.Sprintf("Branch from run %s: %s, %s.", id, val(), vsCurrent())
 		}
 	default: // discard
+		// The packet follows the numbers (issue 25): only a tie (a discard
+		// within the tie margin of the champion, marked when it was logged)
+		// is worth a retry; any other discard is abandoned, never advised as
+		// a follow-up.
 		switch {
+		case r.Tie:
+			p.NextAction, p.Priority = ActionRetry, PriorityMedium
+			p.Rationale = "Discarded, but it tied the champion within the margin: retry with another seed or a small variation."
+			p.Summary = fmt.Sprintf("Retry run %s: %s, %s.", id, val(), vsCurrent())
 		case cls == "repeat_failure" || cls == "duplicate_run":
 			p.NextAction, p.Priority = ActionAbandon, PriorityLow
 			p.Rationale = "This discarded run did not add enough signal beyond already-known bad territory."
 			p.Summary = fmt.Sprintf("Abandon run %s: %s, still the champion gap is too large.", id, val())
-		case promising:
-			p.NextAction, p.Priority = ActionRetry, PriorityMedium
-			p.Rationale = fmt.Sprintf("Discarded, but within %g of the champion: retry with another seed or a small variation.", registry.PromisingDistance)
-			p.Summary = fmt.Sprintf("Retry run %s: %s, %s.", id, val(), vsCurrent())
-		case cls == "incremental_followup" || cls == "known_success":
-			p.NextAction, p.Priority = ActionBranchFollowup, PriorityMedium
-			p.Rationale = "The exact run was discarded, but the surrounding family still looks worth pursuing."
-			p.Summary = fmt.Sprintf("Branch from run %s: %s, %s.", id, val(), vsCurrent())
 		default:
 			p.NextAction, p.Priority = ActionAbandon, PriorityLow
 			p.Rationale = "This discarded run does not justify another cycle."
@@ -305,7 +305,7 @@ func Build(in Input) Packet {
 		p.HypothesisStatus = HypothesisInconclusive
 	case r.Status == ledger.StatusKeep && c.IsNewChampion:
 		p.HypothesisStatus = HypothesisSupported
-	case r.Status == ledger.StatusKeep || promising:
+	case r.Status == ledger.StatusKeep || r.Tie:
 		p.HypothesisStatus = HypothesisMixed
 	default:
 		p.HypothesisStatus = HypothesisUnsupported

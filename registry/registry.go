@@ -14,7 +14,8 @@ import (
 //	1: first version (gob).
 //	2: status counts leave out kept records without the metric (IsExperiment).
 //	3: the ledger's binary cache encoding instead of gob (codec.go).
-const StateVersion = 3
+//	4: tied discards (Record.Tie) are left out of failure clusters.
+const StateVersion = 4
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -69,6 +70,13 @@ func (g Goal) Promising(delta float64) bool {
 		return delta >= -PromisingDistance-1e-12
 	}
 	return delta <= PromisingDistance+1e-12
+}
+
+// Ties reports whether v is within margin of champion or better: a run
+// that did not lose to the champion by more than margin (issue 25). With
+// margin 0 only an equal (or better) value ties.
+func (g Goal) Ties(v, champion, margin float64) bool {
+	return g.Gain(v, champion) >= -margin-1e-12
 }
 
 // Usable reports whether v can rank a run: lower-is-better metrics need a
@@ -343,7 +351,8 @@ func (s *State) Add(r *ledger.Record) {
 			lin.Best, lin.HasBest = run, true
 		}
 	}
-	if r.Status == ledger.StatusDiscard || r.Status == ledger.StatusCrash {
+	// A tie is no failure (issue 25): it joins no failure cluster.
+	if (r.Status == ledger.StatusDiscard && !r.Tie) || r.Status == ledger.StatusCrash {
 		s.addFailure(r, run)
 	}
 }

@@ -314,3 +314,29 @@ func TestIsExperiment(t *testing.T) {
 		})
 	}
 }
+
+// TestTieIsNoFailure (issue 25): a tied discard joins no failure cluster;
+// the plain discard and the crash do.
+func TestTieIsNoFailure(t *testing.T) {
+	mk := func(id, st, desc string, tie bool) ledger.Record {
+		r := ledger.Record{RunID: ledger.RunID(id), Timestamp: "2026-11-22T00:00:0" + id[len(id)-1:] + "Z", Commit: id, Status: st,
+			Description: desc, Tie: tie, Metrics: ledger.Metrics{}}
+		r.Metrics.Set("m", 0.5)
+		return r
+	}
+	recs := []ledger.Record{mk("r1", "keep", "baseline", false), mk("r2", "discard", "rerun the baseline seed", true),
+		mk("r3", "discard", "embedding learning rate 0.8", false), mk("r4", "crash", "double the width", false)}
+	s := Build(recs, Options{Goal: Goal{Metric: "m"}})
+	size := 0
+	for _, c := range s.TopClusters(NumClusters) {
+		size += c.Size
+		for _, e := range c.Examples {
+			if e == "rerun the baseline seed" {
+				t.Fatalf("the tie is in a failure cluster: %+v", c)
+			}
+		}
+	}
+	if size != 2 {
+		t.Fatalf("failure clusters hold %d runs, want 2", size)
+	}
+}

@@ -63,6 +63,17 @@ type SweptParam struct {
 	BestValue string   `json:"best_value"` // the value of the best run among them
 	Best      *float64 `json:"best"`
 	Champion  string   `json:"champion_value"` // in the champion's code; "" when unknown
+	// Retry lists values whose discard is stale: keeps since changed the
+	// code it was judged on (issue 25).
+	Retry []RetryValue `json:"worth_retrying"`
+}
+
+// RetryValue is a swept value worth re-trying on the current champion.
+type RetryValue struct {
+	Value      string `json:"value"`
+	RunID      string `json:"run_id"` // the discarded run that set it last
+	KeepsSince int    `json:"keeps_since"`
+	Text       string `json:"text"` // "worth re-trying on the current champion (N keeps since)"
 }
 
 // MaxSwept bounds "What was swept".

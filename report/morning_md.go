@@ -123,6 +123,16 @@ func (m *Morning) writeRest(b *bytes.Buffer) {
 		for _, p := range m.Swept {
 			w("| `%s` | `%s` | %d | %d | `%s` | %s | %s |\n", code(p.Name), code(p.File), p.Runs, p.Values, code(p.BestValue), val(p.Best), orDashCode(p.Champion))
 		}
+		first := true
+		for _, p := range m.Swept {
+			for _, r := range p.Retry {
+				if first {
+					w("\n")
+					first = false
+				}
+				w("- `%s` = `%s` (discarded as `%s`): %s\n", code(p.Name), code(r.Value), code(r.RunID), cell(r.Text))
+			}
+		}
 	}
 	w("\n## Best Lineages\n")
 	if len(m.BestLineages) == 0 {

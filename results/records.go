@@ -70,10 +70,16 @@ func (k KeyCounts) Add(r *ledger.Record, metric string) { k[RowKey(RowFromRecord
 // Planned is one entry turned into a record, and whether the ledger already
 // holds it.
 type Planned struct {
-	Entry   Entry
-	Record  *ledger.Record
-	Key     string // row key
-	Present bool   // the ledger already has this row (same key, same occurrence)
+	Entry      *Entry         // in Result.Entries
+	Record     *ledger.Record // the whole record; nil from PlanSlim (Build makes it)
+	Key        string         // row key
+	Occurrence int            // earlier rows of this file with the same key
+	Present    bool           // the ledger already has this row (same key, same occurrence)
+	// The record's fields an import summary shows, set by Plan and PlanSlim.
+	RunID       ledger.RunID
+	Timestamp   string
+	Status      string
+	Description string
 }
 
 var runIDUnsafe = regexp.MustCompile(`[^0-9a-zA-Z_.]`)
@@ -86,6 +92,27 @@ var runIDUnsafe = regexp.MustCompile(`[^0-9a-zA-Z_.]`)
 // this import; Plan adds the new ones, so the n-th occurrence of a row is
 // new only when the ledger holds fewer than n rows with its key.
 func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
+	return res.plan(file, anchor, metric, seen, false)
+}
+
+// PlanSlim is Plan without the records (Planned.Record is nil): Build
+// makes each whole record when it is written, so an import of a million
+// rows never holds a million records (issue 24 item 15).
+func (res *Result) PlanSlim(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
+	return res.plan(file, anchor, metric, seen, true)
+}
+
+// Build returns p's whole record, as Plan made it; file and metric are
+// Plan's.
+func (res *Result) Build(p Planned, file, metric string) *ledger.Record {
+	rec := res.record(*p.Entry, file, metric)
+	rec.Timestamp, rec.RunID = p.Timestamp, p.RunID
+	rec.Source["row_key"] = p.Key
+	rec.Source["occurrence"] = p.Occurrence
+	return rec
+}
+
+func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCounts, slim bool) []Planned {
 	last := 0
 	for _, e := range res.Entries {
 		last = max(last, e.Line)
@@ -96,12 +123,13 @@ func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCo
 	anchor = anchor.UTC().Truncate(time.Second)
 	occurrence := map[string]int{}
 	out := make([]Planned, 0, len(res.Entries))
-	for _, e := range res.Entries {
-		rec := res.record(e, file, metric)
+	for i := range res.Entries {
+		e := &res.Entries[i]
+		rec := res.record(*e, file, metric)
 		key := RowKey(RowFromRecord(rec, metric))
 		n := occurrence[key]
 		occurrence[key]++
-		p := Planned{Entry: e, Record: rec, Key: key}
+		p := Planned{Entry: e, Record: rec, Key: key, Occurrence: n}
 		if n < seen[key] {
 			p.Present = true
 		} else {
@@ -120,6 +148,10 @@ func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCo
 		rec.RunID = ledger.RunID(ts.Format("20060102T150405Z") + "-" + runIDUnsafe.ReplaceAllString(short, "") + "-" + hex.EncodeToString(sum[:4]))
 		rec.Source["row_key"] = key
 		rec.Source["occurrence"] = n
+		p.RunID, p.Timestamp, p.Status, p.Description = rec.RunID, rec.Timestamp, rec.Status, rec.Description
+		if slim {
+			p.Record = nil
+		}
 		out = append(out, p)
 	}
 	return out

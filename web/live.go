@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -143,7 +142,7 @@ func (l *live) ledgerChanged(st *ledger.Store, key fileKey) {
 	first := l.key == (fileKey{})
 	l.key = key
 	seen := l.seen
-	end, err := completeLines(st.LedgerPath(), key.size)
+	end, err := completeLines(st, key.size)
 	if !first && seen.Size > 0 && seen.Size <= key.size && st.StillCovers(seen) {
 		rows := []ops.ListItem{}
 		end, _, err = st.ScanFrom(seen.Size, func(r *ledger.Record, _ int, _ int64) error {
@@ -168,12 +167,13 @@ func (l *live) ledgerChanged(st *ledger.Store, key fileKey) {
 
 // completeLines is the length of the ledger's complete lines (a torn last
 // line, still being written or left by a killed writer, is not counted).
-func completeLines(path string, size int64) (int64, error) {
-	f, err := os.Open(path)
+func completeLines(st *ledger.Store, size int64) (int64, error) {
+	f, err := st.OpenLedger()
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
+	size = min(size, f.Size())
 	const window = 64 << 10
 	for end := size; end > 0; {
 		from := max(0, end-window)

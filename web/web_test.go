@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -214,6 +215,42 @@ func TestHandlers(t *testing.T) {
 		{"bad status", "/api/runs?status=maybe", 400, nil},
 		{"bad page", "/api/runs?page=x", 400, nil},
 		{"bad since", "/api/runs?since=yesterday", 400, nil},
+		// issue 24 item 13: every numeric query parameter, at its extremes.
+		{"page beyond int range", "/api/runs?size=2&page=9223372036854775807", 200, func(t *testing.T, b []byte) {
+			var p ops.PageResult
+			_ = json.Unmarshal(b, &p)
+			if p.Page != 3 || p.Pages != 3 || len(p.Rows) != 2 || p.Rows[1].Description != "warmdown 0.3" {
+				t.Fatalf("not clamped to the last page: %+v", p)
+			}
+		}},
+		{"page past the end", "/api/runs?size=4&page=9", 200, func(t *testing.T, b []byte) {
+			var p ops.PageResult
+			_ = json.Unmarshal(b, &p)
+			if p.Page != 2 || len(p.Rows) != 2 {
+				t.Fatalf("not clamped to the last page: %+v", p)
+			}
+		}},
+		{"page overflows int", "/api/runs?page=99999999999999999999", 400, nil},
+		{"negative page", "/api/runs?page=-1", 400, nil},
+		{"size beyond int range", "/api/runs?size=9223372036854775807&page=9223372036854775807", 200, func(t *testing.T, b []byte) {
+			var p ops.PageResult
+			_ = json.Unmarshal(b, &p)
+			if p.Page != 1 || len(p.Rows) != 6 {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{"since NaN", "/api/runs?since=NaN", 400, nil},
+		{"since Inf", "/api/runs?since=Inf", 400, nil},
+		{"since -Inf", "/api/runs?since=-Inf", 400, nil},
+		{"since huge duration", "/api/runs?since=9999999999h", 400, nil},
+		{"since_hours NaN", "/api/overview?since_hours=NaN", 400, nil},
+		{"since_hours Inf", "/api/overview?since_hours=Inf", 400, nil},
+		{"since_hours -Inf", "/api/overview?since_hours=-Inf", 400, nil},
+		{"since_hours zero", "/api/overview?since_hours=0", 400, nil},
+		{"since_hours negative", "/api/overview?since_hours=-3", 400, nil},
+		{"since_hours huge", "/api/overview?since_hours=1e300", 400, nil},
+		{"since_hours text", "/api/overview?since_hours=x", 400, nil},
+		{"since_hours a week", "/api/overview?since_hours=168", 200, nil},
 		{"run", "/api/runs/" + string(recs[1].RunID), 200, func(t *testing.T, b []byte) {
 			var d struct {
 				Diff *string `json:"diff"`
@@ -496,5 +533,55 @@ func TestSurvivesStoreTrouble(t *testing.T) {
 	}
 	if _, err := os.Stat(st.Dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the deleted store came back: %v", err)
+	}
+}
+
+// TestFIFOLedgerHangsNothing reproduces issue 24 item 11 for serve: a FIFO
+// in place of the ledger blocked every request and the live updates for
+// good (os.Open of a FIFO waits for a writer). Requests now answer 400
+// naming it, and once the ledger is back, pages and live updates carry on.
+func TestFIFOLedgerHangsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.night()
+	_, ts := f.server(Options{})
+	ch := events(t, ts.URL)
+	waitEvent(t, ch, "running", "[]")
+	st, _, err := f.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := st.LedgerPath() + ".aside"
+	if err := os.Rename(st.LedgerPath(), aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(st.LedgerPath(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 20 * time.Second} // a hang, not a speed goal
+	for _, p := range []string{"/api/overview", "/api/runs", "/api/runs/latest", "/api/lineages", "/api/params", "/api/compare?a=latest&b=champion"} {
+		res, err := client.Get(ts.URL + p)
+		if err != nil {
+			t.Fatalf("%s with a FIFO ledger: %v", p, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "is a FIFO") {
+			t.Fatalf("%s with a FIFO ledger: %d %s", p, res.StatusCode, body)
+		}
+	}
+	if err := os.Remove(st.LedgerPath()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(aside, st.LedgerPath()); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperLogEnv+"="+f.dir, helperLogEnv+"_DESC=after the FIFO")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helper: %v %s", err, out)
+	}
+	waitEvent(t, ch, "ledger", "after the FIFO")
+	if res, body := get(t, ts.URL+"/api/runs", nil); res.StatusCode != 200 || !strings.Contains(string(body), `"matched":7`) {
+		t.Fatalf("after the ledger came back: %d %s", res.StatusCode, body)
 	}
 }

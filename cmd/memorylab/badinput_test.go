@@ -321,7 +321,7 @@ func badInputs() []badInput {
 			appendFile(t, r.ledgerPath(), `{"run_id": "20261122T`)
 			return []string{"doctor"}
 		}},
-		{name: "ledger/a directory", code: ExitFailure, msg: `unable to read ledger: .*experiments\.jsonl: is a directory`, prep: func(t *testing.T, r testRepo) []string {
+		{name: "ledger/a directory", code: ExitBadInput, msg: `experiments\.jsonl is a directory; the ledger must be a regular file`, prep: func(t *testing.T, r testRepo) []string {
 			// The "ledger" is a directory: nothing to hash, so check the
 			// directory stays empty.
 			mustRemove(t, r.ledgerPath())
@@ -350,6 +350,22 @@ func badInputs() []badInput {
 			copyFile(t, r.ledgerPath(), moved)
 			symlink(t, moved, r.ledgerPath())
 			return keep("--metric", "val_bpb=1")
+		}},
+		// Special ledgers (issue 24 item 11): every command refuses at once.
+		{name: "hostile/experiments.jsonl links to /dev/zero", code: ExitBadInput, msg: `experiments\.jsonl points at "/dev/zero"; memorylab never writes through links`, prep: func(t *testing.T, r testRepo) []string {
+			symlink(t, "/dev/zero", r.ledgerPath())
+			return []string{"export-tsv"}
+		}},
+		{name: "hostile/experiments.jsonl links to /dev/zero (doctor)", code: ExitBadInput, msg: `experiments\.jsonl points at "/dev/zero"`, prep: func(t *testing.T, r testRepo) []string {
+			symlink(t, "/dev/zero", r.ledgerPath())
+			return []string{"doctor"}
+		}},
+		{name: "hostile/experiments.jsonl is a FIFO", code: ExitBadInput, msg: `experiments\.jsonl is a FIFO; the ledger must be a regular file`, prep: func(t *testing.T, r testRepo) []string {
+			mustRemove(t, r.ledgerPath())
+			if err := syscall.Mkfifo(r.ledgerPath(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"show", "latest"}
 		}},
 		{name: "hostile/store linked outside the repository", code: ExitBadInput, msg: `store .*results/memorylab resolves to .*, outside the repository`, prep: func(t *testing.T, r testRepo) []string {
 			outside := filepath.Join(t.TempDir(), "store")
@@ -457,7 +473,7 @@ func TestBadInput(t *testing.T) {
 			if i := indexOf(args, "--store"); i >= 0 {
 				ledgerPath = filepath.Join(args[i+1], ledger.LedgerFile)
 			}
-			before, _ := os.ReadFile(ledgerPath)
+			before := ledgerBytes(ledgerPath)
 			tsvBefore := fileHash(t, r.tsvPath())
 			refsBefore := refFiles(t, r.Dir)
 			runsBefore := runDirs(filepath.Dir(ledgerPath))
@@ -471,7 +487,7 @@ func TestBadInput(t *testing.T) {
 				code, stdout, stderr = runCLI(t, dir, args...)
 			}
 			took := time.Since(start)
-			after, _ := os.ReadFile(ledgerPath)
+			after := ledgerBytes(ledgerPath)
 
 			if tc.ok {
 				if code != 0 {
@@ -525,6 +541,21 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	t.Logf("%d bad inputs: exit codes %v", len(cases), byCode)
+}
+
+// ledgerBytes is the ledger's content, or, when it is not a regular file
+// (a link to /dev/zero, a FIFO: never read), what it is.
+func ledgerBytes(path string) []byte {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	if !st.Mode().IsRegular() {
+		target, _ := os.Readlink(path)
+		return []byte(st.Mode().String() + " " + target)
+	}
+	b, _ := os.ReadFile(path)
+	return b
 }
 
 func indexOf(args []string, s string) int {

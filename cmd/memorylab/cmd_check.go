@@ -104,6 +104,13 @@ func printCode(env *Env, v *ops.CodeVerdict, metric string) {
 		}
 		fmt.Fprintln(env.Out, display.Line(fmt.Sprintf("duplicate_code: %s as run=%s status=%s %s=%s", what, d.RunID, d.Status, metric, val)))
 	}
+	for _, d := range v.SameChange {
+		val := "n/a"
+		if d.Value != nil {
+			val = strconv.FormatFloat(*d.Value, 'f', -1, 64)
+		}
+		fmt.Fprintln(env.Out, display.Line(fmt.Sprintf("same change on another base: run=%s status=%s %s=%s (%s)", d.RunID, d.Status, metric, val, ops.BaseDiffText(d.BaseDiff))))
+	}
 	for _, sw := range v.ParamsTried {
 		fmt.Fprintln(env.Out, display.Line("tried "+sw.Line()))
 	}

@@ -220,7 +220,8 @@ func TestHooksRun(t *testing.T) {
 		if strings.Count(got, "\n") != 1 {
 			t.Fatalf("want one line, got %q", got)
 		}
-		mustContain(t, got, "memorylab: ", "block", "increase matrix LR to 0.05", "discard")
+		// New code (train.py never held "again"): a caution, never a block (issue 25).
+		mustContain(t, got, "memorylab: ", "caution", "increase matrix LR to 0.05", "discard")
 	})
 	t.Run("post-commit is silent for a novel idea", func(t *testing.T) {
 		f.commit("rotary base frequency 200k", map[string]string{"train.py": "rope\n"})
@@ -249,7 +250,9 @@ func TestHooksRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Commit("add weight decay 0.1 on embeddings", map[string]string{"train.py": "wd\n"}); err != nil {
+		// The same description as the logged one, hostile bytes and all: a
+		// duplicate only when equal ignoring case and whitespace (issue 25).
+		if _, err := r.Commit("add weight decay 0.1 on embeddings $(touch pwned)\x1b[31m", map[string]string{"train.py": "wd\n"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := runHooksRun(f.env(wt), hooksRunOptions{Hook: "post-commit"}); err != nil {

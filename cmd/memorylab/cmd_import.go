@@ -198,10 +198,9 @@ func printTSVImport(env *Env, opts importOptions, res *ops.ImportResult) error {
 			fj.Skipped = []results.Skip{}
 		}
 		for _, p := range f.Plan {
-			rec := p.Record
-			row := importRowJSON{Line: p.Entry.Line, RunID: string(rec.RunID), Timestamp: rec.Timestamp, Commit: p.Entry.Commit,
-				Status: rec.Status, Metric: p.Entry.Metric, Description: rec.Description, Note: p.Entry.Note, AlreadyPresent: p.Present}
-			if p.Entry.Word != rec.Status {
+			row := importRowJSON{Line: p.Entry.Line, RunID: string(p.RunID), Timestamp: p.Timestamp, Commit: p.Entry.Commit,
+				Status: p.Status, Metric: p.Entry.Metric, Description: p.Description, Note: p.Entry.Note, AlreadyPresent: p.Present}
+			if p.Entry.Word != p.Status {
 				row.StatusWord = p.Entry.Word
 			}
 			fj.Records = append(fj.Records, row)
@@ -241,7 +240,7 @@ func printFileSummary(env *Env, f *ops.ImportedFile, fj importFileJSON, metric s
 	r := f.Result
 	var k, d, c int
 	for _, p := range f.Plan {
-		switch p.Record.Status {
+		switch p.Status {
 		case ledger.StatusKeep:
 			k++
 		case ledger.StatusDiscard:
@@ -300,7 +299,7 @@ func printFileSummary(env *Env, f *ops.ImportedFile, fj importFileJSON, metric s
 			if p.Entry.Note != "" {
 				note = "  [" + p.Entry.Note + "]"
 			}
-			fmt.Fprintf(env.Out, "  %s line %d  %s  %-7s %s=%s  %s%s\n", mark, p.Entry.Line, p.Record.RunID, p.Record.Status, metric, m, truncate(p.Record.Description, 80), note)
+			fmt.Fprintf(env.Out, "  %s line %d  %s  %-7s %s=%s  %s%s\n", mark, p.Entry.Line, p.RunID, p.Status, metric, m, truncate(p.Description, 80), note)
 		}
 	}
 }

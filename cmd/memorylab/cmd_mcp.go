@@ -46,7 +46,7 @@ func mcpCommand(env *Env) *cli.Command {
 				return err
 			}
 			store := c.String("store")
-			return newMCPServer(env, store, allow...).Run(c.Context, &mcp.StdioTransport{})
+			return newMCPServer(env, store, allow...).Run(c.Context, &lineTransport{in: env.In, out: env.Out})
 		},
 	}
 }

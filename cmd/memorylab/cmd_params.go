@@ -49,7 +49,7 @@ func printParams(env *Env, res *ops.ParamsResult) {
 		return
 	}
 	for _, sw := range res.Sweeps {
-		head := fmt.Sprintf("%s (%s): %d runs", sw.Name, sw.File, sw.Runs)
+		head := fmt.Sprintf("%s (%s): %d runs (%d set it)", sw.Name, sw.File, sw.Runs, sw.Edited)
 		if sw.BestValue != "" {
 			head += ", best " + sw.BestValue
 		}
@@ -65,6 +65,9 @@ func printParams(env *Env, res *ops.ParamsResult) {
 			what := statusText(v.Statuses)
 			if v.Runs == 0 {
 				what = "the champion's (no run set it)"
+			}
+			if v.Retry != nil {
+				what += ": " + v.Retry.Text()
 			}
 			fmt.Fprintln(env.Out, display.Line(fmt.Sprintf("  %-12s runs=%d %s=%s %s", v.Value, v.Runs, res.Metric, best, what)))
 		}

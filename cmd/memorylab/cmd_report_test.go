@@ -62,9 +62,9 @@ func TestLogWritesPacketsAndRegistry(t *testing.T) {
 			}
 		}
 	}
-	// The discard 0.0006 behind the champion is worth a retry: the delta to
-	// the current champion is computed (the Python tool's is always null).
-	if got := strings.Join(actions, " "); got != "promote retry fix_and_retry promote abandon" {
+	// The discard 0.0006 behind the champion is no tie (the margin is 0):
+	// abandoned, never a retry or a follow-up (issue 25).
+	if got := strings.Join(actions, " "); got != "promote abandon fix_and_retry promote abandon" {
 		t.Errorf("actions = %s", got)
 	}
 	// champion_challenger.json, refreshed incrementally by every log, equals
@@ -136,7 +136,7 @@ func TestReportCommand(t *testing.T) {
 	wantPaths := "wrote " + filepath.Join(store, "reports", "latest.md") + "\nwrote " + filepath.Join(store, "reports", "20261122T022416Z.md") + "\n"
 	equals(t, wantPaths, r.out)
 	md := readFile(t, filepath.Join(store, "reports", "latest.md"))
-	for _, want := range []string{"## Headline", "Keep / discard / crash: 2 / 2 / 1", "## Decision Queue", "`retry`", "## Plateau",
+	for _, want := range []string{"## Headline", "Keep / discard / crash: 2 / 2 / 1", "## Decision Queue", "`abandon`", "## Plateau",
 		"increase matrix LR to 0.05 \\| with a pipe", "\\<script\\>"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

@@ -209,7 +209,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		return err
 	}
 	lo := opts.Log
-	lo.Status = status
+	lo.Status, lo.MinDelta = status, opts.MinDelta
 	lo.SummaryPath, lo.IgnoreSummaryEnv = "", true
 	if _, err := os.Stat(summary); err == nil {
 		lo.SummaryPath = summary
@@ -259,6 +259,11 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration
 		return err
 	}
 	if res.Policy.Decision != novelty.Block {
+		// Code that never ran trains (issue 25); a caution that names
+		// earlier runs is said once on stderr.
+		if res.Policy.Decision == novelty.Caution && (res.Classification != novelty.Novel || (res.Code != nil && len(res.Code.SameChange) > 0)) {
+			fmt.Fprintf(env.Err, "memorylab: caution: %s\n", display.Line(res.Policy.Rationale))
+		}
 		return nil
 	}
 	if err := printVerdict(env, env.Out, res, opts.JSON); err != nil {

@@ -70,15 +70,17 @@ func readmeBlock(t *testing.T, first string) []string {
 	return strings.Split(strings.TrimSpace(block), "\n")
 }
 
-// TestCheckDiffREADME (issue 16): the README's check --diff and params
-// examples are what the commands print on that scenario; a re-worded
-// re-try of a discarded change is blocked in exploit mode, allowed (and
-// named) in replicate mode; --json carries the code verdict.
+// TestCheckDiffREADME (issues 16 and 25): the README's check --diff and
+// params examples are what the commands print on that scenario. The re-try
+// of a discarded change on a base that has moved since (DEPTH 8→10) is new
+// code: a caution naming the earlier run and how the base differs, never a
+// block; the same code as a run already logged blocks in exploit mode and
+// runs in replicate mode; --json carries the code verdict.
 func TestCheckDiffREADME(t *testing.T) {
 	repo := codeNight(t)
 	r := memorylab(t, repo.Dir, nil, "check", "-d", "bump MATRIX_LR 0.04→0.06", "--diff", "--fail-on-similar")
-	if r.code != ExitBadInput {
-		t.Fatalf("exit %d, want %d (blocked)\n%s%s", r.code, ExitBadInput, r.out, r.errOut)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0 (new code is never blocked)\n%s%s", r.code, r.out, r.errOut)
 	}
 	out := strings.Split(strings.TrimSpace(r.out), "\n")
 	want := readmeBlock(t, "code: working tree change=")
@@ -88,39 +90,48 @@ func TestCheckDiffREADME(t *testing.T) {
 			t.Errorf("check --diff line %d:\n got %s\nwant %s", i, got[i], want[i])
 		}
 	}
-	if !strings.Contains(r.out, "decision=block (duplicate_code: the same change already ran as") {
+	if !strings.Contains(r.out, "decision=caution (a new question: the same change ran as") || !strings.Contains(r.out, "base differs: DEPTH 8→10") {
 		t.Errorf("the headline does not say why:\n%s", r.out)
 	}
-	// The same check in replicate mode is allowed because of the code.
-	if r := memorylab(t, repo.Dir, nil, "check", "-d", "bump MATRIX_LR 0.04→0.06", "--diff", "--mode", "replicate", "--json"); r.code != 0 {
-		t.Fatalf("replicate: %d %s", r.code, r.errOut)
+	// --json: the same change on another base, no duplicate_code.
+	if r := memorylab(t, repo.Dir, nil, "check", "-d", "bump MATRIX_LR 0.04→0.06", "--diff", "--json"); r.code != 0 {
+		t.Fatalf("--json: %d %s", r.code, r.errOut)
 	} else {
 		var v struct {
 			Policy struct{ Decision, Rationale string }
 			Code   struct {
 				Target        string
 				DuplicateCode []struct{ Same string } `json:"duplicate_code"`
-				ParamsTried   []struct{ Name string } `json:"params_tried"`
+				SameChange    []struct {
+					Same     string
+					BaseDiff []struct{ Name, Old, New string } `json:"base_diff"`
+				} `json:"same_change_other_base"`
+				ParamsTried []struct{ Name string } `json:"params_tried"`
 			}
 		}
 		if err := json.Unmarshal([]byte(r.out), &v); err != nil {
 			t.Fatal(err)
 		}
-		// Allowed, and the code is why (issue 25.4: a re-worded re-try's
-		// description is novel, "nothing to replicate" by text).
-		if v.Policy.Decision != "allow" || !strings.Contains(v.Policy.Rationale, "replicate mode re-runs it") || v.Code.Target != "working tree" || len(v.Code.DuplicateCode) != 1 ||
-			v.Code.DuplicateCode[0].Same != "change" || len(v.Code.ParamsTried) != 1 || v.Code.ParamsTried[0].Name != "MATRIX_LR" {
-			t.Errorf("replicate --json: %s", r.out)
+		if v.Policy.Decision != "caution" || v.Code.Target != "working tree" || len(v.Code.DuplicateCode) != 0 || len(v.Code.SameChange) != 1 ||
+			v.Code.SameChange[0].Same != "change_other_base" || len(v.Code.SameChange[0].BaseDiff) != 1 || v.Code.SameChange[0].BaseDiff[0].Name != "DEPTH" ||
+			len(v.Code.ParamsTried) != 1 || v.Code.ParamsTried[0].Name != "MATRIX_LR" {
+			t.Errorf("--json: %s", r.out)
 		}
 	}
 	// Without --diff nothing about code is said.
 	if r := memorylab(t, repo.Dir, nil, "check", "-d", "bump MATRIX_LR 0.04→0.06", "--json"); strings.Contains(r.out, `"code"`) {
 		t.Errorf("check without --diff carries code: %s", r.out)
 	}
-	// --diff REV reads that commit's own change: the kept DEPTH run.
-	if r := memorylab(t, repo.Dir, nil, "check", "-d", "go deeper", "--diff", "HEAD"); !strings.Contains(r.out, "duplicate_code: same change as run=") ||
-		!strings.Contains(r.out, "edits: DEPTH 8→10") {
-		t.Errorf("--diff HEAD:\n%s%s", r.out, r.errOut)
+	// --diff REV reads that commit's own change: the kept DEPTH run. The
+	// same code already ran: blocked in exploit mode, run in replicate mode.
+	if r := memorylab(t, repo.Dir, nil, "check", "-d", "go deeper", "--diff", "HEAD", "--fail-on-similar"); r.code != ExitBadInput ||
+		!strings.Contains(r.out, "duplicate_code: same change as run=") || !strings.Contains(r.out, "edits: DEPTH 8→10") ||
+		!strings.Contains(r.out, "decision=block (duplicate_code: the same change already ran as") {
+		t.Errorf("--diff HEAD: exit %d\n%s%s", r.code, r.out, r.errOut)
+	}
+	if r := memorylab(t, repo.Dir, nil, "check", "-d", "go deeper", "--diff", "HEAD", "--mode", "replicate", "--fail-on-similar"); r.code != 0 ||
+		!strings.Contains(r.out, "decision=allow (duplicate_code: the same change already ran as") {
+		t.Errorf("--diff HEAD --mode replicate: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 
 	r = memorylab(t, repo.Dir, nil, "params", "MATRIX_LR")

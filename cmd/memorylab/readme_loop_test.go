@@ -36,10 +36,11 @@ func readmeNightLoop(t *testing.T) (setup string, iteration []string, morning st
 // TestREADMENightLoop runs the README's loop literally through sh, with git
 // and `uv run train.py` (a shim running python3), for 18 iterations of a
 // fake training script with repeated ideas, a re-worded re-try of earlier
-// code (blocked as duplicate_code, issue 16), crashes (issue 18.1), a tie
-// with the champion (a discard, reset), and a `git commit` that printed
-// "nothing to commit" right after a keep, leaving the champion at HEAD
-// (refused before training; the champion stays, issue 25.1). After every
+// code (blocked as duplicate_code, issue 16), crashes (issue 18.1),
+// repeated descriptions on a moved base that train, a tie with the
+// champion (a discard, reset, no failure evidence), and a `git commit` that
+// printed "nothing to commit" right after a keep, leaving the champion at
+// HEAD (refused before training; the champion stays, issue 25). After every
 // iteration HEAD is the initial commit or a kept run's, never a blocked or
 // crashed one; every record carries the commit it ran, pinned; a repeat
 // adds no record.
@@ -95,30 +96,33 @@ func TestREADMENightLoop(t *testing.T) {
 	type idea struct {
 		desc, bpb string
 		crash     bool
-		want      string // keep, discard, crash, block, or nocommit (train.py unchanged: git commit fails, run refuses)
+		want      string // keep, discard, tie (a discard that ties the champion), crash, block, or nocommit (train.py unchanged: git commit fails, run refuses)
 		code      string // the idea the code implements; "" is desc (a re-worded re-try names an earlier one)
 	}
+	// Issue 25: the code decides. Only code that already ran is blocked (a
+	// re-worded or repeated idea on the same base); a repeated description
+	// on a base that has moved since is new code and trains.
 	night := []idea{
 		{"increase matrix LR to 0.05", "0.990", false, "keep", ""},
 		{"try a longer warmup", "", false, "nocommit", ""}, // the agent forgot to save train.py
 		{"switch to GeLU activation", "1.004", false, "discard", ""},
-		{"double model width", "", true, "crash", ""},
-		{"halve batch size to 262K", "0.985", false, "keep", ""},
-		{"increase matrix LR to 0.05", "0.970", false, "block", ""}, // a repeat: never trained on top of
-		{"warmup 240 steps", "0.984", false, "keep", ""},
-		{"double model width", "", true, "block", ""},
-		{"depth 9 with aspect ratio 57", "0.986", false, "discard", ""},
-		{"RoPE base frequency 200K", "0.979", false, "keep", ""},
-		{"embedding LR 0.8", "0.979", false, "discard", ""}, // a tie with the champion
-		{"final norm before unembedding", "", true, "crash", ""},
-		{"switch to GeLU activation", "0.950", false, "block", ""},
 		{"GELU nonlinearity in the MLP", "1.004", false, "block", "switch to GeLU activation"}, // the same code, re-worded
-		{"softcap logits at 20", "0.978", false, "keep", ""},
+		{"double model width", "", true, "crash", ""},
+		{"double model width", "", true, "block", ""}, // the same code on the same base
+		{"halve batch size to 262K", "0.985", false, "keep", ""},
+		{"increase matrix LR to 0.05", "0.970", false, "keep", ""}, // a repeated description on a new base: new code
+		{"warmup 240 steps", "0.984", false, "discard", ""},
+		{"depth 9 with aspect ratio 57", "0.986", false, "discard", ""},
+		{"RoPE base frequency 200K", "0.969", false, "keep", ""},
+		{"final norm before unembedding", "", true, "crash", ""},
+		{"switch to GeLU activation", "0.950", false, "keep", ""}, // judged on older code: it runs
+		{"softcap logits at 20", "0.950", false, "tie", ""},       // ties the champion: a discard, no failure
 		{"Muon momentum 0.97", "0.980", false, "discard", ""},
-		{"init scale 0.68x", "0.971", false, "keep", ""},
+		{"init scale 0.68x", "0.949", false, "keep", ""},
 		{"shorter warmdown", "", false, "nocommit", ""},
 	}
 	kept := map[string]bool{initial: true}
+	said := map[string]bool{}  // descriptions of earlier iterations
 	ran := map[string]string{} // commit → idea, for every commit that trained
 	for i, it := range night {
 		head, _ := repo.Head()
@@ -151,17 +155,21 @@ func TestREADMENightLoop(t *testing.T) {
 				commit, _ = repo.Head()
 				continue
 			}
-			want := map[string]int{"keep": 0, "discard": 0, "crash": ExitCrash, "block": ExitBadInput, "nocommit": ExitBadInput}[it.want]
+			want := map[string]int{"keep": 0, "discard": 0, "tie": 0, "crash": ExitCrash, "block": ExitBadInput, "nocommit": ExitBadInput}[it.want]
 			if code != want {
 				t.Fatalf("iteration %d (%s): %s: exit %d, want %d\n%s", i, it.desc, line, code, want, out)
 			}
 			if it.want == "nocommit" && (!strings.Contains(out, "already ran") || !strings.Contains(out, "commit your idea first")) {
 				t.Fatalf("iteration %d: run on the kept HEAD did not say it already ran:\n%s", i, out)
 			}
-			if it.want == "block" && it.code != it.desc && !strings.Contains(out, "duplicate_code") {
+			if it.want != "block" && it.want != "nocommit" && said[it.desc] && strings.HasPrefix(line, "memorylab run") && !strings.Contains(out, "memorylab: caution: this code never ran") {
+				t.Fatalf("iteration %d (%s): a repeated description trains without a caution:\n%s", i, it.desc, out)
+			}
+			if it.want == "block" && !strings.Contains(out, "duplicate_code") {
 				t.Fatalf("iteration %d (%s): blocked, but not as duplicate_code of %q:\n%s", i, it.desc, it.code, out)
 			}
 		}
+		said[it.desc] = true
 		recs := records(t, dir)
 		now, _ := repo.Head()
 		switch it.want {
@@ -188,8 +196,12 @@ func TestREADMENightLoop(t *testing.T) {
 			t.Fatalf("iteration %d: %d records, want %d", i, len(recs), before+1)
 		}
 		r := recs[len(recs)-1]
-		if r.Status != it.want || r.Description != it.desc || r.CommitFull != commit {
-			t.Fatalf("iteration %d: record %s %q %s, want %s %q %s", i, r.Status, r.Description, r.CommitFull, it.want, it.desc, commit)
+		status := it.want
+		if status == "tie" {
+			status = ledger.StatusDiscard
+		}
+		if r.Status != status || r.Tie != (it.want == "tie") || r.Description != it.desc || r.CommitFull != commit {
+			t.Fatalf("iteration %d: record %s (tie %v) %q %s, want %s %q %s", i, r.Status, r.Tie, r.Description, r.CommitFull, it.want, it.desc, commit)
 		}
 		if pin, err := repo.Ref("refs/memorylab/runs/" + string(r.RunID)); err != nil || pin != commit {
 			t.Fatalf("iteration %d: the run's code is not pinned: %v", i, err)
@@ -205,5 +217,5 @@ func TestREADMENightLoop(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "results", "memorylab", "reports", "latest.html")); err != nil {
 		t.Fatalf("no morning report: %v", err)
 	}
-	equals(t, 12, len(ran))
+	equals(t, 13, len(ran))
 }

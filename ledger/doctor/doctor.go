@@ -184,9 +184,9 @@ func Diagnose(s *ledger.Store, repo *ledger.Repo, configErr error) (*Report, err
 		rep.add(Finding{Severity: SevError, Check: CheckConfig, Message: configErr.Error(),
 			Fix: "fix " + s.Path(ledger.ConfigFile) + ` by hand ({"version":1,"metric":"val_bpb","goal":"min","train_file":"train.py"})`})
 	}
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 
@@ -384,7 +384,7 @@ func checkTSV(s *ledger.Store, rep *Report, recs []doctorRec) {
 	if s.TSVPath == "" {
 		return
 	}
-	f, err := os.Open(s.TSVPath)
+	f, err := ledger.OpenSized(s.TSVPath, "results.tsv")
 	if errors.Is(err, fs.ErrNotExist) {
 		rep.add(Finding{Severity: SevWarning, Check: CheckTSV, Message: s.TSVPath + " is missing", Fix: "it is recreated by the next `memorylab log`"})
 		return
@@ -456,9 +456,9 @@ func Repair(s *ledger.Store, now time.Time, repo *ledger.Repo) (*RepairResult, e
 		res.RemovedRefs = append(res.RemovedRefs, removed...)
 	}
 
-	f, err := os.Open(s.LedgerPath())
+	f, err := s.OpenLedger()
 	if err != nil {
-		return nil, fmt.Errorf("unable to read ledger: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	var bad []backupLine
@@ -511,7 +511,7 @@ func Repair(s *ledger.Store, now time.Time, repo *ledger.Repo) (*RepairResult, e
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, err
 		}
-		err = writeFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
+		err = ledger.WriteFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
 			return walkLedger(f, func(l *ledgerLine) error {
 				if l.Kind != lineRecord {
 					return nil
@@ -585,42 +585,4 @@ func removeCacheDir(p string, now time.Time) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// writeFileAtomicFunc is WriteFileAtomic for content produced by a writer, so
-// a rewrite of a 400 MB ledger does not hold it in memory. Same steps: temp
-// file in the same directory, fsync, rename, fsync the directory.
-func writeFileAtomicFunc(dst string, perm os.FileMode, produce func(w io.Writer) error) (err error) {
-	dir := filepath.Dir(dst)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(dst)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("unable to write %s: %w", dst, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = produce(bw); err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = f.Close()
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		return fmt.Errorf("unable to write %s: %w", dst, err)
-	}
-	return ledger.SyncDir(dir)
 }

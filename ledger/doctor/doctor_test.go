@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -535,4 +536,43 @@ func corpusFile(t testing.TB, rel string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSpecialLedgerDoctor (issue 24 item 11): doctor and its repair refuse
+// a ledger that is not a regular file at once, as bad input naming it,
+// instead of reading /dev/zero or a FIFO without end.
+func TestSpecialLedgerDoctor(t *testing.T) {
+	ops := []struct {
+		name string
+		run  func(s *ledger.Store) error
+	}{
+		{"Diagnose", func(s *ledger.Store) error { _, err := Diagnose(s, nil, nil); return err }},
+		{"Repair", func(s *ledger.Store) error { _, err := Repair(s, time.Now(), nil); return err }},
+	}
+	for _, sp := range ledger.SpecialLedgers {
+		for _, op := range ops {
+			t.Run(sp.Name+"/"+op.name, func(t *testing.T) {
+				s := ledger.TestStore(t, "")
+				if err := os.Remove(s.LedgerPath()); err != nil {
+					t.Fatal(err)
+				}
+				sp.Make(t, s.LedgerPath())
+				done := make(chan error, 1)
+				go func() { done <- op.run(s) }()
+				select {
+				case err := <-done:
+					if !errors.Is(err, ledger.ErrBadInput) || !errors.Is(err, sp.Want) {
+						t.Fatalf("got %v, want bad input wrapping %v", err, sp.Want)
+					}
+				case <-time.After(20 * time.Second): // a hang, not a speed goal
+					t.Fatalf("%s did not return: it reads the special file without end", op.name)
+				}
+				if sp.Name == "FIFO without a writer" {
+					if f, err := os.OpenFile(s.LedgerPath(), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+						f.Close()
+					}
+				}
+			})
+		}
+	}
 }

@@ -58,7 +58,8 @@ import (
 //	3: groups carry their normalised description (data's third line, and
 //	   the desckey field), so an exact description repeat is found whatever
 //	   the tags and family (issue 18).
-const Format = 3
+//	4: a run's code "t" is a tied discard (Record.Tie, issue 25).
+const Format = 4
 
 const (
 	indexName      = "novelty"
@@ -96,7 +97,7 @@ func TestSetIndexOpenTimeout(d time.Duration) func() {
 
 // encodeGroup writes the stored "data" field: norm, family and desc as JSON
 // strings on a line each, then the runs as "offset:code:metric" joined by ";" (code k, d,
-// c for keep, discard, crash, else "-"; metric empty when missing, else
+// c for keep, discard, crash, t for a tied discard, else "-"; metric empty when missing, else
 // shortest round-trip form). It decodes ~10x faster than JSON arrays.
 func encodeGroup(g *novelty.Group) string {
 	var sb strings.Builder
@@ -113,7 +114,11 @@ func encodeGroup(g *novelty.Group) string {
 		}
 		sb.WriteString(strconv.FormatInt(r.Offset, 10))
 		sb.WriteByte(':')
-		sb.WriteString(statusCode(r.Status))
+		if r.Tie && r.Status == ledger.StatusDiscard {
+			sb.WriteByte('t')
+		} else {
+			sb.WriteString(statusCode(r.Status))
+		}
 		sb.WriteByte(':')
 		if r.Value != nil {
 			sb.WriteString(strconv.FormatFloat(*r.Value, 'g', -1, 64))
@@ -134,7 +139,7 @@ func statusCode(s string) string {
 	return "-"
 }
 
-var codeStatus = map[string]string{"k": ledger.StatusKeep, "d": ledger.StatusDiscard, "c": ledger.StatusCrash, "-": ""}
+var codeStatus = map[string]string{"k": ledger.StatusKeep, "d": ledger.StatusDiscard, "t": ledger.StatusDiscard, "c": ledger.StatusCrash, "-": ""}
 
 func decodeGroup(s string) (novelty.Group, error) {
 	var g novelty.Group
@@ -163,7 +168,7 @@ func decodeGroup(s string) (novelty.Group, error) {
 		if err != nil {
 			return g, err
 		}
-		g.Runs[i] = novelty.Run{Offset: n, Status: status}
+		g.Runs[i] = novelty.Run{Offset: n, Status: status, Tie: code == "t"}
 		if val != "" {
 			v, err := strconv.ParseFloat(val, 64)
 			if err != nil {
@@ -233,7 +238,7 @@ type Index struct {
 	// readAt, when set, is told how far groupsFrom has read (a rebuild's
 	// progress).
 	readAt func(off int64)
-	ledger *os.File // opened by Record
+	ledger *ledger.SizedFile // opened by Record
 	// Mode says how this index answers: "index", "index+pending" or "scan".
 	Mode string
 }
@@ -428,6 +433,7 @@ type slimRecord struct {
 	RunID         ledger.RunID   `json:"run_id"`
 	Family        string         `json:"family"`
 	Status        string         `json:"status"`
+	Tie           bool           `json:"tie"`
 	Description   string         `json:"description"`
 	Hypothesis    string         `json:"hypothesis"`
 	Tags          []string       `json:"tags"`
@@ -439,9 +445,9 @@ type slimRecord struct {
 // version this build reads) and, like ScanFrom, does not cover a torn last
 // line a writer may still be finishing.
 func (x *Index) groupsFrom(from int64, into map[string]*novelty.Group) (int64, error) {
-	f, err := os.Open(x.store.LedgerPath())
+	f, err := x.store.OpenLedger()
 	if err != nil {
-		return from, fmt.Errorf("unable to read ledger: %w", err)
+		return from, err
 	}
 	defer f.Close()
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
@@ -480,7 +486,7 @@ func (x *Index) groupsFrom(from int64, into map[string]*novelty.Group) (int64, e
 			}
 			continue
 		}
-		rec := ledger.Record{Family: r.Family, Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
+		rec := ledger.Record{Family: r.Family, Status: r.Status, Tie: r.Tie, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, Metrics: r.Metrics}
 		norm := x.opts.Normalize(rec.ComparisonText())
 		id := groupID(norm, rec.Family)
 		g := into[id]
@@ -493,7 +499,7 @@ func (x *Index) groupsFrom(from int64, into map[string]*novelty.Group) (int64, e
 }
 
 func (x *Index) runOf(r *ledger.Record, off int64) novelty.Run {
-	run := novelty.Run{Offset: off, Status: r.Status}
+	run := novelty.Run{Offset: off, Status: r.Status, Tie: r.Tie && r.Status == ledger.StatusDiscard}
 	if v, ok := r.Metric(x.meta.Metric); ok {
 		run.Value = &v
 	}
@@ -918,10 +924,14 @@ func uniqueFields(s string) []string {
 // (Store.ReadRecordAt allocates a 1 MiB reader per call, which dominated
 // check's profile), through one descriptor kept open for the index's life.
 func (x *Index) Record(offset int64) (*ledger.Record, error) {
+	if x.ledger != nil && offset >= x.ledger.Size() { // appended since it was opened
+		x.ledger.Close()
+		x.ledger = nil
+	}
 	if x.ledger == nil {
-		f, err := os.Open(x.store.LedgerPath())
+		f, err := x.store.OpenLedger()
 		if err != nil {
-			return nil, fmt.Errorf("unable to read ledger: %w", err)
+			return nil, err
 		}
 		x.ledger = f
 	}
