@@ -71,8 +71,12 @@ func TestClaimsTwoClones(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(root, "git init -q --bare --initial-branch=main shared.git")
-	must(a, "git remote add origin ../shared.git && git push -q origin HEAD:main && memorylab init && memorylab push")
-	must(root, "git clone -q shared.git b")
+	// Absolute: the MCP check below runs in this process, whose working
+	// directory is not the clone's (a relative remote URL is resolved
+	// against the process's directory).
+	shared := filepath.Join(root, "shared.git")
+	must(a, "git remote add origin '"+shared+"' && git push -q origin HEAD:main && memorylab init && memorylab push")
+	must(root, "git clone -q '"+shared+"' b")
 	must(b, "memorylab pull")
 	for _, dir := range []string{a, b} {
 		if err := os.WriteFile(filepath.Join(dir, "train.py"), []byte(train("0.06")), 0o644); err != nil {
