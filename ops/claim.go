@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 )
@@ -65,8 +66,12 @@ func ClaimRun(env Env, s *ledger.Store, repo *ledger.Repo, in ClaimInput) (*RunC
 	if fp == "" {
 		fp = code.Result
 	}
-	if err != nil || fp == "" {
-		env.notef("note: the idea is not claimed in the remote: its code could not be read (%v)", err)
+	if err != nil {
+		env.notef("note: the idea is not claimed in the remote: its code could not be read: %v", err)
+		return nil, nil
+	}
+	if fp == "" {
+		env.notef("note: the idea is not claimed in the remote: it changes no code")
 		return nil, nil
 	}
 	now := env.Now()
@@ -78,7 +83,7 @@ func ClaimRun(env Env, s *ledger.Store, repo *ledger.Repo, in ClaimInput) (*RunC
 	switch {
 	case errors.Is(err, ledger.ErrClaimed) && holder != nil:
 		return nil, ledger.BadInputf("this change is being trained by another run: %s on %s, %q; nothing was run: try another idea, or wait for its result (memorylab sync, then memorylab check)",
-			holder.Host, holder.Start.UTC().Format(time.RFC3339), holder.Description)
+			display.Line(holder.Host), holder.Start.UTC().Format(time.RFC3339), display.Line(holder.Description))
 	case errors.Is(err, ledger.ErrNoRemote):
 		env.notef("note: no remote (origin): the idea is not claimed, which is fine offline")
 		return nil, nil
@@ -91,7 +96,7 @@ func ClaimRun(env Env, s *ledger.Store, repo *ledger.Repo, in ClaimInput) (*RunC
 		if m, ok := similarClaim(env, repo, in.Idea, h.Claim()); ok {
 			rc.Release()
 			return nil, ledger.BadInputf("a similar idea is being trained by another run: %s on %s, %q (similarity %.2f); nothing was run: explore something else",
-				m.Host, m.Start.UTC().Format(time.RFC3339), m.Description, m.Similarity)
+				display.Line(m.Host), m.Start.UTC().Format(time.RFC3339), display.Line(m.Description), m.Similarity)
 		}
 	}
 	rc.wg.Add(1)
