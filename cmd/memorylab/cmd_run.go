@@ -253,7 +253,8 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 // never one already in the ledger), and returns blockedError.
 func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
 	oenv := env.opsWith(opts.Store, opts.JSON)
-	in := ops.CheckInput{Idea: opts.Log.Idea, Limit: 1, Diff: ops.DiffWorktree, CodeOptional: true}
+	// NoClaims: ClaimRun asks the remote right after, and refuses on it.
+	in := ops.CheckInput{Idea: opts.Log.Idea, Limit: 1, Diff: ops.DiffWorktree, CodeOptional: true, NoClaims: true}
 	res, err := ops.CheckIdea(oenv, s, in)
 	if err != nil {
 		return err
