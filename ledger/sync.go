@@ -113,6 +113,10 @@ type SyncOptions struct {
 	OnArrive func([]*Record) error
 	// Progress reports long steps; nil reports nothing.
 	Progress Progress
+	// publish is set by Push: a fold with no ledger here or there commits
+	// the config alone, so the remote's ledger carries it from the first
+	// push (a pull leaves the absent ledger absent).
+	publish bool
 }
 
 // DefaultArchiveCap is the archive file size shared whole (1 MiB).
@@ -148,6 +152,13 @@ type SyncResult struct {
 	// caches folded in file order (the registry) must be rebuilt.
 	OutOfOrder bool     `json:"out_of_order"`
 	Warnings   []string `json:"warnings"`
+	// remoteHasCode: the remote holds a branch (refs/heads/...), so a
+	// `git clone` of it gets the code and not an empty repository.
+	remoteHasCode bool
+	firstPush     bool // this push creates the remote's ledger
+	// claimRefs are the remote's claims on ideas in flight, by fingerprint,
+	// as the last listing saw them (CleanExpiredClaims).
+	claimRefs map[string]plumbing.Hash
 }
 
 // syncState is cache/sync.json: the ledger prefix already folded into the
@@ -232,6 +243,10 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 		switch {
 		case name == LedgerRef:
 			tip = ref.Hash()
+		case ref.Name().IsBranch():
+			res.remoteHasCode = true
+		case strings.HasPrefix(name, ClaimsPrefix):
+			res.noteClaimRef(ref)
 		case strings.HasPrefix(name, prefix):
 			id := strings.TrimPrefix(name, prefix)
 			if _, err := RunRef(RunID(id)); err != nil || ref.Type() != plumbing.HashReference {
@@ -268,6 +283,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		return nil, err
 	}
 	defer done()
+	opts.publish = true
 	release, err := pushTurn(ctx, rs)
 	if err != nil {
 		return nil, err
@@ -277,6 +293,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	if err != nil {
 		return nil, err
 	}
+	res.firstPush = remoteTip.IsZero()
 	theirs, err := g.knownTip(ctx, rs, remoteTip)
 	if err != nil {
 		return nil, err
@@ -327,6 +344,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		sendLedger := !localTip.IsZero() && localTip != remoteTip
 		if !sendLedger && len(specs) == 0 {
 			res.RunRefsPushed = 0
+			res.warnNoCode(res.firstPush)
 			return res, nil
 		}
 		if hook, ok := ctx.Value(pushRoundHookKey{}).(func()); ok {
@@ -346,6 +364,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 			res.RunRefsPushed = len(missing)
+			res.warnNoCode(res.firstPush)
 			return res, nil
 		}
 		if !isRejected(err) {
@@ -534,7 +553,21 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	if err := g.foldAndMerge(ctx, s, remoteTip, opts, res); err != nil {
 		return nil, err
 	}
+	_, headErr := g.r.Head()
+	res.warnNoCode(headErr != nil)
 	return res, nil
+}
+
+// warnNoCode says what is missing when the remote holds no branch: memorylab
+// shares the ledger and the runs' pinned commits, never a code branch, so a
+// `git clone` of such a remote is empty (issue 29.5).
+// It is said when it matters, not on every sync through a remote kept for
+// the ledger alone: when a push creates the remote's ledger, and when a pull
+// lands in a repository with no commit (a clone of such a remote).
+func (res *SyncResult) warnNoCode(when bool) {
+	if when && !res.remoteHasCode {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s holds no code branch, so `git clone` of it gives an empty repository: push yours from the machine that has it (`git push %s HEAD:main`); memorylab shares only the ledger and the runs' commits", res.Remote, res.Remote))
+	}
 }
 
 // localCommitTips are the commits local branches and run refs point at:
@@ -762,7 +795,9 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 
 	// 3. Commit when the union differs from the commit we would point at.
 	newTip := m.base
-	if len(folded) > 0 || m.commit || (tip.IsZero() && remoteTip.IsZero() && set.count() > 0) {
+	// A first push publishes the config even with no run yet, so a clone's
+	// first pull can create its store (issue 29.5).
+	if len(folded) > 0 || m.commit || (tip.IsZero() && remoteTip.IsZero() && (set.count() > 0 || opts.publish)) {
 		msg := fmt.Sprintf("memorylab: fold %d local runs", len(folded))
 		if m.kind == MergeDiverged {
 			msg = fmt.Sprintf("memorylab: fold %d local runs, merge %d remote runs", len(folded), len(m.arrivals))

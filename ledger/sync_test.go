@@ -471,16 +471,69 @@ func TestPullRefusesHostileRemote(t *testing.T) {
 	}
 }
 
-// TestPushNothingToDo: an empty store pushes nothing and says so.
-func TestPushNothingToDo(t *testing.T) {
+// TestPushEmptyStorePublishesConfig: a store with no run yet still
+// publishes its config, so a fresh clone's first pull can create its store
+// (issue 29.5: it published nothing), and a second push has nothing to do.
+// A first push to a remote with no branch says the code is missing; one to
+// a remote holding a branch does not.
+func TestPushEmptyStorePublishesConfig(t *testing.T) {
 	ctx := context.Background()
-	remote := newBareRemote(t)
-	a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
-	if res := a.push(t, ctx); res.Folded != 0 || res.Records != 0 || res.RunRefsPushed != 0 {
-		t.Fatalf("empty push: %+v", res)
-	}
-	if res := a.pull(t, ctx); res.Arrived != 0 || len(res.Merges) != 0 {
-		t.Fatalf("empty pull: %+v", res)
+	for _, withCode := range []bool{false, true} {
+		remote := newBareRemote(t)
+		a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+		if withCode {
+			if err := a.repo.r.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := a.push(t, ctx)
+		if res.Folded != 0 || res.Records != 0 || res.RunRefsPushed != 0 {
+			t.Fatalf("empty push: %+v", res)
+		}
+		warned := strings.Contains(strings.Join(res.Warnings, "\n"), "holds no code branch")
+		if warned == withCode {
+			t.Errorf("remote with code %v: warnings %q", withCode, res.Warnings)
+		}
+		b := newSyncClone(t, "b", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+		g, err := OpenRepo(b.repo.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, ok, err := g.RemoteConfig(ctx, "")
+		if err != nil || !ok || cfg.Metric != "val_bpb" || cfg.Goal != "min" {
+			t.Fatalf("the remote's config after an empty push: %+v %v %v", cfg, ok, err)
+		}
+		if res := a.push(t, ctx); res.Folded != 0 || len(res.Warnings) != 0 {
+			t.Fatalf("second empty push: %+v", res)
+		}
+		if res := a.pull(t, ctx); res.Arrived != 0 || strings.Join(res.Merges, ",") != MergeSame || len(res.Warnings) != 0 {
+			t.Fatalf("empty pull: %+v", res)
+		}
+		// A clone of a remote with no branch has no commit: its pull says
+		// why.
+		dir := filepath.Join(t.TempDir(), "empty-clone")
+		repo, err := InitScratchRepo(dir, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.AddRemote("origin", remote); err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := InitStore(filepath.Join(dir, "results", "memorylab"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ge, err := OpenRepo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err = ge.Pull(ctx, s, SyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(strings.Join(res.Warnings, "\n"), "holds no code branch"); warned == withCode {
+			t.Errorf("pull into a repository with no commit, remote with code %v: warnings %q", withCode, res.Warnings)
+		}
 	}
 }
 

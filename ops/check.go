@@ -79,6 +79,9 @@ type CheckInput struct {
 	// RecordAs, when set, records a block in blocked.jsonl with this source
 	// (BlockedByRun, BlockedByHook, BlockedByCheck, BlockedByMCP).
 	RecordAs string
+	// NoClaims skips asking the remote for claims in flight (a hook that
+	// would not show them).
+	NoClaims bool
 }
 
 // CheckResult is the verdict. Its JSON is check's --json contract: the
@@ -92,7 +95,11 @@ type CheckResult struct {
 	// repeated failure, the same change on another base) whose code the
 	// keeps since have changed (issue 25).
 	WorthRetrying []Stale `json:"worth_retrying,omitempty"`
-	Metric        string  `json:"-"` // the store's primary metric
+	// Claims are the ideas in flight in the shared remote (origin) on the
+	// same code or with a similar description: other machines training
+	// them now (issue 29.2).
+	Claims []ClaimMatch `json:"claims,omitempty"`
+	Metric string       `json:"-"` // the store's primary metric
 }
 
 // Check runs the novelty guard on a planned idea.
@@ -157,6 +164,9 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 		rec := *out
 		rec.TopMatches = top
 		RecordBlock(env, s, &rec, in.Description, in.RecordAs, "")
+	}
+	if !in.NoClaims {
+		out.Claims = checkClaims(env, in, out.Code)
 	}
 	return out, nil
 }

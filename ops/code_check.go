@@ -61,19 +61,8 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 	var code change.Code
 	base := "" // the commit the planned change applies to
 	if diff == DiffWorktree {
-		head, err := repo.HeadCommit()
-		if err != nil {
-			return nil, ledger.BadInputf("--diff: %v", err)
-		}
-		v.Target, base = "working tree", head
-		if code, err = cr.fingerprint(head, ledger.CodeSide{Worktree: true}); err != nil {
+		if code, v.Target, base, err = worktreeCode(cr, repo); err != nil {
 			return nil, err
-		}
-		if code.Change == "" { // committed already: HEAD's own change is the idea
-			v.Target, base = ledger.Short(head), parentOf(repo, head)
-			if code, err = cr.fingerprint("", ledger.CodeSide{Commit: head}); err != nil {
-				return nil, err
-			}
 		}
 	} else {
 		commit, err := repo.ResolveCommit(diff)
@@ -149,6 +138,24 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 		}
 	}
 	return v, nil
+}
+
+// worktreeCode fingerprints the idea in the working tree: its change
+// against HEAD, or HEAD's own change when the tree is clean (committed
+// already). target names which; base is the commit the change applies to.
+func worktreeCode(cr *codeReader, repo *ledger.Repo) (code change.Code, target, base string, err error) {
+	head, err := repo.HeadCommit()
+	if err != nil {
+		return code, "", "", ledger.BadInputf("--diff: %v", err)
+	}
+	if code, err = cr.fingerprint(head, ledger.CodeSide{Worktree: true}); err != nil {
+		return code, "", "", err
+	}
+	if code.Change != "" {
+		return code, "working tree", head, nil
+	}
+	code, err = cr.fingerprint("", ledger.CodeSide{Commit: head})
+	return code, ledger.Short(head), parentOf(repo, head), err
 }
 
 // mergeRuns joins the entries of one run (one per parameter, from

@@ -200,6 +200,7 @@ func EscapeHatches(env Env, s *ledger.Store, in CheckInput) []string {
 		}
 		alt := in
 		alt.Mode = mode
+		alt.NoClaims = true // the guard's verdict alone: claims never block a check
 		if res, err := CheckIdea(quiet, s, alt); err == nil && res.Policy.Decision != novelty.Block {
 			out = append(out, "--mode "+mode)
 		}

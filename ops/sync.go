@@ -99,6 +99,17 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 			in.Step(out, push)
 		}
 	}
+	// Expired claims on ideas in flight (a run that crashed without
+	// releasing its claim) go with the next sync.
+	last := out.Push
+	if last == nil {
+		last = out.Pull
+	}
+	if n, err := loc.Repo.CleanExpiredClaims(env.ctx(), in.Remote, last, env.Now()); err != nil {
+		env.notef("warning: expired claims not cleaned: %v", err)
+	} else if n > 0 {
+		env.notef("removed %d expired claim(s) on ideas in flight from the remote", n)
+	}
 	return out, nil
 }
 

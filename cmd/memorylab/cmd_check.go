@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -68,6 +69,14 @@ func printVerdict(env *Env, w io.Writer, res *ops.CheckResult, asJSON bool) erro
 	printCheck(&out, res.Result, res.Metric)
 	if res.Code != nil {
 		printCode(&out, res.Code, res.Metric)
+	}
+	for _, c := range res.Claims {
+		what := "same code"
+		if c.Same == "description" {
+			what = "similar description " + strconv.FormatFloat(c.Similarity, 'f', 2, 64)
+		}
+		fmt.Fprintln(w, display.Line(fmt.Sprintf("in flight: %s on %s (pid %d), started %s, until %s: %q",
+			what, c.Host, c.PID, c.Start.UTC().Format(time.RFC3339), c.Expires.UTC().Format(time.RFC3339), c.Description)))
 	}
 	return nil
 }

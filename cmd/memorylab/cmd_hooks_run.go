@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -76,6 +77,12 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 		}
 		return err
 	}
+	if opts.Hook == ledger.HookPostCommit {
+		// Another machine training this idea now (issue 29.2).
+		for _, c := range res.Claims {
+			fmt.Fprintln(env.Err, hookClaimLine(c))
+		}
+	}
 	if res.Classification == novelty.Novel && duplicateCode(res) == nil {
 		return nil
 	}
@@ -108,6 +115,7 @@ func hookCheck(env *Env, store, subject, hook string) (*ops.CheckResult, error) 
 		in.Diff, in.CodeOptional = "HEAD", true
 	} else {
 		in.RecordAs = ops.BlockedByHook // commit-msg refuses the commit on a block
+		in.NoClaims = true              // commit-msg refuses on the guard's verdict alone
 	}
 	return ops.CheckIdea(oenv, s, in)
 }
@@ -134,6 +142,20 @@ func hookWarning(subject string, res *ops.CheckResult) string {
 		m := res.TopMatches[0]
 		line += fmt.Sprintf(" resembles run %s (%s, score %.2f): %s", m.RunID, m.Status, m.Score, display.Line(m.Description))
 	}
+	if r := []rune(line); len(r) > hookWarnWidth {
+		line = string(r[:hookWarnWidth-1]) + "…"
+	}
+	return line
+}
+
+// hookClaimLine is one claim in flight as the post-commit hook says it.
+func hookClaimLine(c ops.ClaimMatch) string {
+	what := "the same change"
+	if c.Same == "description" {
+		what = "a similar idea"
+	}
+	line := fmt.Sprintf("memorylab: in flight: %s is training on %s (pid %d) since %s: %q", what, display.Line(c.Host), c.PID,
+		c.Start.UTC().Format(time.RFC3339), display.Line(c.Description))
 	if r := []rune(line); len(r) > hookWarnWidth {
 		line = string(r[:hookWarnWidth-1]) + "…"
 	}

@@ -79,6 +79,10 @@ func runCommand(env *Env) *cli.Command {
 			"checkout or of the same commit elsewhere (naming the first). Uncommitted changes without\n" +
 			"--description are described by their parameter edits, not HEAD's subject. A block names the\n" +
 			"flags that would run it, each checked.\n" +
+			"Then it claims the idea in origin (refs/memorylab/claims/<fingerprint>, renewed while it trains,\n" +
+			"released when run returns): the same change training on another machine is refused (exit 2,\n" +
+			"naming the machine and its start), and in explore mode a similar description too. With no\n" +
+			"origin, or one that cannot be reached, it trains anyway and says so.\n" +
 			"Then it runs the training command in the current directory with $" + ops.SummaryEnv + " set to a fresh\n" +
 			"file, $" + ops.ItemsEnv + " to another (per-item outcomes, JSONL: read when written) and, with\n" +
 			"--seed, $" + ops.SeedEnv + "; streams its output to the terminal and to run.log, prints the elapsed time every 30s\n" +
@@ -228,6 +232,19 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 			return err
 		}
 	}
+	// Claim the idea in the shared remote before training, so no other
+	// machine trains it meanwhile; released when run returns (logged,
+	// crashed, interrupted), renewed while it trains.
+	claim, err := ops.ClaimRun(env.opsEnv(opts.Store), s, loc.Repo, ops.ClaimInput{Idea: opts.Log.Idea, Host: host,
+		PID: os.Getpid(), Commit: ledger.Short(head)})
+	if err != nil {
+		fmt.Fprintf(env.Err, "memorylab: %v\n", err)
+		if rerr := resetRefused(env, s, loc, it, opts); rerr != nil {
+			return rerr
+		}
+		return blockedError{}
+	}
+	defer claim.Release()
 	if opts.Log.LogPath == "" {
 		opts.Log.LogPath = ops.DefaultLog
 	}
@@ -319,7 +336,8 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 // never one already in the ledger), and returns blockedError.
 func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
 	oenv := env.opsWith(opts.Store, opts.JSON)
-	in := ops.CheckInput{Idea: opts.Log.Idea, Limit: 1, Diff: ops.DiffWorktree, CodeOptional: true}
+	// NoClaims: ClaimRun asks the remote right after, and refuses on it.
+	in := ops.CheckInput{Idea: opts.Log.Idea, Limit: 1, Diff: ops.DiffWorktree, CodeOptional: true, NoClaims: true}
 	first := in // only the verdict itself is recorded as a block, not the alternatives asked below
 	first.RecordAs = ops.BlockedByRun
 	res, err := ops.CheckIdea(oenv, s, first)
@@ -339,22 +357,34 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration
 	}
 	fmt.Fprintf(env.Err, "memorylab: blocked by the novelty guard (%s): nothing was trained or logged; try another idea, or %s to run it anyway\n",
 		ops.BlockReason(res), strings.Join(ops.EscapeHatches(oenv, s, in), " or "))
-	if opts.ResetOnDiscard {
-		why, err := it.ResetRefusal(s, it.Head)
-		if err != nil {
-			return err
-		}
-		if why != "" {
-			fmt.Fprintf(env.Err, "memorylab: not reset: %s; the branch stays at %s\n", why, ledger.Short(it.Head))
-			return blockedError{}
-		}
-		parent, err := loc.Repo.ResetBlockedToParent(it.Head)
-		if err != nil {
-			return fmt.Errorf("blocked, but the reset failed: %w", err)
-		}
-		fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/blocked/%s; branch reset to %s\n", ledger.Short(it.Head), it.Head, ledger.Short(parent))
+	if err := resetRefused(env, s, loc, it, opts); err != nil {
+		return err
 	}
 	return blockedError{}
+}
+
+// resetRefused, with --reset-on-discard, pins the commit of an idea refused
+// before training (blocked, or claimed by another machine) under
+// refs/memorylab/blocked/<commit> and resets it away: only the commit this
+// run started from, never one already in the ledger.
+func resetRefused(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
+	if !opts.ResetOnDiscard {
+		return nil
+	}
+	why, err := it.ResetRefusal(s, it.Head)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		fmt.Fprintf(env.Err, "memorylab: not reset: %s; the branch stays at %s\n", why, ledger.Short(it.Head))
+		return nil
+	}
+	parent, err := loc.Repo.ResetBlockedToParent(it.Head)
+	if err != nil {
+		return fmt.Errorf("refused, but the reset failed: %w", err)
+	}
+	fmt.Fprintf(env.Err, "memorylab: %s pinned as refs/memorylab/blocked/%s; branch reset to %s\n", ledger.Short(it.Head), it.Head, ledger.Short(parent))
+	return nil
 }
 
 // newSummaryPath is a fresh sidecar path under the store's cache dir.
