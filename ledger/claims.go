@@ -22,7 +22,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
 )
 
 // Claims on ideas in flight (issue 29.2). Before training, `run` creates
@@ -373,15 +372,7 @@ func claimPack(c Claim) (plumbing.Hash, []byte, error) {
 // pack (nil: none, for deletions). A ref whose old value is not the
 // remote's is reported as a rejected push (isRejected).
 func (g *Repo) sendCommands(ctx context.Context, rs *remoteSpec, cmds []*packp.Command, pack []byte) (err error) {
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 {
-		return fmt.Errorf("remote %s has no URL", rs.label)
-	}
-	ep, err := transport.NewEndpoint(urls[len(urls)-1])
-	if err != nil {
-		return err
-	}
-	cl, err := client.NewClient(ep)
+	ep, cl, err := rs.client()
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage"
 )
 
@@ -183,6 +184,24 @@ type remoteSpec struct {
 	push   *git.Remote // the same remote over undeltifiedStorer
 	track  string
 	label  string
+}
+
+// client is the remote's endpoint (its last URL, as git uses) and the
+// transport client for it: what every session with the remote starts from.
+func (rs *remoteSpec) client() (*transport.Endpoint, transport.Transport, error) {
+	urls := rs.remote.Config().URLs
+	if len(urls) == 0 {
+		return nil, nil, fmt.Errorf("remote %s has no URL", rs.label)
+	}
+	ep, err := transport.NewEndpoint(urls[len(urls)-1])
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ep, cl, nil
 }
 
 var remoteNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

@@ -72,15 +72,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 		}
 		objs = append(objs, more...)
 	}
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 {
-		return fmt.Errorf("remote %s has no URL", rs.label)
-	}
-	ep, err := transport.NewEndpoint(urls[len(urls)-1])
-	if err != nil {
-		return err
-	}
-	cl, err := client.NewClient(ep)
+	ep, cl, err := rs.client()
 	if err != nil {
 		return err
 	}
@@ -193,15 +185,7 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 // (a pinned commit with a 128 MiB file cost 133 MiB; issue 24.5). haves are
 // commits this repository holds.
 func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []plumbing.Hash) (err error) {
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 {
-		return fmt.Errorf("remote %s has no URL", rs.label)
-	}
-	ep, err := transport.NewEndpoint(urls[len(urls)-1])
-	if err != nil {
-		return err
-	}
-	cl, err := client.NewClient(ep)
+	ep, cl, err := rs.client()
 	if err != nil {
 		return err
 	}
