@@ -199,14 +199,6 @@ func hashBytes(parts ...[]byte) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-func hashFile(path string) string {
-	b, err := readInput(path)
-	if err != nil {
-		return ""
-	}
-	return hashBytes(b)
-}
-
 // logReport is what a driver.log / <job>.log says about a run.
 type logReport struct {
 	reports map[int]Reported  // iteration N (1-based)

@@ -1262,28 +1262,6 @@ func ConfigDiff(local, remote Config) string {
 // ledger blob (and the longest ledger line doctor reads).
 const MaxRecordBytes = 16 << 20
 
-// readRecordBlob decodes one remote record and checks it names itself. A
-// blob over MaxRecordBytes is refused without being read.
-func (g *Repo) readRecordBlob(id RunID, h plumbing.Hash) (*Record, error) {
-	b, err := g.r.BlobObject(h)
-	if err != nil {
-		return nil, fmt.Errorf("unable to read remote record %s: %w", id, err)
-	}
-	if b.Size > MaxRecordBytes {
-		return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ErrBadInput, id, b.Size, MaxRecordBytes>>20)
-	}
-	rd, err := b.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(io.LimitReader(rd, MaxRecordBytes))
-	if err != nil {
-		return nil, err
-	}
-	return decodeRemoteRecord(id, data)
-}
-
 // decodeRemoteRecord parses the content of a ledger blob named id: one JSON
 // record whose run_id is id, in a schema this build can read.
 func decodeRemoteRecord(id RunID, data []byte) (*Record, error) {
