@@ -13,6 +13,10 @@ import (
 	"strings"
 )
 
+// CurveFileName is the training curve's file in a run's archive
+// (runs/<id>/curve.json), shared by sync like the other archive files.
+const CurveFileName = "curve.json"
+
 // Training curves: the per-step lines of a training's output, parsed into
 // series (loss, lr, …) against the step, downsampled to a bounded size and
 // kept in the run's archive as curve.json, so the curve travels with sync.

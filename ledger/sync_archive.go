@@ -72,11 +72,12 @@ func (g *Repo) archiveTree(pb *packBuilder, s *Store, id RunID, limit int64) (pl
 }
 
 // ArchiveNames are the files memorylab writes into runs/<id>/ (log,
-// import and arcmemo import; the per-item outcomes, issue 27), and the only
+// import and arcmemo import; the per-item outcomes, issue 27; the training
+// curve, issue 31), and the only
 // ones a sync shares or accepts:
 // anything else in a remote's archive tree is skipped, so one tree cannot
 // name a blob thirty times (issue 24.6).
-var ArchiveNames = []string{"run.log", "summary.json", "train.patch", "decision_packet.json", "decision_packet.md", evidence.ItemsFileName}
+var ArchiveNames = []string{"run.log", "summary.json", "train.patch", "decision_packet.json", "decision_packet.md", evidence.ItemsFileName, CurveFileName}
 
 // archiveName reports whether name is one of ArchiveNames.
 func archiveName(name string) bool {

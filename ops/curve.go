@@ -41,7 +41,7 @@ func curveFile(env Env, s *ledger.Store, logPath string) *ledger.ArchiveFile {
 	if err != nil {
 		return nil
 	}
-	return &ledger.ArchiveFile{Key: "curve_path", Name: "curve.json", Data: b}
+	return &ledger.ArchiveFile{Key: "curve_path", Name: ledger.CurveFileName, Data: b}
 }
 
 // ArchivedCurve reads runs/<id>/curve.json; nil, nil when the run has none.
@@ -50,7 +50,7 @@ func ArchivedCurve(s *ledger.Store, id ledger.RunID) (*ledger.Curve, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "curve.json"))
+	b, err := os.ReadFile(filepath.Join(dir, ledger.CurveFileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

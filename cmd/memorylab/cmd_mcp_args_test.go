@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,6 +93,11 @@ func TestMCPLogDecidesStatus(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(repo.Dir, "none.log"), []byte("step 1 | loss: 3\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// Each idea is its own code: runs of one code form a replicate
+		// group (issue 27), whose spread would widen the tie margin.
+		if _, err := repo.Commit(tc.args["description"].(string), map[string]string{"train.py": fmt.Sprintf("IDEA = %q\n", tc.args["description"])}); err != nil {
+			t.Fatal(err)
 		}
 		rec, _ := call(t, cs, "log", tc.args, false)
 		if rec["status"] != tc.want {

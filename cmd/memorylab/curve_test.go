@@ -89,7 +89,7 @@ func TestListShowsDurations(t *testing.T) {
 	repo := experimentRepo(t)
 	writeFile(t, repo.Dir+"/run.log", summaryLog) // total_seconds: 325.9
 	mustRun(t, repo.Dir, nil, "log", "-d", "timed", "--status", "keep", "--log", "run.log")
-	mustRun(t, repo.Dir, nil, "log", "-d", "untimed", "--status", "discard", "--metric", "val_bpb=1.1")
+	mustRun(t, repo.Dir, nil, "log", "--log", "run.log", "-d", "untimed", "--status", "discard", "--metric", "val_bpb=1.1")
 	out := mustRun(t, repo.Dir, nil, "list").out
 	if !strings.Contains(out, "TIME") || !strings.Contains(out, " 5m26s ") || !strings.Contains(out, " -  ") {
 		t.Errorf("list:\n%s", out)
