@@ -20,23 +20,7 @@ import (
 func TestRunVariant(t testing.TB, src, parent, runID string, edit func(cfg map[string]any)) string {
 	t.Helper()
 	dst := filepath.Join(parent, runID)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	TestCopyRun(t, src, dst)
 	var cfg map[string]any
 	readJSON := func(name string, v any) {
 		b, err := os.ReadFile(filepath.Join(dst, name))
@@ -87,4 +71,27 @@ func SetConfig(cfg map[string]any, key string, v any) {
 		m = next
 	}
 	m[parts[len(parts)-1]] = v
+}
+
+// TestCopyRun copies the run directory src (a corpus run) to dst, so a
+// test can change or import it without touching testdata/.
+func TestCopyRun(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

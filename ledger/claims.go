@@ -372,11 +372,7 @@ func claimPack(c Claim) (plumbing.Hash, []byte, error) {
 // pack (nil: none, for deletions). A ref whose old value is not the
 // remote's is reported as a rejected push (isRejected).
 func (g *Repo) sendCommands(ctx context.Context, rs *remoteSpec, cmds []*packp.Command, pack []byte) (err error) {
-	ep, cl, err := rs.client()
-	if err != nil {
-		return err
-	}
-	sess, err := cl.NewReceivePackSession(ep, nil)
+	sess, ar, err := rs.receivePack(ctx)
 	if err != nil {
 		return err
 	}
@@ -385,10 +381,6 @@ func (g *Repo) sendCommands(ctx context.Context, rs *remoteSpec, cmds []*packp.C
 			err = cerr
 		}
 	}()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return err
-	}
 	cur := map[plumbing.ReferenceName]plumbing.Hash{}
 	req := packp.NewReferenceUpdateRequest()
 	if ar != nil {

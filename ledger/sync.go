@@ -62,6 +62,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage"
@@ -202,6 +203,24 @@ func (rs *remoteSpec) client() (*transport.Endpoint, transport.Transport, error)
 		return nil, nil, err
 	}
 	return ep, cl, nil
+}
+
+// receivePack opens a receive-pack session with the remote and reads the
+// refs it advertises (nil for an empty remote). The caller closes sess.
+func (rs *remoteSpec) receivePack(ctx context.Context) (sess transport.ReceivePackSession, ar *packp.AdvRefs, err error) {
+	ep, cl, err := rs.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	if sess, err = cl.NewReceivePackSession(ep, nil); err != nil {
+		return nil, nil, err
+	}
+	ar, err = sess.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		sess.Close()
+		return nil, nil, err
+	}
+	return sess, ar, nil
 }
 
 var remoteNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)

@@ -72,11 +72,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 		}
 		objs = append(objs, more...)
 	}
-	ep, cl, err := rs.client()
-	if err != nil {
-		return err
-	}
-	sess, err := cl.NewReceivePackSession(ep, nil)
+	sess, ar, err := rs.receivePack(ctx)
 	if err != nil {
 		return err
 	}
@@ -85,10 +81,6 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 			err = cerr
 		}
 	}()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return err
-	}
 	cur := plumbing.ZeroHash
 	if ar != nil {
 		if h, ok := ar.References[LedgerRef]; ok {

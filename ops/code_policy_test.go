@@ -97,21 +97,7 @@ func trainPy(depth, lr string) string {
 // never ran; the same change and code on the same base still is.
 func TestCheckDiffMovedBase(t *testing.T) {
 	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
-	step := func(desc, depth, lr, status string, v float64) {
-		t.Helper()
-		tick(6 * time.Minute)
-		if _, err := repo.Commit(desc, map[string]string{"train.py": trainPy(depth, lr)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, Metrics: map[string]float64{"val_bpb": v}}); err != nil {
-			t.Fatal(err)
-		}
-		if status != ledger.StatusKeep {
-			if err := repo.ResetHardToParent(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	step := sweepStep(t, repo, env, tick)
 	step("raise matrix LR to 0.06", "8", "0.04", ledger.StatusKeep, 0.99) // no change: the baseline's run
 	step("raise matrix LR to 0.06", "8", "0.06", ledger.StatusDiscard, 1.0)
 	step("deeper model: depth 12", "12", "0.04", ledger.StatusKeep, 0.97)
@@ -206,12 +192,11 @@ func storedAction(t *testing.T, r *ledger.Record) string {
 	return p.NextAction
 }
 
-// TestSweepInheritsValues reproduces issue 25's "What was swept": the
-// champion holds MATRIX_LR 0.05 (inherited from an earlier keep) at
-// 0.9799, so 0.05 is the best value, not the edited 0.045 at 0.9819.
-func TestSweepInheritsValues(t *testing.T) {
-	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
-	step := func(desc, depth, lr, status string, v float64) {
+// sweepStep returns a step of a sweep night: commit train.py with depth
+// and lr, log it with status and val_bpb v, and reset a run that was not
+// kept, as the loop does.
+func sweepStep(t *testing.T, repo *ledger.ScratchRepo, env Env, tick func(time.Duration)) func(desc, depth, lr, status string, v float64) {
+	return func(desc, depth, lr, status string, v float64) {
 		t.Helper()
 		tick(6 * time.Minute)
 		if _, err := repo.Commit(desc, map[string]string{"train.py": trainPy(depth, lr)}); err != nil {
@@ -226,6 +211,14 @@ func TestSweepInheritsValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSweepInheritsValues reproduces issue 25's "What was swept": the
+// champion holds MATRIX_LR 0.05 (inherited from an earlier keep) at
+// 0.9799, so 0.05 is the best value, not the edited 0.045 at 0.9819.
+func TestSweepInheritsValues(t *testing.T) {
+	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
+	step := sweepStep(t, repo, env, tick)
 	step("baseline", "8", "0.04", ledger.StatusKeep, 0.99)
 	step("matrix LR 0.05", "8", "0.05", ledger.StatusKeep, 0.985)
 	step("depth 10", "10", "0.05", ledger.StatusKeep, 0.9799)
@@ -280,21 +273,7 @@ func TestRunCodeLineRoundTrip(t *testing.T) {
 // check; a discard on the champion's own code is not.
 func TestStaleVerdictsResurface(t *testing.T) {
 	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
-	step := func(desc, depth, lr, status string, v float64) {
-		t.Helper()
-		tick(6 * time.Minute)
-		if _, err := repo.Commit(desc, map[string]string{"train.py": trainPy(depth, lr)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Log(env, LogInput{Idea: Idea{Description: desc}, Status: status, Metrics: map[string]float64{"val_bpb": v}}); err != nil {
-			t.Fatal(err)
-		}
-		if status != ledger.StatusKeep {
-			if err := repo.ResetHardToParent(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	step := sweepStep(t, repo, env, tick)
 	step("baseline", "8", "0.04", ledger.StatusKeep, 0.99)
 	step("raise matrix LR to 0.06", "8", "0.06", ledger.StatusDiscard, 1.0)
 	step("depth 12", "12", "0.04", ledger.StatusKeep, 0.97)
