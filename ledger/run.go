@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // RunInput is what a caller knows about a run before it is recorded.
@@ -136,7 +138,7 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 		return filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID), name))
 	}
 	r.Artifacts["run_dir"] = filepath.ToSlash(filepath.Join(DefaultStoreDir, RunsDir, string(r.RunID)))
-	writes := make([]atomicFile, 0, len(files))
+	writes := make([]atomicfile.File, 0, len(files))
 	for _, f := range files {
 		if f.Name == "" || strings.ContainsAny(f.Name, `/\`) || f.Name == "." || f.Name == ".." {
 			return BadInputf("archive name %q", f.Name)
@@ -148,9 +150,9 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 		if f.Src.Name != "" {
 			write = func(w io.Writer) error { return copyBounded(w, f.Src) }
 		}
-		writes = append(writes, atomicFile{path: filepath.Join(dir, f.Name), perm: 0o644, write: write})
+		writes = append(writes, atomicfile.File{Path: filepath.Join(dir, f.Name), Perm: 0o644, Write: write})
 	}
-	if err := writeAllAtomic(dir, writes); err != nil {
+	if err := atomicfile.WriteAll(dir, writes); err != nil {
 		return err
 	}
 	for _, f := range files {

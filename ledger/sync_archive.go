@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/evidence"
 )
 
@@ -182,8 +183,8 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *arch
 	}
 	// A run arrives again when a sync was killed before its ledger line:
 	// what that sync had half-written goes first.
-	removeStaleTemps(dir)
-	var writes []atomicFile
+	atomicfile.RemoveStaleTemps(dir)
+	var writes []atomicfile.File
 	var runBytes int64
 	skipped := 0
 	for _, e := range t.Entries {
@@ -214,7 +215,7 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *arch
 		}
 		runBytes += b.Size
 		budget.left -= b.Size
-		writes = append(writes, atomicFile{path: p, perm: 0o644, write: func(w io.Writer) error {
+		writes = append(writes, atomicfile.File{Path: p, Perm: 0o644, Write: func(w io.Writer) error {
 			rd, err := b.Reader()
 			if err != nil {
 				return err
@@ -236,5 +237,5 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *arch
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unable to create %s: %w", dir, err)
 	}
-	return writeAllAtomic(dir, writes)
+	return atomicfile.WriteAll(dir, writes)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // packBuilder gathers the objects one sync writes (record blobs, archive
@@ -216,7 +217,7 @@ func (pb *packBuilder) flush() (err error) {
 		return err
 	}
 	base := filepath.Join(pb.packDir(), "pack-"+packSum.String())
-	err = writeAllAtomic(pb.packDir(), []atomicFile{{path: base + ".idx", perm: 0o444, write: func(w io.Writer) error {
+	err = atomicfile.WriteAll(pb.packDir(), []atomicfile.File{{Path: base + ".idx", Perm: 0o444, Write: func(w io.Writer) error {
 		_, err := idxfile.NewEncoder(w).Encode(idx)
 		return err
 	}}})

@@ -27,6 +27,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // Sending the ledger ref. go-git's push lists the objects to send with
@@ -854,7 +855,7 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, lim packLimits) (err
 	if _, err := os.Stat(base + ".pack"); err == nil {
 		return nil // the same pack arrived before
 	}
-	err = writeAllAtomic(packDir, []atomicFile{{path: base + ".idx", perm: 0o444, write: func(w io.Writer) error {
+	err = atomicfile.WriteAll(packDir, []atomicfile.File{{Path: base + ".idx", Perm: 0o444, Write: func(w io.Writer) error {
 		_, err := idxfile.NewEncoder(w).Encode(idx)
 		return err
 	}}})

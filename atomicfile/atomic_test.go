@@ -1,4 +1,4 @@
-package ledger
+package atomicfile
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ func TestWriteAllAtomic(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := writeAllAtomic(dir, []atomicFile{{a, 0o644, content("new a")}, {b, 0o644, tc.second}})
+			err := WriteAll(dir, []File{{a, 0o644, content("new a")}, {b, 0o644, tc.second}})
 			if (err != nil) != tc.wantErr || (tc.wantErr && !errors.Is(err, boom)) {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}

@@ -1,4 +1,9 @@
-package ledger
+// Package atomicfile replaces files atomically: temp file in the same
+// directory, fsync, rename, fsync the directory, so a reader sees the old or
+// the new content, never a mix. It owns that rule for the ledger, the run
+// archive, refs and packs alike; it knows nothing of records or git and must
+// not import any memorylab package.
+package atomicfile
 
 import (
 	"bufio"
@@ -6,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // WriteFileAtomic replaces path with data: it writes a temp file in the same
@@ -25,23 +31,23 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 // WriteAtomic is WriteFileAtomic for content produced by write, so large
 // files (run logs) are streamed rather than held in memory.
 func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
-	return writeAllAtomic(filepath.Dir(path), []atomicFile{{path: path, perm: perm, write: write}})
+	return WriteAll(filepath.Dir(path), []File{{Path: path, Perm: perm, Write: write}})
 }
 
-// atomicFile is one file for writeAllAtomic.
-type atomicFile struct {
-	path  string
-	perm  os.FileMode
-	write func(io.Writer) error
+// File is one file for WriteAll.
+type File struct {
+	Path  string
+	Perm  os.FileMode
+	Write func(io.Writer) error
 }
 
-// writeAllAtomic replaces several files of one directory dir as
+// WriteAll replaces several files of one directory dir as
 // WriteFileAtomic does each, but with their fsyncs issued together and one
 // directory fsync for all: a run's archive is four files, and eight
 // sequential fsyncs were a tenth of log's time. Each file is still either
 // old or new; on error the temp files are removed and no file has been
 // replaced.
-func writeAllAtomic(dir string, files []atomicFile) (err error) {
+func WriteAll(dir string, files []File) (err error) {
 	tmps := make([]*os.File, 0, len(files))
 	defer func() {
 		if err != nil {
@@ -52,50 +58,50 @@ func writeAllAtomic(dir string, files []atomicFile) (err error) {
 		}
 	}()
 	for _, af := range files {
-		f, err := os.CreateTemp(dir, "."+filepath.Base(af.path)+".tmp-*")
+		f, err := os.CreateTemp(dir, "."+filepath.Base(af.Path)+".tmp-*")
 		if err != nil {
-			return fmt.Errorf("unable to write %s: %w", af.path, err)
+			return fmt.Errorf("unable to write %s: %w", af.Path, err)
 		}
 		tmps = append(tmps, f)
-		if err := af.write(f); err != nil {
-			return fmt.Errorf("unable to write %s: %w", af.path, err)
+		if err := af.Write(f); err != nil {
+			return fmt.Errorf("unable to write %s: %w", af.Path, err)
 		}
-		if err := f.Chmod(af.perm); err != nil {
-			return fmt.Errorf("unable to write %s: %w", af.path, err)
+		if err := f.Chmod(af.Perm); err != nil {
+			return fmt.Errorf("unable to write %s: %w", af.Path, err)
 		}
 	}
 	syncs := make([]func() error, len(tmps))
 	for i, f := range tmps {
 		syncs[i] = func() error {
 			if err := f.Sync(); err != nil {
-				return fmt.Errorf("unable to write %s: %w", files[i].path, err)
+				return fmt.Errorf("unable to write %s: %w", files[i].Path, err)
 			}
 			return nil
 		}
 	}
-	if err := Parallel(syncs...); err != nil {
+	if err := parallel(syncs); err != nil {
 		return err
 	}
 	for i, f := range tmps {
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("unable to write %s: %w", files[i].path, err)
+			return fmt.Errorf("unable to write %s: %w", files[i].Path, err)
 		}
 	}
 	for i, f := range tmps {
-		if err := os.Rename(f.Name(), files[i].path); err != nil {
+		if err := os.Rename(f.Name(), files[i].Path); err != nil {
 			// Files renamed before this one stay replaced; the caller's
 			// commit point (the ledger line) has not been written.
-			return fmt.Errorf("unable to write %s: %w", files[i].path, err)
+			return fmt.Errorf("unable to write %s: %w", files[i].Path, err)
 		}
 	}
 	return SyncDir(dir)
 }
 
-// removeStaleTemps removes the temporary files writeAllAtomic leaves in dir
+// RemoveStaleTemps removes the temporary files WriteAll leaves in dir
 // when its process is killed between creating them and renaming them into
 // place. Call it only while no one else can be writing into dir (a run's
 // archive directory, under the store lock).
-func removeStaleTemps(dir string) {
+func RemoveStaleTemps(dir string) {
 	tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
 	for _, t := range tmps {
 		_ = os.Remove(t)
@@ -148,4 +154,25 @@ func WriteFileAtomicFunc(dst string, perm os.FileMode, produce func(w io.Writer)
 		return fmt.Errorf("unable to write %s: %w", dst, err)
 	}
 	return SyncDir(dir)
+}
+
+// parallel runs fns concurrently and returns the first error in argument
+// order (the fsyncs of WriteAll, issued together).
+func parallel(fns []func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
