@@ -22,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/memorylab/memorylab/gitwire"
 )
 
 // Claims on ideas in flight (issue 29.2). Before training, `run` creates
@@ -359,9 +360,9 @@ func claimPack(c Claim) (plumbing.Hash, []byte, error) {
 	_ = binary.Write(&pack, binary.BigEndian, uint32(2))
 	_ = binary.Write(&pack, binary.BigEndian, uint32(2))
 	zw, _ := zlib.NewWriterLevel(&entry, zlib.BestSpeed)
-	encodeEntry(&entry, zw, plumbing.TreeObject, nil)
+	gitwire.EncodeEntry(&entry, zw, plumbing.TreeObject, nil)
 	pack.Write(entry.Bytes())
-	encodeEntry(&entry, zw, plumbing.CommitObject, data)
+	gitwire.EncodeEntry(&entry, zw, plumbing.CommitObject, data)
 	pack.Write(entry.Bytes())
 	sum := sha1.Sum(pack.Bytes())
 	pack.Write(sum[:])

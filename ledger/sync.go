@@ -66,6 +66,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/memorylab/memorylab/gitwire"
 )
 
 // ledgerFormatVersion is the version of the tree layout under LedgerRef; see
@@ -232,7 +233,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	}
 	if remoteNamePattern.MatchString(name) && !strings.Contains(name, "..") {
 		if rem, err := g.r.Remote(name); err == nil {
-			return &remoteSpec{remote: rem, push: git.NewRemote(undeltifiedStorer{g.r.Storer}, rem.Config()), track: name, label: name}, nil
+			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.r.Storer}, rem.Config()), track: name, label: name}, nil
 		}
 	}
 	url := name
@@ -252,7 +253,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
 	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
-	return &remoteSpec{remote: git.NewRemote(g.r.Storer, rc), push: git.NewRemote(undeltifiedStorer{g.r.Storer}, rc), track: track, label: url}, nil
+	return &remoteSpec{remote: git.NewRemote(g.r.Storer, rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.r.Storer}, rc), track: track, label: url}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {

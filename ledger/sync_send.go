@@ -28,6 +28,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitwire"
 )
 
 // Sending the ledger ref. go-git's push lists the objects to send with
@@ -417,7 +418,7 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64) e
 	defer raw.close()
 	sum := sha1.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
-	var head [packHeaderSize]byte
+	var head [gitwire.PackHeaderSize]byte
 	copy(head[:], "PACK")
 	binary.BigEndian.PutUint32(head[4:], 2)
 	binary.BigEndian.PutUint32(head[8:], uint32(len(objs)))
@@ -499,24 +500,6 @@ func writeEntry(w io.Writer, zw *zlib.Writer, obj plumbing.EncodedObject) error 
 		return fmt.Errorf("object is %d bytes, its header says %d", copied, obj.Size())
 	}
 	return zw.Close()
-}
-
-// encodeEntry writes one whole (undeltified) pack entry into buf: the
-// type-and-size header, then the zlib stream.
-func encodeEntry(buf *bytes.Buffer, zw *zlib.Writer, t plumbing.ObjectType, data []byte) {
-	buf.Reset()
-	size := uint64(len(data))
-	b := byte(t)<<4 | byte(size&0x0f)
-	size >>= 4
-	for size != 0 {
-		buf.WriteByte(b | 0x80)
-		b = byte(size & 0x7f)
-		size >>= 7
-	}
-	buf.WriteByte(b)
-	zw.Reset(buf)
-	_, _ = zw.Write(data) // writes to a bytes.Buffer do not fail
-	_ = zw.Close()
 }
 
 // localPacks gives raw access to the entries of the repository's packs.
@@ -703,7 +686,7 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, lim packLimits) (err
 	// bulk, below the buffered reader the entries are parsed from.
 	sum := &trailingHasher{h: sha1.New()}
 	cr := &countingReader{br: bufio.NewReaderSize(io.TeeReader(rd, io.MultiWriter(f, sum)), 1<<20)}
-	var head [packHeaderSize]byte
+	var head [gitwire.PackHeaderSize]byte
 	if _, err := io.ReadFull(cr, head[:]); err != nil {
 		return fmt.Errorf("unable to read the pack: %w", err)
 	}
@@ -828,7 +811,7 @@ func receivePack(sto *refStorage, dir string, rd io.Reader, lim packLimits) (err
 	}
 	end := cr.n - 20
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), 1<<20)
-	if _, err := br.Discard(packHeaderSize); err != nil {
+	if _, err := br.Discard(gitwire.PackHeaderSize); err != nil {
 		return err
 	}
 	for i, o := range objs {

@@ -1,4 +1,4 @@
-package ledger
+package gitwire
 
 import (
 	"bufio"
@@ -17,25 +17,26 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/memorylab/memorylab/atomicfile"
 )
 
-// packBuilder gathers the objects one sync writes (record blobs, archive
+// PackBuilder gathers the objects one sync writes (record blobs, archive
 // blobs, shard trees, the ledger commit) into a single git packfile. go-git's
 // Storer.SetEncodedObject writes one loose file per object: a first push of
 // 10,000 runs wrote ~10,000 files into .git/objects (41 MB), which made it
 // take 75 s and every later plain `git` command on the repository slow.
 //
 // Objects are appended, zlib-compressed (BestSpeed) and undeltified, to a
-// temporary file in objects/pack; flush writes the pack header and trailer,
+// temporary file in objects/pack; Flush writes the pack header and trailer,
 // builds the .idx from the offsets and CRCs recorded while writing (go-git's
 // PackfileWriter would inflate every object again to index it: 15 % of a
 // first push), renames the .idx and then the .pack into place, as git and
-// go-git do, and reopens the repository handle so the objects are visible.
+// go-git do, and reports that it wrote one: the caller reopens its repository handle so
+// the objects are visible.
 // Memory stays bounded by one object plus 28 bytes per object.
-type packBuilder struct {
-	g       *Repo
+type PackBuilder struct {
+	sto     storer.EncodedObjectStorer // objects already stored are not written again
+	dir     string                     // objects/pack of the repository
 	f       *os.File
 	bw      *bufio.Writer
 	zw      *zlib.Writer
@@ -54,51 +55,39 @@ type packEntry struct {
 	crc uint32
 }
 
-// packHeaderSize is "PACK", version 2 and the object count.
-const packHeaderSize = 12
+// PackHeaderSize is "PACK", version 2 and the object count.
+const PackHeaderSize = 12
 
-func (g *Repo) newPack() *packBuilder {
-	return &packBuilder{g: g, seen: map[plumbing.Hash]struct{}{}}
+// NewPack starts a pack for the repository whose objects are sto and whose
+// pack directory (objects/pack) is packDir.
+func NewPack(sto storer.EncodedObjectStorer, packDir string) *PackBuilder {
+	return &PackBuilder{sto: sto, dir: packDir, seen: map[plumbing.Hash]struct{}{}}
 }
 
-func (pb *packBuilder) packDir() string {
-	return filepath.Join(pb.g.gitDirOfStorage(), "objects", "pack")
-}
+func (pb *PackBuilder) packDir() string { return pb.dir }
 
-// gitDirOfStorage is the directory of the repository's object and ref
-// storage (the common git dir, or a bare repository).
-func (g *Repo) gitDirOfStorage() string {
-	switch st := g.r.Storer.(type) {
-	case *refStorage:
-		return st.commonDir
-	case *filesystem.Storage: // opened by a test with go-git directly
-		return st.Filesystem().Root()
-	}
-	return g.CommonDir
-}
-
-// add stores one object of type t with content data (which pack takes
+// Add stores one object of type t with content data (which pack takes
 // over) and returns its hash. Objects the repository or this pack already
 // hold are not written again.
-func (pb *packBuilder) add(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+func (pb *PackBuilder) Add(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	return pb.put(t, data, true)
 }
 
-// addNew is add for objects the repository is all but sure to lack (the
+// AddNew is Add for objects the repository is all but sure to lack (the
 // blob of a record the ledger ref does not hold): it skips the existence
 // check, a stat per object (2 s of a 100,000-run first push). A duplicate
 // in a pack is harmless.
-func (pb *packBuilder) addNew(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+func (pb *PackBuilder) AddNew(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	return pb.put(t, data, false)
 }
 
-func (pb *packBuilder) put(t plumbing.ObjectType, data []byte, check bool) (plumbing.Hash, error) {
+func (pb *PackBuilder) put(t plumbing.ObjectType, data []byte, check bool) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(t, data)
 	if _, ok := pb.seen[h]; ok {
 		return h, nil
 	}
 	pb.seen[h] = struct{}{}
-	if check && pb.g.r.Storer.HasEncodedObject(h) == nil {
+	if check && pb.sto.HasEncodedObject(h) == nil {
 		return h, nil
 	}
 	if pb.f == nil {
@@ -120,7 +109,7 @@ type packObject struct {
 // start creates the temporary pack and its writer goroutine, which
 // compresses and appends objects while the caller decodes and encodes the
 // next records (compression was a fifth of a first push).
-func (pb *packBuilder) start() error {
+func (pb *PackBuilder) start() error {
 	if err := os.MkdirAll(pb.packDir(), 0o755); err != nil {
 		return err
 	}
@@ -131,10 +120,10 @@ func (pb *packBuilder) start() error {
 	}
 	pb.f = f
 	pb.bw = bufio.NewWriterSize(f, 1<<20)
-	if _, err := pb.bw.Write(make([]byte, packHeaderSize)); err != nil {
+	if _, err := pb.bw.Write(make([]byte, PackHeaderSize)); err != nil {
 		return err
 	}
-	pb.off = packHeaderSize
+	pb.off = PackHeaderSize
 	pb.zw, _ = zlib.NewWriterLevel(&pb.buf, zlib.BestSpeed)
 	pb.work = make(chan packObject, 256)
 	pb.done = make(chan struct{})
@@ -144,7 +133,7 @@ func (pb *packBuilder) start() error {
 			if pb.werr != nil {
 				continue
 			}
-			encodeEntry(&pb.buf, pb.zw, o.t, o.data)
+			EncodeEntry(&pb.buf, pb.zw, o.t, o.data)
 			if _, err := pb.bw.Write(pb.buf.Bytes()); err != nil {
 				pb.werr = fmt.Errorf("unable to write a pack: %w", err)
 				continue
@@ -157,7 +146,7 @@ func (pb *packBuilder) start() error {
 }
 
 // stop waits for the writer goroutine to write what it was given.
-func (pb *packBuilder) stop() error {
+func (pb *PackBuilder) stop() error {
 	if pb.work != nil {
 		close(pb.work)
 		<-pb.done
@@ -166,55 +155,55 @@ func (pb *packBuilder) stop() error {
 	return pb.werr
 }
 
-// flush writes the gathered objects into the repository as one pack. After
-// it returns, every object added so far can be read through the Storer
-// (the handle is reopened).
-func (pb *packBuilder) flush() (err error) {
+// Flush writes the gathered objects into the repository as one pack and
+// says whether it wrote one (nothing was added: no pack). The caller then
+// reopens its storage so every object added so far can be read.
+func (pb *PackBuilder) Flush() (wrote bool, err error) {
 	if pb.f == nil {
-		return nil
+		return false, nil
 	}
-	defer pb.discard()
+	defer pb.Discard()
 	if err := pb.stop(); err != nil {
-		return err
+		return false, err
 	}
 	if err := pb.bw.Flush(); err != nil {
-		return fmt.Errorf("unable to write a pack: %w", err)
+		return false, fmt.Errorf("unable to write a pack: %w", err)
 	}
-	var head [packHeaderSize]byte
+	var head [PackHeaderSize]byte
 	copy(head[:], "PACK")
 	binary.BigEndian.PutUint32(head[4:], 2)
 	binary.BigEndian.PutUint32(head[8:], uint32(len(pb.entries)))
 	if _, err := pb.f.WriteAt(head[:], 0); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := pb.f.Seek(0, io.SeekStart); err != nil {
-		return err
+		return false, err
 	}
 	sum := sha1.New()
 	if _, err := io.Copy(sum, bufio.NewReaderSize(pb.f, 1<<20)); err != nil {
-		return err
+		return false, err
 	}
 	var packSum plumbing.Hash
 	copy(packSum[:], sum.Sum(nil))
 	if _, err := pb.f.Write(packSum[:]); err != nil {
-		return fmt.Errorf("unable to write a pack: %w", err)
+		return false, fmt.Errorf("unable to write a pack: %w", err)
 	}
 	if err := pb.f.Sync(); err != nil {
-		return fmt.Errorf("unable to write a pack: %w", err)
+		return false, fmt.Errorf("unable to write a pack: %w", err)
 	}
 	iw := new(idxfile.Writer)
 	if err := iw.OnHeader(uint32(len(pb.entries))); err != nil {
-		return err
+		return false, err
 	}
 	for _, e := range pb.entries {
 		iw.Add(e.h, uint64(e.off), e.crc)
 	}
 	if err := iw.OnFooter(packSum); err != nil {
-		return err
+		return false, err
 	}
 	idx, err := iw.Index()
 	if err != nil {
-		return err
+		return false, err
 	}
 	base := filepath.Join(pb.packDir(), "pack-"+packSum.String())
 	err = atomicfile.WriteAll(pb.packDir(), []atomicfile.File{{Path: base + ".idx", Perm: 0o444, Write: func(w io.Writer) error {
@@ -222,23 +211,23 @@ func (pb *packBuilder) flush() (err error) {
 		return err
 	}}})
 	if err != nil {
-		return fmt.Errorf("unable to write a pack index: %w", err)
+		return false, fmt.Errorf("unable to write a pack index: %w", err)
 	}
 	_ = pb.f.Chmod(0o444)
 	if err := os.Rename(pb.f.Name(), base+".pack"); err != nil {
-		return fmt.Errorf("unable to write a pack: %w", err)
+		return false, fmt.Errorf("unable to write a pack: %w", err)
 	}
-	if err := SyncDir(pb.packDir()); err != nil {
-		return err
+	if err := atomicfile.SyncDir(pb.packDir()); err != nil {
+		return false, err
 	}
 	pb.f.Close()
 	pb.f = nil
-	return pb.g.reopen()
+	return true, nil
 }
 
-// discard drops the temporary file; flush calls it, and callers defer it
+// Discard drops the temporary file; Flush calls it, and callers defer it
 // for the error paths.
-func (pb *packBuilder) discard() {
+func (pb *PackBuilder) Discard() {
 	_ = pb.stop()
 	if pb.f != nil {
 		_ = pb.f.Close()
@@ -255,9 +244,9 @@ func (pb *packBuilder) discard() {
 // distinct JSON lines that zlib already compresses, so that search cost
 // most of a first push and saved little. PackfileWriter and DeltaObject are
 // forwarded so go-git still takes its fast paths.
-type undeltifiedStorer struct{ storage.Storer }
+type UndeltifiedStorer struct{ storage.Storer }
 
-func (s undeltifiedStorer) Config() (*config.Config, error) {
+func (s UndeltifiedStorer) Config() (*config.Config, error) {
 	c, err := s.Storer.Config()
 	if err != nil {
 		return nil, err
@@ -267,7 +256,7 @@ func (s undeltifiedStorer) Config() (*config.Config, error) {
 	return &cp, nil
 }
 
-func (s undeltifiedStorer) PackfileWriter() (io.WriteCloser, error) {
+func (s UndeltifiedStorer) PackfileWriter() (io.WriteCloser, error) {
 	pw, ok := s.Storer.(storer.PackfileWriter)
 	if !ok {
 		return nil, fmt.Errorf("storage cannot take packfiles")
@@ -275,4 +264,22 @@ func (s undeltifiedStorer) PackfileWriter() (io.WriteCloser, error) {
 	return pw.PackfileWriter()
 }
 
-var _ storer.PackfileWriter = undeltifiedStorer{}
+var _ storer.PackfileWriter = UndeltifiedStorer{}
+
+// EncodeEntry writes one whole (undeltified) pack entry into buf: the
+// type-and-size header, then the zlib stream.
+func EncodeEntry(buf *bytes.Buffer, zw *zlib.Writer, t plumbing.ObjectType, data []byte) {
+	buf.Reset()
+	size := uint64(len(data))
+	b := byte(t)<<4 | byte(size&0x0f)
+	size >>= 4
+	for size != 0 {
+		buf.WriteByte(b | 0x80)
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	buf.WriteByte(b)
+	zw.Reset(buf)
+	_, _ = zw.Write(data) // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+}

@@ -1,15 +1,13 @@
-package ledger
+package gitwire
 
 import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
@@ -64,11 +62,10 @@ func (f *memFile) Unlock() error                      { return nil }
 func (f *memFile) Truncate(int64) error               { return errReadOnly }
 func (f *memFile) WriteAt([]byte, int64) (int, error) { return 0, errReadOnly }
 
-// openStorage opens the object and ref storage of a git dir (common is the
+// OpenStorage opens the object and ref storage of a git dir (common is the
 // shared git dir of a linked worktree's gitDir, or gitDir itself) through
-// idxReadingFS, with atomic reference updates (refStorage). With keep, pack
-// files stay open until Close.
-func openStorage(gitDir, common string, keep bool) *refStorage {
+// idxReadingFS. With keep, pack files stay open until Close.
+func OpenStorage(gitDir, common string, keep bool) *filesystem.Storage {
 	var fs billy.Filesystem = idxReadingFS{osfs.New(common)}
 	if gitDir != "" && gitDir != common {
 		fs = dotgit.NewRepositoryFilesystem(idxReadingFS{osfs.New(gitDir)}, fs)
@@ -79,38 +76,5 @@ func openStorage(gitDir, common string, keep bool) *refStorage {
 	// LargeObjectThreshold: go-git reads a loose object over it lazily, by
 	// its header, instead of inflating it into memory first (issue 24.5: a
 	// remote's loose 2 GiB blob, served in-process to a pull).
-	sto := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: keep, LargeObjectThreshold: 1 << 20})
-	if gitDir == "" {
-		gitDir = common
-	}
-	return &refStorage{Storage: sto, gitDir: gitDir, commonDir: common}
-}
-
-// reopen replaces the go-git handle with a fresh one (see beginSync), over
-// idxReadingFS.
-func (g *Repo) reopen() error {
-	common := g.gitDirOfStorage()
-	gitDir := g.GitDir
-	if g.WorktreeRoot == "" { // a bare repository opened by tests as a remote
-		gitDir = common
-	}
-	var wt billy.Filesystem
-	if g.WorktreeRoot != "" {
-		wt = osfs.New(g.WorktreeRoot)
-	}
-	sto := openStorage(gitDir, common, true)
-	r, err := git.Open(sto, wt)
-	if err != nil {
-		if _, statErr := os.Stat(common); statErr != nil {
-			return translateOpenError(g.WorktreeRoot, err)
-		}
-		return err
-	}
-	// The handle this replaces is no longer used by anyone (callers
-	// resolve their remote again after a reopen): close its pack files.
-	if g.syncStorage != nil {
-		_ = g.syncStorage.Close()
-	}
-	g.r, g.syncStorage = r, sto
-	return nil
+	return filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: keep, LargeObjectThreshold: 1 << 20})
 }
