@@ -135,6 +135,9 @@ func (g *Repo) worktreeHeads() map[string]string {
 // Worktrees lists the top directories of the repository's worktrees (the
 // main one and every linked one), links resolved.
 func (g *Repo) Worktrees() []string {
+	if g == nil {
+		return nil
+	}
 	var out []string
 	for _, root := range g.worktreeHeads() {
 		if r, err := resolveExisting(root); err == nil {

@@ -60,7 +60,7 @@ func (g *Repo) LockCheckout(st RunState) (*Lock, error) {
 		_ = f.Truncate(0)
 		_, _ = f.WriteAt(append(b, '\n'), 0)
 	}
-	return &Lock{f: f}, nil
+	return HeldLock(f), nil
 }
 
 // checkoutHolder describes the run recorded in a held checkout lock.

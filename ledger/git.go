@@ -25,15 +25,6 @@ import (
 	"github.com/memorylab/memorylab/change"
 )
 
-// Git errors, mapped to exit codes by cmd.
-var (
-	ErrNotRepo     = errors.New("not a git repository")
-	ErrBareRepo    = errors.New("bare git repository")
-	ErrNoCommits   = errors.New("git repository has no commits yet")
-	ErrUnsupported = errors.New("git repository uses a feature memorylab cannot read")
-	ErrNotFound    = errors.New("not found")
-)
-
 // Repo is the one owner of go-git in memorylab. Open one per command:
 // go-git handles go stale after a concurrent `git gc` (go-git#2242).
 // go-git is not goroutine-safe (go-git#48, #208), so every method holds mu.
@@ -180,27 +171,6 @@ func isBare(dir string) bool {
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "config"))
 	return err == nil && bytes.Contains(bytes.ReplaceAll(b, []byte(" "), nil), []byte("bare=true"))
-}
-
-// Provenance is where a run's code came from.
-type Provenance struct {
-	Branch     string // branch name, or "HEAD" when detached
-	Commit     string // full 40-hex commit
-	Parent     string // full parent commit; "" for a root commit
-	Dirty      bool   // the working tree differs from HEAD
-	TrainPatch []byte // unified diff of the train file (parent → commit, or working tree when dirty)
-	// DirtyUnknown is why the working tree could not be compared with
-	// HEAD (Dirty is then true: the commit may not be the code that ran).
-	// It never stops a log: a run has already trained.
-	DirtyUnknown error
-}
-
-// Short returns the 7-character form of a full hash.
-func Short(h string) string {
-	if len(h) > 7 {
-		return h[:7]
-	}
-	return h
 }
 
 // Provenance reads branch, commit, parent and dirtiness of the worktree and
@@ -466,3 +436,13 @@ type textChunk struct {
 
 func (c textChunk) Content() string       { return c.content }
 func (c textChunk) Type() fdiff.Operation { return c.op }
+
+// openWorktree opens the root every read of this worktree's files goes
+// through. The caller closes it.
+func (g *Repo) openWorktree() (*os.Root, error) {
+	root, err := os.OpenRoot(g.WorktreeRoot)
+	if err != nil {
+		return nil, fmt.Errorf("unable to open the worktree %s: %w", g.WorktreeRoot, err)
+	}
+	return root, nil
+}

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -79,16 +78,6 @@ func readInRoot(root *os.Root, name string, limit int64) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, limit+1))
-}
-
-// openWorktree opens the root every read of this worktree's files goes
-// through. The caller closes it.
-func (g *Repo) openWorktree() (*os.Root, error) {
-	root, err := os.OpenRoot(g.WorktreeRoot)
-	if err != nil {
-		return nil, fmt.Errorf("unable to open the worktree %s: %w", g.WorktreeRoot, err)
-	}
-	return root, nil
 }
 
 // LocateInput finds which of dirs holds path once every symbolic link in it

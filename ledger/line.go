@@ -41,3 +41,7 @@ func ReadLine(br *bufio.Reader) (line []byte, n int64, long bool, err error) {
 func LongLineReason(n int64) string {
 	return fmt.Sprintf("a line of %d bytes, over the %d bytes a record may have: skipped", n, MaxRecordBytes)
 }
+
+// MaxRecordBytes is the largest record a reader accepts from a remote
+// ledger blob (and the longest ledger line doctor reads).
+const MaxRecordBytes = 16 << 20

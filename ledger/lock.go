@@ -41,13 +41,17 @@ type Lock struct {
 	f *os.File
 }
 
-// lockFile takes an exclusive flock on path, waiting with backoff up to
-// lockTimeout. On timeout the error wraps ErrLocked and names the holder.
-func lockFile(path string) (*Lock, error) { return lockFileContext(context.Background(), path) }
+// HeldLock is the Lock of a file the caller has flocked itself (the
+// checkout lock of `memorylab run`).
+func HeldLock(f *os.File) *Lock { return &Lock{f: f} }
 
-// lockFileContext is lockFile that gives up when ctx ends (Ctrl-C while
+// LockAt takes an exclusive flock on path, waiting with backoff up to
+// lockTimeout. On timeout the error wraps ErrLocked and names the holder.
+func LockAt(path string) (*Lock, error) { return LockAtContext(context.Background(), path) }
+
+// LockAtContext is LockAt that gives up when ctx ends (Ctrl-C while
 // waiting for another writer), with ctx's error.
-func lockFileContext(ctx context.Context, path string) (*Lock, error) {
+func LockAtContext(ctx context.Context, path string) (*Lock, error) {
 	f, err := OpenForWriting(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("unable to open lock %s: %w", path, err)

@@ -89,3 +89,13 @@ func FindRun(recs []Record, query string) (int, error) {
 	sort.Strings(ids)
 	return -1, &MultipleMatchError{Prefix: query, What: what, Matches: ids}
 }
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return s != ""
+}

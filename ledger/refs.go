@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // RefNamespace is the root of every ref memorylab writes.
@@ -21,7 +20,7 @@ func RunRef(id RunID) (string, error) {
 	// The run id pattern allows dots, so also apply git's own rules (no
 	// trailing ".", no ".lock" suffix): go-git would write such a ref file
 	// and git would then refuse the whole repository's refs.
-	if err := plumbing.ReferenceName(name).Validate(); err != nil {
+	if !validRefPart(string(id)) {
 		return "", fmt.Errorf("%w: %q does not make a valid ref name", ErrBadInput, id)
 	}
 	return name, nil
@@ -30,3 +29,13 @@ func RunRef(id RunID) (string, error) {
 // LedgerRef is the ref under which the shared ledger is stored in git
 // objects for push and pull.
 const LedgerRef = RefNamespace + "ledger"
+
+// validRefPart reports whether an id passing ValidRunID also makes a valid
+// last component of a git ref name. Of git's check-ref-format rules (as
+// go-git's ReferenceName.Validate applies them) only three can fail for
+// ValidRunID's characters, which are digits, letters, '_', '.' and '-' after
+// a leading digit: "..", a trailing '.', and a ".lock" suffix.
+// TestRunRefMatchesGoGit (gitrepo) pins this against go-git.
+func validRefPart(id string) bool {
+	return !strings.Contains(id, "..") && !strings.HasSuffix(id, ".") && !strings.HasSuffix(id, ".lock")
+}

@@ -80,7 +80,7 @@ func (s *refStorage) setRef(ref, old *plumbing.Reference) error {
 	default:
 		return fmt.Errorf("unable to write %s: invalid reference", ref.Name())
 	}
-	lock, err := lockFile(filepath.Join(s.commonDir, refsLockFile))
+	lock, err := LockAt(filepath.Join(s.commonDir, refsLockFile))
 	if err != nil {
 		return fmt.Errorf("unable to update %s: %w", ref.Name(), err)
 	}
@@ -270,7 +270,7 @@ func (g *Repo) RemoveBrokenRefs() ([]BrokenRef, error) {
 		return broken, err
 	}
 	common := g.gitDirOfStorage()
-	lock, err := lockFile(filepath.Join(common, refsLockFile))
+	lock, err := LockAt(filepath.Join(common, refsLockFile))
 	if err != nil {
 		return nil, err
 	}

@@ -168,13 +168,19 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 // Call it under the store lock and only while the ledger does not hold the
 // run: ClaimRunIDLocked made the id unique, so both are this run's own. It
 // is best effort; what it cannot remove, doctor lists as info.
-func (s *Store) AbandonRun(g *Repo, id RunID, commit string) {
+func (s *Store) AbandonRun(g RunPins, id RunID, commit string) {
 	if dir, err := s.RunDir(id); err == nil {
 		_ = os.RemoveAll(dir)
 	}
 	if g != nil {
 		_ = g.UnpinRun(id, commit)
 	}
+}
+
+// RunPins is what AbandonRun needs of the repository (gitrepo.Repo, whose
+// UnpinRun does nothing on a nil one).
+type RunPins interface {
+	UnpinRun(id RunID, commit string) error
 }
 
 // ArchiveFile is one file stored with a run.

@@ -68,6 +68,12 @@ func (h *RunStateHandle) Remove() {
 // startSkew is how far in the future a run's start may lie (clocks step).
 const startSkew = time.Minute
 
+// Worktrees is what the store needs of a repository to trust a running
+// file: the roots of its worktrees (gitrepo.Repo; a nil one has none).
+type Worktrees interface {
+	Worktrees() []string
+}
+
 // RunningNow lists the runs in progress, oldest first. A running file is
 // untrusted (a cloned repository can carry one, a shared disk can hold
 // another machine's), so a state counts only when all of these hold: it was
@@ -75,7 +81,7 @@ const startSkew = time.Minute
 // future, its worktree is one of g's worktrees (g nil: none is), and its
 // log lies inside that worktree once links are resolved. Everything else,
 // and unreadable files, are skipped.
-func (s *Store) RunningNow(now time.Time, g *Repo) ([]RunState, error) {
+func (s *Store) RunningNow(now time.Time, g Worktrees) ([]RunState, error) {
 	ents, err := os.ReadDir(s.Path(RunningDir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -149,8 +155,8 @@ func (st RunState) logInput(worktrees []string) (Input, bool) {
 
 // ReadTail is ReadTailFrom of the run's log, read through the root of its
 // worktree (RunningNow's rules): a link out of it is never followed.
-func (st RunState) ReadTail(g *Repo, offset, limit int64) (data []byte, size int64, err error) {
-	if g == nil {
+func (st RunState) ReadTail(g Worktrees, offset, limit int64) (data []byte, size int64, err error) {
+	if g == nil || g.Worktrees() == nil {
 		return nil, 0, fmt.Errorf("%w: no repository", ErrNotFound)
 	}
 	in, ok := st.logInput(g.Worktrees())

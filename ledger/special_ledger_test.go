@@ -29,8 +29,8 @@ func TestSpecialLedgerIsRefused(t *testing.T) {
 		{"FingerprintAt", func(s *Store) error { _, err := s.FingerprintAt(0); return err }},
 		{"ReadRecordAt", func(s *Store) error { _, err := s.ReadRecordAt(0); return err }},
 		{"OpenCatalog", func(s *Store) error { _, _, err := s.OpenCatalog("val_bpb", io.Discard); return err }},
-		{"scanFromParallel", func(s *Store) error {
-			_, _, err := scanFromParallel(s, 0, func(*Record, int, int64) error { return nil })
+		{"ScanFromParallel", func(s *Store) error {
+			_, _, err := s.ScanFromParallel(0, func(*Record, int, int64) error { return nil })
 			return err
 		}},
 		{"NewRunID", func(s *Store) error { _, err := readTail(s.LedgerPath(), "the ledger", runIDTailWindow); return err }},

@@ -244,12 +244,12 @@ func ValidTrainFile(name string) error {
 	return nil
 }
 
-// Lock takes the store's exclusive writer lock (see lockFile).
-func (s *Store) Lock() (*Lock, error) { return lockFile(s.Path(LockFile)) }
+// Lock takes the store's exclusive writer lock (see LockAt).
+func (s *Store) Lock() (*Lock, error) { return LockAt(s.Path(LockFile)) }
 
 // LockContext is Lock that gives up with ctx's error when ctx ends first.
 func (s *Store) LockContext(ctx context.Context) (*Lock, error) {
-	return lockFileContext(ctx, s.Path(LockFile))
+	return LockAtContext(ctx, s.Path(LockFile))
 }
 
 // MarshalRecord encodes r as one ledger line (without the newline).
@@ -647,4 +647,29 @@ func (s *Store) ArtifactPath(v string) (p string, ok, escapes bool) {
 		return "", false, true
 	}
 	return filepath.Join(s.Dir, filepath.FromSlash(rel)), true, false
+}
+
+// ScanFromParallel is ScanFrom with JSON decoding spread over the
+// cores (ScanReaderParallel): a first push reads every record of the ledger.
+func (s *Store) ScanFromParallel(from int64, fn func(r *Record, line int, offset int64) error) (end int64, warnings []Warning, err error) {
+	f, err := s.OpenLedger()
+	if err != nil {
+		return from, nil, err
+	}
+	defer f.Close()
+	if f.Size()-from < 1<<20 {
+		return s.ScanFrom(from, fn)
+	}
+	warnings, err = ScanReaderParallel(io.NewSectionReader(f, from, f.Size()-from), func(r *Record, line int, off int64) error {
+		return fn(r, line, from+off)
+	})
+	end = f.Size()
+	for i := range warnings {
+		warnings[i].Offset += from
+		// Do not claim to cover a torn tail: a writer may still be finishing it.
+		if warnings[i].Torn {
+			end = warnings[i].Offset
+		}
+	}
+	return end, warnings, err
 }

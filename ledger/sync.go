@@ -490,7 +490,7 @@ func isRejected(err error) bool {
 // this lock) and resolves the remote. done releases the lock.
 func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, done func(), err error) {
 	g.mu.Lock()
-	lock, err := lockFile(filepath.Join(g.CommonDir, "memorylab-sync.lock"))
+	lock, err := LockAt(filepath.Join(g.CommonDir, "memorylab-sync.lock"))
 	if err != nil {
 		g.mu.Unlock()
 		return nil, nil, nil, err
@@ -779,7 +779,7 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	prog := opts.progress().Start("folding local records", total)
 	folded := map[RunID]bool{}
 	var conflicts []string
-	end, warnings, err := scanFromParallel(s, from, func(r *Record, _ int, off int64) error {
+	end, warnings, err := s.ScanFromParallel(from, func(r *Record, _ int, off int64) error {
 		prog.Set(int(off - from))
 		if TimestampBefore(last.Timestamp, last.RunID, r.Timestamp, r.RunID) {
 			last.Timestamp, last.RunID = r.Timestamp, r.RunID
@@ -895,31 +895,6 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	return true, nil
 }
 
-// scanFromParallel is Store.ScanFrom with JSON decoding spread over the
-// cores (ScanReaderParallel): a first push reads every record of the ledger.
-func scanFromParallel(s *Store, from int64, fn func(r *Record, line int, offset int64) error) (end int64, warnings []Warning, err error) {
-	f, err := s.OpenLedger()
-	if err != nil {
-		return from, nil, err
-	}
-	defer f.Close()
-	if f.Size()-from < 1<<20 {
-		return s.ScanFrom(from, fn)
-	}
-	warnings, err = ScanReaderParallel(io.NewSectionReader(f, from, f.Size()-from), func(r *Record, line int, off int64) error {
-		return fn(r, line, from+off)
-	})
-	end = f.Size()
-	for i := range warnings {
-		warnings[i].Offset += from
-		// Do not claim to cover a torn tail: a writer may still be finishing it.
-		if warnings[i].Torn {
-			end = warnings[i].Offset
-		}
-	}
-	return end, warnings, err
-}
-
 func fileSize(path string) (int64, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -1000,7 +975,7 @@ func (g *Repo) appendArrivals(s *Store, arrivals []arrival, opts SyncOptions, re
 					return arrived, err
 				}
 			} else if !a.archive.IsZero() {
-				if err := s.markNotFetched(a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
+				if err := markNotFetched(s, a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
 					return arrived, err
 				}
 			}
@@ -1277,10 +1252,6 @@ func ConfigDiff(local, remote Config) string {
 	field("curve_patterns", patterns(local.CurvePatterns), patterns(remote.CurvePatterns))
 	return strings.Join(parts, "; ")
 }
-
-// MaxRecordBytes is the largest record a reader accepts from a remote
-// ledger blob (and the longest ledger line doctor reads).
-const MaxRecordBytes = 16 << 20
 
 // decodeRemoteRecord parses the content of a ledger blob named id: one JSON
 // record whose run_id is id, in a schema this build can read.

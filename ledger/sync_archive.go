@@ -114,48 +114,10 @@ func newArchiveBudget() *archiveBudget {
 	return &archiveBudget{left: maxPullArchiveBytes, perRun: maxRunArchiveBytes}
 }
 
-// readBounded reads a regular file (never through a final symlink); one
-// over limit bytes comes back as its head and tail with a note between.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if st.Size() <= limit {
-		return io.ReadAll(io.LimitReader(f, limit))
-	}
-	return boundArchive(f, st.Size(), limit)
-}
-
-// boundArchive returns the first and last limit/2 bytes of a size-byte
-// file with a one-line note between them saying what was left out.
-func boundArchive(f io.ReaderAt, size, limit int64) ([]byte, error) {
-	half := limit / 2
-	head := make([]byte, half)
-	if _, err := f.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	tail := make([]byte, half)
-	if _, err := f.ReadAt(tail, size-half); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	note := fmt.Sprintf("\n[memorylab: %d bytes left out here: the file is %d bytes and archived copies over %d bytes keep its head and tail]\n", size-2*half, size, limit)
-	out := append(head, note...)
-	return append(out, tail...), nil
-}
-
 // markNotFetched leaves NotFetchedMarker in the run's archive directory:
 // its archive stayed on the remote (pull --no-archives), or some of its
 // files did (over a pull's caps); note says which.
-func (s *Store) markNotFetched(id RunID, note string) error {
+func markNotFetched(s *Store, id RunID, note string) error {
 	dir, err := s.RunDir(id)
 	if err != nil {
 		return err
@@ -227,7 +189,7 @@ func (g *Repo) writeArchive(s *Store, id RunID, tree plumbing.Hash, budget *arch
 	}
 	if skipped > 0 {
 		// doctor then counts the missing files as left on the remote.
-		if err := s.markNotFetched(id, "some archive files of this run stayed on the remote: over a pull's size caps\n"); err != nil {
+		if err := markNotFetched(s, id, "some archive files of this run stayed on the remote: over a pull's size caps\n"); err != nil {
 			return err
 		}
 	}

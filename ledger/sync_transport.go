@@ -226,7 +226,7 @@ func lockRemote(path string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lockFile(filepath.Join(dir, "memorylab-receive.lock"))
+	return LockAt(filepath.Join(dir, "memorylab-receive.lock"))
 }
 
 // noPushTurnKey marks a test's push as one that reaches the remote another
@@ -256,7 +256,7 @@ func pushTurn(ctx context.Context, rs *remoteSpec) (release func(), err error) {
 	if err != nil {
 		return none, nil // the push itself names the problem
 	}
-	lock, err := lockFileContext(ctx, filepath.Join(dir, "memorylab-push.lock"))
+	lock, err := LockAtContext(ctx, filepath.Join(dir, "memorylab-push.lock"))
 	switch {
 	case errors.Is(err, ErrLocked):
 		return none, nil
