@@ -3,7 +3,6 @@ package ledger
 import (
 	"fmt"
 	"strings"
-
 )
 
 // RefNamespace is the root of every ref memorylab writes.
