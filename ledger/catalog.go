@@ -98,7 +98,7 @@ func (s *Store) CachePath(name string) string { return s.Path(CacheDir, name) }
 // never creates the store itself: a reader that was building a cache while
 // the store was deleted (rm -rf, a test's cleanup) must not bring a bare
 // store directory back.
-func (s *Store) ensureCacheDir() error { return s.EnsureSubdir(CacheDir) }
+func (s *Store) EnsureCacheDir() error { return s.EnsureSubdir(CacheDir) }
 
 // ensureSubdir creates one directory directly inside an existing store.
 func (s *Store) EnsureSubdir(name string) error {
@@ -112,7 +112,7 @@ func (s *Store) EnsureSubdir(name string) error {
 // WriteCache replaces cache file name with payload and the fingerprint it
 // covers, in one atomic write.
 func (s *Store) WriteCache(name string, version int, fp Fingerprint, payload []byte) error {
-	if err := s.ensureCacheDir(); err != nil {
+	if err := s.EnsureCacheDir(); err != nil {
 		return err
 	}
 	var hdr bytes.Buffer

@@ -71,7 +71,7 @@ func openInRoot(root *os.Root, name string) (*os.File, os.FileInfo, error) {
 
 // readInRoot reads the regular file name through root, at most limit+1
 // bytes (so a caller can tell a file over limit).
-func readInRoot(root *os.Root, name string, limit int64) ([]byte, error) {
+func ReadInRoot(root *os.Root, name string, limit int64) ([]byte, error) {
 	f, _, err := openInRoot(root, name)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func LocateInput(path string, dirs []string) (in Input, resolved string, ok bool
 	if err != nil {
 		return Input{}, path, false
 	}
-	resolved, err = resolveExisting(abs)
+	resolved, err = ResolveExisting(abs)
 	if err != nil {
 		return Input{}, abs, false
 	}
@@ -98,11 +98,11 @@ func LocateInput(path string, dirs []string) (in Input, resolved string, ok bool
 		if d == "" {
 			continue
 		}
-		rd, err := resolveExisting(d)
+		rd, err := ResolveExisting(d)
 		if err != nil {
 			continue
 		}
-		if within(resolved, rd) {
+		if Within(resolved, rd) {
 			rel, err := filepath.Rel(rd, resolved)
 			if err != nil || !filepath.IsLocal(rel) {
 				continue

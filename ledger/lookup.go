@@ -59,7 +59,7 @@ func FindRun(recs []Record, query string) (int, error) {
 		}
 	}
 	what := "runs"
-	if len(idx) == 0 && len(query) >= 4 && isHex(strings.ToLower(query)) {
+	if len(idx) == 0 && len(query) >= 4 && IsHex(strings.ToLower(query)) {
 		q := strings.ToLower(query)
 		for i := range recs {
 			full, short := recs[i].CommitFull, recs[i].Commit
@@ -90,7 +90,7 @@ func FindRun(recs []Record, query string) (int, error) {
 	return -1, &MultipleMatchError{Prefix: query, What: what, Matches: ids}
 }
 
-func isHex(s string) bool {
+func IsHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {

@@ -92,7 +92,7 @@ func describeMode(m os.FileMode) string {
 // resolveExisting resolves the symbolic links of the longest existing prefix
 // of path and appends the rest, so a store that does not exist yet is judged
 // by where it would be created.
-func resolveExisting(path string) (string, error) {
+func ResolveExisting(path string) (string, error) {
 	path = filepath.Clean(path)
 	rest := ""
 	for {
@@ -116,7 +116,7 @@ func resolveExisting(path string) (string, error) {
 }
 
 // within reports whether path is root or below it (both clean, absolute).
-func within(path, root string) bool {
+func Within(path, root string) bool {
 	return path == root || strings.HasPrefix(path, root+string(filepath.Separator))
 }
 
@@ -125,27 +125,27 @@ func within(path, root string) bool {
 // root (or the user asks for it with --store), and the directories memorylab
 // writes inside a store (runs/, reports/, index/, cache/) must resolve
 // inside the store. root is "" when the store was given with --store.
-func checkStoreInside(storeDir, root string) error {
-	store, err := resolveExisting(storeDir)
+func CheckStoreInside(storeDir, root string) error {
+	store, err := ResolveExisting(storeDir)
 	if err != nil {
 		return fmt.Errorf("unable to resolve store %s: %w", storeDir, err)
 	}
 	if root != "" {
-		r, err := resolveExisting(root)
+		r, err := ResolveExisting(root)
 		if err != nil {
 			return fmt.Errorf("unable to resolve %s: %w", root, err)
 		}
-		if !within(store, r) {
+		if !Within(store, r) {
 			return fmt.Errorf("%w: %w: store %s resolves to %s, outside the repository %s: a symbolic link in the repository moved it; remove the link, or pass --store %s if that is really where the store lives",
 				ErrBadInput, ErrSymlink, storeDir, store, r, store)
 		}
 	}
 	for _, d := range []string{RunsDir, ReportsDir, IndexDir, CacheDir} {
-		sub, err := resolveExisting(filepath.Join(storeDir, d))
+		sub, err := ResolveExisting(filepath.Join(storeDir, d))
 		if err != nil {
 			return fmt.Errorf("unable to resolve %s: %w", filepath.Join(storeDir, d), err)
 		}
-		if !within(sub, store) {
+		if !Within(sub, store) {
 			return fmt.Errorf("%w: %w: %s resolves to %s, outside the store: remove the link",
 				ErrBadInput, ErrSymlink, filepath.Join(storeDir, d), sub)
 		}

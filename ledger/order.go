@@ -30,14 +30,14 @@ func TimestampBefore(ta string, a RunID, tb string, b RunID) bool {
 	if canonicalTimestamp(ta) && canonicalTimestamp(tb) {
 		return ta < tb
 	}
-	return RunBefore(parseTimestamp(ta), a, parseTimestamp(tb), b)
+	return RunBefore(ParseTimestamp(ta), a, ParseTimestamp(tb), b)
 }
 
 func canonicalTimestamp(s string) bool {
 	return len(s) == 20 && s[19] == 'Z' && s[10] == 'T' && s[4] == '-'
 }
 
-func parseTimestamp(s string) time.Time {
+func ParseTimestamp(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		return time.Time{}

@@ -106,7 +106,7 @@ func (l *SizedFile) Close() error { return l.f.Close() }
 
 // readBounded reads a regular file (never through a final symlink); one
 // over limit bytes comes back as its head and tail with a note between.
-func readBounded(path string, limit int64) ([]byte, error) {
+func ReadBounded(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err

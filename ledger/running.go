@@ -51,7 +51,7 @@ func (s *Store) PublishRun(st RunState) (*RunStateHandle, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := filepath.Join(dir, fmt.Sprintf("%s-%d.json", safeHost(st.Host), st.PID))
+	p := filepath.Join(dir, fmt.Sprintf("%s-%d.json", SafeHost(st.Host), st.PID))
 	if err := WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (s *Store) RunningNow(now time.Time, g Worktrees) ([]RunState, error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		b, err := readBounded(filepath.Join(s.Path(RunningDir), e.Name()), 64<<10)
+		b, err := ReadBounded(filepath.Join(s.Path(RunningDir), e.Name()), 64<<10)
 		if err != nil {
 			continue
 		}
@@ -126,7 +126,7 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func safeHost(h string) string {
+func SafeHost(h string) string {
 	h = strings.Map(func(r rune) rune {
 		if r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
 			return r
@@ -145,7 +145,7 @@ func (st RunState) logInput(worktrees []string) (Input, bool) {
 	if st.Worktree == "" || !filepath.IsAbs(st.Worktree) || !filepath.IsAbs(st.LogPath) {
 		return Input{}, false
 	}
-	wt, err := resolveExisting(st.Worktree)
+	wt, err := ResolveExisting(st.Worktree)
 	if err != nil || !slices.Contains(worktrees, wt) {
 		return Input{}, false
 	}

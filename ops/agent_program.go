@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -73,7 +74,7 @@ type ProgramResult struct {
 // worktree has none. An existing program.md is the user's: memorylab never
 // rewrites it, and returns the section for them to add (ProgramPrint)
 // unless it is already there.
-func SetupAgentProgram(env Env, loc ledger.Location, cfg ledger.Config) (*ProgramResult, error) {
+func SetupAgentProgram(env Env, loc gitrepo.Location, cfg ledger.Config) (*ProgramResult, error) {
 	root := env.Dir
 	if loc.Repo != nil {
 		root = loc.Repo.WorktreeRoot

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
@@ -206,7 +207,7 @@ func loadImportIDs(s *ledger.Store, errw io.Writer) (*arcmemo.Existing, error) {
 
 // importProvenance attributes records to the repository's HEAD, or to no
 // commit outside a repository or before the first commit.
-func importProvenance(loc ledger.Location) (arcmemo.Provenance, error) {
+func importProvenance(loc gitrepo.Location) (arcmemo.Provenance, error) {
 	if loc.Repo == nil {
 		return arcmemo.Provenance{}, nil
 	}

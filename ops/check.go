@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/memorylab/memorylab/display"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
@@ -151,7 +152,7 @@ func CheckIdea(env Env, s *ledger.Store, in CheckInput) (*CheckResult, error) {
 	if in.Diff != "" {
 		out.Code, err = checkCode(env, s, in.Diff)
 		switch {
-		case err != nil && (in.CodeOptional || errors.Is(err, ledger.ErrCodeUnreadable)):
+		case err != nil && (in.CodeOptional || errors.Is(err, gitrepo.ErrCodeUnreadable)):
 			env.notef("note: code not checked: %s; judged by the description alone", display.Line(err.Error()))
 		case err != nil:
 			return nil, err
@@ -187,7 +188,7 @@ func resurface(env Env, s *ledger.Store, out *CheckResult) {
 	if len(runs) == 0 {
 		return
 	}
-	repo, err := ledger.OpenRepo(env.Dir)
+	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
 		return
 	}

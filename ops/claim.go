@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/display"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 )
@@ -19,7 +20,7 @@ import (
 
 // ClaimTTL is how long a claim lives without renewal; run renews it every
 // third of it.
-var ClaimTTL = ledger.DefaultClaimTTL
+var ClaimTTL = gitrepo.DefaultClaimTTL
 
 // claimTimeout bounds asking the remote about claims: a remote that does
 // not answer never holds up a run or a check for long.
@@ -49,7 +50,7 @@ type ClaimInput struct {
 // RunClaim is a claim run holds while it trains. Release it when the run
 // is logged, crashed or interrupted. A nil RunClaim (not claimed) is fine.
 type RunClaim struct {
-	h    *ledger.ClaimHandle
+	h    *gitrepo.ClaimHandle
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
@@ -60,7 +61,7 @@ type RunClaim struct {
 // naming its machine and start time); in explore mode so is a live claim
 // whose description is similar. Without a remote, or with an unreachable
 // one, it says so and returns a nil RunClaim: training goes on.
-func ClaimRun(env Env, s *ledger.Store, repo *ledger.Repo, in ClaimInput) (*RunClaim, error) {
+func ClaimRun(env Env, s *ledger.Store, repo *gitrepo.Repo, in ClaimInput) (*RunClaim, error) {
 	code, _, _, err := worktreeCode(newCodeReader(s, repo), repo)
 	fp := code.Change
 	if fp == "" {
@@ -75,16 +76,16 @@ func ClaimRun(env Env, s *ledger.Store, repo *ledger.Repo, in ClaimInput) (*RunC
 		return nil, nil
 	}
 	now := env.Now()
-	c := ledger.Claim{Fingerprint: fp, Description: in.Description, Host: in.Host, PID: in.PID, Commit: in.Commit,
+	c := gitrepo.Claim{Fingerprint: fp, Description: in.Description, Host: in.Host, PID: in.PID, Commit: in.Commit,
 		Start: now, Expires: now.Add(ClaimTTL)}
 	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
 	defer cancel()
 	h, holder, err := repo.Claim(ctx, "", c)
 	switch {
-	case errors.Is(err, ledger.ErrClaimed) && holder != nil:
+	case errors.Is(err, gitrepo.ErrClaimed) && holder != nil:
 		return nil, ledger.BadInputf("this change is being trained by another run: %s on %s, %q; nothing was run: try another idea, or wait for its result (memorylab sync, then memorylab check)",
 			display.Line(holder.Host), holder.Start.UTC().Format(time.RFC3339), display.Line(holder.Description))
-	case errors.Is(err, ledger.ErrNoRemote):
+	case errors.Is(err, gitrepo.ErrNoRemote):
 		env.notef("note: no remote (origin): the idea is not claimed, which is fine offline")
 		return nil, nil
 	case err != nil:
@@ -141,7 +142,7 @@ func (rc *RunClaim) Release() {
 
 // similarClaim finds another live claim whose description is at least as
 // similar as the idea's mode and threshold allow.
-func similarClaim(env Env, repo *ledger.Repo, idea Idea, ours ledger.Claim) (ClaimMatch, bool) {
+func similarClaim(env Env, repo *gitrepo.Repo, idea Idea, ours gitrepo.Claim) (ClaimMatch, bool) {
 	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
 	defer cancel()
 	claims, err := repo.Claims(ctx, "", env.Now())
@@ -158,7 +159,7 @@ func similarClaim(env Env, repo *ledger.Repo, idea Idea, ours ledger.Claim) (Cla
 
 // matchClaims are the claims on the same code (fingerprint fp) or with a
 // description similar to the idea's, by the guard's threshold for its mode.
-func matchClaims(claims []ledger.Claim, idea Idea, fp string) []ClaimMatch {
+func matchClaims(claims []gitrepo.Claim, idea Idea, fp string) []ClaimMatch {
 	mode := idea.Mode
 	if mode == "" {
 		mode = DefaultMode
@@ -187,7 +188,7 @@ func matchClaims(claims []ledger.Claim, idea Idea, fp string) []ClaimMatch {
 // checkClaims lists the claims in flight in origin that match the idea;
 // none without a remote. A remote that cannot be read is noted.
 func checkClaims(env Env, in CheckInput, code *CodeVerdict) []ClaimMatch {
-	repo, err := ledger.OpenRepo(env.Dir)
+	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
 		return nil
 	}
@@ -195,7 +196,7 @@ func checkClaims(env Env, in CheckInput, code *CodeVerdict) []ClaimMatch {
 	defer cancel()
 	claims, err := repo.Claims(ctx, "", env.Now())
 	switch {
-	case errors.Is(err, ledger.ErrNoRemote):
+	case errors.Is(err, gitrepo.ErrNoRemote):
 		return nil
 	case err != nil:
 		env.notef("note: claims in flight not checked: %v", err)

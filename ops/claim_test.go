@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/ops"
@@ -43,7 +44,7 @@ func (l *lab) claim(desc, code, mode string) (*ops.RunClaim, error) {
 // an unreachable one, the run goes on (a nil claim) and says so.
 func TestClaimRun(t *testing.T) {
 	remote := filepath.Join(t.TempDir(), "lab.git")
-	if err := ledger.InitBareScratchRepo(remote); err != nil {
+	if err := gitrepo.InitBareScratchRepo(remote); err != nil {
 		t.Fatal(err)
 	}
 	a, b := claimLab(t, remote), claimLab(t, remote)
@@ -95,17 +96,17 @@ func TestClaimRun(t *testing.T) {
 // releasing it is removed by the next sync; a live one stays.
 func TestSyncCleansExpiredClaims(t *testing.T) {
 	remote := filepath.Join(t.TempDir(), "lab.git")
-	if err := ledger.InitBareScratchRepo(remote); err != nil {
+	if err := gitrepo.InitBareScratchRepo(remote); err != nil {
 		t.Fatal(err)
 	}
 	l := claimLab(t, remote)
-	repo, err := ledger.OpenRepo(l.env.Dir)
+	repo, err := gitrepo.OpenRepo(l.env.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	for fp, expires := range map[string]time.Time{"0123456789abcdef": now.Add(-time.Minute), "fedcba9876543210": now.Add(time.Hour)} {
-		if _, _, err := repo.Claim(context.Background(), "", ledger.Claim{Fingerprint: fp, Host: "crashed", Start: now.Add(-time.Hour), Expires: expires}); err != nil {
+		if _, _, err := repo.Claim(context.Background(), "", gitrepo.Claim{Fingerprint: fp, Host: "crashed", Start: now.Add(-time.Hour), Expires: expires}); err != nil {
 			t.Fatal(err)
 		}
 	}

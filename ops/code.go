@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memorylab/memorylab/change"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -397,12 +398,12 @@ func (cs *codeSet) all() []RunCode {
 // codeReader computes fingerprints of runs missing from the cache.
 type codeReader struct {
 	s    *ledger.Store
-	repo *ledger.Repo // nil outside a repository: no run has code then
+	repo *gitrepo.Repo // nil outside a repository: no run has code then
 	skip func(string) bool
 	pins map[ledger.RunID]string // read once, on the first run that needs it
 }
 
-func newCodeReader(s *ledger.Store, repo *ledger.Repo) *codeReader {
+func newCodeReader(s *ledger.Store, repo *gitrepo.Repo) *codeReader {
 	cr := &codeReader{s: s, repo: repo}
 	if repo != nil {
 		// The store and results.tsv are data, not code, if ever tracked.
@@ -442,14 +443,14 @@ func (cr *codeReader) entry(r *ledger.Record) RunCode {
 	if len(commit) != 40 {
 		return c
 	}
-	if code, err := cr.fingerprint("", ledger.CodeSide{Commit: commit}); err == nil {
+	if code, err := cr.fingerprint("", gitrepo.CodeSide{Commit: commit}); err == nil {
 		c.Code = code
 	}
 	return c
 }
 
 // fingerprint reads a change from git and fingerprints it.
-func (cr *codeReader) fingerprint(base string, to ledger.CodeSide) (change.Code, error) {
+func (cr *codeReader) fingerprint(base string, to gitrepo.CodeSide) (change.Code, error) {
 	files, train, err := cr.repo.ChangeOf(base, to, cr.s.Config.TrainFile, cr.skip)
 	if err != nil {
 		return change.Code{}, err
@@ -461,7 +462,7 @@ func (cr *codeReader) fingerprint(base string, to ledger.CodeSide) (change.Code,
 // runs it lacks (a first use on a big ledger reports progress). A ledger
 // rewritten under the cache (doctor --repair, a pull) rebuilds it, reusing
 // every fingerprint already computed.
-func openCode(env Env, s *ledger.Store, repo *ledger.Repo) (*codeSet, error) {
+func openCode(env Env, s *ledger.Store, repo *gitrepo.Repo) (*codeSet, error) {
 	cr := newCodeReader(s, repo)
 	fp, base, err := s.ReadCache(codeCacheName, codeCacheVersion)
 	valid := err == nil && s.StillCovers(fp)
@@ -600,7 +601,7 @@ func appendCodeTail(s *ledger.Store, lines ...[]byte) {
 // codeOfLoggedRun fingerprints the code a run being logged ran: its
 // commit's change, or, when the working tree was dirty, everything from
 // the commit's parent to the working tree.
-func codeOfLoggedRun(s *ledger.Store, repo *ledger.Repo, prov ledger.Provenance) (change.Code, error) {
+func codeOfLoggedRun(s *ledger.Store, repo *gitrepo.Repo, prov ledger.Provenance) (change.Code, error) {
 	cr := newCodeReader(s, repo)
-	return cr.fingerprint("", ledger.CodeSide{Commit: prov.Commit, Worktree: prov.Dirty})
+	return cr.fingerprint("", gitrepo.CodeSide{Commit: prov.Commit, Worktree: prov.Dirty})
 }

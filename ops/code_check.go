@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memorylab/memorylab/change"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/registry"
@@ -52,7 +53,7 @@ const maxCodeMatches = 5
 
 // checkCode fingerprints the planned change and finds it among past runs.
 func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
-	repo, err := ledger.OpenRepo(env.Dir)
+	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
 		return nil, ledger.BadInputf("--diff needs a git repository: %v", err)
 	}
@@ -70,7 +71,7 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 			return nil, err
 		}
 		v.Target, base = ledger.Short(commit), parentOf(repo, commit)
-		if code, err = cr.fingerprint("", ledger.CodeSide{Commit: commit}); err != nil {
+		if code, err = cr.fingerprint("", gitrepo.CodeSide{Commit: commit}); err != nil {
 			return nil, err
 		}
 	}
@@ -143,18 +144,18 @@ func checkCode(env Env, s *ledger.Store, diff string) (*CodeVerdict, error) {
 // worktreeCode fingerprints the idea in the working tree: its change
 // against HEAD, or HEAD's own change when the tree is clean (committed
 // already). target names which; base is the commit the change applies to.
-func worktreeCode(cr *codeReader, repo *ledger.Repo) (code change.Code, target, base string, err error) {
+func worktreeCode(cr *codeReader, repo *gitrepo.Repo) (code change.Code, target, base string, err error) {
 	head, err := repo.HeadCommit()
 	if err != nil {
 		return code, "", "", ledger.BadInputf("--diff: %v", err)
 	}
-	if code, err = cr.fingerprint(head, ledger.CodeSide{Worktree: true}); err != nil {
+	if code, err = cr.fingerprint(head, gitrepo.CodeSide{Worktree: true}); err != nil {
 		return code, "", "", err
 	}
 	if code.Change != "" {
 		return code, "working tree", head, nil
 	}
-	code, err = cr.fingerprint("", ledger.CodeSide{Commit: head})
+	code, err = cr.fingerprint("", gitrepo.CodeSide{Commit: head})
 	return code, ledger.Short(head), parentOf(repo, head), err
 }
 
@@ -245,7 +246,7 @@ func BaseDiffText(d []change.Edit) string {
 }
 
 // parentOf is commit's first parent, "" when it has none or is unreadable.
-func parentOf(repo *ledger.Repo, commit string) string {
+func parentOf(repo *gitrepo.Repo, commit string) string {
 	info, err := repo.Commit(commit)
 	if err != nil || len(info.Parents) == 0 {
 		return ""
@@ -255,7 +256,7 @@ func parentOf(repo *ledger.Repo, commit string) string {
 
 // baseDiff compares the training file's parameters in the base of run (its
 // commit's parent) and in base; nil when either cannot be read.
-func baseDiff(repo *ledger.Repo, train string, run ledger.RunID, base string) []change.Edit {
+func baseDiff(repo *gitrepo.Repo, train string, run ledger.RunID, base string) []change.Edit {
 	commit, err := repo.ResolvePin(run)
 	if err != nil || base == "" {
 		return nil
@@ -310,7 +311,7 @@ func Params(env Env, in ParamsInput) (*ParamsResult, error) {
 }
 
 // ParamsOf is Params on an open store.
-func ParamsOf(env Env, s *ledger.Store, repo *ledger.Repo, in ParamsInput) (*ParamsResult, error) {
+func ParamsOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in ParamsInput) (*ParamsResult, error) {
 	out := &ParamsResult{Metric: s.Config.Metric, Goal: s.Config.Goal, Sweeps: []Sweep{}}
 	if repo == nil {
 		return out, nil
@@ -376,7 +377,7 @@ func champion(env Env, s *ledger.Store) (registry.Run, bool) {
 }
 
 // setChampionValues reads each swept parameter from the champion's code.
-func setChampionValues(repo *ledger.Repo, champ registry.Run, sws []Sweep, better func(a, b float64) bool) {
+func setChampionValues(repo *gitrepo.Repo, champ registry.Run, sws []Sweep, better func(a, b float64) bool) {
 	commit, err := repo.ResolvePin(ledger.RunID(champ.RunID))
 	if err != nil {
 		return

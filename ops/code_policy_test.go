@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/change"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/results"
@@ -69,10 +70,10 @@ func TestApplyCodePolicy(t *testing.T) {
 }
 
 // scratchLab is a repository with train.py holding vals, and a store.
-func scratchLab(t *testing.T, vals string) (*ledger.ScratchRepo, Env, func(time.Duration)) {
+func scratchLab(t *testing.T, vals string) (*gitrepo.ScratchRepo, Env, func(time.Duration)) {
 	t.Helper()
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/issue25")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/issue25")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func storedAction(t *testing.T, r *ledger.Record) string {
 // sweepStep returns a step of a sweep night: commit train.py with depth
 // and lr, log it with status and val_bpb v, and reset a run that was not
 // kept, as the loop does.
-func sweepStep(t *testing.T, repo *ledger.ScratchRepo, env Env, tick func(time.Duration)) func(desc, depth, lr, status string, v float64) {
+func sweepStep(t *testing.T, repo *gitrepo.ScratchRepo, env Env, tick func(time.Duration)) func(desc, depth, lr, status string, v float64) {
 	return func(desc, depth, lr, status string, v float64) {
 		t.Helper()
 		tick(6 * time.Minute)

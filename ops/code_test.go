@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/report"
@@ -72,7 +73,7 @@ type replayChange struct {
 // beside it. Runs without code (imported rows) are skipped by the sweep.
 func TestCodeReplay(t *testing.T) {
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/replay")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/replay")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 )
@@ -133,7 +134,7 @@ func judgeRun(s *ledger.Store, in DecideInput, v float64) (judgement, error) {
 
 // ReplicateOf is the replicate key and accelerator a run of the current
 // HEAD (or working tree) will be logged with, as Log computes them.
-func ReplicateOf(env Env, s *ledger.Store, repo *ledger.Repo, in LogInput) (replicate, hardware string) {
+func ReplicateOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in LogInput) (replicate, hardware string) {
 	hardware = DetectHardware(procDir, env.getenv, in.Hardware).Accelerator
 	prov, err := repo.Provenance(s.Config.TrainFile)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/results"
 )
@@ -252,7 +253,7 @@ func parseStatusMap(pairs []string) (map[string]string, error) {
 // maxImportFile bounds a results.tsv read whole (a night writes ~10 KB).
 const maxImportFile = 1 << 30
 
-func readImportFile(env Env, loc ledger.Location, p string, ropts results.Options) (*ImportedFile, error) {
+func readImportFile(env Env, loc gitrepo.Location, p string, ropts results.Options) (*ImportedFile, error) {
 	abs := env.Abs(p)
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is a directory: name the results.tsv file inside it", ledger.ErrBadInput, p)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/results"
 )
@@ -76,16 +77,16 @@ func Init(env Env, in InitInput) (*InitResult, error) {
 
 // adviseLedgerGit says how to keep the ledger out of `git reset --hard`: a
 // committed experiments.jsonl is rolled back with the code.
-func adviseLedgerGit(env Env, g *ledger.Repo, s *ledger.Store) {
+func adviseLedgerGit(env Env, g *gitrepo.Repo, s *ledger.Store) {
 	rel, err := filepath.Rel(g.MainRoot, s.LedgerPath())
 	if err != nil {
 		return
 	}
 	switch g.LedgerGitState(s.LedgerPath()) {
-	case ledger.LedgerTracked:
+	case gitrepo.LedgerTracked:
 		env.notef("warning: %s is committed, so `git reset --hard` rolls it back and loses the runs logged since; "+
 			"run `git rm --cached %s`, add `results/` and `results.tsv` to .gitignore, and share runs with `memorylab push`", rel, rel)
-	case ledger.LedgerUntracked:
+	case gitrepo.LedgerUntracked:
 		env.notef("note: git does not ignore %s; if it is ever committed, `git reset --hard` rolls the ledger back: "+
 			"add `results/` and `results.tsv` to .gitignore (or .git/info/exclude) and share runs with `memorylab push`", rel)
 	}
@@ -94,7 +95,7 @@ func adviseLedgerGit(env Env, g *ledger.Repo, s *ledger.Store) {
 // adoptRemoteConfig returns the config a new store should get: origin's
 // shared config when origin holds a ledger, else cfg. An existing store
 // keeps its own.
-func adoptRemoteConfig(env Env, loc ledger.Location, cfg ledger.Config, flagsSet bool) (ledger.Config, error) {
+func adoptRemoteConfig(env Env, loc gitrepo.Location, cfg ledger.Config, flagsSet bool) (ledger.Config, error) {
 	if loc.Repo == nil {
 		return cfg, nil
 	}
@@ -103,7 +104,7 @@ func adoptRemoteConfig(env Env, loc ledger.Location, cfg ledger.Config, flagsSet
 	}
 	remote, ok, err := loc.Repo.RemoteConfig(env.ctx(), "")
 	switch {
-	case errors.Is(err, ledger.ErrNoRemote):
+	case errors.Is(err, gitrepo.ErrNoRemote):
 		return cfg, nil
 	case err != nil && env.ctx().Err() != nil:
 		return cfg, env.ctx().Err() // interrupted: nothing written yet
@@ -119,9 +120,9 @@ func adoptRemoteConfig(env Env, loc ledger.Location, cfg ledger.Config, flagsSet
 	if !ok {
 		return cfg, nil
 	}
-	if diff := ledger.ConfigDiff(cfg, remote); flagsSet && diff != "" {
+	if diff := gitrepo.ConfigDiff(cfg, remote); flagsSet && diff != "" {
 		return cfg, fmt.Errorf("%w: %w: origin's shared config differs from what --metric/--goal/--train-file ask for: %s; nothing was written: drop the flags to adopt origin's config, or use a separate --store",
-			ledger.ErrBadInput, ledger.ErrConfigMismatch, diff)
+			ledger.ErrBadInput, gitrepo.ErrConfigMismatch, diff)
 	}
 	env.notef("adopting origin's shared config: metric %s, goal %s, train file %s", remote.Metric, remote.Goal, remote.TrainFile)
 	return remote, nil

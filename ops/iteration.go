@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 )
@@ -68,7 +69,7 @@ type Iteration struct {
 //     training, blocking or resetting HEAD would re-run or reset an earlier
 //     run's commit, possibly the champion's. --mode replicate trains the
 //     same code again on purpose; it is never reset (ResetRefusal).
-func StartIteration(s *ledger.Store, repo *ledger.Repo, in IterationInput, now time.Time) (*Iteration, error) {
+func StartIteration(s *ledger.Store, repo *gitrepo.Repo, in IterationInput, now time.Time) (*Iteration, error) {
 	lock, err := repo.LockCheckout(in.State)
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (it *Iteration) Release() {
 // trained: log records HEAD, which is not the code that trained, and a
 // reset would throw away a commit that never ran. logPath is where the
 // training output stays.
-func (it *Iteration) StillAtHead(repo *ledger.Repo, logPath string) error {
+func (it *Iteration) StillAtHead(repo *gitrepo.Repo, logPath string) error {
 	now, err := repo.HeadCommit()
 	if err != nil || now == it.Head {
 		return err
@@ -157,12 +158,12 @@ func (it *Iteration) ResetRefusal(s *ledger.Store, commit string) (string, error
 // given: their parameter edits ("MATRIX_LR 0.04→0.06, DEPTH 8→10"), else the
 // files they touch. A dirty tree is an idea of its own; HEAD's subject
 // describes the commit under it, an earlier idea.
-func DescribeWorktree(s *ledger.Store, repo *ledger.Repo, dirtyFile string) (string, error) {
+func DescribeWorktree(s *ledger.Store, repo *gitrepo.Repo, dirtyFile string) (string, error) {
 	head, err := repo.HeadCommit()
 	if err != nil {
 		return "", err
 	}
-	code, err := newCodeReader(s, repo).fingerprint(head, ledger.CodeSide{Worktree: true})
+	code, err := newCodeReader(s, repo).fingerprint(head, gitrepo.CodeSide{Worktree: true})
 	if err == nil && len(code.Edits) > 0 {
 		parts := make([]string, 0, len(code.Edits))
 		for _, e := range code.Edits {

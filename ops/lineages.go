@@ -3,6 +3,7 @@ package ops
 import (
 	"sort"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -21,7 +22,7 @@ type LineageChain struct {
 	Root   string        `json:"root"` // the commit the chain grew from
 	Steps  []LineageStep `json:"steps"`
 	Best   *float64      `json:"best"`
-	OnHead ledger.Reach  `json:"reachable_from_head"` // is the chain's tip an ancestor of HEAD
+	OnHead gitrepo.Reach `json:"reachable_from_head"` // is the chain's tip an ancestor of HEAD
 }
 
 // LineagesResult is every kept chain, the best first.

@@ -16,6 +16,7 @@ import (
 	"github.com/memorylab/memorylab/change"
 	"github.com/memorylab/memorylab/display"
 	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/index"
 	"github.com/memorylab/memorylab/novelty"
@@ -389,7 +390,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 			// Short form, as the Python tool wrote it; left empty when unknown
 			// (shallow clone). Never a reason to refuse the run.
 			root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep)
-			if state == ledger.LineageKnown {
+			if state == gitrepo.LineageKnown {
 				lineageRoot = ledger.Short(root)
 			}
 			lineageErr = err
@@ -548,7 +549,7 @@ const recentArchives = 8
 // --log) when it cannot be this run's output (issue 25.9): it was last
 // written before HEAD was committed, or it is the log an earlier run
 // already archived. Named with --log, it is read as it is.
-func checkDefaultLogIsNew(s *ledger.Store, repo *ledger.Repo, path, name string) error {
+func checkDefaultLogIsNew(s *ledger.Store, repo *gitrepo.Repo, path, name string) error {
 	if st, err := os.Stat(path); err == nil {
 		if head, when, err := repo.HeadTime(); err == nil && st.ModTime().Before(when.Truncate(time.Second)) {
 			return ledger.BadInputf("%s was last written %s, before HEAD %s was committed (%s): it is an earlier run's output; train first, or pass --log %s to read it anyway; nothing was logged",

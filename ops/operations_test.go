@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/ops"
@@ -17,7 +18,7 @@ import (
 // each operation is called as the front ends call it.
 type lab struct {
 	t      *testing.T
-	repo   *ledger.ScratchRepo
+	repo   *gitrepo.ScratchRepo
 	env    ops.Env
 	notice *bytes.Buffer
 }
@@ -25,7 +26,7 @@ type lab struct {
 func newLab(t *testing.T) *lab {
 	t.Helper()
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "main")
+	repo, err := gitrepo.InitScratchRepo(dir, "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -71,16 +72,16 @@ func (env Env) notef(format string, a ...any) {
 
 // Locate finds the store: env.Store, else $MEMORYLAB_STORE, else the
 // repository's default store.
-func (env Env) Locate() (ledger.Location, error) {
+func (env Env) Locate() (gitrepo.Location, error) {
 	store := env.Store
 	if store == "" {
 		store = env.getenv(ledger.StoreEnv)
 	}
-	return ledger.Locate(env.Dir, store)
+	return gitrepo.Locate(env.Dir, store)
 }
 
 // Open locates and opens an existing store.
-func (env Env) Open() (*ledger.Store, ledger.Location, error) {
+func (env Env) Open() (*ledger.Store, gitrepo.Location, error) {
 	loc, err := env.Locate()
 	if err != nil {
 		return nil, loc, err
@@ -109,7 +110,7 @@ func (env Env) readOrdered(s *ledger.Store) ([]ledger.Record, error) {
 }
 
 // openRecords opens the store and reads its whole ledger (Records).
-func (env Env) openRecords() (*ledger.Store, ledger.Location, []ledger.Record, error) {
+func (env Env) openRecords() (*ledger.Store, gitrepo.Location, []ledger.Record, error) {
 	s, loc, err := env.Open()
 	if err != nil {
 		return nil, loc, nil, err

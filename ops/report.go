@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/report"
@@ -130,7 +131,7 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 // be read (the report never fails for it).
 func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) []report.SweptParam {
 	out := []report.SweptParam{}
-	repo, err := ledger.OpenRepo(env.Dir)
+	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
 		return out
 	}
@@ -174,7 +175,7 @@ func championOnHead(env Env, s *ledger.Store, recs []ledger.Record, champ *repor
 	if champ == nil {
 		return ""
 	}
-	repo, err := ledger.OpenRepo(env.Dir)
+	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/report"
@@ -159,16 +160,16 @@ type ShowInput struct {
 
 // ShowResult is one run with its code: show's --json contract.
 type ShowResult struct {
-	MessageType string          `json:"message_type"`
-	Record      *ledger.Record  `json:"record"`
-	Commit      string          `json:"commit"`
-	Parent      string          `json:"parent"`
-	Pinned      bool            `json:"pinned"`
-	Packet      json.RawMessage `json:"decision_packet"`
-	Lineage     *ledger.Lineage `json:"lineage"`             // from git ancestry; null without a repository
-	OnHead      ledger.Reach    `json:"reachable_from_head"` // yes, no, or unknown (…)
-	Diff        *string         `json:"diff"`
-	DiffError   string          `json:"diff_error,omitempty"`
+	MessageType string           `json:"message_type"`
+	Record      *ledger.Record   `json:"record"`
+	Commit      string           `json:"commit"`
+	Parent      string           `json:"parent"`
+	Pinned      bool             `json:"pinned"`
+	Packet      json.RawMessage  `json:"decision_packet"`
+	Lineage     *gitrepo.Lineage `json:"lineage"`             // from git ancestry; null without a repository
+	OnHead      gitrepo.Reach    `json:"reachable_from_head"` // yes, no, or unknown (…)
+	Diff        *string          `json:"diff"`
+	DiffError   string           `json:"diff_error,omitempty"`
 	// Replicates is the run's replicate group (mean ± sd (n), n ≥ 2).
 	Replicates *evidence.Spread `json:"replicates,omitempty"`
 	// Retracted is the retraction of the run (`memorylab retract`), if any:
@@ -223,14 +224,14 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 			out.Lineage = &l
 			out.OnHead = ls.ReachableFromHEAD(l.Commit)
 			if l.Commit == "" {
-				out.OnHead = ledger.ReachMissing
+				out.OnHead = gitrepo.ReachMissing
 			}
 		}
 		_, pinErr := loc.Repo.ResolvePin(rec.RunID)
 		out.Pinned = pinErr == nil
 		out.Commit, diffErr = loc.Repo.RunCommit(rec)
 		if diffErr == nil {
-			var info ledger.CommitInfo
+			var info gitrepo.CommitInfo
 			info, diffErr = loc.Repo.Commit(out.Commit)
 			if diffErr == nil {
 				if len(info.Parents) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/results"
 )
@@ -25,7 +26,7 @@ type SyncInput struct {
 // SyncOutput is what a sync did.
 type SyncOutput struct {
 	CreatedStore bool // a pull created the store from the remote's config
-	Pull, Push   *ledger.SyncResult
+	Pull, Push   *gitrepo.SyncResult
 }
 
 // Sync pulls, pushes, or (Both) pulls then pushes the shared ledger. A pull
@@ -36,8 +37,8 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 	if in.ArchiveCap != 0 && in.ArchiveCap < 1024 {
 		return nil, ledger.BadInputf("--archive-cap must be at least 1024 bytes, got %d", in.ArchiveCap)
 	}
-	if in.ArchiveCap > ledger.MaxArchiveFile {
-		return nil, ledger.BadInputf("--archive-cap must be at most %d bytes (64 MiB, the largest archive file a pull accepts), got %d", int64(ledger.MaxArchiveFile), in.ArchiveCap)
+	if in.ArchiveCap > gitrepo.MaxArchiveFile {
+		return nil, ledger.BadInputf("--archive-cap must be at most %d bytes (64 MiB, the largest archive file a pull accepts), got %d", int64(gitrepo.MaxArchiveFile), in.ArchiveCap)
 	}
 	out := &SyncOutput{}
 	s, loc, err := env.Open()
@@ -53,7 +54,7 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 	if loc.Repo == nil {
 		return nil, loc.RepoErr
 	}
-	so := ledger.SyncOptions{Remote: in.Remote, Now: env.Now(), NoArchives: in.NoArchives, ArchiveCap: in.ArchiveCap,
+	so := gitrepo.SyncOptions{Remote: in.Remote, Now: env.Now(), NoArchives: in.NoArchives, ArchiveCap: in.ArchiveCap,
 		Progress: env.Progress}
 	so.OnArrive = func(recs []*ledger.Record) error {
 		var b strings.Builder
@@ -79,7 +80,7 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 		steps = []bool{false, true}
 	}
 	for _, push := range steps {
-		var res *ledger.SyncResult
+		var res *gitrepo.SyncResult
 		if push {
 			res, err = loc.Repo.Push(env.ctx(), s, so)
 			out.Push = res
@@ -115,7 +116,7 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 
 // storeFromRemote creates the store of a fresh clone with the config the
 // remote's ledger carries.
-func storeFromRemote(env Env, loc ledger.Location, remote string) (*ledger.Store, error) {
+func storeFromRemote(env Env, loc gitrepo.Location, remote string) (*ledger.Store, error) {
 	cfg, ok, err := loc.Repo.RemoteConfig(env.ctx(), remote)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/doctor"
 	"github.com/memorylab/memorylab/ops"
@@ -50,7 +51,7 @@ const xssPayload = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</
 type fixture struct {
 	t     *testing.T
 	dir   string
-	repo  *ledger.ScratchRepo
+	repo  *gitrepo.ScratchRepo
 	env   ops.Env
 	lr    int
 	clock atomic.Int64 // unix nanoseconds: a minute passes per logged run
@@ -61,7 +62,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/web")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/web")
 	if err != nil {
 		t.Fatal(err)
 	}

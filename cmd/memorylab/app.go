@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/xrash/smetrics"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -182,10 +183,10 @@ func usagef(format string, a ...any) error {
 }
 
 // locate finds the store for this invocation; store is the --store value.
-func locate(env *Env, store string) (ledger.Location, error) { return env.opsEnv(store).Locate() }
+func locate(env *Env, store string) (gitrepo.Location, error) { return env.opsEnv(store).Locate() }
 
 // openStore locates and opens an existing store.
-func openStore(env *Env, store string) (*ledger.Store, ledger.Location, error) {
+func openStore(env *Env, store string) (*ledger.Store, gitrepo.Location, error) {
 	return env.opsEnv(store).Open()
 }
 

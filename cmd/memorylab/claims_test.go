@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitrepo"
 )
 
 // TestClaimsTwoClones (issue 29.2): two clones of one lab, sharing a path
@@ -62,7 +62,7 @@ func TestClaimsTwoClones(t *testing.T) {
 			"print('---')\nprint('val_bpb:          0.990000')\n"
 	}
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
-	repo, err := ledger.InitScratchRepo(a, "main")
+	repo, err := gitrepo.InitScratchRepo(a, "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -68,7 +69,7 @@ func readArcLedger(t *testing.T, store string) ([]ledger.Record, []byte) {
 func TestArcmemoImportCorpusRuns(t *testing.T) {
 	corpus := arcmemoCorpus(t)
 	repoDir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(repoDir, "main")
+	repo, err := gitrepo.InitScratchRepo(repoDir, "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/display"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -43,7 +44,7 @@ func branchCommand(env *Env) *cli.Command {
 }
 
 func runBranch(env *Env, opts branchOptions) error {
-	if err := ledger.ValidBranchName(opts.Name); err != nil {
+	if err := gitrepo.ValidBranchName(opts.Name); err != nil {
 		return err
 	}
 	s, loc, err := openStore(env, opts.Store)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -150,7 +151,7 @@ func runDemo(env *Env, opts demoOptions) (err error) {
 	} else if err := demoDirUsable(dir); err != nil {
 		return err
 	}
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/demo")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/demo")
 	if err != nil {
 		return err
 	}
@@ -263,7 +264,7 @@ func demoDirUsable(dir string) error {
 	return nil
 }
 
-func parentOf(commit string, repo *ledger.ScratchRepo) string {
+func parentOf(commit string, repo *gitrepo.ScratchRepo) string {
 	p, _ := repo.Parent(commit)
 	return p
 }

@@ -6,9 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/urfave/cli/v2"
-
-	"github.com/memorylab/memorylab/ledger"
 )
 
 type hooksOptions struct {
@@ -83,31 +82,31 @@ func defaultHookProgram() string {
 }
 
 func runHooks(env *Env, opts hooksOptions) error {
-	repo, err := ledger.OpenRepo(env.Dir)
+	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
 		return err
 	}
-	names := []string{ledger.HookPostCommit, ledger.HookCommitMsg}
+	names := []string{gitrepo.HookPostCommit, gitrepo.HookCommitMsg}
 	switch opts.Action {
 	case "install":
 		if opts.Program == "" {
 			opts.Program = defaultHookProgram()
 		}
 		block := opts.Block || repo.HookBlockConfigured()
-		st, err := repo.InstallHook(ledger.HookPostCommit, opts.Program, false)
+		st, err := repo.InstallHook(gitrepo.HookPostCommit, opts.Program, false)
 		if err != nil {
 			return err
 		}
 		printHookChange(env, "installed", st)
 		if block {
-			st, err := repo.InstallHook(ledger.HookCommitMsg, opts.Program, true)
+			st, err := repo.InstallHook(gitrepo.HookCommitMsg, opts.Program, true)
 			if err != nil {
 				return err
 			}
 			printHookChange(env, "installed", st)
-		} else if st, err := repo.HookStatus(ledger.HookCommitMsg); err == nil && st.Installed {
+		} else if st, err := repo.HookStatus(gitrepo.HookCommitMsg); err == nil && st.Installed {
 			// Leaving block mode: take the commit-msg hook away again.
-			if _, err := repo.UninstallHook(ledger.HookCommitMsg); err != nil {
+			if _, err := repo.UninstallHook(gitrepo.HookCommitMsg); err != nil {
 				return err
 			}
 			printHookChange(env, "removed", st)
@@ -130,7 +129,7 @@ func runHooks(env *Env, opts hooksOptions) error {
 		}
 		return nil
 	case "status":
-		var states []ledger.HookState
+		var states []gitrepo.HookState
 		for _, n := range names {
 			st, err := repo.HookStatus(n)
 			if err != nil {
@@ -151,7 +150,7 @@ func runHooks(env *Env, opts hooksOptions) error {
 	return usagef("unknown hooks action %q: use install, uninstall, status or run", opts.Action)
 }
 
-func describeHook(st ledger.HookState) string {
+func describeHook(st gitrepo.HookState) string {
 	var s string
 	switch {
 	case st.Installed && st.Block:
@@ -172,7 +171,7 @@ func describeHook(st ledger.HookState) string {
 	return s + " [" + st.Path + "]"
 }
 
-func printHookChange(env *Env, verb string, st ledger.HookState) {
+func printHookChange(env *Env, verb string, st gitrepo.HookState) {
 	msg := fmt.Sprintf("%s %s hook at %s", verb, st.Name, st.Path)
 	if st.Chained != "" {
 		if verb == "removed" {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/display"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/ops"
@@ -43,8 +44,8 @@ const hookWarnWidth = 200
 func runHooksRun(env *Env, opts hooksRunOptions) error {
 	var msg string
 	switch opts.Hook {
-	case ledger.HookPostCommit:
-		repo, err := ledger.OpenRepo(env.Dir)
+	case gitrepo.HookPostCommit:
+		repo, err := gitrepo.OpenRepo(env.Dir)
 		if err != nil {
 			fmt.Fprintf(env.Err, "memorylab: post-commit hook: %v\n", err)
 			return nil // never fail a commit that already happened
@@ -53,7 +54,7 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 			fmt.Fprintf(env.Err, "memorylab: post-commit hook: %v\n", err)
 			return nil
 		}
-	case ledger.HookCommitMsg:
+	case gitrepo.HookCommitMsg:
 		if len(opts.Args) != 1 {
 			return usagef("hooks run commit-msg needs the message file git passes, got %d arguments", len(opts.Args))
 		}
@@ -71,13 +72,13 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 	}
 	res, err := hookCheck(env, opts.Store, subject, opts.Hook)
 	if err != nil {
-		if opts.Hook == ledger.HookPostCommit {
+		if opts.Hook == gitrepo.HookPostCommit {
 			fmt.Fprintf(env.Err, "memorylab: post-commit hook: novelty check skipped: %v\n", err)
 			return nil
 		}
 		return err
 	}
-	if opts.Hook == ledger.HookPostCommit {
+	if opts.Hook == gitrepo.HookPostCommit {
 		// Another machine training this idea now (issue 29.2).
 		for _, c := range res.Claims {
 			fmt.Fprintln(env.Err, hookClaimLine(c))
@@ -87,7 +88,7 @@ func runHooksRun(env *Env, opts hooksRunOptions) error {
 		return nil
 	}
 	line := hookWarning(subject, res)
-	if opts.Hook == ledger.HookCommitMsg {
+	if opts.Hook == gitrepo.HookCommitMsg {
 		if res.Policy.Decision != novelty.Block {
 			return nil // the post-commit hook warns after the commit
 		}
@@ -111,7 +112,7 @@ func hookCheck(env *Env, store, subject, hook string) (*ops.CheckResult, error) 
 		return nil, err
 	}
 	in := ops.CheckInput{Idea: ops.Idea{Description: subject, Mode: novelty.ModeExploit, Threshold: novelty.BaseThreshold}, Limit: 1}
-	if hook == ledger.HookPostCommit {
+	if hook == gitrepo.HookPostCommit {
 		in.Diff, in.CodeOptional = "HEAD", true
 	} else {
 		in.RecordAs = ops.BlockedByHook // commit-msg refuses the commit on a block

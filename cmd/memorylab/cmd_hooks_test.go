@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitrepo"
 )
 
 // fakeProgram writes a stand-in for the memorylab binary that appends its
@@ -51,8 +51,8 @@ func TestHooksChainingRoundTrip(t *testing.T) {
 	if err := runHooks(f.env(f.dir), hooksOptions{Action: "install", Program: program}); err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, f.stdout(), "installed post-commit hook", "your previous hook runs first from "+hook+ledger.ChainedSuffix)
-	if b, _ := os.ReadFile(hook + ledger.ChainedSuffix); string(b) != user {
+	mustContain(t, f.stdout(), "installed post-commit hook", "your previous hook runs first from "+hook+gitrepo.ChainedSuffix)
+	if b, _ := os.ReadFile(hook + gitrepo.ChainedSuffix); string(b) != user {
 		t.Fatalf("chained hook changed: %q", b)
 	}
 	if err := runHooks(f.env(f.dir), hooksOptions{Action: "install", Program: program}); err != nil {
@@ -64,11 +64,11 @@ func TestHooksChainingRoundTrip(t *testing.T) {
 		if err := runHooks(f.env(f.dir), hooksOptions{Action: "status", JSON: true}); err != nil {
 			t.Fatal(err)
 		}
-		var st []ledger.HookState
+		var st []gitrepo.HookState
 		if err := json.Unmarshal([]byte(f.stdout()), &st); err != nil {
 			t.Fatal(err)
 		}
-		if len(st) != 2 || !st[0].Installed || st[0].Block || st[0].Chained != hook+ledger.ChainedSuffix || st[0].Program != program || st[1].Installed {
+		if len(st) != 2 || !st[0].Installed || st[0].Block || st[0].Chained != hook+gitrepo.ChainedSuffix || st[0].Program != program || st[1].Installed {
 			t.Fatalf("status %+v", st)
 		}
 	})
@@ -93,7 +93,7 @@ func TestHooksChainingRoundTrip(t *testing.T) {
 		if st, _ := os.Stat(hook); st.Mode().Perm() != 0o750 {
 			t.Fatalf("mode %v, want 0750", st.Mode().Perm())
 		}
-		if _, err := os.Stat(hook + ledger.ChainedSuffix); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(hook + gitrepo.ChainedSuffix); !errors.Is(err, os.ErrNotExist) {
 			t.Fatal("chained file left behind")
 		}
 		if err := runHooks(f.env(f.dir), hooksOptions{Action: "uninstall"}); err != nil {
@@ -125,15 +125,15 @@ func TestHooksInstallCases(t *testing.T) {
 		hooks := filepath.Join(f.dir, ".git", "hooks")
 		os.MkdirAll(hooks, 0o755)
 		os.WriteFile(filepath.Join(hooks, "post-commit"), []byte("#!/bin/sh\necho a\n"), 0o755)
-		os.WriteFile(filepath.Join(hooks, "post-commit"+ledger.ChainedSuffix), []byte("#!/bin/sh\necho b\n"), 0o755)
+		os.WriteFile(filepath.Join(hooks, "post-commit"+gitrepo.ChainedSuffix), []byte("#!/bin/sh\necho b\n"), 0o755)
 		err := runHooks(f.env(f.dir), hooksOptions{Action: "install", Program: "memorylab"})
-		if !errors.Is(err, ledger.ErrHookConflict) {
+		if !errors.Is(err, gitrepo.ErrHookConflict) {
 			t.Fatalf("err %v", err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(hooks, "post-commit")); string(b) != "#!/bin/sh\necho a\n" {
 			t.Fatalf("hook clobbered: %q", b)
 		}
-		if err := runHooks(f.env(f.dir), hooksOptions{Action: "uninstall"}); !errors.Is(err, ledger.ErrHookConflict) {
+		if err := runHooks(f.env(f.dir), hooksOptions{Action: "uninstall"}); !errors.Is(err, gitrepo.ErrHookConflict) {
 			t.Fatalf("uninstall of a foreign hook: %v", err)
 		}
 	})
@@ -142,15 +142,15 @@ func TestHooksInstallCases(t *testing.T) {
 		if err := runHooks(f.env(f.dir), hooksOptions{Action: "install", Program: "memorylab", Block: true}); err != nil {
 			t.Fatal(err)
 		}
-		repo, _ := ledger.OpenRepo(f.dir)
-		st, _ := repo.HookStatus(ledger.HookCommitMsg)
+		repo, _ := gitrepo.OpenRepo(f.dir)
+		st, _ := repo.HookStatus(gitrepo.HookCommitMsg)
 		if !st.Installed || !st.Block {
 			t.Fatalf("commit-msg %+v", st)
 		}
 		if err := runHooks(f.env(f.dir), hooksOptions{Action: "install", Program: "memorylab"}); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := repo.HookStatus(ledger.HookCommitMsg); st.Installed {
+		if st, _ := repo.HookStatus(gitrepo.HookCommitMsg); st.Installed {
 			t.Fatal("commit-msg still installed after install without --block")
 		}
 	})
@@ -190,7 +190,7 @@ func TestHooksInstallCases(t *testing.T) {
 		}
 	})
 	t.Run("program path is quoted, never interpreted", func(t *testing.T) {
-		s := ledger.HookScript(ledger.HookPostCommit, "/opt/it's $(rm -rf x)/memorylab", false)
+		s := gitrepo.HookScript(gitrepo.HookPostCommit, "/opt/it's $(rm -rf x)/memorylab", false)
 		mustContain(t, s, `ml='/opt/it'\''s $(rm -rf x)/memorylab'`)
 	})
 }
@@ -246,7 +246,7 @@ func TestHooksRun(t *testing.T) {
 	})
 	t.Run("linked worktree with GIT_DIR set reads its own HEAD", func(t *testing.T) {
 		t.Setenv("GIT_DIR", filepath.Join(f.dir, ".git", "worktrees", "wt"))
-		r, err := ledger.OpenScratchRepo(wt)
+		r, err := gitrepo.OpenScratchRepo(wt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -30,7 +31,7 @@ func testdataPath(elem ...string) string {
 func tsvRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	r, err := ledger.InitScratchRepo(dir, "main")
+	r, err := gitrepo.InitScratchRepo(dir, "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
 func TestInit(t *testing.T) {
-	repo, err := ledger.InitScratchRepo(t.TempDir(), "main")
+	repo, err := gitrepo.InitScratchRepo(t.TempDir(), "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/registry"
@@ -15,7 +16,7 @@ import (
 
 // nightRepo logs a short night: keep, discard (close to the champion),
 // crash, keep (new champion), discard.
-func nightRepo(t *testing.T) *ledger.ScratchRepo {
+func nightRepo(t *testing.T) *gitrepo.ScratchRepo {
 	t.Helper()
 	repo := experimentRepo(t)
 	runs := []struct{ desc, status, val string }{

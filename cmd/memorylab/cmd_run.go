@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/display"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/ops"
@@ -334,7 +335,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 // that would let it run (each checked), resets the blocked commit away with
 // --reset-on-discard (pinned first; only the commit this run started from,
 // never one already in the ledger), and returns blockedError.
-func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
+func guardIdea(env *Env, s *ledger.Store, loc gitrepo.Location, it *ops.Iteration, opts runOptions) error {
 	oenv := env.opsWith(opts.Store, opts.JSON)
 	// NoClaims: ClaimRun asks the remote right after, and refuses on it.
 	in := ops.CheckInput{Idea: opts.Log.Idea, Limit: 1, Diff: ops.DiffWorktree, CodeOptional: true, NoClaims: true}
@@ -367,7 +368,7 @@ func guardIdea(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration
 // before training (blocked, or claimed by another machine) under
 // refs/memorylab/blocked/<commit> and resets it away: only the commit this
 // run started from, never one already in the ledger.
-func resetRefused(env *Env, s *ledger.Store, loc ledger.Location, it *ops.Iteration, opts runOptions) error {
+func resetRefused(env *Env, s *ledger.Store, loc gitrepo.Location, it *ops.Iteration, opts runOptions) error {
 	if !opts.ResetOnDiscard {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -42,7 +43,7 @@ func strconvF(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 type runFixture struct {
 	t    testing.TB
 	dir  string
-	repo *ledger.ScratchRepo
+	repo *gitrepo.ScratchRepo
 	env  *Env
 	out  *bytes.Buffer
 	err  *bytes.Buffer
@@ -51,7 +52,7 @@ type runFixture struct {
 func newRunFixture(t testing.TB, goal string) *runFixture {
 	t.Helper()
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/test")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestRunResetOnDiscardKeepsRunAndUntracked(t *testing.T) {
 	if len(recs) != 2 || recs[1].Status != "discard" || recs[1].CommitFull != commit {
 		t.Fatalf("records: %+v", recs)
 	}
-	g, err := ledger.OpenRepo(f.dir)
+	g, err := gitrepo.OpenRepo(f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -14,7 +15,7 @@ func TestRunNamesEverywhere(t *testing.T) {
 	best, _ := f.experiment("raise LR", "keep", 0.98)
 	prev, _ := f.experiment("lower LR", "discard", 1.01)
 	last, _ := f.experiment("warmup", "discard", 1.02)
-	repo, err := ledger.OpenRepo(f.dir)
+	repo, err := gitrepo.OpenRepo(f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

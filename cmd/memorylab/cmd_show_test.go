@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -24,7 +25,7 @@ func TestShowAfterResetAndGC(t *testing.T) {
 	if err := f.repo.Prune(); err != nil {
 		t.Fatal(err)
 	}
-	repo, err := ledger.OpenRepo(f.dir)
+	repo, err := gitrepo.OpenRepo(f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestShowAfterResetAndGC(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.Commit != discarded || got.Parent != head || !got.Pinned || got.Diff == nil || !strings.Contains(*got.Diff, "raise LR") ||
-			got.Lineage == nil || !got.Lineage.Known() || got.Lineage.Depth != 1 || got.OnHead != ledger.ReachNo {
+			got.Lineage == nil || !got.Lineage.Known() || got.Lineage.Depth != 1 || got.OnHead != gitrepo.ReachNo {
 			t.Fatalf("json = %+v", got)
 		}
 	})
@@ -124,7 +125,7 @@ func TestBranchFromResetRun(t *testing.T) {
 		wantOut      string
 	}{
 		{"create", "retry/sssl", false, nil, "created branch retry/sssl at " + ledger.Short(discarded)},
-		{"exists", "retry/sssl", false, ledger.ErrBranchExists, ""},
+		{"exists", "retry/sssl", false, gitrepo.ErrBranchExists, ""},
 		{"another name", "other", false, nil, "created branch other"},
 		{"checked out branch is never moved", "autoresearch/test", true, ledger.ErrBadInput, ""},
 		{"invalid name", "bad..name", false, ledger.ErrBadInput, ""},
@@ -154,7 +155,7 @@ func TestBranchFromResetRun(t *testing.T) {
 	if err := runBranch(f.env(f.dir), branchOptions{Query: string(rec.RunID), Name: "base", Force: false}); err != nil {
 		t.Fatal(err)
 	}
-	repo, _ := ledger.OpenRepo(f.dir)
+	repo, _ := gitrepo.OpenRepo(f.dir)
 	if _, err := repo.CreateBranch("base", head, true); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitrepo"
 )
 
 // TestPushPullCommands: two machines share runs through a path remote (a
@@ -85,9 +85,9 @@ func TestSyncCommandErrors(t *testing.T) {
 }
 
 // machine is a repository whose origin is a shared bare remote.
-func machine(t *testing.T, remote string) *ledger.ScratchRepo {
+func machine(t *testing.T, remote string) *gitrepo.ScratchRepo {
 	t.Helper()
-	repo, err := ledger.InitScratchRepo(t.TempDir(), "main")
+	repo, err := gitrepo.InitScratchRepo(t.TempDir(), "main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func machine(t *testing.T, remote string) *ledger.ScratchRepo {
 func sharedRemote(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "lab.git")
-	if err := ledger.InitBareScratchRepo(dir); err != nil {
+	if err := gitrepo.InitBareScratchRepo(dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -162,7 +162,7 @@ func TestSyncFreshCloneAndConfig(t *testing.T) {
 		t.Fatalf("init in a clone: exit %d %s", r.code, r.errOut)
 	}
 
-	d, err := ledger.InitScratchRepo(t.TempDir(), "main")
+	d, err := gitrepo.InitScratchRepo(t.TempDir(), "main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +199,14 @@ func TestSyncFreshCloneAndConfig(t *testing.T) {
 func TestOneOrderOnEveryMachine(t *testing.T) {
 	remote := sharedRemote(t)
 	a, b := machine(t, remote), machine(t, remote)
-	for _, m := range []*ledger.ScratchRepo{a, b} {
+	for _, m := range []*gitrepo.ScratchRepo{a, b} {
 		if r := memorylab(t, m.Dir, nil, "init"); r.code != 0 {
 			t.Fatal(r.errOut)
 		}
 		writeFile(t, filepath.Join(m.Dir, "run.log"), summaryLog)
 	}
 	for i := range 3 {
-		for _, m := range []*ledger.ScratchRepo{a, b} {
+		for _, m := range []*gitrepo.ScratchRepo{a, b} {
 			// The same metric everywhere: the champion is decided by the order alone.
 			if r := memorylab(t, m.Dir, nil, "log", "-d", fmt.Sprintf("idea %d on %s", i, filepath.Base(m.Dir)), "--status", "keep", "--log", "run.log"); r.code != 0 {
 				t.Fatal(r.errOut)
@@ -214,7 +214,7 @@ func TestOneOrderOnEveryMachine(t *testing.T) {
 		}
 	}
 	for _, step := range []struct {
-		m    *ledger.ScratchRepo
+		m    *gitrepo.ScratchRepo
 		verb string
 	}{{a, "push"}, {b, "sync"}, {a, "pull"}} {
 		if r := memorylab(t, step.m.Dir, nil, step.verb); r.code != 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -17,9 +18,9 @@ var runIDRE = regexp.MustCompile(`\d{8}T\d{6}Z-[0-9a-f]{7}-[0-9a-f]{8}`)
 // MATRIX_LR 0.06 (discarded, reset), MATRIX_LR 0.03 (discarded, reset),
 // DEPTH 10 (kept), then MATRIX_LR=0.06 again in the working tree, written
 // another way.
-func codeNight(t *testing.T) *ledger.ScratchRepo {
+func codeNight(t *testing.T) *gitrepo.ScratchRepo {
 	t.Helper()
-	repo, err := ledger.InitScratchRepo(t.TempDir(), "autoresearch/nov24")
+	repo, err := gitrepo.InitScratchRepo(t.TempDir(), "autoresearch/nov24")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -89,7 +90,7 @@ func TestExitCodes(t *testing.T) {
 			return d
 		}, []string{"init"}, ExitNoRepo, "bare git repository at $DIR: run memorylab in a working tree (clone it first)"},
 		{"no store", func(t *testing.T, _ string) string {
-			repo, err := ledger.InitScratchRepo(t.TempDir(), "main")
+			repo, err := gitrepo.InitScratchRepo(t.TempDir(), "main")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -16,7 +17,7 @@ import (
 // driven in-process like an agent would: commit, log, reset.
 type gitFixture struct {
 	t     *testing.T
-	repo  *ledger.ScratchRepo
+	repo  *gitrepo.ScratchRepo
 	dir   string
 	mu    sync.Mutex
 	clock time.Time
@@ -27,7 +28,7 @@ type gitFixture struct {
 func newGitFixture(t *testing.T) *gitFixture {
 	t.Helper()
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/test")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -40,9 +41,9 @@ func memorylab(t *testing.T, dir string, environ map[string]string, args ...stri
 
 // experimentRepo is a git repository with one commit of train.py and an
 // initialised store.
-func experimentRepo(t *testing.T) *ledger.ScratchRepo {
+func experimentRepo(t *testing.T) *gitrepo.ScratchRepo {
 	t.Helper()
-	repo, err := ledger.InitScratchRepo(t.TempDir(), "autoresearch/nov21")
+	repo, err := gitrepo.InitScratchRepo(t.TempDir(), "autoresearch/nov21")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestHostileRemoteCannotReadFiles (issue 24.1): a teammate with push
@@ -39,7 +38,7 @@ func TestHostileRemoteCannotReadFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := ledger.SetSharedConfig(remote, []byte(`{"version":1,"metric":"val_bpb","goal":"min","train_file":"`+rel+`"}`+"\n")); err != nil {
+			if err := gitrepo.SetSharedConfig(remote, []byte(`{"version":1,"metric":"val_bpb","goal":"min","train_file":"`+rel+`"}`+"\n")); err != nil {
 				t.Fatal(err)
 			}
 			r := memorylab(t, b.Dir, nil, verb)
@@ -251,7 +250,7 @@ func TestDefaultRunLogLinkingOutIsNotRead(t *testing.T) {
 // git sees it: the log records the run, and no byte of the link's target
 // reaches train.patch or the code fingerprint.
 func TestTrainFileUnderALinkedDirectory(t *testing.T) {
-	repo, err := ledger.InitScratchRepo(t.TempDir(), "main")
+	repo, err := gitrepo.InitScratchRepo(t.TempDir(), "main")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -140,7 +141,7 @@ func TestInitKeepsCachesAndLedgerOutOfGit(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			repo, err := ledger.InitScratchRepo(t.TempDir(), "main")
+			repo, err := gitrepo.InitScratchRepo(t.TempDir(), "main")
 			if err != nil {
 				t.Fatal(err)
 			}

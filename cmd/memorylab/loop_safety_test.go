@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -122,7 +123,7 @@ func TestRunOneAtATimePerCheckout(t *testing.T) {
 		Log: ops.LogInput{LogPath: "run.log", Idea: ops.Idea{Mode: "exploit", Threshold: 0.62}}})
 	host, _ := os.Hostname()
 	want := regexp.MustCompile(`another memorylab run is training in this checkout \(pid \d+ on ` + regexp.QuoteMeta(host) + `, started 2026-11-22T03:\d\d:00Z, commit ` + commit[:7])
-	if exitCode(err) != ExitBadInput || !errors.Is(err, ledger.ErrRunInProgress) || !want.MatchString(err.Error()) {
+	if exitCode(err) != ExitBadInput || !errors.Is(err, gitrepo.ErrRunInProgress) || !want.MatchString(err.Error()) {
 		t.Fatalf("want the second run refused naming the first, got %v (exit %d)", err, exitCode(err))
 	}
 	if _, err := os.Stat(filepath.Join(f.dir, "second.txt")); err == nil {
@@ -311,11 +312,11 @@ func TestRunDirtyTreeIsItsDiff(t *testing.T) {
 func TestLogRefusesToGuess(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		setup func(t *testing.T, repo *ledger.ScratchRepo)
+		setup func(t *testing.T, repo *gitrepo.ScratchRepo)
 		args  []string
 		want  string // "" accepts
 	}{
-		{"run.log older than HEAD", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"run.log older than HEAD", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			commitIdea(t, repo)
 			writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
 			old := repo.When.Add(-time.Hour)
@@ -323,7 +324,7 @@ func TestLogRefusesToGuess(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{"--status", "keep"}, "before HEAD"},
-		{"older, named with --log", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"older, named with --log", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			commitIdea(t, repo)
 			writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
 			old := repo.When.Add(-time.Hour)
@@ -331,31 +332,31 @@ func TestLogRefusesToGuess(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{"--status", "keep", "--log", "run.log"}, ""},
-		{"run.log an earlier run archived", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"run.log an earlier run archived", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
 			if r := memorylab(t, repo.Dir, nil, "log", "-d", "baseline", "--status", "keep"); r.code != 0 {
 				t.Fatal(r.errOut)
 			}
 			commitIdea(t, repo)
 		}, []string{"--status", "keep", "--metric", "val_bpb=0.9"}, "already logged"},
-		{"archived, named with --log", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"archived, named with --log", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
 			if r := memorylab(t, repo.Dir, nil, "log", "-d", "baseline", "--status", "keep"); r.code != 0 {
 				t.Fatal(r.errOut)
 			}
 			commitIdea(t, repo)
 		}, []string{"--status", "keep", "--log", "run.log"}, ""},
-		{"metric typo", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"metric typo", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			commitIdea(t, repo)
 			writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
 		}, []string{"--status", "keep", "--metric", "val_bpp=0.9"}, "--metric val_bpp: val_bpp is neither the store's metric (val_bpb) nor in run.log; did you mean val_bpb?"},
-		{"metric typo without a log", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"metric typo without a log", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			commitIdea(t, repo)
 		}, []string{"--status", "keep", "--metric", "val_bpb=0.9", "--metric", "peak_vram_mbb=3"}, ""},
-		{"metric typo of the store's metric without a log", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"metric typo of the store's metric without a log", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			commitIdea(t, repo)
 		}, []string{"--status", "keep", "--metric", "val_bpp=0.9"}, "did you mean val_bpb?"},
-		{"an extra metric", func(t *testing.T, repo *ledger.ScratchRepo) {
+		{"an extra metric", func(t *testing.T, repo *gitrepo.ScratchRepo) {
 			commitIdea(t, repo)
 			writeFile(t, filepath.Join(repo.Dir, "run.log"), summaryLog)
 		}, []string{"--status", "keep", "--metric", "cost_usd=3.5"}, ""},
@@ -380,7 +381,7 @@ func TestLogRefusesToGuess(t *testing.T) {
 	}
 }
 
-func commitIdea(t *testing.T, repo *ledger.ScratchRepo) {
+func commitIdea(t *testing.T, repo *gitrepo.ScratchRepo) {
 	t.Helper()
 	if _, err := repo.Commit("the idea", map[string]string{"train.py": strings.Replace(trainPy, "0.04", "0.05", 1)}); err != nil {
 		t.Fatal(err)

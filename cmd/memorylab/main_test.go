@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -134,7 +135,7 @@ func runCLI(t testing.TB, dir string, args ...string) (code int, stdout, stderr 
 type testRepo struct {
 	Dir   string
 	Store string // results/memorylab
-	Repo  *ledger.ScratchRepo
+	Repo  *gitrepo.ScratchRepo
 }
 
 func (r testRepo) ledgerPath() string { return filepath.Join(r.Store, ledger.LedgerFile) }
@@ -143,7 +144,7 @@ func (r testRepo) tsvPath() string    { return filepath.Join(r.Dir, ledger.TSVFi
 func newTestRepo(t testing.TB) testRepo {
 	t.Helper()
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/test")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitrepo"
 )
 
 // readmeFence returns the body of the fenced block that follows marker in
@@ -46,7 +46,7 @@ func TestREADMEEvidenceExamples(t *testing.T) {
 	} {
 		t.Run(ex.name, func(t *testing.T) {
 			dir := t.TempDir()
-			repo, err := ledger.InitScratchRepo(dir, "main")
+			repo, err := gitrepo.InitScratchRepo(dir, "main")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/internal/needtool"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -56,7 +57,7 @@ func TestREADMENightLoop(t *testing.T) {
 		needtool.Path(t, tool)
 	}
 	dir := t.TempDir()
-	repo, err := ledger.InitScratchRepo(dir, "autoresearch/nov23")
+	repo, err := gitrepo.InitScratchRepo(dir, "autoresearch/nov23")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitrepo"
 )
 
 // readmeSharing returns the README's "Sharing between machines" recipe as
@@ -66,7 +66,7 @@ func TestREADMESharing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	repo, err := ledger.InitScratchRepo(m1, "autoresearch/nov25")
+	repo, err := gitrepo.InitScratchRepo(m1, "autoresearch/nov25")
 	if err != nil {
 		t.Fatal(err)
 	}

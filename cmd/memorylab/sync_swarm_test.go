@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -99,7 +100,7 @@ func snapshot(t *testing.T, dir string) swarmSnapshot {
 	}
 	sort.Strings(sn.records)
 	sn.config = readFile(t, filepath.Join(store, "config.json"))
-	g, err := ledger.OpenRepo(dir)
+	g, err := gitrepo.OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func snapshot(t *testing.T, dir string) swarmSnapshot {
 func TestSwarmConverges(t *testing.T) {
 	const machines, runs = 8, 50
 	remote := sharedRemote(t)
-	repos := make([]*ledger.ScratchRepo, machines)
+	repos := make([]*gitrepo.ScratchRepo, machines)
 	for i := range repos {
 		repos[i] = machine(t, remote)
 	}
@@ -203,13 +204,13 @@ func TestSyncSurvivesSIGKILL(t *testing.T) {
 	const kills = 20
 	remote := sharedRemote(t)
 	a, b := machine(t, remote), machine(t, remote)
-	for _, m := range []*ledger.ScratchRepo{a, b} {
+	for _, m := range []*gitrepo.ScratchRepo{a, b} {
 		if r := memorylab(t, m.Dir, nil, "init"); r.code != 0 {
 			t.Fatal(r.errOut)
 		}
 		writeFile(t, filepath.Join(m.Dir, "run.log"), summaryLog)
 	}
-	logRuns := func(m *ledger.ScratchRepo, n int) {
+	logRuns := func(m *gitrepo.ScratchRepo, n int) {
 		for range n {
 			if r := memorylab(t, m.Dir, nil, "log", "-d", "idea "+filepath.Base(m.Dir), "--status", "discard", "--log", "run.log"); r.code != 0 {
 				t.Fatal(r.errOut)
@@ -258,7 +259,7 @@ func TestSyncSurvivesSIGKILL(t *testing.T) {
 		t.Fatalf("only %d kills", killed)
 	}
 	for range 2 {
-		for _, m := range []*ledger.ScratchRepo{a, b} {
+		for _, m := range []*gitrepo.ScratchRepo{a, b} {
 			if r := memorylab(t, m.Dir, nil, "sync"); r.code != 0 {
 				t.Fatalf("sync after the kills: %s", r.errOut)
 			}
@@ -268,7 +269,7 @@ func TestSyncSurvivesSIGKILL(t *testing.T) {
 	if d := sa.diff(sb); d != "" {
 		t.Fatalf("a and b differ after the kills (%d and %d records): %s", len(sa.records), len(sb.records), d)
 	}
-	for _, m := range []*ledger.ScratchRepo{a, b} {
+	for _, m := range []*gitrepo.ScratchRepo{a, b} {
 		if r := memorylab(t, m.Dir, nil, "doctor"); r.code != 0 {
 			t.Errorf("doctor after the kills: %s%s", r.out, r.errOut)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -23,7 +24,7 @@ func TestLinkedWorktreesLogConcurrently(t *testing.T) {
 	f.logRun(f.dir, "baseline", "keep", 0.99)
 	type agent struct {
 		dir, branch string
-		repo        *ledger.ScratchRepo
+		repo        *gitrepo.ScratchRepo
 		commits     []string
 	}
 	var agents []*agent
@@ -32,7 +33,7 @@ func TestLinkedWorktreesLogConcurrently(t *testing.T) {
 		if err := f.repo.AddLinkedWorktree(dir, name, "agent/"+name); err != nil {
 			t.Fatal(err)
 		}
-		r, err := ledger.OpenScratchRepo(dir)
+		r, err := gitrepo.OpenScratchRepo(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func TestLinkedWorktreesLogConcurrently(t *testing.T) {
 	if len(recs) != 1+2*perAgent {
 		t.Fatalf("%d records, want %d", len(recs), 1+2*perAgent)
 	}
-	main, err := ledger.OpenRepo(f.dir)
+	main, err := gitrepo.OpenRepo(f.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

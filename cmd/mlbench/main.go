@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 )
@@ -106,7 +107,7 @@ func benchRepo(root string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return dir, nil
 	}
-	r, err := ledger.InitScratchRepo(dir, "autoresearch/bench")
+	r, err := gitrepo.InitScratchRepo(dir, "autoresearch/bench")
 	if err != nil {
 		return "", err
 	}

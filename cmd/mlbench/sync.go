@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitrepo"
 )
 
 // syncBench times sharing a ledger of n runs through a bare path remote,
@@ -35,7 +35,7 @@ func syncBench(bin, root, store string, n, reps int) error {
 	var rss int64
 	for i := 0; i < reps; i++ {
 		_ = os.RemoveAll(remote)
-		if err := ledger.InitBareScratchRepo(remote); err != nil {
+		if err := gitrepo.InitBareScratchRepo(remote); err != nil {
 			return err
 		}
 		var err error
@@ -113,7 +113,7 @@ func printRow(n int, name string, walls, cpus []time.Duration, rss int64) {
 // origin set to remote.
 func syncMachine(dir, remote string) (string, error) {
 	_ = os.RemoveAll(dir)
-	r, err := ledger.InitScratchRepo(dir, "main")
+	r, err := gitrepo.InitScratchRepo(dir, "main")
 	if err != nil {
 		return "", err
 	}

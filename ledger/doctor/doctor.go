@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -178,7 +179,7 @@ func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
 // well-formed record of a known schema version, unique run ids, archived
 // files present, run refs present (when repo is not nil), results.tsv in
 // step. configErr is the error OpenStore gave for config.json, if any.
-func Diagnose(s *ledger.Store, repo *ledger.Repo, configErr error) (*Report, error) {
+func Diagnose(s *ledger.Store, repo *gitrepo.Repo, configErr error) (*Report, error) {
 	rep := &Report{Store: s.Dir, Findings: []Finding{}}
 	if configErr != nil {
 		rep.add(Finding{Severity: SevError, Check: CheckConfig, Message: configErr.Error(),
@@ -305,7 +306,7 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 // refs/memorylab/runs/<id>. Records that predate pinning (older than the
 // first pinned record in ledger order, or any record when the store has no
 // pins at all) are reported once as info, not as errors.
-func checkRefs(s *ledger.Store, rep *Report, repo *ledger.Repo, recs []doctorRec) {
+func checkRefs(s *ledger.Store, rep *Report, repo *gitrepo.Repo, recs []doctorRec) {
 	if repo == nil {
 		rep.add(Finding{Severity: SevInfo, Check: CheckRefs, Message: "no git repository here: run refs not checked"})
 		return
@@ -435,7 +436,7 @@ type RepairResult struct {
 	LedgerRewritten bool     `json:"ledger_rewritten"` // whether experiments.jsonl was replaced
 	Lines           []int    `json:"lines,omitempty"`  // line numbers moved
 	// RemovedRefs are the broken refs under refs/memorylab/ removed.
-	RemovedRefs []ledger.BrokenRef `json:"removed_refs"`
+	RemovedRefs []gitrepo.BrokenRef `json:"removed_refs"`
 }
 
 // Repair takes the store lock, moves torn, garbage and byte-identical
@@ -444,7 +445,7 @@ type RepairResult struct {
 // caches under index/ and cache/ so they rebuild from the ledger. Records
 // with schema problems are real data and stay. With repo, it also removes
 // the broken refs under refs/memorylab/ (BrokenRefs). now names the backup.
-func Repair(s *ledger.Store, now time.Time, repo *ledger.Repo) (*RepairResult, error) {
+func Repair(s *ledger.Store, now time.Time, repo *gitrepo.Repo) (*RepairResult, error) {
 	// The rewrite renames a new file over the ledger: through a link it
 	// would replace the link with a copy and later records would stop
 	// reaching the link's target. Refuse instead (issue 17 item 8).
@@ -456,7 +457,7 @@ func Repair(s *ledger.Store, now time.Time, repo *ledger.Repo) (*RepairResult, e
 		return nil, err
 	}
 	defer lock.Unlock()
-	res := &RepairResult{RemovedCaches: []string{}, RemovedRefs: []ledger.BrokenRef{}}
+	res := &RepairResult{RemovedCaches: []string{}, RemovedRefs: []gitrepo.BrokenRef{}}
 	if repo != nil {
 		removed, err := repo.RemoveBrokenRefs()
 		if err != nil {

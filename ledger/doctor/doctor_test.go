@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -211,13 +212,13 @@ func TestDiagnoseConfig(t *testing.T) {
 // commit (error) and a ref without a record (info).
 func TestDiagnoseRefs(t *testing.T) {
 	dir := t.TempDir()
-	sr, err := ledger.InitScratchRepo(dir, "main")
+	sr, err := gitrepo.InitScratchRepo(dir, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
 	c2, _ := sr.Commit("two", map[string]string{"train.py": "2"})
-	repo, err := ledger.OpenRepo(dir)
+	repo, err := gitrepo.OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,12 +406,12 @@ func TestOverLongLine(t *testing.T) {
 // removes; other refs are left alone, and listing refs works afterwards.
 func TestDoctorRemovesBrokenRefs(t *testing.T) {
 	dir := t.TempDir()
-	sr, err := ledger.InitScratchRepo(dir, "main")
+	sr, err := gitrepo.InitScratchRepo(dir, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c1, _ := sr.Commit("one", map[string]string{"train.py": "1"})
-	repo, err := ledger.OpenRepo(dir)
+	repo, err := gitrepo.OpenRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +474,7 @@ func TestDoctorRemovesBrokenRefs(t *testing.T) {
 	if len(res.RemovedRefs) != 4 {
 		t.Fatalf("removed %v", res.RemovedRefs)
 	}
-	repo2, _ := ledger.OpenRepo(dir)
+	repo2, _ := gitrepo.OpenRepo(dir)
 	rep, err = Diagnose(s, repo2, nil)
 	if err != nil || !rep.Healthy() {
 		t.Fatalf("after repair: %+v %v", rep, err)

@@ -1,0 +1,352 @@
+package gitrepo
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// lineageFixture is a scratch repo plus a store whose records are appended
+// and pinned the way `memorylab log` does.
+type lineageFixture struct {
+	t     *testing.T
+	repo  *ScratchRepo
+	store *ledger.Store
+	n     int
+	ids   map[string]ledger.RunID // description → run id
+}
+
+func newLineageFixture(t *testing.T) *lineageFixture {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := InitScratchRepo(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := t.TempDir()
+	s, _, err := ledger.InitStore(filepath.Join(st, "store"), filepath.Join(st, "results.tsv"), ledger.DefaultConfig(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lineageFixture{t: t, repo: repo, store: s, ids: map[string]ledger.RunID{}}
+}
+
+func (f *lineageFixture) commit(name string) string {
+	f.t.Helper()
+	h, err := f.repo.Commit(name, map[string]string{"train.py": "# " + name + "\n"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return h
+}
+
+// log records a run of commit, pinning it first.
+func (f *lineageFixture) log(desc, status, commit string) ledger.RunID {
+	f.t.Helper()
+	f.n++
+	id := ledger.RunID(fmt.Sprintf("20261122T01%04dZ-%s-%04x", f.n, commit[:7], f.n))
+	g := f.open()
+	if err := g.PinRun(id, commit); err != nil {
+		f.t.Fatal(err)
+	}
+	v := 1.0
+	r := &ledger.Record{SchemaVersion: ledger.SchemaVersion, RunID: id, Timestamp: "2026-11-22T01:00:00Z", Commit: commit[:7], CommitFull: commit,
+		Status: status, Description: desc, Metrics: ledger.Metrics{"val_bpb": &v}}
+	if err := f.store.Append(r); err != nil {
+		f.t.Fatal(err)
+	}
+	f.ids[desc] = id
+	return id
+}
+
+func (f *lineageFixture) open() *Repo {
+	f.t.Helper()
+	g, err := OpenRepo(f.repo.Dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return g
+}
+
+func (f *lineageFixture) lineages() *LineageSet {
+	f.t.Helper()
+	recs, _, err := f.store.ReadAll()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ls, err := f.open().Lineages(f.store, recs)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ls
+}
+
+func (f *lineageFixture) chain(ls *LineageSet, desc string) string {
+	var names []string
+	for _, id := range ls.Chain(f.ids[desc]) {
+		for d, i := range f.ids {
+			if i == id {
+				names = append(names, d)
+			}
+		}
+	}
+	return strings.Join(names, ">")
+}
+
+func TestLineagesMultiCommitAndReset(t *testing.T) {
+	f := newLineageFixture(t)
+	b0 := f.commit("initial")
+	c1 := f.commit("baseline")
+	f.log("baseline", ledger.StatusKeep, c1)
+	f.commit("lr part 1") // an experiment of two commits: only the second is logged
+	c3 := f.commit("lr part 2")
+	f.log("lr", ledger.StatusKeep, c3)
+	c4 := f.commit("width")
+	f.log("width", ledger.StatusDiscard, c4)
+	if err := f.repo.ResetHard(c3); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.repo.Prune(); err != nil {
+		t.Fatal(err)
+	}
+	c5 := f.commit("rope")
+	f.log("rope", ledger.StatusKeep, c5)
+	f.log("rope rerun", ledger.StatusDiscard, c5)
+
+	ls := f.lineages()
+	cases := []struct {
+		desc, chain, prev string
+		depth             int
+	}{
+		{"baseline", "baseline", "", 1},
+		{"lr", "baseline>lr", "baseline", 2},
+		{"width", "baseline>lr", "lr", 2},
+		{"rope", "baseline>lr>rope", "lr", 3},
+		{"rope rerun", "baseline>lr>rope", "rope", 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			l := ls.ByRun[f.ids[tc.desc]]
+			if !l.Known() {
+				t.Fatalf("state %s", l.State)
+			}
+			if l.Root != b0 || l.RootRun != f.ids["baseline"] {
+				t.Errorf("root %s (run %s), want %s (baseline): one lineage across the multi-commit experiment", ledger.Short(l.Root), l.RootRun, ledger.Short(b0))
+			}
+			if got := f.chain(ls, tc.desc); got != tc.chain {
+				t.Errorf("chain %s, want %s", got, tc.chain)
+			}
+			if tc.prev != "" && l.Prev != f.ids[tc.prev] || tc.prev == "" && l.Prev != "" {
+				t.Errorf("prev %s, want %s", l.Prev, tc.prev)
+			}
+			if l.Depth != tc.depth {
+				t.Errorf("depth %d, want %d", l.Depth, tc.depth)
+			}
+		})
+	}
+	if r := ls.ReachableFromHEAD(c4); r != ReachNo {
+		t.Errorf("reset-away discard reachable = %s", r)
+	}
+	if r := ls.ReachableFromHEAD(c3); r != ReachYes {
+		t.Errorf("kept lr reachable = %s", r)
+	}
+
+	t.Run("log-time root agrees and reads only the ledger tail", func(t *testing.T) {
+		c6 := f.commit("next")
+		root, state, err := f.open().LineageRootForNewRun(f.store, "20261122T019999Z-"+ledger.RunID(c6[:7]), c6, false)
+		if err != nil || state != LineageKnown || root != b0 {
+			t.Fatalf("root %s %s %v, want %s", ledger.Short(root), state, err, ledger.Short(b0))
+		}
+	})
+}
+
+func TestLineagesMerge(t *testing.T) {
+	f := newLineageFixture(t)
+	b0 := f.commit("initial")
+	c1 := f.commit("baseline")
+	f.log("baseline", ledger.StatusKeep, c1)
+	// Branch "side" from the baseline with its own kept run.
+	g := f.open()
+	if _, err := g.CreateBranch("side", c1, false); err != nil {
+		t.Fatal(err)
+	}
+	m1 := f.commit("main idea")
+	f.log("main idea", ledger.StatusKeep, m1)
+	if err := f.repo.Checkout("side", false); err != nil {
+		t.Fatal(err)
+	}
+	x1 := f.commit("side idea")
+	f.log("side idea", ledger.StatusKeep, x1)
+	x2 := f.commit("side idea 2")
+	f.log("side idea 2", ledger.StatusKeep, x2)
+	if err := f.repo.Checkout("main", false); err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.repo.Merge("merge side", x2, map[string]string{"train.py": "# merged\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.log("merged", ledger.StatusKeep, m)
+
+	ls := f.lineages()
+	l := ls.ByRun[f.ids["merged"]]
+	if !l.Known() || l.Root != b0 || l.RootRun != f.ids["baseline"] {
+		t.Fatalf("merged lineage %+v, want root %s", l, ledger.Short(b0))
+	}
+	// The newest kept ancestor is on the side branch (generation 4 > 3).
+	if got := f.chain(ls, "merged"); got != "baseline>side idea>side idea 2>merged" {
+		t.Errorf("chain %s", got)
+	}
+	for _, c := range []string{m1, x1, x2, c1} {
+		if r := ls.ReachableFromHEAD(c); r != ReachYes {
+			t.Errorf("%s reachable from the merge = %s", ledger.Short(c), r)
+		}
+	}
+	if got := f.chain(ls, "main idea"); got != "baseline>main idea" {
+		t.Errorf("main idea chain %s", got)
+	}
+}
+
+func TestLineagesShallowClone(t *testing.T) {
+	f := newLineageFixture(t)
+	f.commit("initial")
+	c1 := f.commit("baseline")
+	f.log("baseline", ledger.StatusKeep, c1)
+	c2 := f.commit("boundary")
+	c3 := f.commit("lr")
+	f.log("lr", ledger.StatusKeep, c3)
+	// A clone with depth 2 lists its boundary commit in .git/shallow.
+	if err := os.WriteFile(filepath.Join(f.repo.Dir, ".git", "shallow"), []byte(c2+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ls := f.lineages()
+	if l := ls.ByRun[f.ids["lr"]]; l.State != LineageShallow || l.Root != "" || l.Depth != 0 {
+		t.Errorf("lr above the boundary: %+v, want unknown (shallow clone)", l)
+	}
+	if l := ls.ByRun[f.ids["baseline"]]; !l.Known() {
+		t.Errorf("baseline below the boundary has full history here: %+v", l)
+	}
+	if r := ls.ReachableFromHEAD(c1); r != ReachShallow {
+		t.Errorf("reachability across the boundary = %s, want %s", r, ReachShallow)
+	}
+	if r := ls.ReachableFromHEAD(c3); r != ReachYes {
+		t.Errorf("HEAD itself = %s", r)
+	}
+	_, state, err := f.open().LineageRootForNewRun(f.store, "20261122T019999Z-"+ledger.RunID(c3[:7]), c3, true)
+	if err != nil || state != LineageShallow {
+		t.Errorf("log-time state %s %v", state, err)
+	}
+}
+
+func TestLineagesCacheAvoidsRewalking(t *testing.T) {
+	f := newLineageFixture(t)
+	b0 := f.commit("initial")
+	c1 := f.commit("baseline")
+	f.log("baseline", ledger.StatusKeep, c1)
+	c2 := f.commit("unlogged step")
+	c3 := f.commit("lr")
+	f.log("lr", ledger.StatusKeep, c3)
+	if l := f.lineages().ByRun[f.ids["lr"]]; l.Root != b0 {
+		t.Fatalf("root %s", l.Root)
+	}
+	// Delete the unlogged commit's object: a fresh walk would now say
+	// "missing"; the cached graph still knows its parents.
+	if err := f.repo.r.DeleteObject(plumbing.NewHash(c2)); err != nil {
+		t.Fatal(err)
+	}
+	if l := f.lineages().ByRun[f.ids["lr"]]; !l.Known() || l.Root != b0 {
+		t.Fatalf("with cache: %+v", l)
+	}
+	if err := os.Remove(f.store.Path(ledger.CacheDir, ancestryFile)); err != nil {
+		t.Fatal(err)
+	}
+	if l := f.lineages().ByRun[f.ids["lr"]]; l.State != LineageMissing {
+		t.Fatalf("without cache the missing object must show: %+v", l)
+	}
+
+	t.Run("rewritten ledger rebuilds the kept table", func(t *testing.T) {
+		g := f.open()
+		if _, _, err := g.LineageRootForNewRun(f.store, "20261122T019999Z-aaaaaaa", c3, false); err != nil {
+			t.Fatal(err)
+		}
+		// Drop every record: the kept runs must go with them.
+		if err := os.WriteFile(f.store.LedgerPath(), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		an, err := g.loadAncestry(f.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(an.kept) != 0 {
+			t.Fatalf("kept table survived a rewrite: %v", an.kept)
+		}
+	})
+}
+
+func FuzzAncestryCacheDecode(f *testing.F) {
+	an := &ancestry{idx: map[plumbing.Hash]int32{}, fp: ledger.Fingerprint{Size: 10, TailHash: strings.Repeat("ab", 32)}}
+	an.add(plumbing.NewHash("1111111111111111111111111111111111111111"), nil)
+	an.add(plumbing.NewHash("2222222222222222222222222222222222222222"), []plumbing.Hash{plumbing.NewHash("1111111111111111111111111111111111111111")})
+	an.kept = []keptRun{{id: "20261122T010000Z-2222222", commit: plumbing.NewHash("2222222222222222222222222222222222222222")}, {id: "x", short: "abc1234"}}
+	f.Add(an.encode())
+	f.Add([]byte("MLANC\x01\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var a ancestry
+		if a.decode(data) != nil {
+			return
+		}
+		again := a.encode()
+		var b ancestry
+		if err := b.decode(again); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if string(b.encode()) != string(again) {
+			t.Fatal("encode is not stable")
+		}
+	})
+}
+
+// Records written by the Python tool carry only a 7-character commit: they
+// are resolved through their pin, or among commits reachable from HEAD.
+func TestLineagesShortCommitRecords(t *testing.T) {
+	f := newLineageFixture(t)
+	b0 := f.commit("initial")
+	c1 := f.commit("baseline")
+	c2 := f.commit("lr")
+	c3 := f.commit("discarded")
+	if err := f.repo.ResetHard(c2); err != nil {
+		t.Fatal(err)
+	}
+	g := f.open()
+	add := func(id ledger.RunID, status, commit string, pin bool) {
+		if pin {
+			if err := g.PinRun(id, commit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := 1.0
+		if err := f.store.Append(&ledger.Record{RunID: id, Timestamp: "2026-11-22T01:00:00Z", Commit: commit[:7], Status: status, Description: string(id), Metrics: ledger.Metrics{"val_bpb": &v}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("20261122T010000Z-"+ledger.RunID(c1[:7]), ledger.StatusKeep, c1, false)
+	add("20261122T010100Z-"+ledger.RunID(c2[:7]), ledger.StatusKeep, c2, false)
+	add("20261122T010200Z-"+ledger.RunID(c3[:7]), ledger.StatusDiscard, c3, true) // reset away: only its pin reaches it
+	add("20261122T010300Z-deadbee", ledger.StatusDiscard, "deadbeef00000000000000000000000000000000", false)
+	ls := f.lineages()
+	for id, want := range map[ledger.RunID]int{"20261122T010100Z-" + ledger.RunID(c2[:7]): 2, "20261122T010200Z-" + ledger.RunID(c3[:7]): 2} {
+		l := ls.ByRun[id]
+		if !l.Known() || l.Root != b0 || l.Depth != want {
+			t.Errorf("%s: %+v, want root %s depth %d", id, l, ledger.Short(b0), want)
+		}
+	}
+	if l := ls.ByRun["20261122T010300Z-deadbee"]; l.State != LineageMissing {
+		t.Errorf("unknown commit: %+v", l)
+	}
+}

@@ -1,0 +1,1313 @@
+package gitrepo
+
+// Sharing the ledger between machines through any git remote.
+//
+// Format of refs/memorylab/ledger (ledgerFormatVersion):
+//
+//	1: a commit whose tree holds a "version" blob ("1\n") and a "runs" tree
+//	   with 256 shard trees named by the first byte of sha1(run id) in hex;
+//	   each shard holds one blob per run named <run_id>, whose content is
+//	   the record's JSON line plus "\n".
+//	2: adds "config.json" (the store config: metric, goal, train file,
+//	   config version) and an optional "archives" tree, sharded like "runs",
+//	   holding one tree per run named <run_id> with its archive files
+//	   (files over the cap are kept as head and tail, see boundArchive).
+//	   Format 1 trees are read and merged; every new commit is format 2.
+//
+// Objects are written as one packfile per sync (packBuilder), never as one
+// loose object per run.
+//
+// Invariants (MUST):
+//   - Every record in the tree of the local ledger ref is also a line of
+//     experiments.jsonl, except remote records refused by validation (they
+//     stay in the shared tree so that all machines converge, and are
+//     reported): records that arrive from a remote are appended to the
+//     JSONL (under the store lock), after their archives, before the ref
+//     moves.
+//   - A remote ledger whose config.json names another metric or goal is
+//     refused before anything is written.
+//   - The ref only grows: a fold or a merge adds blobs, nothing removes one.
+//     Every update is a compare-and-swap against the tip it was built from.
+//   - Remote data lands in refs/remotes/<remote>/memorylab/... first and is
+//     merged from there; local refs are never fetched over.
+//   - Records merge as a union keyed by run id; two different blobs for one
+//     run id (never written by memorylab itself) resolve to the smaller blob
+//     hash, so every machine converges on the same tree.
+//
+// Read and write order: fold (JSONL → pack) and merge (tracking ref → pack)
+// run without the store lock; appending arrivals and moving the ref run
+// under it; network I/O (list, fetch,
+// push) runs outside it so `log` never waits for the network.
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/memorylab/memorylab/gitwire"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// ledgerFormatVersion is the version of the tree layout under LedgerRef; see
+// the comment at the top of this file for what each version holds.
+const ledgerFormatVersion = 2
+
+// syncStateVersion versions cache/sync.json (2: adds the last run's key).
+const syncStateVersion = 2
+
+// Sync errors.
+var (
+	// ErrPushRejected is wrapped when the remote kept refusing the ledger
+	// ref after every fetch-merge-retry round.
+	ErrPushRejected = errors.New("push rejected")
+	// ErrNoRemote is wrapped when the remote name is not configured and is
+	// not a path or URL either.
+	ErrNoRemote = errors.New("no such remote")
+	// ErrConfigMismatch is wrapped (with ErrBadInput) when the remote
+	// ledger tracks another metric or goal than this store.
+	ErrConfigMismatch = errors.New("store configs differ")
+)
+
+// Merge cases between the local ledger ref and the remote one, spelled out
+// as in git-bug's entity merge.
+const (
+	MergeNone        = "none"         // the remote has no ledger yet
+	MergeNew         = "new"          // no local ledger ref: take the remote's
+	MergeSame        = "same"         // both point at one commit
+	MergeLocalAhead  = "local-ahead"  // the remote tip is an ancestor of ours
+	MergeFastForward = "fast-forward" // ours is an ancestor of the remote tip
+	MergeDiverged    = "diverged"     // both moved: union commit with two parents
+)
+
+// SyncOptions configures Push and Pull.
+type SyncOptions struct {
+	Remote      string    // remote name, path or URL; "" means origin
+	Now         time.Time // commit time of ledger commits
+	MaxAttempts int       // push rounds before giving up; 0 means 8
+	// NoArchives leaves run archives (runs/<id>/) out of the shared ledger
+	// and does not write the archives that arrive.
+	NoArchives bool
+	// ArchiveCap is the largest archive file shared whole; bigger ones
+	// travel as head and tail with a note. 0 means DefaultArchiveCap.
+	ArchiveCap int64
+	// OnArrive is called under the store lock after each batch of arriving
+	// records is appended (cmd appends their results.tsv rows).
+	OnArrive func([]*ledger.Record) error
+	// Progress reports long steps; nil reports nothing.
+	Progress ledger.Progress
+	// publish is set by Push: a fold with no ledger here or there commits
+	// the config alone, so the remote's ledger carries it from the first
+	// push (a pull leaves the absent ledger absent).
+	publish bool
+}
+
+// DefaultArchiveCap is the archive file size shared whole (1 MiB).
+const DefaultArchiveCap = 1 << 20
+
+func (o SyncOptions) archiveCap() int64 {
+	if o.ArchiveCap > 0 {
+		return min(o.ArchiveCap, MaxArchiveFile)
+	}
+	return DefaultArchiveCap
+}
+
+func (o SyncOptions) progress() ledger.Progress {
+	if o.Progress == nil {
+		return ledger.NoProgress{}
+	}
+	return o.Progress
+}
+
+// SyncResult says what a Push or Pull did.
+type SyncResult struct {
+	Remote         string   `json:"remote"`
+	Folded         int      `json:"folded"`           // local records newly added to the ledger ref
+	Arrived        int      `json:"arrived"`          // remote records appended to experiments.jsonl
+	RunRefsPushed  int      `json:"run_refs_pushed"`  // run refs the remote lacked
+	RunRefsFetched int      `json:"run_refs_fetched"` // run refs created locally
+	Attempts       int      `json:"attempts"`         // push rounds (1 when the first push went through)
+	Merges         []string `json:"merges"`           // merge case of each merge, in order
+	Records        int      `json:"records"`          // records in the ledger ref afterwards
+	Conflicts      []string `json:"conflicts"`        // run ids with different content here and there
+	Refused        []string `json:"refused"`          // remote records that failed validation
+	// OutOfOrder: records arrived that sort before runs already here, so
+	// caches folded in file order (the registry) must be rebuilt.
+	OutOfOrder bool     `json:"out_of_order"`
+	Warnings   []string `json:"warnings"`
+	// remoteHasCode: the remote holds a branch (refs/heads/...), so a
+	// `git clone` of it gets the code and not an empty repository.
+	remoteHasCode bool
+	firstPush     bool // this push creates the remote's ledger
+	// claimRefs are the remote's claims on ideas in flight, by fingerprint,
+	// as the last listing saw them (CleanExpiredClaims).
+	claimRefs map[string]plumbing.Hash
+}
+
+// syncState is cache/sync.json: the ledger prefix already folded into the
+// ledger ref, so a fold only scans what was appended since.
+type syncState struct {
+	Version     int                `json:"version"`
+	Fingerprint ledger.Fingerprint `json:"fingerprint"`
+	LedgerTip   string             `json:"ledger_tip"`
+	// Last is the (timestamp, run id) of the last run of the folded prefix
+	// in the one order of runs (order.go), so a pull can tell whether what
+	// arrives sorts after everything here.
+	LastTimestamp string       `json:"last_timestamp"`
+	LastRunID     ledger.RunID `json:"last_run_id"`
+}
+
+var installFileTransport sync.Once
+
+// remoteSpec is a resolved remote: the go-git remote and the name used in
+// refs/remotes/<track>/memorylab/....
+type remoteSpec struct {
+	remote *git.Remote
+	push   *git.Remote // the same remote over undeltifiedStorer
+	track  string
+	label  string
+}
+
+// client is the remote's endpoint (its last URL, as git uses) and the
+// transport client for it: what every session with the remote starts from.
+func (rs *remoteSpec) client() (*transport.Endpoint, transport.Transport, error) {
+	urls := rs.remote.Config().URLs
+	if len(urls) == 0 {
+		return nil, nil, fmt.Errorf("remote %s has no URL", rs.label)
+	}
+	ep, err := transport.NewEndpoint(urls[len(urls)-1])
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ep, cl, nil
+}
+
+// receivePack opens a receive-pack session with the remote and reads the
+// refs it advertises (nil for an empty remote). The caller closes sess.
+func (rs *remoteSpec) receivePack(ctx context.Context) (sess transport.ReceivePackSession, ar *packp.AdvRefs, err error) {
+	ep, cl, err := rs.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	if sess, err = cl.NewReceivePackSession(ep, nil); err != nil {
+		return nil, nil, err
+	}
+	ar, err = sess.AdvertisedReferencesContext(ctx)
+	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		sess.Close()
+		return nil, nil, err
+	}
+	return sess, ar, nil
+}
+
+var remoteNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
+	installFileTransport.Do(useInProcessFileTransport)
+	if name == "" {
+		name = "origin"
+	}
+	if remoteNamePattern.MatchString(name) && !strings.Contains(name, "..") {
+		if rem, err := g.r.Remote(name); err == nil {
+			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.r.Storer}, rem.Config()), track: name, label: name}, nil
+		}
+	}
+	url := name
+	looksLikeURL := strings.Contains(name, "://") || strings.Contains(name, "@") && strings.Contains(name, ":")
+	if !looksLikeURL {
+		abs, err := filepath.Abs(name)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(abs); err != nil && strings.ContainsRune(name, filepath.Separator) {
+			return nil, fmt.Errorf("%w: %w: %s does not exist: pass the path of a git repository or a URL", ledger.ErrBadInput, ErrNoRemote, abs)
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: %w %q: add one with `git remote add %s URL`, or pass a path or URL", ledger.ErrBadInput, ErrNoRemote, name, name)
+		}
+		url = abs
+	}
+	sum := sha1.Sum([]byte(url))
+	track := "url-" + hex.EncodeToString(sum[:6])
+	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
+	return &remoteSpec{remote: git.NewRemote(g.r.Storer, rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.r.Storer}, rc), track: track, label: url}, nil
+}
+
+func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {
+	return plumbing.ReferenceName("refs/remotes/" + rs.track + "/memorylab/ledger")
+}
+
+func (rs *remoteSpec) trackRun(id ledger.RunID) plumbing.ReferenceName {
+	return plumbing.ReferenceName("refs/remotes/" + rs.track + "/memorylab/runs/" + string(id))
+}
+
+// remoteRefs lists the remote's ledger tip (zero when absent) and its valid
+// run refs. Ref names that are not run ids are reported and ignored.
+func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) (plumbing.Hash, map[ledger.RunID]plumbing.Hash, error) {
+	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) || errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return plumbing.ZeroHash, map[ledger.RunID]plumbing.Hash{}, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+	}
+	var tip plumbing.Hash
+	runs := map[ledger.RunID]plumbing.Hash{}
+	prefix := ledger.RefNamespace + "runs/"
+	for _, ref := range refs {
+		name := ref.Name().String()
+		switch {
+		case name == ledger.LedgerRef:
+			tip = ref.Hash()
+		case ref.Name().IsBranch():
+			res.remoteHasCode = true
+		case strings.HasPrefix(name, ClaimsPrefix):
+			res.noteClaimRef(ref)
+		case strings.HasPrefix(name, prefix):
+			id := strings.TrimPrefix(name, prefix)
+			if _, err := ledger.RunRef(ledger.RunID(id)); err != nil || ref.Type() != plumbing.HashReference {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("remote ref %q is not a run id: ignored", name))
+				continue
+			}
+			runs[ledger.RunID(id)] = ref.Hash()
+		}
+	}
+	return tip, runs, nil
+}
+
+func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
+	ref, err := g.r.Storer.Reference(name)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("unable to read %s: %w", name, err)
+	}
+	return ref.Hash(), nil
+}
+
+// Push folds local records into refs/memorylab/ledger and pushes it, plus
+// every pinned run the remote lacks. A remote ledger this repository has not
+// seen is fetched and merged first, so a store with another metric is
+// refused before anything is pushed. A rejected (non-fast-forward) push
+// fetches the remote ledger, merges by run id (records that arrive are
+// appended to experiments.jsonl), backs off with jitter and retries, up to
+// MaxAttempts rounds.
+func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*SyncResult, error) {
+	rs, res, done, err := g.beginSync(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	opts.publish = true
+	release, err := pushTurn(ctx, rs)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+	if err != nil {
+		return nil, err
+	}
+	res.firstPush = remoteTip.IsZero()
+	theirs, err := g.knownTip(ctx, rs, remoteTip)
+	if err != nil {
+		return nil, err
+	}
+	if err := g.foldAndMerge(ctx, s, theirs, opts, res); err != nil {
+		return nil, err
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fold reopened the handle
+		return nil, err
+	}
+	attempts := opts.MaxAttempts
+	if attempts <= 0 {
+		attempts = defaultPushAttempts
+	}
+	for res.Attempts = 1; ; res.Attempts++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if res.Attempts > 1 {
+			if remoteTip, remoteRuns, err = g.remoteRefs(ctx, rs, res); err != nil {
+				return nil, err
+			}
+		}
+		var specs []config.RefSpec
+		local, err := g.localRunRefs()
+		if err != nil {
+			return nil, err
+		}
+		var missing []ledger.RunID
+		for id, h := range local {
+			rh, ok := remoteRuns[id]
+			switch {
+			case !ok:
+				missing = append(missing, id)
+			case rh != h && res.Attempts == 1:
+				res.Warnings = append(res.Warnings, fmt.Sprintf("run %s is pinned to %s here but %s on %s: kept both as they are", id, ledger.Short(h.String()), ledger.Short(rh.String()), rs.label))
+			}
+		}
+		sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+		for _, id := range missing {
+			ref, _ := ledger.RunRef(id)
+			specs = append(specs, config.RefSpec(ref+":"+ref))
+		}
+		localTip, err := g.localRef(ledger.LedgerRef)
+		if err != nil {
+			return nil, err
+		}
+		sendLedger := !localTip.IsZero() && localTip != remoteTip
+		if !sendLedger && len(specs) == 0 {
+			res.RunRefsPushed = 0
+			res.warnNoCode(res.firstPush)
+			return res, nil
+		}
+		if hook, ok := ctx.Value(pushRoundHookKey{}).(func()); ok {
+			hook()
+		}
+		step := opts.progress().Start("pushing to "+rs.label, 0)
+		newTip := remoteTip
+		if sendLedger {
+			newTip = localTip
+		}
+		runs := map[plumbing.ReferenceName]plumbing.Hash{}
+		for _, id := range missing {
+			ref, _ := ledger.RunRef(id)
+			runs[plumbing.ReferenceName(ref)] = local[id]
+		}
+		err = g.pushLedger(ctx, rs, newTip, remoteTip, runs, remoteRuns)
+		step.Done()
+		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
+			res.RunRefsPushed = len(missing)
+			res.warnNoCode(res.firstPush)
+			return res, nil
+		}
+		if !isRejected(err) {
+			return nil, fmt.Errorf("unable to push to %s: %w", rs.label, err)
+		}
+		if res.Attempts >= attempts {
+			return nil, fmt.Errorf("%w by %s after %d rounds of fetch and merge (%v): try again", ErrPushRejected, rs.label, res.Attempts, err)
+		}
+		// Rejected: someone pushed first. Back off, fetch their ledger,
+		// merge, retry.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pushBackoff(res.Attempts)):
+		}
+		tip, err := g.fetchLedger(ctx, rs)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.foldAndMerge(ctx, s, tip, opts, res); err != nil {
+			return nil, err
+		}
+		if rs, err = g.resolveRemote(opts.Remote); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// defaultPushAttempts is how many push rounds a contended push tries. With
+// pushBackoff, 32 rounds wait up to about a minute in all; 8 rounds without
+// growth gave up under 3 concurrent pushers (issue 17.13), and 16 rounds
+// capped at 1.6 s under 8 (TestSwarmConverges).
+const defaultPushAttempts = 32
+
+// pushBackoff is the wait before push round n+1: exponential from 20 ms,
+// capped at 2.56 s, with full jitter (a uniform draw from [d/2, d)), so
+// machines that lost one race spread out instead of racing again in step.
+func pushBackoff(n int) time.Duration {
+	d := 20 * time.Millisecond << min(n-1, 7)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
+// knownTip returns the remote ledger tip as a local commit: when this
+// repository already holds it, only the tracking ref is set; otherwise it is
+// fetched. Zero when the remote has no ledger.
+func (g *Repo) knownTip(ctx context.Context, rs *remoteSpec, remoteTip plumbing.Hash) (plumbing.Hash, error) {
+	if remoteTip.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	if _, err := g.r.CommitObject(remoteTip); err == nil {
+		if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
+		}
+		return remoteTip, nil
+	}
+	return g.fetchLedger(ctx, rs)
+}
+
+// pushRoundHookKey carries a func that tests run before every push round
+// (to make another machine win the race deterministically).
+type pushRoundHookKey struct{}
+
+// isRejected recognises a refused ledger update. go-git reports its own
+// client-side check as a plain "non-fast-forward update: <ref>" error with no
+// sentinel (remote.go checkFastForwardUpdate), and a git server's report as
+// "fetch first" or "failed to update ref", so the text is all there is.
+func isRejected(err error) bool {
+	if errors.Is(err, errRefChangedOnRemote) || errors.Is(err, git.ErrForceNeeded) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"non-fast-forward", "fetch first", "failed to update ref", "failed to lock", "reference has changed"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// beginSync starts a push or pull: it takes the repository's sync lock
+// (one push or pull at a time per repository, across processes: two
+// fetches into one repository race in go-git, one dropping the
+// remote-tracking run refs the other is still fetching; log never takes
+// this lock) and resolves the remote. done releases the lock.
+func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, done func(), err error) {
+	g.mu.Lock()
+	lock, err := ledger.LockAt(filepath.Join(g.CommonDir, "memorylab-sync.lock"))
+	if err != nil {
+		g.mu.Unlock()
+		return nil, nil, nil, err
+	}
+	done = func() {
+		_ = lock.Unlock()
+		g.mu.Unlock()
+	}
+	// A fresh handle: go-git's object storage lists the packs once and
+	// keeps that list, so a handle that outlived a repack (git gc, or
+	// go-git's RepackObjects) fails with "packfile not found" (issue 17.13,
+	// go-git#2242). One sync is short; the handle it uses is its own.
+	if err := g.reopen(); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return rs, &SyncResult{Remote: rs.label, Merges: []string{}, Conflicts: []string{}, Refused: []string{}, Warnings: []string{}}, done, nil
+}
+
+// Pull fetches the remote ledger and run refs into refs/remotes/<remote>/
+// memorylab/..., creates local run refs for runs not pinned here, merges the
+// ledger by run id and appends records missing locally to experiments.jsonl
+// in (timestamp, run id) order, after writing their archives.
+func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*SyncResult, error) {
+	rs, res, done, err := g.beginSync(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+	if err != nil {
+		return nil, err
+	}
+	local, err := g.localRunRefs()
+	if err != nil {
+		return nil, err
+	}
+	if !remoteTip.IsZero() {
+		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
+		remoteTip, err = g.knownTip(ctx, rs, remoteTip)
+		step.Done()
+		if err != nil {
+			return nil, err
+		}
+		if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
+			return nil, err
+		}
+	}
+	var wanted []ledger.RunID
+	for id := range remoteRuns {
+		if _, ok := local[id]; !ok {
+			wanted = append(wanted, id)
+		}
+	}
+	sort.Slice(wanted, func(i, j int) bool { return wanted[i] < wanted[j] })
+	// Exactly the commits of the validated names (the listing above refused
+	// the others), through receivePack: bounded memory whatever they hold.
+	var wants []plumbing.Hash
+	seenWant := map[plumbing.Hash]bool{}
+	for _, id := range wanted {
+		h := remoteRuns[id]
+		if _, err := g.r.CommitObject(h); err == nil || seenWant[h] {
+			continue
+		}
+		seenWant[h] = true
+		wants = append(wants, h)
+	}
+	if len(wants) > 0 {
+		step := opts.progress().Start("fetching from "+rs.label, 0)
+		err := g.fetchCommits(ctx, rs, wants, g.localCommitTips())
+		step.Done()
+		if err != nil {
+			return nil, fmt.Errorf("unable to fetch from %s: %w", rs.label, err)
+		}
+	}
+	for _, id := range wanted {
+		h := remoteRuns[id]
+		if h.IsZero() {
+			continue
+		}
+		if _, err := g.r.CommitObject(h); err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("run %s: pinned commit %s did not arrive: not pinned here", id, ledger.Short(h.String())))
+			continue
+		}
+		ref, _ := ledger.RunRef(id)
+		if err := g.createRef(plumbing.ReferenceName(ref), h); err != nil {
+			return nil, err
+		}
+		// A tracking ref of an older memorylab has done its job; dropping it
+		// keeps one ref per run, which matters because go-git reads every
+		// loose ref on each fetch and push.
+		_ = g.r.Storer.RemoveReference(rs.trackRun(id))
+		res.RunRefsFetched++
+	}
+	if err := g.foldAndMerge(ctx, s, remoteTip, opts, res); err != nil {
+		return nil, err
+	}
+	_, headErr := g.r.Head()
+	res.warnNoCode(headErr != nil)
+	return res, nil
+}
+
+// warnNoCode says what is missing when the remote holds no branch: memorylab
+// shares the ledger and the runs' pinned commits, never a code branch, so a
+// `git clone` of such a remote is empty (issue 29.5).
+// It is said when it matters, not on every sync through a remote kept for
+// the ledger alone: when a push creates the remote's ledger, and when a pull
+// lands in a repository with no commit (a clone of such a remote).
+func (res *SyncResult) warnNoCode(when bool) {
+	if when && !res.remoteHasCode {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s holds no code branch, so `git clone` of it gives an empty repository: push yours from the machine that has it (`git push %s HEAD:main`); memorylab shares only the ledger and the runs' commits", res.Remote, res.Remote))
+	}
+}
+
+// localCommitTips are the commits local branches and run refs point at:
+// the "haves" of a fetch of pinned commits.
+func (g *Repo) localCommitTips() []plumbing.Hash {
+	var out []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
+	iter, err := g.r.References()
+	if err != nil {
+		return nil
+	}
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		name := ref.Name().String()
+		if ref.Type() != plumbing.HashReference || seen[ref.Hash()] ||
+			!(ref.Name().IsBranch() || strings.HasPrefix(name, ledger.RefNamespace+"runs/")) {
+			return nil
+		}
+		seen[ref.Hash()] = true
+		out = append(out, ref.Hash())
+		return nil
+	})
+	return out
+}
+
+// RemoteConfig fetches the remote's ledger and returns the store config it
+// carries; ok is false when the remote has no ledger or its ledger predates
+// shared configs (format 1). A fresh clone uses it to create its store.
+func (g *Repo) RemoteConfig(ctx context.Context, remote string) (cfg ledger.Config, ok bool, err error) {
+	rs, res, done, err := g.beginSync(SyncOptions{Remote: remote})
+	if err != nil {
+		return ledger.Config{}, false, err
+	}
+	defer done()
+	remoteTip, _, err := g.remoteRefs(ctx, rs, res)
+	if err != nil || remoteTip.IsZero() {
+		return ledger.Config{}, false, err
+	}
+	tip, err := g.knownTip(ctx, rs, remoteTip)
+	if err != nil || tip.IsZero() {
+		return ledger.Config{}, false, err
+	}
+	set, err := g.readLedgerSet(tip)
+	if err != nil {
+		return ledger.Config{}, false, fmt.Errorf("remote ledger: %w", err)
+	}
+	if set.config == nil {
+		return ledger.Config{}, false, nil
+	}
+	return *set.config, true, nil
+}
+
+// createRef creates name at h unless it exists (create-only).
+func (g *Repo) createRef(name plumbing.ReferenceName, h plumbing.Hash) error {
+	cur, err := g.localRef(name)
+	if err != nil {
+		return err
+	}
+	if !cur.IsZero() {
+		return nil
+	}
+	if err := g.r.Storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
+		return fmt.Errorf("unable to create %s: %w", name, err)
+	}
+	return nil
+}
+
+// localRunRefs returns every valid refs/memorylab/runs/<id> of this repository.
+func (g *Repo) localRunRefs() (map[ledger.RunID]plumbing.Hash, error) {
+	iter, err := g.r.Storer.IterReferences()
+	if err != nil {
+		return nil, fmt.Errorf("unable to list refs: %w", err)
+	}
+	defer iter.Close()
+	out := map[ledger.RunID]plumbing.Hash{}
+	prefix := ledger.RefNamespace + "runs/"
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		name := ref.Name().String()
+		if !strings.HasPrefix(name, prefix) || ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		id := ledger.RunID(strings.TrimPrefix(name, prefix))
+		if _, err := ledger.RunRef(id); err == nil {
+			out[id] = ref.Hash()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// fetchLedger fetches the remote ledger ref into its remote-tracking ref and
+// returns the fetched tip (zero when the remote has none).
+func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, error) {
+	tip, err := g.fetchLedgerPack(ctx, rs)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	if tip.IsZero() {
+		return tip, nil
+	}
+	if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), tip)); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
+	}
+	return tip, nil
+}
+
+// foldAndMerge folds the local JSONL into the local ledger ref, then merges
+// remoteTip (when not zero) into it, appending the records that arrive to
+// experiments.jsonl before the ref moves.
+//
+// The slow part (scanning the JSONL, writing blobs, reading and validating
+// remote records) runs without the store lock, so a long first sync never
+// makes `log` wait. Only the final step takes the lock: if the ledger ref
+// still is the tip everything was computed from, append the arrivals and
+// compare-and-swap the ref; otherwise start over (another push or pull on
+// this machine got there first). Records logged meanwhile are simply folded
+// by the next sync: the ref never has to hold every JSONL line, only no
+// line that is missing from the JSONL.
+// foldAndMerge folds the local JSONL into the local ledger ref, merging
+// remoteTip (when not zero) into it, appending the records that arrive to
+// experiments.jsonl before the ref moves.
+//
+// The slow part (scanning the JSONL, writing the pack, reading and
+// validating remote records) runs without the store lock, so a long first
+// sync never makes `log` wait. Only the final step takes the lock: if the
+// ledger ref still is the tip everything was computed from, write the
+// arrivals' archives, append the arrivals and compare-and-swap the ref;
+// otherwise start over (another push or pull on this machine got there
+// first). Records logged meanwhile are simply folded by the next sync: the
+// ref never has to hold every JSONL line, only no line that is missing from
+// the JSONL (refused remote records aside, see mergeLedger).
+func (g *Repo) foldAndMerge(ctx context.Context, s *ledger.Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) error {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		done, err := g.foldAndMergeOnce(ctx, s, remoteTip, opts, res)
+		if err != nil || done {
+			return err
+		}
+	}
+	return fmt.Errorf("unable to update %s: it keeps moving under another memorylab process; run the command again", ledger.LedgerRef)
+}
+
+func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) (bool, error) {
+	tip, err := g.localRef(ledger.LedgerRef)
+	if err != nil {
+		return false, err
+	}
+	set, err := g.readLedgerSet(tip)
+	if err != nil {
+		return false, err
+	}
+	pb := g.newPack()
+	defer pb.discard()
+
+	// 1. Fold: local records the ref lacks become blobs in the pack.
+	from := int64(0)
+	st := g.readSyncState(s)
+	if !tip.IsZero() && st != nil && st.LedgerTip != "" && s.StillCovers(st.Fingerprint) {
+		from = st.Fingerprint.Size
+	}
+	total := 0
+	if size, err := fileSize(s.LedgerPath()); err == nil {
+		total = int(size - from)
+	}
+	var last ledger.Record
+	if st != nil && from > 0 {
+		last.Timestamp, last.RunID = st.LastTimestamp, st.LastRunID
+	}
+	prog := opts.progress().Start("folding local records", total)
+	folded := map[ledger.RunID]bool{}
+	var conflicts []string
+	end, warnings, err := s.ScanFromParallel(from, func(r *ledger.Record, _ int, off int64) error {
+		prog.Set(int(off - from))
+		if ledger.TimestampBefore(last.Timestamp, last.RunID, r.Timestamp, r.RunID) {
+			last.Timestamp, last.RunID = r.Timestamp, r.RunID
+		}
+		if _, err := ledger.RunRef(r.RunID); err != nil {
+			return nil // not a run id (hand-edited line): cannot be a file name
+		}
+		line, err := ledger.MarshalRecord(r)
+		if err != nil {
+			return err
+		}
+		line = append(line, '\n')
+		if cur, ok := set.get(r.RunID); ok {
+			if !folded[r.RunID] && cur != plumbing.ComputeHash(plumbing.BlobObject, line) {
+				conflicts = append(conflicts, string(r.RunID))
+			}
+			return nil
+		}
+		h, err := pb.addNew(plumbing.BlobObject, line)
+		if err != nil {
+			return err
+		}
+		set.put(r.RunID, h)
+		folded[r.RunID] = true
+		if !opts.NoArchives {
+			ah, ok, err := g.archiveTree(pb, s, r.RunID, opts.archiveCap())
+			if err != nil {
+				return err
+			}
+			if ok {
+				set.putArchive(r.RunID, ah)
+			}
+		}
+		return nil
+	})
+	prog.Done()
+	if err != nil {
+		return false, err
+	}
+	for _, id := range conflicts {
+		res.Conflicts = append(res.Conflicts, id)
+		res.Warnings = append(res.Warnings, fmt.Sprintf("run %s: the local ledger line differs from the shared ledger's record; kept both as they are (compare them and fix the line by hand)", id))
+	}
+
+	// 2. Merge the remote tip.
+	m := mergeResult{kind: "", base: tip}
+	if !remoteTip.IsZero() {
+		if m, err = g.mergeLedger(ctx, s, tip, remoteTip, set, opts, res); err != nil {
+			return false, err
+		}
+	}
+
+	// 3. Commit when the union differs from the commit we would point at.
+	newTip := m.base
+	// A first push publishes the config even with no run yet, so a clone's
+	// first pull can create its store (issue 29.5).
+	if len(folded) > 0 || m.commit || (tip.IsZero() && remoteTip.IsZero() && (set.count() > 0 || opts.publish)) {
+		msg := fmt.Sprintf("memorylab: fold %d local runs", len(folded))
+		if m.kind == MergeDiverged {
+			msg = fmt.Sprintf("memorylab: fold %d local runs, merge %d remote runs", len(folded), len(m.arrivals))
+		}
+		if newTip, err = pb.commitLedger(set, s.Config, m.parents(tip), msg, opts.Now); err != nil {
+			return false, err
+		}
+	}
+	if err := pb.flush(); err != nil {
+		return false, err
+	}
+
+	lock, err := s.Lock()
+	if err != nil {
+		return false, err
+	}
+	defer lock.Unlock()
+	if cur, err := g.localRef(ledger.LedgerRef); err != nil {
+		return false, err
+	} else if cur != tip {
+		return false, nil // moved since we read it: recompute
+	}
+	if len(m.arrivals) > 0 {
+		first := m.arrivals[0]
+		if !ledger.RunBefore(ledger.ParseTimestamp(last.Timestamp), last.RunID, first.at, first.id) {
+			res.OutOfOrder = true
+		}
+	}
+	arrived, err := g.appendArrivals(s, m.arrivals, opts, res)
+	if err != nil {
+		return false, err
+	}
+	if newTip != tip {
+		if err := g.casRef(ledger.LedgerRef, newTip, tip); err != nil {
+			return false, err
+		}
+	}
+	for _, w := range warnings {
+		res.Warnings = append(res.Warnings, "local ledger "+w.String())
+	}
+	res.Folded += len(folded)
+	res.Arrived += arrived
+	res.Records = set.count()
+	if m.kind == MergeSame && newTip != tip {
+		m.kind = MergeLocalAhead // what the remote will see
+	}
+	if m.kind != "" {
+		res.Merges = append(res.Merges, m.kind)
+	}
+	if fp, err := s.FingerprintAt(end); err == nil {
+		// The state covers the fold's end: the arrivals appended after it
+		// are scanned (and skipped: the ref holds them) by the next fold.
+		g.writeSyncState(s, &syncState{Version: syncStateVersion, Fingerprint: fp, LedgerTip: newTip.String(),
+			LastTimestamp: last.Timestamp, LastRunID: last.RunID})
+	}
+	return true, nil
+}
+
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// appendArrivals decodes each arriving record and validates it with
+// ValidateRecord, the rules of the ledger's own records; a record that fails
+// or is over MaxRecordBytes is refused: it stays in the shared tree, so every
+// machine converges on one tree, but is never appended, and is named once,
+// by the sync that first sees it. The others get their archives written,
+// then are appended in batches, so memory stays bounded by the batch, not by
+// the number of arriving records. The caller holds the store lock. A failure
+// part-way leaves the ref unmoved; the appended records are folded by the
+// next sync and never appended twice.
+func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOptions, res *SyncResult) (int, error) {
+	prog := opts.progress().Start("appending arrived records", len(arrivals))
+	defer prog.Done()
+	packs, err := g.openPacks()
+	if err != nil {
+		return 0, err
+	}
+	defer packs.close()
+	br := &blobReader{g: g, packs: packs}
+	budget := newArchiveBudget()
+	defer func() {
+		for i, skip := range budget.skipped {
+			if i == 10 {
+				res.Warnings = append(res.Warnings, fmt.Sprintf("%d more archive files were not written", len(budget.skipped)-10))
+				break
+			}
+			res.Warnings = append(res.Warnings, "archive file not written: "+skip)
+		}
+	}()
+	arrived := 0
+	for i := 0; i < len(arrivals); {
+		n := min(len(arrivals)-i, appendBatch)
+		// Read serially (go-git's storage is not safe for concurrent use),
+		// decode and validate side by side.
+		decoded := make([]decodedArrival, n)
+		for j, a := range arrivals[i : i+n] {
+			decoded[j].data, decoded[j].err = br.read(a.id, a.blob)
+		}
+		workers := make([]func() error, runtime.GOMAXPROCS(0))
+		for w := range workers {
+			workers[w] = func() error {
+				for j := w; j < n; j += len(workers) {
+					d := &decoded[j]
+					if d.err == nil {
+						d.r, d.err = decodeRemoteRecord(arrivals[i+j].id, d.data)
+					}
+					if d.err == nil {
+						d.err = ledger.ValidateRecord(d.r)
+					}
+					d.data = nil
+				}
+				return nil
+			}
+		}
+		_ = ledger.Parallel(workers...)
+		batch := make([]*ledger.Record, 0, n)
+		for j, a := range arrivals[i : i+n] {
+			if err := decoded[j].err; err != nil {
+				if errors.Is(err, ledger.ErrNewerVersion) {
+					return arrived, err
+				}
+				if !errors.Is(err, ledger.ErrBadInput) {
+					return arrived, err
+				}
+				res.Refused = append(res.Refused, string(a.id))
+				res.Warnings = append(res.Warnings, fmt.Sprintf("refused remote record %s: %s (not added to the ledger; fix it on the machine that logged it)", a.id, unwrapBadInput(err)))
+				continue
+			}
+			if !a.archive.IsZero() && !opts.NoArchives {
+				if err := g.writeArchive(s, a.id, a.archive, budget); err != nil {
+					return arrived, err
+				}
+			} else if !a.archive.IsZero() {
+				if err := markNotFetched(s, a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
+					return arrived, err
+				}
+			}
+			batch = append(batch, decoded[j].r)
+		}
+		if len(batch) > 0 {
+			if err := s.AppendLocked(batch...); err != nil {
+				return arrived, err
+			}
+			for _, r := range batch {
+				if r.Correction != nil && r.Correction.Kind == ledger.CorrectionRetract {
+					// The caches hold runs this retracts: rebuilt without them.
+					if err := s.DropCaches(time.Now()); err != nil {
+						return arrived, err
+					}
+					break
+				}
+			}
+			arrived += len(batch)
+			if opts.OnArrive != nil {
+				if err := opts.OnArrive(batch); err != nil {
+					return arrived, err
+				}
+			}
+		}
+		i += n
+		prog.Set(i)
+	}
+	return arrived, nil
+}
+
+type decodedArrival struct {
+	data []byte
+	r    *ledger.Record
+	err  error
+}
+
+// blobReader reads record blobs: straight from a local pack's stored entry
+// when it holds the blob whole (one inflate, no go-git object machinery),
+// else through go-git.
+type blobReader struct {
+	g     *Repo
+	packs *localPacks
+	zr    io.ReadCloser
+}
+
+func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
+	if raw, ok := br.packs.entry(h); ok {
+		t, size, n := entryHeader(raw)
+		if t == plumbing.BlobObject && n > 0 {
+			if size > ledger.MaxRecordBytes {
+				return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ledger.ErrBadInput, id, size, ledger.MaxRecordBytes>>20)
+			}
+			var err error
+			if br.zr == nil {
+				br.zr, err = zlib.NewReader(bytes.NewReader(raw[n:]))
+			} else {
+				err = br.zr.(zlib.Resetter).Reset(bytes.NewReader(raw[n:]), nil)
+			}
+			if err == nil {
+				data := make([]byte, size)
+				if _, err = io.ReadFull(br.zr, data); err == nil {
+					return data, nil
+				}
+			}
+		}
+	}
+	b, err := br.g.r.BlobObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read remote record %s: %w", id, err)
+	}
+	if b.Size > ledger.MaxRecordBytes {
+		return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ledger.ErrBadInput, id, b.Size, ledger.MaxRecordBytes>>20)
+	}
+	rd, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(io.LimitReader(rd, ledger.MaxRecordBytes))
+}
+
+// entryHeader decodes a pack entry's type-and-size header; n is its length
+// (0 when malformed).
+func entryHeader(b []byte) (t plumbing.ObjectType, size int64, n int) {
+	if len(b) == 0 {
+		return 0, 0, 0
+	}
+	c := b[0]
+	t = plumbing.ObjectType((c >> 4) & 7)
+	size = int64(c & 0x0f)
+	n = 1
+	for shift := 4; c&0x80 != 0; shift += 7 {
+		if n >= len(b) || shift > 56 {
+			return 0, 0, 0
+		}
+		c = b[n]
+		n++
+		size |= int64(c&0x7f) << shift
+	}
+	return t, size, n
+}
+
+// runIDTime is the time a run id starts with (zero when it has none).
+func runIDTime(id ledger.RunID) time.Time {
+	s := string(id)
+	if len(s) < 16 {
+		return time.Time{}
+	}
+	t, err := time.Parse("20060102T150405Z", s[:16])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// appendBatch is how many arriving records are decoded and appended at once.
+const appendBatch = 512
+
+// arrival is a remote record missing locally: its sort key (the time in
+// its run id, which memorylab takes from the same clock reading as
+// timestamp_utc), its blob and its archive tree (zero when none).
+type arrival struct {
+	at      time.Time
+	id      ledger.RunID
+	blob    plumbing.Hash
+	archive plumbing.Hash
+}
+
+// mergeResult is what merging a remote tip into the local set decided.
+type mergeResult struct {
+	kind     string
+	base     plumbing.Hash // the commit the ref points at when nothing is committed
+	theirs   plumbing.Hash
+	commit   bool // the union differs from base: a commit is needed
+	arrivals []arrival
+}
+
+// parents of a new ledger commit made on top of tip.
+func (m mergeResult) parents(tip plumbing.Hash) []plumbing.Hash {
+	switch m.kind {
+	case MergeDiverged:
+		return []plumbing.Hash{tip, m.theirs}
+	case MergeNew, MergeFastForward:
+		return []plumbing.Hash{m.theirs}
+	}
+	return []plumbing.Hash{tip}
+}
+
+// mergeLedger merges the remote tip theirs into set (the local tip ours plus
+// the records just folded) and returns the merge case and the records that
+// exist only on the remote side (as blob references), in the order of the
+// time their run ids carry, then run id. It writes nothing and reads no
+// record: each arriving record is decoded once, by appendArrivals.
+//
+// A remote store with another metric or goal is refused before anything is
+// written.
+func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult) (mergeResult, error) {
+	m := mergeResult{base: ours, theirs: theirs}
+	switch {
+	case ours == theirs:
+		m.kind = MergeSame
+		return m, nil
+	case ours.IsZero():
+		m.kind, m.base = MergeNew, theirs
+	default:
+		oc, err := g.r.CommitObject(ours)
+		if err != nil {
+			return m, err
+		}
+		tc, err := g.r.CommitObject(theirs)
+		if err != nil {
+			return m, err
+		}
+		if ok, err := tc.IsAncestor(oc); err == nil && ok {
+			m.kind = MergeLocalAhead
+			return m, nil
+		}
+		m.kind = MergeDiverged
+		if ok, err := oc.IsAncestor(tc); err == nil && ok {
+			m.kind, m.base = MergeFastForward, theirs
+		}
+	}
+	theirSet, err := g.readLedgerSet(theirs)
+	if err != nil {
+		return m, fmt.Errorf("remote ledger: %w", err)
+	}
+	if err := checkConfig(s.Config, theirSet.config); err != nil {
+		return m, err
+	}
+	total := theirSet.count()
+	prog := opts.progress().Start("reading remote records", total)
+	defer prog.Done()
+	seen := 0
+	for _, entries := range theirSet.shards {
+		for id, h := range entries {
+			seen++
+			if seen%256 == 0 {
+				prog.Set(seen)
+				if err := ctx.Err(); err != nil {
+					return m, err
+				}
+			}
+			ah, hasArchive := theirSet.archive(id)
+			if _, ok := set.archive(id); !ok && hasArchive {
+				set.putArchive(id, ah)
+			}
+			if cur, ok := set.get(id); ok {
+				if cur != h {
+					res.Conflicts = append(res.Conflicts, string(id))
+					res.Warnings = append(res.Warnings, fmt.Sprintf("conflict: run %s has different content here and on the remote; the local ledger line was kept (compare the two and fix one by hand)", id))
+					// The shared tree keeps the smaller blob hash so every
+					// machine converges on one tree.
+					if h.String() < cur.String() {
+						set.put(id, h)
+					}
+				}
+				continue
+			}
+			set.put(id, h)
+			m.arrivals = append(m.arrivals, arrival{at: runIDTime(id), id: id, blob: h, archive: ah})
+		}
+	}
+	m.commit = m.kind == MergeDiverged || theirSet.version < ledgerFormatVersion || !sameSet(set, theirSet)
+	sort.Slice(m.arrivals, func(i, j int) bool {
+		if !m.arrivals[i].at.Equal(m.arrivals[j].at) {
+			return m.arrivals[i].at.Before(m.arrivals[j].at)
+		}
+		return m.arrivals[i].id < m.arrivals[j].id
+	})
+	return m, nil
+}
+
+// unwrapBadInput drops the leading "bad input: " of a refusal reason.
+func unwrapBadInput(err error) string {
+	return strings.TrimPrefix(err.Error(), ledger.ErrBadInput.Error()+": ")
+}
+
+// checkConfig refuses to mix stores whose configs differ in anything but
+// their version: the remote's is never adopted over the local one. A
+// remote ledger without a config (format 1) is accepted.
+func checkConfig(local ledger.Config, remote *ledger.Config) error {
+	if remote == nil {
+		return nil
+	}
+	if diff := ConfigDiff(local, *remote); diff != "" {
+		return fmt.Errorf("%w: %w: the remote ledger's config.json differs from this store's: %s; nothing was written: use a separate --store, or make config.json the same on both sides",
+			ledger.ErrBadInput, ErrConfigMismatch, diff)
+	}
+	return nil
+}
+
+// ConfigDiff lists, field by field, how the remote config differs from the
+// local one, version aside (`metric "acc" on the remote, "val_bpb" here;
+// …`); "" when they agree. It is the one comparison of a remote config
+// with a local one (pull, push, sync, and init with flags).
+func ConfigDiff(local, remote ledger.Config) string {
+	var parts []string
+	field := func(name, here, there string) {
+		if here != there {
+			parts = append(parts, fmt.Sprintf("%s %q on the remote, %q here", name, there, here))
+		}
+	}
+	field("metric", local.Metric, remote.Metric)
+	field("goal", local.Goal, remote.Goal)
+	field("train_file", local.TrainFile, remote.TrainFile)
+	patterns := func(m map[string]string) string {
+		if len(m) == 0 {
+			return "{}"
+		}
+		b, _ := json.Marshal(m) // keys sorted
+		return string(b)
+	}
+	field("curve_patterns", patterns(local.CurvePatterns), patterns(remote.CurvePatterns))
+	return strings.Join(parts, "; ")
+}
+
+// decodeRemoteRecord parses the content of a ledger blob named id: one JSON
+// record whose run_id is id, in a schema this build can read.
+func decodeRemoteRecord(id ledger.RunID, data []byte) (*ledger.Record, error) {
+	if _, err := ledger.RunRef(id); err != nil {
+		return nil, err
+	}
+	var r ledger.Record
+	if err := json.Unmarshal(bytes.TrimSpace(data), &r); err != nil {
+		return nil, fmt.Errorf("%w: remote record %s is not a JSON record: %v", ledger.ErrBadInput, id, err)
+	}
+	if r.RunID != id {
+		return nil, fmt.Errorf("%w: remote ledger file %s holds run %q", ledger.ErrBadInput, id, r.RunID)
+	}
+	if r.SchemaVersion > ledger.SchemaVersion {
+		return nil, fmt.Errorf("remote record %s has schema_version %d, %w (%d): upgrade memorylab", id, r.SchemaVersion, ledger.ErrNewerVersion, ledger.SchemaVersion)
+	}
+	return &r, nil
+}
+
+func (g *Repo) casRef(name string, newHash, old plumbing.Hash) error {
+	ref := plumbing.NewHashReference(plumbing.ReferenceName(name), newHash)
+	var oldRef *plumbing.Reference
+	if !old.IsZero() {
+		oldRef = plumbing.NewHashReference(plumbing.ReferenceName(name), old)
+	} else if cur, err := g.localRef(plumbing.ReferenceName(name)); err != nil {
+		return err
+	} else if !cur.IsZero() {
+		return fmt.Errorf("unable to update %s: %w", name, storage.ErrReferenceHasChanged)
+	}
+	if err := g.r.Storer.CheckAndSetReference(ref, oldRef); err != nil {
+		return fmt.Errorf("unable to update %s (another process moved it; run the command again): %w", name, err)
+	}
+	return nil
+}
+
+func (g *Repo) syncStatePath(s *ledger.Store) string { return s.Path(ledger.CacheDir, "sync.json") }
+
+func (g *Repo) readSyncState(s *ledger.Store) *syncState {
+	b, err := os.ReadFile(g.syncStatePath(s))
+	if err != nil {
+		return nil
+	}
+	var st syncState
+	if json.Unmarshal(b, &st) != nil || st.Version != syncStateVersion {
+		return nil
+	}
+	return &st
+}
+
+// writeSyncState is best effort: without it the next fold rescans.
+func (g *Repo) writeSyncState(s *ledger.Store, st *syncState) {
+	b, _ := json.Marshal(st)
+	if err := s.EnsureCacheDir(); err != nil {
+		return
+	}
+	_ = ledger.WriteFileAtomic(g.syncStatePath(s), append(b, '\n'), 0o644)
+}

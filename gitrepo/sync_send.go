@@ -1,0 +1,958 @@
+package gitrepo
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"context"
+	"crypto/sha1"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitwire"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// Sending the ledger ref. go-git's push lists the objects to send with
+// revlist (walking the remote's whole ledger tree as "haves"), then reads
+// every object back, inflates it and deflates it again into the pack
+// (plumbing/format/packfile/encoder.go): a third of a first push. pushLedger
+// knows the ledger's layout, so it lists exactly the objects the remote
+// lacks by comparing trees (unchanged shards are skipped by hash), and
+// copies each object's compressed bytes straight out of the local pack
+// when it is stored whole there (always so for packs memorylab writes).
+
+// pushLedger updates the remote's ledger ref from oldTip (zero: absent) to
+// newTip (unless they are equal) and creates the run refs runs (name →
+// commit) the remote lacks, in one session, sending the objects the remote
+// lacks: the ledger's by comparing trees, the pinned commits' by walking
+// back to the commits the remote's run refs reach (remoteRuns). A remote
+// ref that moved meanwhile is reported as errRefChangedOnRemote (a rejected
+// push).
+func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip plumbing.Hash, runs map[plumbing.ReferenceName]plumbing.Hash, remoteRuns map[ledger.RunID]plumbing.Hash) (err error) {
+	if !oldTip.IsZero() {
+		if _, err := g.r.CommitObject(oldTip); err != nil {
+			// The remote moved after our last fetch: fetch and merge first.
+			return fmt.Errorf("%w: %s", errRefChangedOnRemote, ledger.LedgerRef)
+		}
+	}
+	var objs []plumbing.Hash
+	if newTip != oldTip {
+		if objs, err = g.ledgerMissing(newTip, oldTip); err != nil {
+			return err
+		}
+	}
+	if len(runs) > 0 {
+		var tips, heads []plumbing.Hash
+		for _, h := range runs {
+			tips = append(tips, h)
+		}
+		for _, h := range remoteRuns {
+			heads = append(heads, h)
+		}
+		more, err := g.commitsMissing(tips, heads)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, more...)
+	}
+	sess, ar, err := rs.receivePack(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	cur := plumbing.ZeroHash
+	if ar != nil {
+		if h, ok := ar.References[ledger.LedgerRef]; ok {
+			cur = h
+		}
+	}
+	if cur != oldTip {
+		return fmt.Errorf("%w: %s", errRefChangedOnRemote, ledger.LedgerRef)
+	}
+	req := packp.NewReferenceUpdateRequest()
+	if ar != nil {
+		req = packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	}
+	if newTip != oldTip {
+		req.Commands = append(req.Commands, &packp.Command{Name: ledger.LedgerRef, Old: oldTip, New: newTip})
+	}
+	names := make([]string, 0, len(runs))
+	for name := range runs {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		req.Commands = append(req.Commands, &packp.Command{Name: plumbing.ReferenceName(name), New: runs[plumbing.ReferenceName(name)]})
+	}
+	if len(req.Commands) == 0 {
+		return nil
+	}
+	pr, pw := io.Pipe()
+	req.Packfile = pr
+	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0)) }() // our own objects
+	report, err := sess.ReceivePack(ctx, req)
+	_ = pr.Close()
+	if err != nil {
+		return err
+	}
+	if report != nil {
+		return report.Error()
+	}
+	return nil
+}
+
+// fetchLedgerPack fetches the remote's ledger tip and the objects this
+// repository lacks, and stores them as one pack (receivePack): go-git's fetch
+// would parse the received pack again to index it. It returns the fetched
+// tip (zero when the remote has no ledger); the caller sets refs.
+func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbing.Hash, err error) {
+	urls := rs.remote.Config().URLs
+	if len(urls) == 0 {
+		return tip, fmt.Errorf("remote %s has no URL", rs.label)
+	}
+	ep, err := transport.NewEndpoint(urls[len(urls)-1])
+	if err != nil {
+		return tip, err
+	}
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return tip, err
+	}
+	sess, err := cl.NewUploadPackSession(ep, nil)
+	if err != nil {
+		return tip, err
+	}
+	defer func() {
+		if cerr := sess.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return tip, nil
+	}
+	if err != nil {
+		return tip, err
+	}
+	tip, ok := ar.References[ledger.LedgerRef]
+	if !ok {
+		return plumbing.ZeroHash, nil
+	}
+	if _, err := g.r.CommitObject(tip); err == nil {
+		return tip, nil // already here
+	}
+	var haves []plumbing.Hash
+	for _, name := range []plumbing.ReferenceName{ledger.LedgerRef, rs.trackLedger()} {
+		if h, err := g.localRef(name); err == nil && !h.IsZero() {
+			haves = append(haves, h)
+		}
+	}
+	return tip, g.receiveFrom(ctx, sess, ar, []plumbing.Hash{tip}, haves, ledgerPackLimits)
+}
+
+// fetchCommits fetches the commits wants (pinned runs) with everything they
+// reach that this repository lacks, through receivePack like the ledger:
+// go-git's fetch holds every object of the pack in memory while indexing it
+// (a pinned commit with a 128 MiB file cost 133 MiB; issue 24.5). haves are
+// commits this repository holds.
+func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []plumbing.Hash) (err error) {
+	ep, cl, err := rs.client()
+	if err != nil {
+		return err
+	}
+	sess, err := cl.NewUploadPackSession(ep, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	return g.receiveFrom(ctx, sess, ar, wants, haves, codePackLimits)
+}
+
+// receiveFrom asks sess for wants (not thin: every pack stands alone),
+// stores the pack it sends through receivePack within lim, and reopens the
+// repository handle so its objects are visible.
+func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants, haves []plumbing.Hash, lim packLimits) error {
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	req.Capabilities.Delete(capability.ThinPack) // every pack stands alone
+	req.Wants = wants
+	req.Haves = haves
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	var rd io.Reader = resp
+	switch {
+	case req.Capabilities.Supports(capability.Sideband64k):
+		rd = sideband.NewDemuxer(sideband.Sideband64k, resp)
+	case req.Capabilities.Supports(capability.Sideband):
+		rd = sideband.NewDemuxer(sideband.Sideband, resp)
+	}
+	sto, ok := g.r.Storer.(*refStorage)
+	if !ok {
+		return fmt.Errorf("the repository storage cannot take packfiles")
+	}
+	if err := receivePack(sto, g.gitDirOfStorage(), rd, lim); err != nil {
+		return err
+	}
+	return g.reopen()
+}
+
+// ledgerMissing lists the objects reachable from newTip that are not
+// reachable from oldTip, which this repository holds: the ledger commits
+// after oldTip, and the trees and blobs of their trees that oldTip's tree
+// does not hold.
+func (g *Repo) ledgerMissing(newTip, oldTip plumbing.Hash) ([]plumbing.Hash, error) {
+	have := map[plumbing.Hash]bool{}
+	if !oldTip.IsZero() {
+		err := g.walkCommits(oldTip, func(c *object.Commit) bool { have[c.Hash] = true; return true })
+		if err != nil {
+			return nil, err
+		}
+		c, err := g.r.CommitObject(oldTip)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.walkTree(c.TreeHash, func(h plumbing.Hash, _ bool) bool { have[h] = true; return true }); err != nil {
+			return nil, err
+		}
+	}
+	var out []plumbing.Hash
+	err := g.walkCommits(newTip, func(c *object.Commit) bool {
+		if have[c.Hash] {
+			return false
+		}
+		have[c.Hash] = true
+		out = append(out, c.Hash)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	commits := append([]plumbing.Hash(nil), out...)
+	for _, ch := range commits {
+		c, err := g.r.CommitObject(ch)
+		if err != nil {
+			return nil, err
+		}
+		err = g.walkTree(c.TreeHash, func(h plumbing.Hash, isTree bool) bool {
+			if have[h] {
+				return false
+			}
+			have[h] = true
+			out = append(out, h)
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// commitsMissing lists the objects of the commits reachable from tips that
+// the commits reachable from heads (the remote's run refs; those this
+// repository lacks are skipped) do not reach: the new commits, and the
+// trees and blobs of their trees that the trees of their already-shared
+// parents do not hold. go-git's push computes this by walking every
+// object reachable from every remote ref, the whole ledger tree included,
+// on every push.
+func (g *Repo) commitsMissing(tips, heads []plumbing.Hash) ([]plumbing.Hash, error) {
+	shared := map[plumbing.Hash]bool{}
+	for _, h := range heads {
+		if shared[h] {
+			continue
+		}
+		if _, err := g.r.CommitObject(h); err != nil {
+			continue // not here: it cannot be an ancestor of ours either
+		}
+		if err := g.walkCommits(h, func(c *object.Commit) bool {
+			if shared[c.Hash] {
+				return false
+			}
+			shared[c.Hash] = true
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	var fresh []*object.Commit
+	seen := map[plumbing.Hash]bool{}
+	for _, tip := range tips {
+		if err := g.walkCommits(tip, func(c *object.Commit) bool {
+			if shared[c.Hash] || seen[c.Hash] {
+				return false
+			}
+			seen[c.Hash] = true
+			fresh = append(fresh, c)
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	have := map[plumbing.Hash]bool{}
+	for _, c := range fresh {
+		for _, p := range c.ParentHashes {
+			if !shared[p] {
+				continue
+			}
+			pc, err := g.r.CommitObject(p)
+			if err != nil {
+				return nil, err
+			}
+			if err := g.walkTree(pc.TreeHash, func(h plumbing.Hash, _ bool) bool {
+				if have[h] {
+					return false
+				}
+				have[h] = true
+				return true
+			}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []plumbing.Hash
+	for _, c := range fresh {
+		out = append(out, c.Hash)
+		if err := g.walkTree(c.TreeHash, func(h plumbing.Hash, _ bool) bool {
+			if have[h] {
+				return false
+			}
+			have[h] = true
+			out = append(out, h)
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// walkCommits visits commit h and its ancestors once each; fn returning
+// false stops the walk below that commit.
+func (g *Repo) walkCommits(h plumbing.Hash, fn func(*object.Commit) bool) error {
+	seen := map[plumbing.Hash]bool{}
+	stack := []plumbing.Hash{h}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := g.r.CommitObject(h)
+		if err != nil {
+			return fmt.Errorf("unable to read ledger commit %s: %w", ledger.Short(h.String()), err)
+		}
+		if fn(c) {
+			stack = append(stack, c.ParentHashes...)
+		}
+	}
+	return nil
+}
+
+// walkTree visits tree h and everything below it; fn returning false for a
+// tree skips its entries.
+func (g *Repo) walkTree(h plumbing.Hash, fn func(h plumbing.Hash, isTree bool) bool) error {
+	if !fn(h, true) {
+		return nil
+	}
+	t, err := g.r.TreeObject(h)
+	if err != nil {
+		return fmt.Errorf("unable to read ledger tree %s: %w", ledger.Short(h.String()), err)
+	}
+	for _, e := range t.Entries {
+		switch {
+		case e.Mode == filemode.Dir:
+			if err := g.walkTree(e.Hash, fn); err != nil {
+				return err
+			}
+		case e.Mode == filemode.Submodule:
+		default:
+			fn(e.Hash, false)
+		}
+	}
+	return nil
+}
+
+// writePackTo writes a pack of objs to w: each object's stored bytes when a
+// local pack holds it whole, else inflated and deflated again as it is
+// read. An object stored as a delta building more than maxDelta bytes (0:
+// any) is refused: go-git builds it in memory to read it.
+func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64) error {
+	raw, err := g.openPacks()
+	if err != nil {
+		return err
+	}
+	defer raw.close()
+	sum := sha1.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
+	var head [gitwire.PackHeaderSize]byte
+	copy(head[:], "PACK")
+	binary.BigEndian.PutUint32(head[4:], 2)
+	binary.BigEndian.PutUint32(head[8:], uint32(len(objs)))
+	if _, err := bw.Write(head[:]); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&buf, zlib.BestSpeed)
+	for _, h := range objs {
+		if b, ok := raw.entry(h); ok {
+			if _, err := bw.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
+		if maxDelta > 0 && raw.deltaOver(h, maxDelta) {
+			// go-git would build it in memory to read it (issue 24.5).
+			return fmt.Errorf("%w: object %s is stored as a delta building more than %d MiB: not served",
+				ledger.ErrBadInput, ledger.Short(h.String()), maxDelta>>20)
+		}
+		obj, err := g.r.Storer.EncodedObject(plumbing.AnyObject, h)
+		if err != nil {
+			return fmt.Errorf("unable to read object %s: %w", ledger.Short(h.String()), err)
+		}
+		// Streamed from the object's reader (go-git reads objects over
+		// the storage's LargeObjectThreshold lazily): never held whole.
+		if err := writeEntry(bw, zw, obj); err != nil {
+			return fmt.Errorf("unable to read object %s: %w", ledger.Short(h.String()), err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err = w.Write(sum.Sum(nil))
+	return err
+}
+
+// writePackSafely is writePackTo for a goroutine of its own: a panic there
+// (go-git reading a corrupt object of a remote) would end the process, MCP
+// server and dashboard included, so it becomes the pipe's error (issue 24.8).
+func writePackSafely(g *Repo, w io.Writer, objs []plumbing.Hash, maxDelta uint64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error while writing a pack: %v", r)
+		}
+	}()
+	return g.writePackTo(w, objs, maxDelta)
+}
+
+// writeEntry writes obj as one whole (undeltified) pack entry to w,
+// compressing from its reader as it goes.
+func writeEntry(w io.Writer, zw *zlib.Writer, obj plumbing.EncodedObject) error {
+	var head [16]byte
+	size := uint64(obj.Size())
+	b := byte(obj.Type())<<4 | byte(size&0x0f)
+	size >>= 4
+	n := 0
+	for size != 0 {
+		head[n] = b | 0x80
+		n++
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	head[n] = b
+	if _, err := w.Write(head[:n+1]); err != nil {
+		return err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	zw.Reset(w)
+	copied, err := io.Copy(zw, rd)
+	if err != nil {
+		return err
+	}
+	if copied != obj.Size() {
+		return fmt.Errorf("object is %d bytes, its header says %d", copied, obj.Size())
+	}
+	return zw.Close()
+}
+
+// localPacks gives raw access to the entries of the repository's packs.
+type localPacks struct {
+	packs []*rawPack
+}
+
+type rawPack struct {
+	f       *os.File
+	idx     *idxfile.MemoryIndex
+	offsets []int64 // entry offsets, ascending
+	end     int64   // where the trailer starts
+}
+
+func (g *Repo) openPacks() (*localPacks, error) {
+	dir := filepath.Join(g.gitDirOfStorage(), "objects", "pack")
+	names, err := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
+	if err != nil {
+		return nil, err
+	}
+	lp := &localPacks{}
+	for _, name := range names {
+		p, err := openRawPack(strings.TrimSuffix(name, ".idx"))
+		if err != nil {
+			continue // a pack being written or removed: objects come the slow way
+		}
+		lp.packs = append(lp.packs, p)
+	}
+	return lp, nil
+}
+
+func openRawPack(base string) (*rawPack, error) {
+	fi, err := os.Open(base + ".idx")
+	if err != nil {
+		return nil, err
+	}
+	defer fi.Close()
+	idx := idxfile.NewMemoryIndex()
+	if err := idxfile.NewDecoder(bufio.NewReader(fi)).Decode(idx); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(base + ".pack")
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &rawPack{f: f, idx: idx, end: st.Size() - 20}
+	iter, err := idx.EntriesByOffset()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	defer iter.Close()
+	for {
+		e, err := iter.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		p.offsets = append(p.offsets, int64(e.Offset))
+	}
+	return p, nil
+}
+
+// entry returns the stored bytes of object h when a pack holds it whole
+// (not as a delta against another object).
+func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
+	for _, p := range lp.packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		i := sort.Search(len(p.offsets), func(i int) bool { return p.offsets[i] > off })
+		end := p.end
+		if i < len(p.offsets) {
+			end = p.offsets[i]
+		}
+		if end <= off || end-off > 256<<20 {
+			return nil, false
+		}
+		b := make([]byte, end-off)
+		if _, err := p.f.ReadAt(b, off); err != nil {
+			return nil, false
+		}
+		switch plumbing.ObjectType((b[0] >> 4) & 7) {
+		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+			return b, true
+		}
+		return nil, false
+	}
+	return nil, false
+}
+
+// deltaOver reports whether a pack stores h as a delta that builds more
+// than limit bytes (read from the delta's header, inflating a few bytes).
+func (lp *localPacks) deltaOver(h plumbing.Hash, limit uint64) bool {
+	for _, p := range lp.packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		br := bufio.NewReaderSize(io.NewSectionReader(p.f, off, p.end-off), 64)
+		c, err := br.ReadByte()
+		if err != nil {
+			return false
+		}
+		t := plumbing.ObjectType((c >> 4) & 7)
+		for c&0x80 != 0 { // the rest of the entry size
+			if c, err = br.ReadByte(); err != nil {
+				return false
+			}
+		}
+		switch t {
+		case plumbing.OFSDeltaObject:
+			for c = 0x80; c&0x80 != 0; {
+				if c, err = br.ReadByte(); err != nil {
+					return false
+				}
+			}
+		case plumbing.REFDeltaObject:
+			if _, err := br.Discard(20); err != nil {
+				return false
+			}
+		default:
+			return false
+		}
+		zr, err := zlib.NewReader(br)
+		if err != nil {
+			return false
+		}
+		defer zr.Close()
+		zbr := bufio.NewReaderSize(zr, 32)
+		if _, err := deltaHeaderSize(zbr); err != nil {
+			return false
+		}
+		result, err := deltaHeaderSize(zbr)
+		return err == nil && result > limit
+	}
+	return false
+}
+
+func (lp *localPacks) close() {
+	for _, p := range lp.packs {
+		p.f.Close()
+	}
+}
+
+// receivePack stores an incoming pack in the served repository. Packs of
+// whole objects (what memorylab sends) are indexed while they are read, by
+// hashing each object once; go-git's PackfileWriter would parse the stored
+// pack a second time and inflate some objects twice. A pack with deltas is
+// handed to go-git's PackfileWriter, which resolves them.
+//
+// Memory stays bounded whatever the pack holds (issue 24.5: a 2 GiB zero
+// blob, 2.6 MB on the remote, took pull to 5.4 GB): each object's size is
+// read from its entry header before it is inflated, a whole object is
+// inflated into its hash and never held, and one over lim.whole (0: no
+// limit) is refused before inflating. go-git resolves deltas in memory, so
+// a pack with deltas is refused when a delta would build, or a whole object
+// is, more than lim.delta.
+func receivePack(sto *refStorage, dir string, rd io.Reader, lim packLimits) (err error) {
+	packDir := filepath.Join(dir, "objects", "pack")
+	if err := os.MkdirAll(packDir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(packDir, "tmp_memorylab_recv_")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	// Everything read is copied to f and hashed (but for the trailer) in
+	// bulk, below the buffered reader the entries are parsed from.
+	sum := &trailingHasher{h: sha1.New()}
+	cr := &countingReader{br: bufio.NewReaderSize(io.TeeReader(rd, io.MultiWriter(f, sum)), 1<<20)}
+	var head [gitwire.PackHeaderSize]byte
+	if _, err := io.ReadFull(cr, head[:]); err != nil {
+		return fmt.Errorf("unable to read the pack: %w", err)
+	}
+	if string(head[:4]) != "PACK" || binary.BigEndian.Uint32(head[4:]) != 2 {
+		return fmt.Errorf("unable to read the pack: not a version 2 pack")
+	}
+	n := binary.BigEndian.Uint32(head[8:])
+	type received struct {
+		h   plumbing.Hash
+		off int64
+	}
+	objs := make([]received, 0, min(n, 1<<16)) // n is the remote's word until the entries are read
+	deltas := false
+	var biggest uint32
+	var biggestWhole uint64
+	zr, err := zlib.NewReader(bytes.NewReader([]byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01}))
+	if err != nil {
+		return err
+	}
+	zbr := bufio.NewReaderSize(zr, 32<<10) // inflated bytes, for the delta header
+	for i := uint32(0); i < n; i++ {
+		off := cr.n
+		c, err := cr.ReadByte()
+		if err != nil {
+			return fmt.Errorf("unable to read the pack: %w", err)
+		}
+		t := plumbing.ObjectType((c >> 4) & 7)
+		size := uint64(c & 0x0f)
+		for shift := 4; c&0x80 != 0; shift += 7 {
+			if c, err = cr.ReadByte(); err != nil {
+				return fmt.Errorf("unable to read the pack: %w", err)
+			}
+			size |= uint64(c&0x7f) << shift
+		}
+		isDelta := t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject
+		limit := lim.whole
+		if isDelta {
+			// Delta data is at most what it builds plus a byte per 127
+			// inserted and its header.
+			limit = lim.delta + lim.delta/64
+		}
+		if limit > 0 && size > limit {
+			return tooLargeObject(i, size, limit)
+		}
+		switch t {
+		case plumbing.OFSDeltaObject:
+			deltas = true
+			for c = 0x80; c&0x80 != 0; {
+				if c, err = cr.ReadByte(); err != nil {
+					return err
+				}
+			}
+		case plumbing.REFDeltaObject:
+			deltas = true
+			if _, err := io.ReadFull(cr, make([]byte, 20)); err != nil {
+				return err
+			}
+		}
+		if err := zr.(zlib.Resetter).Reset(cr, nil); err != nil {
+			return fmt.Errorf("unable to read the pack: %w", err)
+		}
+		var sum plumbing.Hasher
+		var into io.Writer = io.Discard
+		if !isDelta {
+			sum = plumbing.NewHasher(t, int64(size))
+			into = sum
+		}
+		zbr.Reset(zr)
+		if isDelta {
+			// The delta's header: the size of its base, then of its result.
+			if _, err := deltaHeaderSize(zbr); err != nil {
+				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
+			}
+			result, err := deltaHeaderSize(zbr)
+			if err != nil {
+				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
+			}
+			if result > lim.delta {
+				return tooLargeObject(i, result, lim.delta)
+			}
+		}
+		n, err := io.Copy(into, zbr)
+		if err != nil {
+			return fmt.Errorf("unable to read the pack: %w", err)
+		}
+		if isDelta {
+			n = int64(size) // the header bytes were read above; the length check is go-git's
+		}
+		if uint64(n) != size {
+			return fmt.Errorf("unable to read the pack: object %d is %d bytes, its header says %d", i, n, size)
+		}
+		if !isDelta && size > biggestWhole {
+			biggest, biggestWhole = i, size
+		}
+		if !deltas {
+			objs = append(objs, received{h: sum.Sum(), off: off})
+		}
+	}
+	var trailer [20]byte
+	if _, err := io.ReadFull(cr, trailer[:]); err != nil {
+		return fmt.Errorf("unable to read the pack trailer: %w", err)
+	}
+	if _, err := cr.br.ReadByte(); err != io.EOF {
+		return fmt.Errorf("unable to read the pack: data after the trailer")
+	}
+	if !bytes.Equal(trailer[:], sum.h.Sum(nil)) || !bytes.Equal(trailer[:], sum.tail) {
+		return fmt.Errorf("unable to read the pack: checksum mismatch")
+	}
+	if deltas {
+		if biggestWhole > lim.delta {
+			return tooLargeObject(biggest, biggestWhole, lim.delta) // a base go-git would hold whole
+		}
+		return storeWithGoGit(sto, f)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	// CRCs of the stored entries, in one pass over the file.
+	iw := new(idxfile.Writer)
+	if err := iw.OnHeader(n); err != nil {
+		return err
+	}
+	end := cr.n - 20
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), 1<<20)
+	if _, err := br.Discard(gitwire.PackHeaderSize); err != nil {
+		return err
+	}
+	for i, o := range objs {
+		next := end
+		if i+1 < len(objs) {
+			next = objs[i+1].off
+		}
+		crc := crc32.NewIEEE()
+		if _, err := io.CopyN(crc, br, next-o.off); err != nil {
+			return err
+		}
+		iw.Add(o.h, uint64(o.off), crc.Sum32())
+	}
+	var packSum plumbing.Hash
+	copy(packSum[:], trailer[:])
+	if err := iw.OnFooter(packSum); err != nil {
+		return err
+	}
+	idx, err := iw.Index()
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(packDir, "pack-"+packSum.String())
+	if _, err := os.Stat(base + ".pack"); err == nil {
+		return nil // the same pack arrived before
+	}
+	err = atomicfile.WriteAll(packDir, []atomicfile.File{{Path: base + ".idx", Perm: 0o444, Write: func(w io.Writer) error {
+		_, err := idxfile.NewEncoder(w).Encode(idx)
+		return err
+	}}})
+	if err != nil {
+		return err
+	}
+	_ = f.Chmod(0o444)
+	if err := os.Rename(f.Name(), base+".pack"); err != nil {
+		return err
+	}
+	f.Close()
+	f = nil
+	return ledger.SyncDir(packDir)
+}
+
+// maxLedgerObject is the largest object a ledger pack may hold: an archive
+// file shared whole (at most MaxArchiveFile) or cut to head and tail with
+// its note; records are smaller (MaxRecordBytes) and so are shard trees.
+// A bigger one is refused before it is inflated.
+const maxLedgerObject = MaxArchiveFile + 1<<20
+
+// packLimits bound the objects of a received pack (see receivePack).
+type packLimits struct {
+	whole uint64 // largest whole object; 0: any, streamed
+	delta uint64 // largest object of a pack with deltas
+}
+
+// ledgerPackLimits: the shared ledger's objects are at most maxLedgerObject.
+var ledgerPackLimits = packLimits{whole: maxLedgerObject, delta: maxLedgerObject}
+
+// codePackLimits: pinned commits may hold files of any size (streamed when
+// whole); deltas, which go-git resolves in memory, build at most 256 MiB.
+var codePackLimits = packLimits{delta: 256 << 20}
+
+// tooLargeObject refuses object i of a pack, size bytes by its header.
+func tooLargeObject(i uint32, size, limit uint64) error {
+	return fmt.Errorf("%w: object %d of the pack is %d bytes, over the %d MiB an object may have here; nothing was written (remove it from the remote, or ask who pushed it)",
+		ledger.ErrBadInput, i, size, limit>>20)
+}
+
+// deltaHeaderSize reads one size of a delta's header (7 bits a byte, least
+// significant first).
+func deltaHeaderSize(br io.ByteReader) (uint64, error) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		c, err := br.ReadByte()
+		if err != nil {
+			return 0, fmt.Errorf("delta header: %w", err)
+		}
+		if shift > 63 {
+			return 0, fmt.Errorf("delta header: size overflows")
+		}
+		v |= uint64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v, nil
+		}
+	}
+}
+
+// countingReader counts the bytes taken from br. zlib stops exactly at the
+// end of each object's stream because it reads through ReadByte.
+type countingReader struct {
+	br *bufio.Reader
+	n  int64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.br.Read(p)
+	r.n += int64(n)
+	return n, err
+}
+
+func (r *countingReader) ReadByte() (byte, error) {
+	c, err := r.br.ReadByte()
+	if err == nil {
+		r.n++
+	}
+	return c, err
+}
+
+// trailingHasher hashes everything written to it but the last 20 bytes (a
+// pack's trailer), which it keeps in tail.
+type trailingHasher struct {
+	h    hash.Hash
+	tail []byte
+}
+
+func (t *trailingHasher) Write(p []byte) (int, error) {
+	buf := append(t.tail, p...)
+	if len(buf) > 20 {
+		t.h.Write(buf[:len(buf)-20])
+		buf = append([]byte(nil), buf[len(buf)-20:]...)
+	}
+	t.tail = buf
+	return len(p), nil
+}
+
+// storeWithGoGit hands a pack with deltas to go-git's PackfileWriter.
+func storeWithGoGit(sto *refStorage, f *os.File) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	pw, ok := interface{}(sto).(storer.PackfileWriter)
+	if !ok {
+		return fmt.Errorf("the remote storage cannot take packfiles")
+	}
+	w, err := pw.PackfileWriter()
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, bufio.NewReaderSize(f, 1<<20)); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}

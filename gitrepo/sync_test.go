@@ -1,0 +1,799 @@
+package gitrepo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// syncClone is one machine: a working repository with its own store.
+type syncClone struct {
+	name  string
+	repo  *ScratchRepo
+	store *ledger.Store
+	clock time.Time
+	n     int
+}
+
+func newBareRemote(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "remote.git")
+	if _, err := git.PlainInit(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func newSyncClone(t testing.TB, name, remote string, start time.Time) *syncClone {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	repo, err := InitScratchRepo(dir, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Commit("initial train.py", map[string]string{"train.py": "LR = 0.04\n", ".gitignore": "results/\nresults.tsv\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{remote}}); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := ledger.InitStore(filepath.Join(dir, "results", "memorylab"), filepath.Join(dir, "results.tsv"), ledger.DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &syncClone{name: name, repo: repo, store: s, clock: start}
+}
+
+// logRun commits an experiment, records it and pins it, as `memorylab log`
+// does once pinning is on.
+func (c *syncClone) logRun(t testing.TB) ledger.RunID {
+	c.n++
+	commit, err := c.repo.Commit(fmt.Sprintf("%s experiment %d", c.name, c.n), map[string]string{"train.py": fmt.Sprintf("LR = 0.04\n# %s %d\n", c.name, c.n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Provenance as OpenRepo(...).Provenance reports it, without the
+	// worktree status walk that would dominate this test's time.
+	parent, err := c.repo.Parent(commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := ledger.Provenance{Branch: "main", Commit: commit, Parent: parent}
+	c.clock = c.clock.Add(time.Second)
+	m := ledger.Metrics{}
+	m.Set("val_bpb", 1-float64(c.n)/1000)
+	rec, err := c.store.NewRecord(ledger.RunInput{Description: fmt.Sprintf("%s idea %d", c.name, c.n), Status: ledger.StatusDiscard, Metrics: m}, prov, c.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store.Append(rec); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := ledger.RunRef(rec.RunID)
+	if err := c.repo.r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ref), plumbing.NewHash(commit))); err != nil {
+		t.Fatal(err)
+	}
+	return rec.RunID
+}
+
+func (c *syncClone) push(t testing.TB, ctx context.Context) *SyncResult {
+	t.Helper()
+	res, err := c.sync(ctx, true)
+	if err != nil {
+		t.Fatalf("%s push: %v", c.name, err)
+	}
+	return res
+}
+
+func (c *syncClone) pull(t testing.TB, ctx context.Context) *SyncResult {
+	t.Helper()
+	res, err := c.sync(ctx, false)
+	if err != nil {
+		t.Fatalf("%s pull: %v", c.name, err)
+	}
+	return res
+}
+
+func (c *syncClone) sync(ctx context.Context, push bool) (*SyncResult, error) {
+	g, err := OpenRepo(c.repo.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts := SyncOptions{Now: c.clock}
+	if push {
+		return g.Push(ctx, c.store, opts)
+	}
+	return g.Pull(ctx, c.store, opts)
+}
+
+// ids returns the ledger's run ids in file order and fails on duplicates.
+func (c *syncClone) ids(t testing.TB) []string {
+	t.Helper()
+	recs, warns, err := c.store.ReadAll()
+	if err != nil || len(warns) > 0 {
+		t.Fatalf("%s: read ledger: %v %v", c.name, err, warns)
+	}
+	seen := map[ledger.RunID]bool{}
+	var out []string
+	for _, r := range recs {
+		if seen[r.RunID] {
+			t.Fatalf("%s: run %s appears twice in the ledger", c.name, r.RunID)
+		}
+		seen[r.RunID] = true
+		out = append(out, string(r.RunID))
+	}
+	return out
+}
+
+func (c *syncClone) runRefs(t testing.TB) map[string]string {
+	t.Helper()
+	g, err := OpenRepo(c.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := g.localRunRefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for id, h := range refs {
+		out[string(id)] = h.String()
+	}
+	return out
+}
+
+func sorted(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}
+
+// TestSyncThreeClonesConverge: three machines log 100 runs each while
+// pushing and pulling concurrently through one bare remote, then sync until
+// all hold the identical 300 records and 300 run refs.
+func TestSyncThreeClonesConverge(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	perClone := 100
+	if testing.Short() {
+		perClone = 30
+	}
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	clones := []*syncClone{
+		newSyncClone(t, "gpu0", remote, start),
+		newSyncClone(t, "gpu1", remote, start.Add(time.Millisecond)),
+		newSyncClone(t, "gpu2", remote, start.Add(2*time.Millisecond)),
+	}
+	began := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clones))
+	attempts := make([]int, len(clones))
+	for i, c := range clones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < perClone; k++ {
+				c.logRun(t)
+				if k%20 == 19 {
+					res, err := c.sync(ctx, true)
+					if err != nil {
+						errs <- fmt.Errorf("%s push after run %d: %w", c.name, k+1, err)
+						return
+					}
+					attempts[i] += res.Attempts - 1
+					if _, err := c.sync(ctx, false); err != nil {
+						errs <- fmt.Errorf("%s pull after run %d: %w", c.name, k+1, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// Settle: every clone pushes, then every clone pulls.
+	for _, c := range clones {
+		c.push(t, ctx)
+	}
+	for _, c := range clones {
+		c.pull(t, ctx)
+	}
+	t.Logf("3 clones × %d runs synced in %v; retried pushes: %v", perClone, time.Since(began), attempts)
+
+	want := sorted(clones[0].ids(t))
+	if len(want) != 3*perClone {
+		t.Fatalf("%s holds %d records, want %d", clones[0].name, len(want), 3*perClone)
+	}
+	wantRefs := clones[0].runRefs(t)
+	if len(wantRefs) != 3*perClone {
+		t.Fatalf("%s holds %d run refs, want %d", clones[0].name, len(wantRefs), 3*perClone)
+	}
+	for _, c := range clones[1:] {
+		if got := sorted(c.ids(t)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s holds %d records, differing from %s's %d", c.name, len(got), clones[0].name, len(want))
+		}
+		if got := c.runRefs(t); !reflect.DeepEqual(got, wantRefs) {
+			t.Errorf("%s run refs differ from %s's", c.name, clones[0].name)
+		}
+	}
+	// A further round changes nothing.
+	for _, c := range clones {
+		if res := c.pull(t, ctx); res.Arrived != 0 || res.RunRefsFetched != 0 {
+			t.Errorf("%s: settled pull brought %d records, %d refs", c.name, res.Arrived, res.RunRefsFetched)
+		}
+	}
+}
+
+// TestPushRejectedFetchesMergesRetries: B pushes after A without pulling;
+// the first push is refused as non-fast-forward, B merges A's runs into its
+// JSONL and the retry goes through.
+func TestPushRejectedFetchesMergesRetries(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(30*time.Second))
+	for range 3 {
+		a.logRun(t)
+		b.logRun(t)
+	}
+	// A pushes between B's look at the remote and B's push. A reaches the
+	// remote another way (say over ssh), so B's push turn on the path
+	// remote does not hold it back.
+	first := true
+	res, err := b.sync(ctxWithHook(ctx, func() {
+		if first {
+			first = false
+			if res := a.push(t, context.WithValue(ctx, noPushTurnKey{}, true)); res.Attempts != 1 || res.Folded != 3 || res.RunRefsPushed != 3 {
+				t.Errorf("first push: %+v", res)
+			}
+		}
+	}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || res.Arrived != 3 || !reflect.DeepEqual(res.Merges, []string{MergeDiverged}) || res.Records != 6 {
+		t.Fatalf("rejected push: attempts %d arrived %d merges %v records %d, want 2, 3, [diverged], 6", res.Attempts, res.Arrived, res.Merges, res.Records)
+	}
+	if got := len(b.ids(t)); got != 6 {
+		t.Fatalf("b holds %d records after the merge, want 6", got)
+	}
+	pr := a.pull(t, ctx)
+	if pr.Arrived != 3 || pr.RunRefsFetched != 3 || !reflect.DeepEqual(pr.Merges, []string{MergeFastForward}) {
+		t.Fatalf("a pull: %+v", pr)
+	}
+	if !reflect.DeepEqual(sorted(a.ids(t)), sorted(b.ids(t))) {
+		t.Fatal("a and b differ after push and pull")
+	}
+}
+
+// TestPushRetriesAreBounded: a remote that refuses every push makes Push
+// give up with ErrPushRejected after MaxAttempts rounds.
+func TestPushRetriesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start)
+	a.logRun(t)
+	a.push(t, ctx)
+	b.logRun(t)
+	// Make the remote's ledger an unrelated history b can never descend
+	// from: after every merge the tip is replaced again by a hook-like goroutine.
+	g, err := OpenRepo(b.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteRepo, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := &Repo{r: remoteRepo}
+	set, err := rg.readLedgerSet(mustRef(t, remoteRepo, ledger.LedgerRef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := 0
+	_, err = g.Push(ctxWithHook(ctx, func() {
+		// Each round, someone else pushes a fresh unrelated ledger commit.
+		rounds++
+		pb := rg.newPack()
+		h, err := pb.commitLedger(set, ledger.DefaultConfig(), nil, fmt.Sprintf("racer %d", rounds), start)
+		if err == nil {
+			err = pb.flush()
+		}
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = remoteRepo.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, h))
+	}), b.store, SyncOptions{MaxAttempts: 3, Now: start})
+	if !errors.Is(err, ErrPushRejected) || rounds != 3 {
+		t.Fatalf("want ErrPushRejected after 3 rounds, got %v after %d", err, rounds)
+	}
+}
+
+func ctxWithHook(ctx context.Context, fn func()) context.Context {
+	return context.WithValue(ctx, pushRoundHookKey{}, fn)
+}
+
+func mustRef(t *testing.T, r *git.Repository, name string) plumbing.Hash {
+	t.Helper()
+	ref, err := r.Reference(plumbing.ReferenceName(name), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Hash()
+}
+
+// TestPullMergeCases walks the five merge cases in order.
+func TestPullMergeCases(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	steps := []struct {
+		name    string
+		do      func() *SyncResult
+		merge   string
+		arrived int
+	}{
+		{"remote has no ledger", func() *SyncResult { return b.pull(t, ctx) }, "", 0},
+		{"new", func() *SyncResult { a.logRun(t); a.logRun(t); a.push(t, ctx); return b.pull(t, ctx) }, MergeNew, 2},
+		{"same", func() *SyncResult { return b.pull(t, ctx) }, MergeSame, 0},
+		{"fast-forward", func() *SyncResult { b.logRun(t); b.push(t, ctx); return a.pull(t, ctx) }, MergeFastForward, 1},
+		{"local ahead", func() *SyncResult { a.logRun(t); return a.pull(t, ctx) }, MergeLocalAhead, 0},
+		{"diverged", func() *SyncResult { b.logRun(t); b.push(t, ctx); return a.pull(t, ctx) }, MergeDiverged, 1},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			res := st.do()
+			var want []string
+			if st.merge != "" {
+				want = []string{st.merge}
+			}
+			if len(res.Merges) != len(want) || len(want) == 1 && res.Merges[0] != want[0] || res.Arrived != st.arrived {
+				t.Fatalf("merges %v arrived %d, want %v and %d", res.Merges, res.Arrived, want, st.arrived)
+			}
+		})
+	}
+	a.push(t, ctx)
+	b.pull(t, ctx)
+	if got, want := sorted(b.ids(t)), sorted(a.ids(t)); !reflect.DeepEqual(got, want) || len(got) != 5 {
+		t.Fatalf("after the round trip: a %d records, b %d", len(want), len(got))
+	}
+}
+
+// TestPullAppendsInTimestampOrder: arrivals are appended by (timestamp, run id).
+func TestPullAppendsInTimestampOrder(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	b := newSyncClone(t, "b", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	for range 20 {
+		a.logRun(t)
+	}
+	a.push(t, ctx)
+	b.pull(t, ctx)
+	recs, _, err := b.store.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sort.SliceIsSorted(recs, func(i, j int) bool {
+		if recs[i].Timestamp != recs[j].Timestamp {
+			return recs[i].Timestamp < recs[j].Timestamp
+		}
+		return recs[i].RunID < recs[j].RunID
+	}) || len(recs) != 20 {
+		t.Fatalf("pulled records are not in (timestamp, run id) order: %d records", len(recs))
+	}
+}
+
+// TestPullRefusesHostileRemote: a ledger entry that is not a run id (path
+// traversal) fails the pull and leaves the ledger untouched; a run ref that
+// is not a run id is ignored with a warning.
+func TestPullRefusesHostileRemote(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	a.logRun(t)
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := &Repo{r: rr}
+	// refs/memorylab/runs/evil is not a run id.
+	a.push(t, ctx)
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.RefNamespace+"runs/evil", mustRef(t, rr, ledger.LedgerRef))); err != nil {
+		t.Fatal(err)
+	}
+	b := newSyncClone(t, "b", remote, time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC))
+	res := b.pull(t, ctx)
+	if res.Arrived != 1 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "runs/evil") {
+		t.Fatalf("pull with a bogus run ref: %+v", res)
+	}
+	if _, err := b.repo.r.Reference(plumbing.ReferenceName("refs/remotes/origin/memorylab/runs/evil"), false); err == nil {
+		t.Fatal("the bogus run ref was fetched")
+	}
+
+	// Now a ledger commit whose shard holds "../../evil".
+	blob, err := rg.writeBlob([]byte("{}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard, err := rg.writeTree([]object.TreeEntry{{Name: "../../evil", Mode: filemode.Regular, Hash: blob}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := rg.writeTree([]object.TreeEntry{{Name: "00", Mode: filemode.Dir, Hash: shard}})
+	ver, _ := rg.writeBlob([]byte("1\n"))
+	root, _ := rg.writeTree([]object.TreeEntry{{Name: "runs", Mode: filemode.Dir, Hash: runs}, {Name: "version", Mode: filemode.Regular, Hash: ver}})
+	sig := object.Signature{Name: "x", Email: "x@x", When: time.Now()}
+	c := &object.Commit{Author: sig, Committer: sig, Message: "evil\n", TreeHash: root, ParentHashes: []plumbing.Hash{mustRef(t, rr, ledger.LedgerRef)}}
+	obj := rr.Storer.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		t.Fatal(err)
+	}
+	h, err := rr.Storer.SetEncodedObject(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, h)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(b.store.LedgerPath())
+	_, err = b.sync(ctx, false)
+	if !errors.Is(err, ledger.ErrBadInput) || !strings.Contains(err.Error(), "evil") {
+		t.Fatalf("want ErrBadInput naming the entry, got %v", err)
+	}
+	after, _ := os.ReadFile(b.store.LedgerPath())
+	if string(before) != string(after) {
+		t.Fatal("the ledger changed on a refused pull")
+	}
+}
+
+// TestPushEmptyStorePublishesConfig: a store with no run yet still
+// publishes its config, so a fresh clone's first pull can create its store
+// (issue 29.5: it published nothing), and a second push has nothing to do.
+// A first push to a remote with no branch says the code is missing; one to
+// a remote holding a branch does not.
+func TestPushEmptyStorePublishesConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, withCode := range []bool{false, true} {
+		remote := newBareRemote(t)
+		a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+		if withCode {
+			if err := a.repo.r.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := a.push(t, ctx)
+		if res.Folded != 0 || res.Records != 0 || res.RunRefsPushed != 0 {
+			t.Fatalf("empty push: %+v", res)
+		}
+		warned := strings.Contains(strings.Join(res.Warnings, "\n"), "holds no code branch")
+		if warned == withCode {
+			t.Errorf("remote with code %v: warnings %q", withCode, res.Warnings)
+		}
+		b := newSyncClone(t, "b", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+		g, err := OpenRepo(b.repo.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, ok, err := g.RemoteConfig(ctx, "")
+		if err != nil || !ok || cfg.Metric != "val_bpb" || cfg.Goal != "min" {
+			t.Fatalf("the remote's config after an empty push: %+v %v %v", cfg, ok, err)
+		}
+		if res := a.push(t, ctx); res.Folded != 0 || len(res.Warnings) != 0 {
+			t.Fatalf("second empty push: %+v", res)
+		}
+		if res := a.pull(t, ctx); res.Arrived != 0 || strings.Join(res.Merges, ",") != MergeSame || len(res.Warnings) != 0 {
+			t.Fatalf("empty pull: %+v", res)
+		}
+		// A clone of a remote with no branch has no commit: its pull says
+		// why.
+		dir := filepath.Join(t.TempDir(), "empty-clone")
+		repo, err := InitScratchRepo(dir, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.AddRemote("origin", remote); err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := ledger.InitStore(filepath.Join(dir, "results", "memorylab"), filepath.Join(dir, "results.tsv"), ledger.DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ge, err := OpenRepo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err = ge.Pull(ctx, s, SyncOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(strings.Join(res.Warnings, "\n"), "holds no code branch"); warned == withCode {
+			t.Errorf("pull into a repository with no commit, remote with code %v: warnings %q", withCode, res.Warnings)
+		}
+	}
+}
+
+// TestSyncUnknownRemote names the remote and the fix.
+func TestSyncUnknownRemote(t *testing.T) {
+	a := newSyncClone(t, "a", newBareRemote(t), time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	g, err := OpenRepo(a.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Push(context.Background(), a.store, SyncOptions{Remote: "upstream"})
+	if !errors.Is(err, ErrNoRemote) || !strings.Contains(err.Error(), "git remote add upstream") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// BenchmarkSync300 measures sharing 300 runs: a push of 300 records and run
+// refs to an empty bare remote, and a pull of them into an empty clone.
+func BenchmarkSync300(b *testing.B) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	origin := newBareRemote(b)
+	src := newSyncClone(b, "src", origin, start)
+	for range 300 {
+		src.logRun(b)
+	}
+	src.push(b, ctx)
+	b.Run("push", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			remote := newBareRemote(b)
+			g, err := OpenRepo(src.repo.Dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			res, err := g.Push(ctx, src.store, SyncOptions{Remote: remote, Now: start})
+			if err != nil || res.RunRefsPushed != 300 || res.Records != 300 {
+				b.Fatalf("push: %+v %v", res, err)
+			}
+		}
+	})
+	b.Run("pull", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			dst := newSyncClone(b, "dst", origin, start)
+			b.StartTimer()
+			res := dst.pull(b, ctx)
+			if res.Arrived != 300 || res.RunRefsFetched != 300 {
+				b.Fatalf("pull: %+v", res)
+			}
+		}
+	})
+}
+
+// FuzzDecodeRemoteRecord: remote ledger blobs are untrusted. Decoding either
+// fails cleanly or yields a record named by its blob that survives a
+// marshal → decode round trip unchanged.
+func FuzzDecodeRemoteRecord(f *testing.F) {
+	for i, line := range strings.Split(string(corpusFile(f, "experiments.jsonl")), "\n") {
+		if line != "" && i < 40 {
+			f.Add(line)
+		}
+	}
+	f.Add(`{"run_id":"20261122T010000Z-abcdef0-1a2b","status":"keep","metrics":{"val_bpb":0.99}}`)
+	f.Add(`{"run_id":"../../evil"}`)
+	f.Add(`{"run_id":"20261122T010000Z-abcdef0","schema_version":99}`)
+	f.Fuzz(func(t *testing.T, line string) {
+		var probe struct {
+			RunID string `json:"run_id"`
+		}
+		_ = json.Unmarshal([]byte(line), &probe)
+		id := ledger.RunID(probe.RunID)
+		r, err := decodeRemoteRecord(id, []byte(line))
+		if err != nil {
+			return
+		}
+		if r.RunID != id {
+			t.Fatalf("decoded run %q from blob %q", r.RunID, id)
+		}
+		b, err := ledger.MarshalRecord(r)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		r2, err := decodeRemoteRecord(id, b)
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		b2, _ := ledger.MarshalRecord(r2)
+		if string(b) != string(b2) {
+			t.Fatalf("round trip differs:\n%s\n%s", b, b2)
+		}
+	})
+}
+
+// TestConcurrentPullsIntoOneStore: two pulls (and a local log) racing on
+// one machine append every arriving record exactly once.
+func TestConcurrentPullsIntoOneStore(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	for range 40 {
+		a.logRun(t)
+	}
+	a.push(t, ctx)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.sync(ctx, false); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := b.ids(t); len(got) != 40 { // ids fails on any duplicate
+		t.Fatalf("b holds %d records, want 40", len(got))
+	}
+	if res := b.pull(t, ctx); res.Arrived != 0 {
+		t.Fatalf("a settled pull brought %d records", res.Arrived)
+	}
+}
+
+// tamperRemote adds (or replaces) ledger blobs on the remote, as a hostile
+// or buggy machine could, in a commit on top of the remote's tip.
+func tamperRemote(t *testing.T, remote string, blobs map[ledger.RunID][]byte) {
+	t.Helper()
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := &Repo{r: rr}
+	tip := mustRef(t, rr, ledger.LedgerRef)
+	set, err := rg.readLedgerSet(tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := rg.newPack()
+	for id, b := range blobs {
+		h, err := pb.add(plumbing.BlobObject, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set.put(id, h)
+	}
+	h, err := pb.commitLedger(set, *set.config, []plumbing.Hash{tip}, "tampered", time.Now())
+	if err == nil {
+		err = pb.flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, h)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPullValidatesRemoteRecords (issue 17.2, 17.4): remote records are
+// validated with ValidateRecord, as the ledger's own; a bad one and one over
+// MaxRecordBytes are skipped and named, the good ones arrive, and the next
+// sync neither re-reports nor fails. A run id whose content differs on both
+// sides is reported as a conflict. Before the fix, the bad records landed in
+// the ledger and the big one failed every sync.
+func TestPullValidatesRemoteRecords(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	shared := a.logRun(t)
+	a.push(t, ctx)
+	b.pull(t, ctx)
+
+	good := a.logRun(t)
+	a.push(t, ctx)
+	bad := map[ledger.RunID][]byte{
+		"20261122T010000Z-badstat": []byte(`{"run_id":"20261122T010000Z-badstat","timestamp_utc":"2026-11-22T01:00:00Z","status":"pwn","metrics":{}}` + "\n"),
+		"20261122T010000Z-badtime": []byte(`{"run_id":"20261122T010000Z-badtime","timestamp_utc":"garbage","status":"keep","metrics":{}}` + "\n"),
+		"20261122T010000Z-onlyid":  []byte(`{"run_id":"20261122T010000Z-onlyid"}` + "\n"),
+		"20261122T010000Z-huge": []byte(`{"run_id":"20261122T010000Z-huge","timestamp_utc":"2026-11-22T01:00:00Z","status":"crash","notes":"` +
+			strings.Repeat("x", ledger.MaxRecordBytes+1) + `"}` + "\n"),
+	}
+	// A different record under a run id both machines already hold.
+	recs, _, err := a.store.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := recs[0]
+	changed.Description = "rewritten elsewhere"
+	line, _ := ledger.MarshalRecord(&changed)
+	bad[shared] = append(line, '\n')
+	tamperRemote(t, remote, bad)
+
+	before := len(b.ids(t))
+	res := b.pull(t, ctx)
+	wantRefused := []string{"20261122T010000Z-badstat", "20261122T010000Z-badtime", "20261122T010000Z-huge", "20261122T010000Z-onlyid"}
+	if !reflect.DeepEqual(sorted(res.Refused), wantRefused) || res.Arrived != 1 {
+		t.Fatalf("refused %v arrived %d, want %v and 1", res.Refused, res.Arrived, wantRefused)
+	}
+	if !reflect.DeepEqual(res.Conflicts, []string{string(shared)}) {
+		t.Fatalf("conflicts %v, want [%s]", res.Conflicts, shared)
+	}
+	ids := b.ids(t)
+	if len(ids) != before+1 || ids[len(ids)-1] != string(good) {
+		t.Fatalf("b's ledger after the pull: %v", ids)
+	}
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "badstat") && !strings.Contains(w, `status "pwn"`) {
+			t.Fatalf("the refusal does not say why: %s", w)
+		}
+	}
+	if res := b.push(t, ctx); len(res.Refused) != 0 {
+		t.Fatalf("the push re-reported refused records: %v", res.Refused)
+	}
+	if res := b.pull(t, ctx); res.Arrived != 0 || len(res.Refused) != 0 {
+		t.Fatalf("a settled pull: %+v", res)
+	}
+}
+
+// TestSyncAfterConcurrentRepack (issue 17.13, "unable to read ledger shard
+// 7c: packfile not found"): go-git's object storage lists the packs once per
+// handle, so a handle that outlived a repack (git gc, or go-git's
+// RepackObjects: a new pack, the old ones deleted) read a deleted pack. Each
+// sync now starts from a fresh handle.
+func TestSyncAfterConcurrentRepack(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
+	for range 3 {
+		a.logRun(t)
+	}
+	g, err := OpenRepo(a.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Push(ctx, a.store, SyncOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.logRun(t)
+	other, err := git.PlainOpen(a.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.RepackObjects(&git.RepackConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Push(ctx, a.store, SyncOptions{})
+	if err != nil {
+		t.Fatalf("push with a handle older than the repack: %v", err)
+	}
+	if res.Records != 4 {
+		t.Fatalf("records %d, want 4", res.Records)
+	}
+}

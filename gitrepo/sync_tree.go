@@ -1,0 +1,355 @@
+package gitrepo
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// The tree of a ledger commit (see ledgerFormatVersion in sync.go).
+const (
+	treeVersion  = "version"
+	treeConfig   = "config.json"
+	treeRuns     = "runs"
+	treeArchives = "archives"
+)
+
+// ledgerSet is the decoded tree of a ledger commit: shard → run id → blob,
+// and shard → run id → archive tree. Unchanged shards keep their tree hash
+// so a commit rewrites only the shards that gained runs.
+type ledgerSet struct {
+	shards       map[string]map[ledger.RunID]plumbing.Hash
+	shardTree    map[string]plumbing.Hash // tree hash of shards not changed since reading
+	archives     map[string]map[ledger.RunID]plumbing.Hash
+	archiveTree  map[string]plumbing.Hash
+	config       *ledger.Config // nil in format 1 trees
+	version      int
+	configSource plumbing.Hash
+}
+
+func newLedgerSet() *ledgerSet {
+	return &ledgerSet{shards: map[string]map[ledger.RunID]plumbing.Hash{}, shardTree: map[string]plumbing.Hash{},
+		archives: map[string]map[ledger.RunID]plumbing.Hash{}, archiveTree: map[string]plumbing.Hash{}}
+}
+
+func shardOf(id ledger.RunID) string {
+	sum := sha1.Sum([]byte(id))
+	return hex.EncodeToString(sum[:1])
+}
+
+func (ls *ledgerSet) get(id ledger.RunID) (plumbing.Hash, bool) {
+	h, ok := ls.shards[shardOf(id)][id]
+	return h, ok
+}
+
+func (ls *ledgerSet) has(id ledger.RunID) bool { _, ok := ls.get(id); return ok }
+
+func (ls *ledgerSet) put(id ledger.RunID, h plumbing.Hash) { putShard(ls.shards, ls.shardTree, id, h) }
+
+func (ls *ledgerSet) archive(id ledger.RunID) (plumbing.Hash, bool) {
+	h, ok := ls.archives[shardOf(id)][id]
+	return h, ok
+}
+
+func (ls *ledgerSet) putArchive(id ledger.RunID, h plumbing.Hash) {
+	putShard(ls.archives, ls.archiveTree, id, h)
+}
+
+func putShard(shards map[string]map[ledger.RunID]plumbing.Hash, trees map[string]plumbing.Hash, id ledger.RunID, h plumbing.Hash) {
+	sh := shardOf(id)
+	m := shards[sh]
+	if m == nil {
+		m = map[ledger.RunID]plumbing.Hash{}
+		shards[sh] = m
+	}
+	m[id] = h
+	delete(trees, sh)
+}
+
+func (ls *ledgerSet) count() int {
+	n := 0
+	for _, m := range ls.shards {
+		n += len(m)
+	}
+	return n
+}
+
+// readLedgerSet decodes the ledger tree of commit; the zero hash gives an
+// empty set. A newer format version is refused.
+func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
+	ls := newLedgerSet()
+	if commit.IsZero() {
+		return ls, nil
+	}
+	c, err := g.r.CommitObject(commit)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger commit %s: %w", ledger.Short(commit.String()), err)
+	}
+	root, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger tree: %w", err)
+	}
+	vs, err := smallFile(root, treeVersion, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ledger commit %s has no version file", ledger.ErrBadInput, ledger.Short(commit.String()))
+	}
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(vs)), "%d", &ls.version); err != nil {
+		return nil, fmt.Errorf("%w: ledger version %q is not a number", ledger.ErrBadInput, vs)
+	}
+	if ls.version > ledgerFormatVersion {
+		return nil, fmt.Errorf("ledger ref format %d is %w (%d): upgrade memorylab", ls.version, ledger.ErrNewerVersion, ledgerFormatVersion)
+	}
+	if cb, err := smallFile(root, treeConfig, 64<<10); err == nil {
+		// The same rules as the store's own config: a remote's train_file
+		// that climbs out of the worktree is refused here, before any
+		// store is created or compared with it.
+		cfg, err := ledger.ParseConfig(cb)
+		if errors.Is(err, ledger.ErrNewerVersion) {
+			return nil, fmt.Errorf("the shared ledger's config.json: %w", err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: the shared ledger's config.json is refused: %v; nothing was written (someone who can push to the remote must fix it)", ledger.ErrBadInput, err)
+		}
+		ls.config = &cfg
+	}
+	if err := g.readShards(root, treeRuns, ls.shards, ls.shardTree, func(f object.TreeEntry) bool { return f.Mode.IsFile() }); err != nil {
+		return nil, err
+	}
+	if err := g.readShards(root, treeArchives, ls.archives, ls.archiveTree, func(f object.TreeEntry) bool { return f.Mode == filemode.Dir }); err != nil {
+		return nil, err
+	}
+	return ls, nil
+}
+
+// smallFile reads a file of tree, refusing one over limit bytes.
+func smallFile(t *object.Tree, name string, limit int64) ([]byte, error) {
+	f, err := t.File(name)
+	if err != nil {
+		return nil, err
+	}
+	if f.Size > limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes", ledger.ErrBadInput, name, f.Size)
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
+}
+
+func (g *Repo) readShards(root *object.Tree, name string, into map[string]map[ledger.RunID]plumbing.Hash, trees map[string]plumbing.Hash, okMode func(object.TreeEntry) bool) error {
+	dir, err := root.Tree(name)
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unable to read the ledger %s tree: %w", name, err)
+	}
+	for _, e := range dir.Entries {
+		if e.Mode != filemode.Dir || len(e.Name) != 2 {
+			return fmt.Errorf("%w: unexpected entry %q in the ledger %s tree", ledger.ErrBadInput, e.Name, name)
+		}
+		t, err := g.r.TreeObject(e.Hash)
+		if err != nil {
+			return fmt.Errorf("unable to read ledger shard %s: %w", e.Name, err)
+		}
+		m := make(map[ledger.RunID]plumbing.Hash, len(t.Entries))
+		for _, f := range t.Entries {
+			id := ledger.RunID(f.Name)
+			if _, err := ledger.RunRef(id); err != nil || !okMode(f) {
+				return fmt.Errorf("%w: ledger entry %q is not a run id (refusing it)", ledger.ErrBadInput, f.Name)
+			}
+			if shardOf(id) != e.Name {
+				return fmt.Errorf("%w: remote ledger holds %s in shard %s, not %s", ledger.ErrBadInput, id, e.Name, shardOf(id))
+			}
+			m[id] = f.Hash
+		}
+		into[e.Name] = m
+		trees[e.Name] = e.Hash
+	}
+	return nil
+}
+
+// writeBlob and writeTree write one loose object (tests use them to build
+// hostile remotes); sync writes through a packBuilder.
+func (g *Repo) writeBlob(data []byte) (plumbing.Hash, error) {
+	obj := g.r.Storer.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	w, err := obj.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return g.r.Storer.SetEncodedObject(obj)
+}
+
+func (g *Repo) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
+	obj := g.r.Storer.NewEncodedObject()
+	if err := (&object.Tree{Entries: sortTree(entries)}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return g.r.Storer.SetEncodedObject(obj)
+}
+
+// sortTree orders entries as git does: by name, directories compared as
+// name+"/".
+func sortTree(entries []object.TreeEntry) []object.TreeEntry {
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
+	return entries
+}
+
+// addTree encodes a tree into the pack.
+func (pb *packBuilder) addTree(entries []object.TreeEntry) (plumbing.Hash, error) {
+	var buf bytes.Buffer
+	obj := &plumbing.MemoryObject{}
+	if err := (&object.Tree{Entries: sortTree(entries)}).Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := io.Copy(&buf, rd); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return pb.add(plumbing.TreeObject, buf.Bytes())
+}
+
+func (pb *packBuilder) shardsTree(shards map[string]map[ledger.RunID]plumbing.Hash, trees map[string]plumbing.Hash, mode filemode.FileMode) (plumbing.Hash, int, error) {
+	var entries []object.TreeEntry
+	for sh, m := range shards {
+		if len(m) == 0 {
+			continue
+		}
+		h, ok := trees[sh]
+		if !ok {
+			files := make([]object.TreeEntry, 0, len(m))
+			for id, bh := range m {
+				files = append(files, object.TreeEntry{Name: string(id), Mode: mode, Hash: bh})
+			}
+			var err error
+			if h, err = pb.addTree(files); err != nil {
+				return plumbing.ZeroHash, 0, fmt.Errorf("unable to write ledger shard: %w", err)
+			}
+			trees[sh] = h
+		}
+		entries = append(entries, object.TreeEntry{Name: sh, Mode: filemode.Dir, Hash: h})
+	}
+	h, err := pb.addTree(entries)
+	return h, len(entries), err
+}
+
+// commitLedger writes the set's tree (only changed shards are rebuilt), with
+// cfg as config.json, and a commit with the given parents (zero parents are
+// dropped), all into pb.
+func (pb *packBuilder) commitLedger(ls *ledgerSet, cfg ledger.Config, parents []plumbing.Hash, msg string, now time.Time) (plumbing.Hash, error) {
+	runsTree, _, err := pb.shardsTree(ls.shards, ls.shardTree, filemode.Regular)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	version, err := pb.add(plumbing.BlobObject, []byte(fmt.Sprintf("%d\n", ledgerFormatVersion)))
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	cb, _ := json.MarshalIndent(sharedConfig(cfg), "", "  ")
+	cfgBlob, err := pb.add(plumbing.BlobObject, append(cb, '\n'))
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	rootEntries := []object.TreeEntry{
+		{Name: treeConfig, Mode: filemode.Regular, Hash: cfgBlob},
+		{Name: treeRuns, Mode: filemode.Dir, Hash: runsTree},
+		{Name: treeVersion, Mode: filemode.Regular, Hash: version},
+	}
+	if archTree, n, err := pb.shardsTree(ls.archives, ls.archiveTree, filemode.Dir); err != nil {
+		return plumbing.ZeroHash, err
+	} else if n > 0 {
+		rootEntries = append(rootEntries, object.TreeEntry{Name: treeArchives, Mode: filemode.Dir, Hash: archTree})
+	}
+	root, err := pb.addTree(rootEntries)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	sig := object.Signature{Name: "memorylab", Email: "memorylab@localhost", When: now.UTC().Truncate(time.Second)}
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg + "\n", TreeHash: root}
+	for _, p := range parents {
+		if !p.IsZero() {
+			c.ParentHashes = append(c.ParentHashes, p)
+		}
+	}
+	obj := &plumbing.MemoryObject{}
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	rd, err := obj.Reader()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return pb.add(plumbing.CommitObject, data)
+}
+
+// sharedConfig is the part of a store's config that travels with the
+// ledger: everything in config.json.
+func sharedConfig(c ledger.Config) ledger.Config {
+	c.Version = ledger.ConfigVersion
+	return c
+}
+
+// sameSet reports whether a (a superset of b's ids after a merge) holds
+// exactly b's runs and archives.
+func sameSet(a, b *ledgerSet) bool {
+	if a.count() != b.count() || countShards(a.archives) != countShards(b.archives) {
+		return false
+	}
+	for sh, m := range b.shards {
+		for id, h := range m {
+			if a.shards[sh][id] != h {
+				return false
+			}
+		}
+	}
+	for sh, m := range b.archives {
+		for id, h := range m {
+			if a.archives[sh][id] != h {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func countShards(shards map[string]map[ledger.RunID]plumbing.Hash) int {
+	n := 0
+	for _, m := range shards {
+		n += len(m)
+	}
+	return n
+}
