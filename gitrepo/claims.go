@@ -258,8 +258,8 @@ func (g *Repo) cleanClaims(ctx context.Context, rs *remoteSpec, refs map[string]
 }
 
 func (g *Repo) claimRemote(remote string) (*remoteSpec, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.LockHandle()
+	defer g.UnlockHandle()
 	return g.resolveRemote(remote)
 }
 
@@ -288,21 +288,21 @@ func (g *Repo) remoteClaimRefs(ctx context.Context, rs *remoteSpec) (map[string]
 func (g *Repo) readClaims(ctx context.Context, rs *remoteSpec, refs map[string]plumbing.Hash) ([]Claim, error) {
 	var wants []plumbing.Hash
 	for _, h := range refs {
-		if _, err := g.r.CommitObject(h); err != nil {
+		if _, err := g.CommitObject(h); err != nil {
 			wants = append(wants, h)
 		}
 	}
 	if len(wants) > 0 {
-		g.mu.Lock()
+		g.LockHandle()
 		err := g.fetchCommits(ctx, rs, wants, nil)
-		g.mu.Unlock()
+		g.UnlockHandle()
 		if err != nil {
 			return nil, fmt.Errorf("unable to read the claims on %s: %w", rs.label, err)
 		}
 	}
 	var out []Claim
 	for fp, h := range refs {
-		cm, err := g.r.CommitObject(h)
+		cm, err := g.CommitObject(h)
 		if err != nil {
 			continue
 		}

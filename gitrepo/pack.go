@@ -1,14 +1,9 @@
 package gitrepo
 
 import (
-	"os"
 	"path/filepath"
 
-	"github.com/go-git/go-billy/v5"
-	"github.com/go-git/go-billy/v5/osfs"
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/memorylab/memorylab/gitwire"
 )
@@ -21,7 +16,7 @@ type packBuilder struct {
 }
 
 func (g *Repo) newPack() *packBuilder {
-	return &packBuilder{PackBuilder: gitwire.NewPack(g.r.Storer, filepath.Join(g.gitDirOfStorage(), "objects", "pack")), g: g}
+	return &packBuilder{PackBuilder: gitwire.NewPack(g.Storer(), filepath.Join(g.gitDirOfStorage(), "objects", "pack")), g: g}
 }
 
 func (pb *packBuilder) add(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
@@ -43,55 +38,4 @@ func (pb *packBuilder) flush() error {
 		return err
 	}
 	return pb.g.reopen()
-}
-
-// gitDirOfStorage is the directory of the repository's object and ref
-// storage (the common git dir, or a bare repository).
-func (g *Repo) gitDirOfStorage() string {
-	switch st := g.r.Storer.(type) {
-	case *refStorage:
-		return st.commonDir
-	case *filesystem.Storage: // opened by a test with go-git directly
-		return st.Filesystem().Root()
-	}
-	return g.CommonDir
-}
-
-// openStorage is gitwire.OpenStorage with atomic reference updates
-// (refStorage).
-func openStorage(gitDir, common string, keep bool) *refStorage {
-	sto := gitwire.OpenStorage(gitDir, common, keep)
-	if gitDir == "" {
-		gitDir = common
-	}
-	return &refStorage{Storage: sto, gitDir: gitDir, commonDir: common}
-}
-
-// reopen replaces the go-git handle with a fresh one (see beginSync), over
-// idxReadingFS.
-func (g *Repo) reopen() error {
-	common := g.gitDirOfStorage()
-	gitDir := g.GitDir
-	if g.WorktreeRoot == "" { // a bare repository opened by tests as a remote
-		gitDir = common
-	}
-	var wt billy.Filesystem
-	if g.WorktreeRoot != "" {
-		wt = osfs.New(g.WorktreeRoot)
-	}
-	sto := openStorage(gitDir, common, true)
-	r, err := git.Open(sto, wt)
-	if err != nil {
-		if _, statErr := os.Stat(common); statErr != nil {
-			return translateOpenError(g.WorktreeRoot, err)
-		}
-		return err
-	}
-	// The handle this replaces is no longer used by anyone (callers
-	// resolve their remote again after a reopen): close its pack files.
-	if g.syncStorage != nil {
-		_ = g.syncStorage.Close()
-	}
-	g.r, g.syncStorage = r, sto
-	return nil
 }

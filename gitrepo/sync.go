@@ -233,8 +233,8 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 		name = "origin"
 	}
 	if remoteNamePattern.MatchString(name) && !strings.Contains(name, "..") {
-		if rem, err := g.r.Remote(name); err == nil {
-			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.r.Storer}, rem.Config()), track: name, label: name}, nil
+		if rem, err := g.Remote(name); err == nil {
+			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rem.Config()), track: name, label: name}, nil
 		}
 	}
 	url := name
@@ -254,7 +254,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
 	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
-	return &remoteSpec{remote: git.NewRemote(g.r.Storer, rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.r.Storer}, rc), track: track, label: url}, nil
+	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: url}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {
@@ -300,7 +300,7 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 }
 
 func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
-	ref, err := g.r.Storer.Reference(name)
+	ref, err := g.Storer().Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return plumbing.ZeroHash, nil
 	}
@@ -454,8 +454,8 @@ func (g *Repo) knownTip(ctx context.Context, rs *remoteSpec, remoteTip plumbing.
 	if remoteTip.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	if _, err := g.r.CommitObject(remoteTip); err == nil {
-		if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
+	if _, err := g.CommitObject(remoteTip); err == nil {
+		if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
 		}
 		return remoteTip, nil
@@ -490,15 +490,15 @@ func isRejected(err error) bool {
 // remote-tracking run refs the other is still fetching; log never takes
 // this lock) and resolves the remote. done releases the lock.
 func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, done func(), err error) {
-	g.mu.Lock()
+	g.LockHandle()
 	lock, err := ledger.LockAt(filepath.Join(g.CommonDir, "memorylab-sync.lock"))
 	if err != nil {
-		g.mu.Unlock()
+		g.UnlockHandle()
 		return nil, nil, nil, err
 	}
 	done = func() {
 		_ = lock.Unlock()
-		g.mu.Unlock()
+		g.UnlockHandle()
 	}
 	// A fresh handle: go-git's object storage lists the packs once and
 	// keeps that list, so a handle that outlived a repack (git gc, or
@@ -557,7 +557,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	seenWant := map[plumbing.Hash]bool{}
 	for _, id := range wanted {
 		h := remoteRuns[id]
-		if _, err := g.r.CommitObject(h); err == nil || seenWant[h] {
+		if _, err := g.CommitObject(h); err == nil || seenWant[h] {
 			continue
 		}
 		seenWant[h] = true
@@ -576,7 +576,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		if h.IsZero() {
 			continue
 		}
-		if _, err := g.r.CommitObject(h); err != nil {
+		if _, err := g.CommitObject(h); err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("run %s: pinned commit %s did not arrive: not pinned here", id, ledger.Short(h.String())))
 			continue
 		}
@@ -587,13 +587,13 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		// A tracking ref of an older memorylab has done its job; dropping it
 		// keeps one ref per run, which matters because go-git reads every
 		// loose ref on each fetch and push.
-		_ = g.r.Storer.RemoveReference(rs.trackRun(id))
+		_ = g.Storer().RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
 	}
 	if err := g.foldAndMerge(ctx, s, remoteTip, opts, res); err != nil {
 		return nil, err
 	}
-	_, headErr := g.r.Head()
+	_, headErr := g.HeadRef()
 	res.warnNoCode(headErr != nil)
 	return res, nil
 }
@@ -615,7 +615,7 @@ func (res *SyncResult) warnNoCode(when bool) {
 func (g *Repo) localCommitTips() []plumbing.Hash {
 	var out []plumbing.Hash
 	seen := map[plumbing.Hash]bool{}
-	iter, err := g.r.References()
+	iter, err := g.References()
 	if err != nil {
 		return nil
 	}
@@ -668,7 +668,7 @@ func (g *Repo) createRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 	if !cur.IsZero() {
 		return nil
 	}
-	if err := g.r.Storer.SetReference(plumbing.NewHashReference(name, h)); err != nil {
+	if err := g.Storer().SetReference(plumbing.NewHashReference(name, h)); err != nil {
 		return fmt.Errorf("unable to create %s: %w", name, err)
 	}
 	return nil
@@ -676,7 +676,7 @@ func (g *Repo) createRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 
 // localRunRefs returns every valid refs/memorylab/runs/<id> of this repository.
 func (g *Repo) localRunRefs() (map[ledger.RunID]plumbing.Hash, error) {
-	iter, err := g.r.Storer.IterReferences()
+	iter, err := g.Storer().IterReferences()
 	if err != nil {
 		return nil, fmt.Errorf("unable to list refs: %w", err)
 	}
@@ -707,7 +707,7 @@ func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, 
 	if tip.IsZero() {
 		return tip, nil
 	}
-	if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackLedger(), tip)); err != nil {
+	if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackLedger(), tip)); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
 	}
 	return tip, nil
@@ -1044,7 +1044,7 @@ func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
 			}
 		}
 	}
-	b, err := br.g.r.BlobObject(h)
+	b, err := br.g.BlobObject(h)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read remote record %s: %w", id, err)
 	}
@@ -1143,11 +1143,11 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 	case ours.IsZero():
 		m.kind, m.base = MergeNew, theirs
 	default:
-		oc, err := g.r.CommitObject(ours)
+		oc, err := g.CommitObject(ours)
 		if err != nil {
 			return m, err
 		}
-		tc, err := g.r.CommitObject(theirs)
+		tc, err := g.CommitObject(theirs)
 		if err != nil {
 			return m, err
 		}
@@ -1283,7 +1283,7 @@ func (g *Repo) casRef(name string, newHash, old plumbing.Hash) error {
 	} else if !cur.IsZero() {
 		return fmt.Errorf("unable to update %s: %w", name, storage.ErrReferenceHasChanged)
 	}
-	if err := g.r.Storer.CheckAndSetReference(ref, oldRef); err != nil {
+	if err := g.Storer().CheckAndSetReference(ref, oldRef); err != nil {
 		return fmt.Errorf("unable to update %s (another process moved it; run the command again): %w", name, err)
 	}
 	return nil

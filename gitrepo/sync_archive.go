@@ -140,7 +140,7 @@ func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash
 	if err != nil {
 		return err
 	}
-	t, err := g.r.TreeObject(tree)
+	t, err := g.TreeObject(tree)
 	if err != nil {
 		return fmt.Errorf("unable to read the archive of %s: %w", id, err)
 	}
@@ -158,7 +158,7 @@ func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash
 		if _, err := os.Lstat(p); err == nil {
 			continue
 		}
-		b, err := g.r.BlobObject(e.Hash)
+		b, err := g.BlobObject(e.Hash)
 		if err != nil {
 			return fmt.Errorf("unable to read the archive of %s: %w", id, err)
 		}

@@ -366,7 +366,7 @@ func TestPullStreamsPinnedCommits(t *testing.T) {
 	}
 	id := a.logRun(t)
 	ref, _ := ledger.RunRef(id)
-	if err := a.repo.r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ref), plumbing.NewHash(commit))); err != nil {
+	if err := a.repo.Git().Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ref), plumbing.NewHash(commit))); err != nil {
 		t.Fatal(err)
 	}
 	a.push(t, ctx)
@@ -385,7 +385,7 @@ func TestPullStreamsPinnedCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := g.r.CommitObject(plumbing.NewHash(commit))
+	c, err := g.CommitObject(plumbing.NewHash(commit))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ import (
 // push).
 func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip plumbing.Hash, runs map[plumbing.ReferenceName]plumbing.Hash, remoteRuns map[ledger.RunID]plumbing.Hash) (err error) {
 	if !oldTip.IsZero() {
-		if _, err := g.r.CommitObject(oldTip); err != nil {
+		if _, err := g.CommitObject(oldTip); err != nil {
 			// The remote moved after our last fetch: fetch and merge first.
 			return fmt.Errorf("%w: %s", errRefChangedOnRemote, ledger.LedgerRef)
 		}
@@ -162,7 +162,7 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	if !ok {
 		return plumbing.ZeroHash, nil
 	}
-	if _, err := g.r.CommitObject(tip); err == nil {
+	if _, err := g.CommitObject(tip); err == nil {
 		return tip, nil // already here
 	}
 	var haves []plumbing.Hash
@@ -220,7 +220,7 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 	case req.Capabilities.Supports(capability.Sideband):
 		rd = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	sto, ok := g.r.Storer.(*refStorage)
+	sto, ok := g.Storer().(*refStorage)
 	if !ok {
 		return fmt.Errorf("the repository storage cannot take packfiles")
 	}
@@ -241,7 +241,7 @@ func (g *Repo) ledgerMissing(newTip, oldTip plumbing.Hash) ([]plumbing.Hash, err
 		if err != nil {
 			return nil, err
 		}
-		c, err := g.r.CommitObject(oldTip)
+		c, err := g.CommitObject(oldTip)
 		if err != nil {
 			return nil, err
 		}
@@ -263,7 +263,7 @@ func (g *Repo) ledgerMissing(newTip, oldTip plumbing.Hash) ([]plumbing.Hash, err
 	}
 	commits := append([]plumbing.Hash(nil), out...)
 	for _, ch := range commits {
-		c, err := g.r.CommitObject(ch)
+		c, err := g.CommitObject(ch)
 		if err != nil {
 			return nil, err
 		}
@@ -295,7 +295,7 @@ func (g *Repo) commitsMissing(tips, heads []plumbing.Hash) ([]plumbing.Hash, err
 		if shared[h] {
 			continue
 		}
-		if _, err := g.r.CommitObject(h); err != nil {
+		if _, err := g.CommitObject(h); err != nil {
 			continue // not here: it cannot be an ancestor of ours either
 		}
 		if err := g.walkCommits(h, func(c *object.Commit) bool {
@@ -328,7 +328,7 @@ func (g *Repo) commitsMissing(tips, heads []plumbing.Hash) ([]plumbing.Hash, err
 			if !shared[p] {
 				continue
 			}
-			pc, err := g.r.CommitObject(p)
+			pc, err := g.CommitObject(p)
 			if err != nil {
 				return nil, err
 			}
@@ -372,7 +372,7 @@ func (g *Repo) walkCommits(h plumbing.Hash, fn func(*object.Commit) bool) error 
 			continue
 		}
 		seen[h] = true
-		c, err := g.r.CommitObject(h)
+		c, err := g.CommitObject(h)
 		if err != nil {
 			return fmt.Errorf("unable to read ledger commit %s: %w", ledger.Short(h.String()), err)
 		}
@@ -389,7 +389,7 @@ func (g *Repo) walkTree(h plumbing.Hash, fn func(h plumbing.Hash, isTree bool) b
 	if !fn(h, true) {
 		return nil
 	}
-	t, err := g.r.TreeObject(h)
+	t, err := g.TreeObject(h)
 	if err != nil {
 		return fmt.Errorf("unable to read ledger tree %s: %w", ledger.Short(h.String()), err)
 	}
@@ -440,7 +440,7 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64) e
 			return fmt.Errorf("%w: object %s is stored as a delta building more than %d MiB: not served",
 				ledger.ErrBadInput, ledger.Short(h.String()), maxDelta>>20)
 		}
-		obj, err := g.r.Storer.EncodedObject(plumbing.AnyObject, h)
+		obj, err := g.Storer().EncodedObject(plumbing.AnyObject, h)
 		if err != nil {
 			return fmt.Errorf("unable to read object %s: %w", ledger.Short(h.String()), err)
 		}

@@ -50,7 +50,7 @@ func newSyncClone(t testing.TB, name, remote string, start time.Time) *syncClone
 	if _, err := repo.Commit("initial train.py", map[string]string{"train.py": "LR = 0.04\n", ".gitignore": "results/\nresults.tsv\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{remote}}); err != nil {
+	if _, err := repo.Git().CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{remote}}); err != nil {
 		t.Fatal(err)
 	}
 	s, _, err := ledger.InitStore(filepath.Join(dir, "results", "memorylab"), filepath.Join(dir, "results.tsv"), ledger.DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
@@ -86,7 +86,7 @@ func (c *syncClone) logRun(t testing.TB) ledger.RunID {
 		t.Fatal(err)
 	}
 	ref, _ := ledger.RunRef(rec.RunID)
-	if err := c.repo.r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ref), plumbing.NewHash(commit))); err != nil {
+	if err := c.repo.Git().Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ref), plumbing.NewHash(commit))); err != nil {
 		t.Fatal(err)
 	}
 	return rec.RunID
@@ -432,7 +432,7 @@ func TestPullRefusesHostileRemote(t *testing.T) {
 	if res.Arrived != 1 || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "runs/evil") {
 		t.Fatalf("pull with a bogus run ref: %+v", res)
 	}
-	if _, err := b.repo.r.Reference(plumbing.ReferenceName("refs/remotes/origin/memorylab/runs/evil"), false); err == nil {
+	if _, err := b.repo.Git().Reference(plumbing.ReferenceName("refs/remotes/origin/memorylab/runs/evil"), false); err == nil {
 		t.Fatal("the bogus run ref was fetched")
 	}
 
@@ -483,7 +483,7 @@ func TestPushEmptyStorePublishesConfig(t *testing.T) {
 		remote := newBareRemote(t)
 		a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
 		if withCode {
-			if err := a.repo.r.Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
+			if err := a.repo.Git().Push(&git.PushOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
 				t.Fatal(err)
 			}
 		}

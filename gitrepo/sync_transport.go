@@ -115,7 +115,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	if err != nil {
 		return nil, err
 	}
-	objs, err := objectsToUpload(&Repo{r: served}, req.Wants, known)
+	objs, err := objectsToUpload(OverHandle(served), req.Wants, known)
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +144,13 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 // and trees only where they differ from a shared parent's.
 func objectsToUpload(g *Repo, wants, haves []plumbing.Hash) ([]plumbing.Hash, error) {
 	for _, h := range wants {
-		if _, err := g.r.CommitObject(h); err != nil {
+		if _, err := g.CommitObject(h); err != nil {
 			// A tag or another kind of object: the generic walk.
-			ignore, err := revlist.Objects(g.r.Storer, haves, nil)
+			ignore, err := revlist.Objects(g.Storer(), haves, nil)
 			if err != nil {
 				return nil, err
 			}
-			return revlist.Objects(g.r.Storer, wants, ignore)
+			return revlist.Objects(g.Storer(), wants, ignore)
 		}
 	}
 	return g.commitsMissing(wants, haves)

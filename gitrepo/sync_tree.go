@@ -93,7 +93,7 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 	if commit.IsZero() {
 		return ls, nil
 	}
-	c, err := g.r.CommitObject(commit)
+	c, err := g.CommitObject(commit)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read ledger commit %s: %w", ledger.Short(commit.String()), err)
 	}
@@ -162,7 +162,7 @@ func (g *Repo) readShards(root *object.Tree, name string, into map[string]map[le
 		if e.Mode != filemode.Dir || len(e.Name) != 2 {
 			return fmt.Errorf("%w: unexpected entry %q in the ledger %s tree", ledger.ErrBadInput, e.Name, name)
 		}
-		t, err := g.r.TreeObject(e.Hash)
+		t, err := g.TreeObject(e.Hash)
 		if err != nil {
 			return fmt.Errorf("unable to read ledger shard %s: %w", e.Name, err)
 		}
@@ -186,7 +186,7 @@ func (g *Repo) readShards(root *object.Tree, name string, into map[string]map[le
 // writeBlob and writeTree write one loose object (tests use them to build
 // hostile remotes); sync writes through a packBuilder.
 func (g *Repo) writeBlob(data []byte) (plumbing.Hash, error) {
-	obj := g.r.Storer.NewEncodedObject()
+	obj := g.Storer().NewEncodedObject()
 	obj.SetType(plumbing.BlobObject)
 	w, err := obj.Writer()
 	if err != nil {
@@ -198,15 +198,15 @@ func (g *Repo) writeBlob(data []byte) (plumbing.Hash, error) {
 	if err := w.Close(); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return g.r.Storer.SetEncodedObject(obj)
+	return g.Storer().SetEncodedObject(obj)
 }
 
 func (g *Repo) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
-	obj := g.r.Storer.NewEncodedObject()
+	obj := g.Storer().NewEncodedObject()
 	if err := (&object.Tree{Entries: sortTree(entries)}).Encode(obj); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	return g.r.Storer.SetEncodedObject(obj)
+	return g.Storer().SetEncodedObject(obj)
 }
 
 // sortTree orders entries as git does: by name, directories compared as
