@@ -130,7 +130,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	handedOff = true
 	go func() {
 		defer unlock()
-		pw.CloseWithError(writePackSafely(&Repo{r: served}, pw, objs, codePackLimits.delta))
+		pw.CloseWithError(writePackSafely(OverHandle(served), pw, objs, codePackLimits.delta))
 	}()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
