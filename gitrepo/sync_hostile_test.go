@@ -103,7 +103,7 @@ func remoteArchive(t *testing.T, remote string, id ledger.RunID, entries map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := &Repo{r: rr}
+	rg := OverHandle(rr)
 	tip := mustRef(t, rr, ledger.LedgerRef)
 	set, err := rg.readLedgerSet(tip)
 	if err != nil {
@@ -451,7 +451,7 @@ func TestServeRefusesHugeDelta(t *testing.T) {
 		_, _ = hasher.Write(zero)
 	}
 	h := hasher.Sum()
-	g := &Repo{r: rr}
+	g := OverHandle(rr)
 	alloc := allocatedBy(func() { err = writePackSafely(g, io.Discard, []plumbing.Hash{h}, codePackLimits.delta) })
 	if !errors.Is(err, ledger.ErrBadInput) || !strings.Contains(err.Error(), "is stored as a delta building more than 256 MiB") {
 		t.Fatalf("serving a 257 MiB delta: %v", err)

@@ -307,7 +307,7 @@ func TestPushRetriesAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := &Repo{r: remoteRepo}
+	rg := OverHandle(remoteRepo)
 	set, err := rg.readLedgerSet(mustRef(t, remoteRepo, ledger.LedgerRef))
 	if err != nil {
 		t.Fatal(err)
@@ -421,7 +421,7 @@ func TestPullRefusesHostileRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := &Repo{r: rr}
+	rg := OverHandle(rr)
 	// refs/memorylab/runs/evil is not a run id.
 	a.push(t, ctx)
 	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.RefNamespace+"runs/evil", mustRef(t, rr, ledger.LedgerRef))); err != nil {
@@ -674,7 +674,7 @@ func tamperRemote(t *testing.T, remote string, blobs map[ledger.RunID][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := &Repo{r: rr}
+	rg := OverHandle(rr)
 	tip := mustRef(t, rr, ledger.LedgerRef)
 	set, err := rg.readLedgerSet(tip)
 	if err != nil {
