@@ -34,7 +34,7 @@ type Repo struct {
 	r  *git.Repository
 	// syncStorage is the storage of r when a sync reopened it (sync_fs.go),
 	// closed when replaced.
-	syncStorage *refStorage
+	syncStorage *RefStorage
 
 	// WorktreeRoot is the top of the worktree the command runs in.
 	WorktreeRoot string
@@ -76,7 +76,7 @@ func OpenRepo(dir string) (*Repo, error) {
 	if filepath.Base(common) == ".git" {
 		mainRoot = filepath.Dir(common)
 	}
-	r, err := git.Open(openStorage(gitDir, common, false), osfs.New(root))
+	r, err := git.Open(OpenStorage(gitDir, common, false), osfs.New(root))
 	if err != nil {
 		return nil, translateOpenError(root, err)
 	}

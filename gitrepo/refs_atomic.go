@@ -41,22 +41,22 @@ const refTempFile = "memorylab-ref.tmp"
 // ours, goes through SetReference or CheckAndSetReference, so wrapping the
 // storage covers them all. The compare of CheckAndSetReference happens under
 // refsLockFile, so two memorylab processes cannot both win a swap.
-type refStorage struct {
+type RefStorage struct {
 	*filesystem.Storage
 	gitDir, commonDir string
 }
 
-func (s *refStorage) SetReference(ref *plumbing.Reference) error {
+func (s *RefStorage) SetReference(ref *plumbing.Reference) error {
 	return s.setRef(ref, nil)
 }
 
-func (s *refStorage) CheckAndSetReference(ref, old *plumbing.Reference) error {
+func (s *RefStorage) CheckAndSetReference(ref, old *plumbing.Reference) error {
 	return s.setRef(ref, old)
 }
 
 // IterReferences says what to do about a ref file that cannot be read, which
 // otherwise stops every listing of the repository's refs.
-func (s *refStorage) IterReferences() (storer.ReferenceIter, error) {
+func (s *RefStorage) IterReferences() (storer.ReferenceIter, error) {
 	it, err := s.Storage.IterReferences()
 	if errors.Is(err, dotgit.ErrEmptyRefFile) {
 		err = fmt.Errorf("%w: a ref in %s was cut short by a killed or disk-full write; `memorylab doctor --repair` in that repository removes it", err, s.commonDir)
@@ -64,7 +64,7 @@ func (s *refStorage) IterReferences() (storer.ReferenceIter, error) {
 	return it, err
 }
 
-func (s *refStorage) setRef(ref, old *plumbing.Reference) error {
+func (s *RefStorage) setRef(ref, old *plumbing.Reference) error {
 	if ref == nil {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (s *refStorage) setRef(ref, old *plumbing.Reference) error {
 // worktree refs (HEAD and other top-level names, refs/worktree/,
 // refs/bisect/, refs/rewritten/) live in the worktree's own git dir; the
 // rest in the common dir, as git lays them out (git-worktree(1)).
-func (s *refStorage) refLocation(name plumbing.ReferenceName) (dir, rel string, err error) {
+func (s *RefStorage) refLocation(name plumbing.ReferenceName) (dir, rel string, err error) {
 	n := name.String()
 	clean := filepath.ToSlash(filepath.Clean(n))
 	if n == "" || clean != n || strings.HasPrefix(n, "/") || strings.HasPrefix(n, "../") || strings.Contains(n, "/../") ||
@@ -165,7 +165,7 @@ const maxRefFile = 4096
 func (g *Repo) BrokenRefs() ([]BrokenRef, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	common := g.gitDirOfStorage()
+	common := g.GitDirOfStorage()
 	var out []BrokenRef
 	root := filepath.Join(common, filepath.FromSlash(ledger.RefNamespace))
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -270,7 +270,7 @@ func (g *Repo) RemoveBrokenRefs() ([]BrokenRef, error) {
 	if err != nil || len(broken) == 0 {
 		return broken, err
 	}
-	common := g.gitDirOfStorage()
+	common := g.GitDirOfStorage()
 	lock, err := ledger.LockAt(filepath.Join(common, refsLockFile))
 	if err != nil {
 		return nil, err

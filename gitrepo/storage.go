@@ -12,9 +12,9 @@ import (
 
 // gitDirOfStorage is the directory of the repository's object and ref
 // storage (the common git dir, or a bare repository).
-func (g *Repo) gitDirOfStorage() string {
+func (g *Repo) GitDirOfStorage() string {
 	switch st := g.r.Storer.(type) {
-	case *refStorage:
+	case *RefStorage:
 		return st.commonDir
 	case *filesystem.Storage: // opened by a test with go-git directly
 		return st.Filesystem().Root()
@@ -24,18 +24,18 @@ func (g *Repo) gitDirOfStorage() string {
 
 // openStorage is gitwire.OpenStorage with atomic reference updates
 // (refStorage).
-func openStorage(gitDir, common string, keep bool) *refStorage {
+func OpenStorage(gitDir, common string, keep bool) *RefStorage {
 	sto := gitwire.OpenStorage(gitDir, common, keep)
 	if gitDir == "" {
 		gitDir = common
 	}
-	return &refStorage{Storage: sto, gitDir: gitDir, commonDir: common}
+	return &RefStorage{Storage: sto, gitDir: gitDir, commonDir: common}
 }
 
 // reopen replaces the go-git handle with a fresh one (see beginSync), over
 // idxReadingFS.
-func (g *Repo) reopen() error {
-	common := g.gitDirOfStorage()
+func (g *Repo) Reopen() error {
+	common := g.GitDirOfStorage()
 	gitDir := g.GitDir
 	if g.WorktreeRoot == "" { // a bare repository opened by tests as a remote
 		gitDir = common
@@ -44,7 +44,7 @@ func (g *Repo) reopen() error {
 	if g.WorktreeRoot != "" {
 		wt = osfs.New(g.WorktreeRoot)
 	}
-	sto := openStorage(gitDir, common, true)
+	sto := OpenStorage(gitDir, common, true)
 	r, err := git.Open(sto, wt)
 	if err != nil {
 		if _, statErr := os.Stat(common); statErr != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/share"
 )
 
 // Claims on ideas in flight (issue 29.2): `run` claims its change in the
@@ -20,7 +21,7 @@ import (
 
 // ClaimTTL is how long a claim lives without renewal; run renews it every
 // third of it.
-var ClaimTTL = gitrepo.DefaultClaimTTL
+var ClaimTTL = share.DefaultClaimTTL
 
 // claimTimeout bounds asking the remote about claims: a remote that does
 // not answer never holds up a run or a check for long.
@@ -50,7 +51,7 @@ type ClaimInput struct {
 // RunClaim is a claim run holds while it trains. Release it when the run
 // is logged, crashed or interrupted. A nil RunClaim (not claimed) is fine.
 type RunClaim struct {
-	h    *gitrepo.ClaimHandle
+	h    *share.ClaimHandle
 	stop chan struct{}
 	wg   sync.WaitGroup
 	once sync.Once
@@ -76,16 +77,16 @@ func ClaimRun(env Env, s *ledger.Store, repo *gitrepo.Repo, in ClaimInput) (*Run
 		return nil, nil
 	}
 	now := env.Now()
-	c := gitrepo.Claim{Fingerprint: fp, Description: in.Description, Host: in.Host, PID: in.PID, Commit: in.Commit,
+	c := share.Claim{Fingerprint: fp, Description: in.Description, Host: in.Host, PID: in.PID, Commit: in.Commit,
 		Start: now, Expires: now.Add(ClaimTTL)}
 	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
 	defer cancel()
-	h, holder, err := repo.Claim(ctx, "", c)
+	h, holder, err := share.Of(repo).Claim(ctx, "", c)
 	switch {
-	case errors.Is(err, gitrepo.ErrClaimed) && holder != nil:
+	case errors.Is(err, share.ErrClaimed) && holder != nil:
 		return nil, ledger.BadInputf("this change is being trained by another run: %s on %s, %q; nothing was run: try another idea, or wait for its result (memorylab sync, then memorylab check)",
 			display.Line(holder.Host), holder.Start.UTC().Format(time.RFC3339), display.Line(holder.Description))
-	case errors.Is(err, gitrepo.ErrNoRemote):
+	case errors.Is(err, share.ErrNoRemote):
 		env.notef("note: no remote (origin): the idea is not claimed, which is fine offline")
 		return nil, nil
 	case err != nil:
@@ -142,10 +143,10 @@ func (rc *RunClaim) Release() {
 
 // similarClaim finds another live claim whose description is at least as
 // similar as the idea's mode and threshold allow.
-func similarClaim(env Env, repo *gitrepo.Repo, idea Idea, ours gitrepo.Claim) (ClaimMatch, bool) {
+func similarClaim(env Env, repo *gitrepo.Repo, idea Idea, ours share.Claim) (ClaimMatch, bool) {
 	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
 	defer cancel()
-	claims, err := repo.Claims(ctx, "", env.Now())
+	claims, err := share.Of(repo).Claims(ctx, "", env.Now())
 	if err != nil {
 		return ClaimMatch{}, false
 	}
@@ -159,7 +160,7 @@ func similarClaim(env Env, repo *gitrepo.Repo, idea Idea, ours gitrepo.Claim) (C
 
 // matchClaims are the claims on the same code (fingerprint fp) or with a
 // description similar to the idea's, by the guard's threshold for its mode.
-func matchClaims(claims []gitrepo.Claim, idea Idea, fp string) []ClaimMatch {
+func matchClaims(claims []share.Claim, idea Idea, fp string) []ClaimMatch {
 	mode := idea.Mode
 	if mode == "" {
 		mode = DefaultMode
@@ -194,9 +195,9 @@ func checkClaims(env Env, in CheckInput, code *CodeVerdict) []ClaimMatch {
 	}
 	ctx, cancel := context.WithTimeout(env.ctx(), claimTimeout)
 	defer cancel()
-	claims, err := repo.Claims(ctx, "", env.Now())
+	claims, err := share.Of(repo).Claims(ctx, "", env.Now())
 	switch {
-	case errors.Is(err, gitrepo.ErrNoRemote):
+	case errors.Is(err, share.ErrNoRemote):
 		return nil
 	case err != nil:
 		env.notef("note: claims in flight not checked: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/share"
 )
 
 // claimLab is a lab whose origin is a shared path remote.
@@ -106,7 +107,7 @@ func TestSyncCleansExpiredClaims(t *testing.T) {
 	}
 	now := time.Now()
 	for fp, expires := range map[string]time.Time{"0123456789abcdef": now.Add(-time.Minute), "fedcba9876543210": now.Add(time.Hour)} {
-		if _, _, err := repo.Claim(context.Background(), "", gitrepo.Claim{Fingerprint: fp, Host: "crashed", Start: now.Add(-time.Hour), Expires: expires}); err != nil {
+		if _, _, err := share.Of(repo).Claim(context.Background(), "", share.Claim{Fingerprint: fp, Host: "crashed", Start: now.Add(-time.Hour), Expires: expires}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +117,7 @@ func TestSyncCleansExpiredClaims(t *testing.T) {
 	if !strings.Contains(l.notice.String(), "removed 1 expired claim(s)") {
 		t.Fatalf("sync did not clean the expired claim:\n%s", l.notice)
 	}
-	if n, err := repo.CleanClaims(context.Background(), "", now.Add(2*time.Hour)); err != nil || n != 1 {
+	if n, err := share.Of(repo).CleanClaims(context.Background(), "", now.Add(2*time.Hour)); err != nil || n != 1 {
 		t.Fatalf("after the sync: %d claims left to clean (want the live one): %v", n, err)
 	}
 }

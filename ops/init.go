@@ -10,6 +10,7 @@ import (
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/results"
+	"github.com/memorylab/memorylab/share"
 )
 
 // InitInput is what `init` asks for.
@@ -102,9 +103,9 @@ func adoptRemoteConfig(env Env, loc gitrepo.Location, cfg ledger.Config, flagsSe
 	if _, err := os.Stat(filepath.Join(loc.StoreDir, ledger.ConfigFile)); err == nil {
 		return cfg, nil
 	}
-	remote, ok, err := loc.Repo.RemoteConfig(env.ctx(), "")
+	remote, ok, err := share.Of(loc.Repo).RemoteConfig(env.ctx(), "")
 	switch {
-	case errors.Is(err, gitrepo.ErrNoRemote):
+	case errors.Is(err, share.ErrNoRemote):
 		return cfg, nil
 	case err != nil && env.ctx().Err() != nil:
 		return cfg, env.ctx().Err() // interrupted: nothing written yet
@@ -120,9 +121,9 @@ func adoptRemoteConfig(env Env, loc gitrepo.Location, cfg ledger.Config, flagsSe
 	if !ok {
 		return cfg, nil
 	}
-	if diff := gitrepo.ConfigDiff(cfg, remote); flagsSet && diff != "" {
+	if diff := share.ConfigDiff(cfg, remote); flagsSet && diff != "" {
 		return cfg, fmt.Errorf("%w: %w: origin's shared config differs from what --metric/--goal/--train-file ask for: %s; nothing was written: drop the flags to adopt origin's config, or use a separate --store",
-			ledger.ErrBadInput, gitrepo.ErrConfigMismatch, diff)
+			ledger.ErrBadInput, share.ErrConfigMismatch, diff)
 	}
 	env.notef("adopting origin's shared config: metric %s, goal %s, train file %s", remote.Metric, remote.Goal, remote.TrainFile)
 	return remote, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/results"
+	"github.com/memorylab/memorylab/share"
 )
 
 // SyncInput is what push, pull and sync ask for.
@@ -26,7 +27,7 @@ type SyncInput struct {
 // SyncOutput is what a sync did.
 type SyncOutput struct {
 	CreatedStore bool // a pull created the store from the remote's config
-	Pull, Push   *gitrepo.SyncResult
+	Pull, Push   *share.SyncResult
 }
 
 // Sync pulls, pushes, or (Both) pulls then pushes the shared ledger. A pull
@@ -37,8 +38,8 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 	if in.ArchiveCap != 0 && in.ArchiveCap < 1024 {
 		return nil, ledger.BadInputf("--archive-cap must be at least 1024 bytes, got %d", in.ArchiveCap)
 	}
-	if in.ArchiveCap > gitrepo.MaxArchiveFile {
-		return nil, ledger.BadInputf("--archive-cap must be at most %d bytes (64 MiB, the largest archive file a pull accepts), got %d", int64(gitrepo.MaxArchiveFile), in.ArchiveCap)
+	if in.ArchiveCap > share.MaxArchiveFile {
+		return nil, ledger.BadInputf("--archive-cap must be at most %d bytes (64 MiB, the largest archive file a pull accepts), got %d", int64(share.MaxArchiveFile), in.ArchiveCap)
 	}
 	out := &SyncOutput{}
 	s, loc, err := env.Open()
@@ -54,7 +55,7 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 	if loc.Repo == nil {
 		return nil, loc.RepoErr
 	}
-	so := gitrepo.SyncOptions{Remote: in.Remote, Now: env.Now(), NoArchives: in.NoArchives, ArchiveCap: in.ArchiveCap,
+	so := share.SyncOptions{Remote: in.Remote, Now: env.Now(), NoArchives: in.NoArchives, ArchiveCap: in.ArchiveCap,
 		Progress: env.Progress}
 	so.OnArrive = func(recs []*ledger.Record) error {
 		var b strings.Builder
@@ -80,12 +81,12 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 		steps = []bool{false, true}
 	}
 	for _, push := range steps {
-		var res *gitrepo.SyncResult
+		var res *share.SyncResult
 		if push {
-			res, err = loc.Repo.Push(env.ctx(), s, so)
+			res, err = share.Of(loc.Repo).Push(env.ctx(), s, so)
 			out.Push = res
 		} else {
-			res, err = loc.Repo.Pull(env.ctx(), s, so)
+			res, err = share.Of(loc.Repo).Pull(env.ctx(), s, so)
 			out.Pull = res
 		}
 		if err != nil {
@@ -106,7 +107,7 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 	if last == nil {
 		last = out.Pull
 	}
-	if n, err := loc.Repo.CleanExpiredClaims(env.ctx(), in.Remote, last, env.Now()); err != nil {
+	if n, err := share.Of(loc.Repo).CleanExpiredClaims(env.ctx(), in.Remote, last, env.Now()); err != nil {
 		env.notef("warning: expired claims not cleaned: %v", err)
 	} else if n > 0 {
 		env.notef("removed %d expired claim(s) on ideas in flight from the remote", n)
@@ -117,7 +118,7 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 // storeFromRemote creates the store of a fresh clone with the config the
 // remote's ledger carries.
 func storeFromRemote(env Env, loc gitrepo.Location, remote string) (*ledger.Store, error) {
-	cfg, ok, err := loc.Repo.RemoteConfig(env.ctx(), remote)
+	cfg, ok, err := share.Of(loc.Repo).RemoteConfig(env.ctx(), remote)
 	if err != nil {
 		return nil, err
 	}

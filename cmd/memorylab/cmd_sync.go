@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/share"
 )
 
 type syncOptions struct {
@@ -48,7 +48,7 @@ func syncFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 		&cli.BoolFlag{Name: "no-archives", Usage: "neither share run archives (runs/<run_id>/) nor write the ones that arrive"},
-		&cli.Int64Flag{Name: "archive-cap", Value: gitrepo.DefaultArchiveCap, Usage: "archive files over `BYTES` (at most 64 MiB) travel as head and tail with a note"},
+		&cli.Int64Flag{Name: "archive-cap", Value: share.DefaultArchiveCap, Usage: "archive files over `BYTES` (at most 64 MiB) travel as head and tail with a note"},
 	}
 }
 
@@ -64,7 +64,7 @@ func syncArgs(c *cli.Context) (syncOptions, error) {
 type syncJSON struct {
 	MessageType  string `json:"message_type"` // "push" or "pull"
 	CreatedStore bool   `json:"created_store"`
-	*gitrepo.SyncResult
+	*share.SyncResult
 }
 
 // runSync pulls, pushes, or (opts.Both) pulls then pushes the ledger. A

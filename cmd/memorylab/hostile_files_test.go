@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/share"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -38,7 +39,7 @@ func TestHostileRemoteCannotReadFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := gitrepo.SetSharedConfig(remote, []byte(`{"version":1,"metric":"val_bpb","goal":"min","train_file":"`+rel+`"}`+"\n")); err != nil {
+			if err := share.SetSharedConfig(remote, []byte(`{"version":1,"metric":"val_bpb","goal":"min","train_file":"`+rel+`"}`+"\n")); err != nil {
 				t.Fatal(err)
 			}
 			r := memorylab(t, b.Dir, nil, verb)

@@ -1,4 +1,4 @@
-package gitrepo
+package share
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -103,7 +104,7 @@ func remoteArchive(t *testing.T, remote string, id ledger.RunID, entries map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := OverHandle(rr)
+	rg := Of(gitrepo.OverHandle(rr))
 	tip := mustRef(t, rr, ledger.LedgerRef)
 	set, err := rg.readLedgerSet(tip)
 	if err != nil {
@@ -183,12 +184,12 @@ func TestPullWritesOnlyArchiveNames(t *testing.T) {
 func TestArchiveByteCaps(t *testing.T) {
 	remote := newBareRemote(t)
 	a := newSyncClone(t, "a", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
-	g, err := OpenRepo(a.repo.Dir)
+	g, err := gitrepo.OpenRepo(a.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mib := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n<<20) }
-	pb := g.newPack()
+	pb := Of(g).newPack()
 	var files []object.TreeEntry
 	for i, name := range ArchiveNames[:3] { // run.log, summary.json, train.patch: 1 MiB each
 		h, err := pb.add(plumbing.BlobObject, mib(1, byte('a'+i)))
@@ -221,7 +222,7 @@ func TestArchiveByteCaps(t *testing.T) {
 				t.Fatal(err)
 			}
 			budget := &archiveBudget{left: tc.left, perRun: tc.perRun}
-			if err := g.writeArchive(s, id, tree, budget); err != nil {
+			if err := Of(g).writeArchive(s, id, tree, budget); err != nil {
 				t.Fatal(err)
 			}
 			dir, _ := s.RunDir(id)
@@ -304,7 +305,7 @@ func receiveInto(t testing.TB, pack []byte) error {
 	if _, err := git.PlainInit(dir, true); err != nil {
 		t.Fatal(err)
 	}
-	sto := openStorage(dir, dir, false)
+	sto := gitrepo.OpenStorage(dir, dir, false)
 	defer sto.Close()
 	return receivePack(sto, dir, bytes.NewReader(pack), ledgerPackLimits)
 }
@@ -381,7 +382,7 @@ func TestPullStreamsPinnedCommits(t *testing.T) {
 	if got := b.runRefs(t)[string(id)]; got != commit {
 		t.Fatalf("run %s pinned at %s, want %s", id, got, commit)
 	}
-	g, err := OpenRepo(b.repo.Dir)
+	g, err := gitrepo.OpenRepo(b.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +436,7 @@ func TestServeRefusesHugeDelta(t *testing.T) {
 		ofs = append([]byte{0x80 | byte(back&0x7f)}, ofs...)
 	}
 	entry := append(append(entryHead(plumbing.OFSDeltaObject, uint64(len(delta))), ofs...), z.Bytes()...)
-	sto := openStorage(dir, dir, false)
+	sto := gitrepo.OpenStorage(dir, dir, false)
 	err := receivePack(sto, dir, bytes.NewReader(packOf(-1, baseEntry, entry)), packLimits{delta: 1 << 40})
 	sto.Close()
 	if err != nil {
@@ -451,7 +452,7 @@ func TestServeRefusesHugeDelta(t *testing.T) {
 		_, _ = hasher.Write(zero)
 	}
 	h := hasher.Sum()
-	g := OverHandle(rr)
+	g := Of(gitrepo.OverHandle(rr))
 	alloc := allocatedBy(func() { err = writePackSafely(g, io.Discard, []plumbing.Hash{h}, codePackLimits.delta) })
 	if !errors.Is(err, ledger.ErrBadInput) || !strings.Contains(err.Error(), "is stored as a delta building more than 256 MiB") {
 		t.Fatalf("serving a 257 MiB delta: %v", err)

@@ -1,4 +1,4 @@
-package gitrepo
+package share
 
 import (
 	"path/filepath"
@@ -16,7 +16,7 @@ type packBuilder struct {
 }
 
 func (g *Repo) newPack() *packBuilder {
-	return &packBuilder{PackBuilder: gitwire.NewPack(g.Storer(), filepath.Join(g.gitDirOfStorage(), "objects", "pack")), g: g}
+	return &packBuilder{PackBuilder: gitwire.NewPack(g.Storer(), filepath.Join(g.GitDirOfStorage(), "objects", "pack")), g: g}
 }
 
 func (pb *packBuilder) add(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
@@ -37,5 +37,5 @@ func (pb *packBuilder) flush() error {
 	if err != nil || !wrote {
 		return err
 	}
-	return pb.g.reopen()
+	return pb.g.Reopen()
 }

@@ -1,4 +1,4 @@
-package gitrepo
+package share
 
 // Sharing the ledger between machines through any git remote.
 //
@@ -504,7 +504,7 @@ func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, don
 	// keeps that list, so a handle that outlived a repack (git gc, or
 	// go-git's RepackObjects) fails with "packfile not found" (issue 17.13,
 	// go-git#2242). One sync is short; the handle it uses is its own.
-	if err := g.reopen(); err != nil {
+	if err := g.Reopen(); err != nil {
 		done()
 		return nil, nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package share
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -43,7 +44,7 @@ func (repoLoader) Load(ep *transport.Endpoint) (storer.Storer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openStorage(dir, dir, false), nil
+	return gitrepo.OpenStorage(dir, dir, false), nil
 }
 
 func remoteGitDir(p string) (string, error) {
@@ -115,7 +116,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	if err != nil {
 		return nil, err
 	}
-	objs, err := objectsToUpload(OverHandle(served), req.Wants, known)
+	objs, err := objectsToUpload(Of(gitrepo.OverHandle(served)), req.Wants, known)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	handedOff = true
 	go func() {
 		defer unlock()
-		pw.CloseWithError(writePackSafely(OverHandle(served), pw, objs, codePackLimits.delta))
+		pw.CloseWithError(writePackSafely(Of(gitrepo.OverHandle(served)), pw, objs, codePackLimits.delta))
 	}()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
@@ -158,7 +159,7 @@ func objectsToUpload(g *Repo, wants, haves []plumbing.Hash) ([]plumbing.Hash, er
 
 // openLockedRemote takes the served repository's lock (see lockRemote) and
 // opens its object and ref storage; the caller unlocks.
-func openLockedRemote(path string) (*refStorage, *ledger.Lock, error) {
+func openLockedRemote(path string) (*gitrepo.RefStorage, *ledger.Lock, error) {
 	dir, err := remoteGitDir(path)
 	if err != nil {
 		return nil, nil, err
@@ -167,7 +168,7 @@ func openLockedRemote(path string) (*refStorage, *ledger.Lock, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return openStorage(dir, dir, true), lock, nil
+	return gitrepo.OpenStorage(dir, dir, true), lock, nil
 }
 
 func (t casTransport) NewReceivePackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.ReceivePackSession, error) {

@@ -1,4 +1,4 @@
-package gitrepo
+package share
 
 import (
 	"bufio"
@@ -28,6 +28,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/gitwire"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -220,14 +221,14 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 	case req.Capabilities.Supports(capability.Sideband):
 		rd = sideband.NewDemuxer(sideband.Sideband, resp)
 	}
-	sto, ok := g.Storer().(*refStorage)
+	sto, ok := g.Storer().(*gitrepo.RefStorage)
 	if !ok {
 		return fmt.Errorf("the repository storage cannot take packfiles")
 	}
-	if err := receivePack(sto, g.gitDirOfStorage(), rd, lim); err != nil {
+	if err := receivePack(sto, g.GitDirOfStorage(), rd, lim); err != nil {
 		return err
 	}
-	return g.reopen()
+	return g.Reopen()
 }
 
 // ledgerMissing lists the objects reachable from newTip that are not
@@ -516,7 +517,7 @@ type rawPack struct {
 }
 
 func (g *Repo) openPacks() (*localPacks, error) {
-	dir := filepath.Join(g.gitDirOfStorage(), "objects", "pack")
+	dir := filepath.Join(g.GitDirOfStorage(), "objects", "pack")
 	names, err := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
 	if err != nil {
 		return nil, err
@@ -668,7 +669,7 @@ func (lp *localPacks) close() {
 // limit) is refused before inflating. go-git resolves deltas in memory, so
 // a pack with deltas is refused when a delta would build, or a whole object
 // is, more than lim.delta.
-func receivePack(sto *refStorage, dir string, rd io.Reader, lim packLimits) (err error) {
+func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits) (err error) {
 	packDir := filepath.Join(dir, "objects", "pack")
 	if err := os.MkdirAll(packDir, 0o755); err != nil {
 		return err
@@ -938,7 +939,7 @@ func (t *trailingHasher) Write(p []byte) (int, error) {
 }
 
 // storeWithGoGit hands a pack with deltas to go-git's PackfileWriter.
-func storeWithGoGit(sto *refStorage, f *os.File) error {
+func storeWithGoGit(sto *gitrepo.RefStorage, f *os.File) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}

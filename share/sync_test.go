@@ -1,4 +1,4 @@
-package gitrepo
+package share
 
 import (
 	"context"
@@ -19,13 +19,14 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
 // syncClone is one machine: a working repository with its own store.
 type syncClone struct {
 	name  string
-	repo  *ScratchRepo
+	repo  *gitrepo.ScratchRepo
 	store *ledger.Store
 	clock time.Time
 	n     int
@@ -43,7 +44,7 @@ func newBareRemote(t testing.TB) string {
 func newSyncClone(t testing.TB, name, remote string, start time.Time) *syncClone {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	repo, err := InitScratchRepo(dir, "main")
+	repo, err := gitrepo.InitScratchRepo(dir, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,15 +112,15 @@ func (c *syncClone) pull(t testing.TB, ctx context.Context) *SyncResult {
 }
 
 func (c *syncClone) sync(ctx context.Context, push bool) (*SyncResult, error) {
-	g, err := OpenRepo(c.repo.Dir)
+	g, err := gitrepo.OpenRepo(c.repo.Dir)
 	if err != nil {
 		return nil, err
 	}
 	opts := SyncOptions{Now: c.clock}
 	if push {
-		return g.Push(ctx, c.store, opts)
+		return Of(g).Push(ctx, c.store, opts)
 	}
-	return g.Pull(ctx, c.store, opts)
+	return Of(g).Pull(ctx, c.store, opts)
 }
 
 // ids returns the ledger's run ids in file order and fails on duplicates.
@@ -143,11 +144,11 @@ func (c *syncClone) ids(t testing.TB) []string {
 
 func (c *syncClone) runRefs(t testing.TB) map[string]string {
 	t.Helper()
-	g, err := OpenRepo(c.repo.Dir)
+	g, err := gitrepo.OpenRepo(c.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs, err := g.localRunRefs()
+	refs, err := Of(g).localRunRefs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func TestPushRetriesAreBounded(t *testing.T) {
 	b.logRun(t)
 	// Make the remote's ledger an unrelated history b can never descend
 	// from: after every merge the tip is replaced again by a hook-like goroutine.
-	g, err := OpenRepo(b.repo.Dir)
+	g, err := gitrepo.OpenRepo(b.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,13 +308,13 @@ func TestPushRetriesAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := OverHandle(remoteRepo)
+	rg := Of(gitrepo.OverHandle(remoteRepo))
 	set, err := rg.readLedgerSet(mustRef(t, remoteRepo, ledger.LedgerRef))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rounds := 0
-	_, err = g.Push(ctxWithHook(ctx, func() {
+	_, err = Of(g).Push(ctxWithHook(ctx, func() {
 		// Each round, someone else pushes a fresh unrelated ledger commit.
 		rounds++
 		pb := rg.newPack()
@@ -421,7 +422,7 @@ func TestPullRefusesHostileRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := OverHandle(rr)
+	rg := Of(gitrepo.OverHandle(rr))
 	// refs/memorylab/runs/evil is not a run id.
 	a.push(t, ctx)
 	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.RefNamespace+"runs/evil", mustRef(t, rr, ledger.LedgerRef))); err != nil {
@@ -496,11 +497,11 @@ func TestPushEmptyStorePublishesConfig(t *testing.T) {
 			t.Errorf("remote with code %v: warnings %q", withCode, res.Warnings)
 		}
 		b := newSyncClone(t, "b", remote, time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
-		g, err := OpenRepo(b.repo.Dir)
+		g, err := gitrepo.OpenRepo(b.repo.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, ok, err := g.RemoteConfig(ctx, "")
+		cfg, ok, err := Of(g).RemoteConfig(ctx, "")
 		if err != nil || !ok || cfg.Metric != "val_bpb" || cfg.Goal != "min" {
 			t.Fatalf("the remote's config after an empty push: %+v %v %v", cfg, ok, err)
 		}
@@ -513,7 +514,7 @@ func TestPushEmptyStorePublishesConfig(t *testing.T) {
 		// A clone of a remote with no branch has no commit: its pull says
 		// why.
 		dir := filepath.Join(t.TempDir(), "empty-clone")
-		repo, err := InitScratchRepo(dir, "main")
+		repo, err := gitrepo.InitScratchRepo(dir, "main")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -524,11 +525,11 @@ func TestPushEmptyStorePublishesConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ge, err := OpenRepo(dir)
+		ge, err := gitrepo.OpenRepo(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err = ge.Pull(ctx, s, SyncOptions{})
+		res, err = Of(ge).Pull(ctx, s, SyncOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -541,11 +542,11 @@ func TestPushEmptyStorePublishesConfig(t *testing.T) {
 // TestSyncUnknownRemote names the remote and the fix.
 func TestSyncUnknownRemote(t *testing.T) {
 	a := newSyncClone(t, "a", newBareRemote(t), time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC))
-	g, err := OpenRepo(a.repo.Dir)
+	g, err := gitrepo.OpenRepo(a.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = g.Push(context.Background(), a.store, SyncOptions{Remote: "upstream"})
+	_, err = Of(g).Push(context.Background(), a.store, SyncOptions{Remote: "upstream"})
 	if !errors.Is(err, ErrNoRemote) || !strings.Contains(err.Error(), "git remote add upstream") {
 		t.Fatalf("got %v", err)
 	}
@@ -566,12 +567,12 @@ func BenchmarkSync300(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			remote := newBareRemote(b)
-			g, err := OpenRepo(src.repo.Dir)
+			g, err := gitrepo.OpenRepo(src.repo.Dir)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.StartTimer()
-			res, err := g.Push(ctx, src.store, SyncOptions{Remote: remote, Now: start})
+			res, err := Of(g).Push(ctx, src.store, SyncOptions{Remote: remote, Now: start})
 			if err != nil || res.RunRefsPushed != 300 || res.Records != 300 {
 				b.Fatalf("push: %+v %v", res, err)
 			}
@@ -674,7 +675,7 @@ func tamperRemote(t *testing.T, remote string, blobs map[ledger.RunID][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg := OverHandle(rr)
+	rg := Of(gitrepo.OverHandle(rr))
 	tip := mustRef(t, rr, ledger.LedgerRef)
 	set, err := rg.readLedgerSet(tip)
 	if err != nil {
@@ -774,11 +775,11 @@ func TestSyncAfterConcurrentRepack(t *testing.T) {
 	for range 3 {
 		a.logRun(t)
 	}
-	g, err := OpenRepo(a.repo.Dir)
+	g, err := gitrepo.OpenRepo(a.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Push(ctx, a.store, SyncOptions{}); err != nil {
+	if _, err := Of(g).Push(ctx, a.store, SyncOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	a.logRun(t)
@@ -789,7 +790,7 @@ func TestSyncAfterConcurrentRepack(t *testing.T) {
 	if err := other.RepackObjects(&git.RepackConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := g.Push(ctx, a.store, SyncOptions{})
+	res, err := Of(g).Push(ctx, a.store, SyncOptions{})
 	if err != nil {
 		t.Fatalf("push with a handle older than the repack: %v", err)
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package share
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memorylab/memorylab/gitrepo"
 )
 
 // TestClaimsOneWinner: machines claiming one fingerprint at once through a
@@ -21,11 +23,11 @@ func TestClaimsOneWinner(t *testing.T) {
 	repos := make([]*Repo, n)
 	for i := range repos {
 		c := newSyncClone(t, string(rune('a'+i)), remote, start)
-		g, err := OpenRepo(c.repo.Dir)
+		g, err := gitrepo.OpenRepo(c.repo.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		repos[i] = g
+		repos[i] = Of(g)
 	}
 	fp := "0123456789abcdef0123"
 	var wg sync.WaitGroup
@@ -102,11 +104,11 @@ func TestClaimsOneWinner(t *testing.T) {
 // from, never ErrClaimed.
 func TestClaimUnreachableRemote(t *testing.T) {
 	c := newSyncClone(t, "a", "/nonexistent/remote.git", time.Now())
-	g, err := OpenRepo(c.repo.Dir)
+	g, err := gitrepo.OpenRepo(c.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = g.Claim(context.Background(), "", Claim{Fingerprint: "0123456789abcdef", Start: time.Now(), Expires: time.Now().Add(time.Minute)})
+	_, _, err = Of(g).Claim(context.Background(), "", Claim{Fingerprint: "0123456789abcdef", Start: time.Now(), Expires: time.Now().Add(time.Minute)})
 	if err == nil || errors.Is(err, ErrClaimed) {
 		t.Fatalf("got %v", err)
 	}
