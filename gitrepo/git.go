@@ -32,7 +32,7 @@ import (
 type Repo struct {
 	mu sync.Mutex
 	r  *git.Repository
-	// syncStorage is the storage of r when a sync reopened it (sync_fs.go),
+	// syncStorage is the storage of r when a sync reopened it (storage.go),
 	// closed when replaced.
 	syncStorage *RefStorage
 

@@ -9,8 +9,8 @@
 // their own "bad input", exit 2 in the CLI).
 //
 // Operations never print, parse flags or speak HTTP (the front ends do),
-// and never import go-git or bleve directly: git goes through ledger, the
-// novelty index through ledger/index.
+// and never import go-git or bleve directly: git goes through gitrepo and
+// share, the novelty index through ledger/index.
 package ops
 
 import (
