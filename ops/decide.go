@@ -6,6 +6,7 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 // DecideInput is a finished training run whose status `run` decides.
@@ -39,7 +40,7 @@ func DecideStatus(env Env, s *ledger.Store, in DecideInput) (status, errText str
 	switch {
 	case in.ExitCode != 0:
 		status = ledger.StatusCrash
-		if logData, _ := ledger.ReadLogTail(env.Abs(in.Log.LogPath)); len(logData) == 0 {
+		if logData, _ := runlog.ReadLogTail(env.Abs(in.Log.LogPath)); len(logData) == 0 {
 			errText = fmt.Sprintf("training command exited with status %d and printed nothing", in.ExitCode)
 		}
 	case !ok:
@@ -64,15 +65,15 @@ func DecideStatus(env Env, s *ledger.Store, in DecideInput) (status, errText str
 func outcomeMetrics(env Env, in DecideInput) (ledger.Metrics, error) {
 	m := ledger.Metrics{}
 	if b, err := ledger.ReadRegularFile(in.SummaryPath, in.SummaryPath, "summary", "", MaxSummary); err == nil {
-		if m, err = ledger.ParseSummaryJSON(b); err != nil {
+		if m, err = runlog.ParseSummaryJSON(b); err != nil {
 			return nil, fmt.Errorf("the training command's %s: %w", SummaryEnv, err)
 		}
-	} else if logData, err := ledger.ReadLogTail(env.Abs(in.Log.LogPath)); err == nil {
-		m = ledger.ParseSummaryBlock(logData)
+	} else if logData, err := runlog.ReadLogTail(env.Abs(in.Log.LogPath)); err == nil {
+		m = runlog.ParseSummaryBlock(logData)
 	}
-	if logData, err := ledger.ReadLogTail(env.Abs(in.Log.LogPath)); err == nil {
+	if logData, err := runlog.ReadLogTail(env.Abs(in.Log.LogPath)); err == nil {
 		for _, spec := range in.Log.Patterns {
-			p, _ := ledger.ParseMetricPattern(spec) // validated before training
+			p, _ := runlog.ParseMetricPattern(spec) // validated before training
 			if v, err := p.Extract(logData); err == nil {
 				m.Set(p.Name, v)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 // SummaryEnv names the JSON summary sidecar autoresearch can write.
@@ -97,7 +98,7 @@ func (in *LogInput) Validate() error {
 		}
 	}
 	for _, spec := range in.Patterns {
-		if _, err := ledger.ParseMetricPattern(spec); err != nil {
+		if _, err := runlog.ParseMetricPattern(spec); err != nil {
 			return err
 		}
 	}
@@ -237,7 +238,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	case crash && logSet && errors.Is(statErr, fs.ErrNotExist):
 		env.notef("note: %s does not exist; the crash is recorded without its output", logName)
 	case statErr == nil || logSet:
-		logData, err = ledger.ReadLogTailInput(logIn)
+		logData, err = runlog.ReadLogTailInput(logIn)
 		if err != nil {
 			return nil, err
 		}
@@ -275,14 +276,14 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		m, err := ledger.ParseSummaryJSON(b)
+		m, err := runlog.ParseSummaryJSON(b)
 		if err != nil {
 			return nil, ledger.BadInputf("summary %s: %v", summaryPath, err)
 		}
 		run.Metrics = m
 		archive = append(archive, ledger.ArchiveFile{Key: "archived_summary_path", Name: "summary.json", Data: b})
 	} else if logData != nil && !crash {
-		run.Metrics = ledger.ParseSummaryBlock(logData)
+		run.Metrics = runlog.ParseSummaryBlock(logData)
 	}
 	if err := applyMetricPatterns(env, in, logName, logData, run.Metrics, s.Config.Metric); err != nil {
 		return nil, err
@@ -298,7 +299,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 			run.Metrics.SetMissing(k)
 		}
 		if logData != nil {
-			run.Error = ledger.CrashError(logData, logName)
+			run.Error = runlog.CrashError(logData, logName)
 		}
 		if in.ErrorText != "" {
 			if run.Error == nil {
@@ -515,13 +516,13 @@ func applyMetricPatterns(env Env, in LogInput, logName string, logData []byte, i
 		return ledger.BadInputf("--metric-pattern needs a run log: pass --log FILE (%s was not found)", logName)
 	}
 	for _, spec := range in.Patterns {
-		p, err := ledger.ParseMetricPattern(spec)
+		p, err := runlog.ParseMetricPattern(spec)
 		if err != nil {
 			return err
 		}
 		v, err := p.Extract(logData)
 		switch {
-		case errors.Is(err, ledger.ErrNoMatch):
+		case errors.Is(err, runlog.ErrNoMatch):
 			if p.Name == primary && in.Status != ledger.StatusCrash {
 				return ledger.BadInputf("%s: %v; the %s run has no %s: fix the pattern, or log it as --status crash",
 					logName, err, in.Status, primary)

@@ -14,6 +14,7 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/report"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 // ListInput filters the runs to list. Filters combine.
@@ -178,7 +179,7 @@ type ShowResult struct {
 	Annotations []ledger.Correction `json:"annotations,omitempty"`
 	// Curve is the training curve from the run's archive (curve.json):
 	// {x, series: {NAME: [[x, y], …]}, last_step}; absent without one.
-	Curve  *ledger.Curve `json:"curve,omitempty"`
+	Curve  *runlog.Curve `json:"curve,omitempty"`
 	Metric string        `json:"-"` // the store's primary metric
 }
 

@@ -1,29 +1,30 @@
-package ledger
+package runlog
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestCorpusRunLogsMatchPythonRecords parses every archived run.log of the
 // Python corpus and compares with what the Python tool recorded.
 func TestCorpusRunLogsMatchPythonRecords(t *testing.T) {
 	logs := corpusRunLogs(t)
-	_, err := ScanReader(bytes.NewReader(corpusFile(t, "experiments.jsonl")), func(r *Record, _ int, _ int64) error {
+	_, err := ledger.ScanReader(bytes.NewReader(corpusFile(t, "experiments.jsonl")), func(r *ledger.Record, _ int, _ int64) error {
 		t.Run(string(r.RunID), func(t *testing.T) {
 			log, found := logs[string(r.RunID)]
 			if !found {
 				t.Fatal("no run.log in the corpus")
 			}
-			if r.Status == StatusCrash {
+			if r.Status == ledger.StatusCrash {
 				got := CrashError(log, "run.log")
 				if !reflect.DeepEqual(r.Error, got) {
 					t.Fatalf("crash error differs:\nwant %+v\n got %+v", r.Error, got)
@@ -65,7 +66,7 @@ func TestParseSummaryBlock(t *testing.T) {
 	}
 }
 
-func assertMetrics(t *testing.T, want map[string]any, got Metrics) {
+func assertMetrics(t *testing.T, want map[string]any, got ledger.Metrics) {
 	t.Helper()
 	if len(want) != len(got) {
 		t.Fatalf("want %d metrics %v, got %d: %v", len(want), want, len(got), got)
@@ -103,8 +104,8 @@ func TestParseSummaryJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseSummaryJSON([]byte(tc.in))
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrBadInput) {
-					t.Fatalf("want ErrBadInput %q, got %v", tc.wantErr, err)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ledger.ErrBadInput) {
+					t.Fatalf("want ledger.ErrBadInput %q, got %v", tc.wantErr, err)
 				}
 				return
 			}
@@ -147,8 +148,8 @@ func TestMetricPattern(t *testing.T) {
 		{"whole match", `sharpe=[0-9]+\.[0-9]+`, 1.9, nil},
 		{"regex with commas and equals", `x=sharpe=([0-9]{1,3}\.[0-9])`, 1.9, nil},
 		{"no match", `loss=loss: ([0-9.]+)`, 0, ErrNoMatch},
-		{"match is not a number", `tps=tokens/s ([0-9,]+)`, 0, ErrBadInput},
-		{"optional group did not take part", `acc=eval accuracy: 0.713()?`, 0, ErrBadInput},
+		{"match is not a number", `tps=tokens/s ([0-9,]+)`, 0, ledger.ErrBadInput},
+		{"optional group did not take part", `acc=eval accuracy: 0.713()?`, 0, ledger.ErrBadInput},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,37 +168,11 @@ func TestMetricPattern(t *testing.T) {
 	}
 	for _, bad := range []string{"noequals", "=x", "acc=", "acc=([0-9]"} {
 		t.Run("invalid "+bad, func(t *testing.T) {
-			if _, err := ParseMetricPattern(bad); !errors.Is(err, ErrBadInput) {
-				t.Fatalf("want ErrBadInput, got %v", err)
+			if _, err := ParseMetricPattern(bad); !errors.Is(err, ledger.ErrBadInput) {
+				t.Fatalf("want ledger.ErrBadInput, got %v", err)
 			}
 		})
 	}
-}
-
-func TestFormatMetric(t *testing.T) {
-	tests := []struct {
-		v    float64
-		prec int
-		want string
-	}{
-		{0.9979, -1, "0.9979"},
-		{953, -1, "953"},
-		{0.1 + 0.2, -1, "0.3"},
-		{1e-9, -1, "0.000000001"},
-		{0.99, 4, "0.9900"},
-		{45060.25, 1, "45060.2"},
-		{math.NaN(), -1, "n/a"},
-		{-1.25, -1, "-1.25"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.want, func(t *testing.T) {
-			equals(t, tc.want, FormatMetric(tc.v, tc.prec))
-		})
-	}
-	equals(t, 4, MetricPrecision(0.9979, 0.99, 1))
-	equals(t, 0, MetricPrecision(953, 1200))
-	equals(t, 0, MetricPrecision())
-	equals(t, "n/a", FormatMetricValue(nil, 3))
 }
 
 func TestReadLogTail(t *testing.T) {
@@ -213,8 +188,8 @@ func TestReadLogTail(t *testing.T) {
 	v, _ := ParseSummaryBlock(b).Get("val_bpb")
 	equals(t, 0.97, v)
 	for _, p := range []string{filepath.Join(dir, "missing.log"), dir} {
-		if _, err := ReadLogTail(p); !errors.Is(err, ErrBadInput) {
-			t.Fatalf("%s: want ErrBadInput, got %v", p, err)
+		if _, err := ReadLogTail(p); !errors.Is(err, ledger.ErrBadInput) {
+			t.Fatalf("%s: want ledger.ErrBadInput, got %v", p, err)
 		}
 	}
 }
@@ -233,12 +208,12 @@ func FuzzParseSummaryBlock(f *testing.F) {
 				t.Fatalf("%s: non-finite value %v", k, *v)
 			}
 		}
-		// Metrics always encode as JSON and decode to the same values.
+		// ledger.Metrics always encode as JSON and decode to the same values.
 		b, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Metrics
+		var back ledger.Metrics
 		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(m, back) {
 			t.Fatalf("round trip: %v %v vs %v", err, m, back)
 		}
@@ -247,7 +222,7 @@ func FuzzParseSummaryBlock(f *testing.F) {
 
 func FuzzParseSummaryJSON(f *testing.F) {
 	f.Add([]byte(`{"val_bpb": 0.9979, "eval": {"acc": 0.7, "f1": null}, "n": 953}`))
-	_, _ = ScanReader(bytes.NewReader(corpusFile(f, "experiments.jsonl")), func(r *Record, _ int, _ int64) error {
+	_, _ = ledger.ScanReader(bytes.NewReader(corpusFile(f, "experiments.jsonl")), func(r *ledger.Record, _ int, _ int64) error {
 		b, _ := json.Marshal(r.Metrics)
 		f.Add(b)
 		b, _ = json.Marshal(r.NoveltyGuard) // deeply nested objects
@@ -257,8 +232,8 @@ func FuzzParseSummaryJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := ParseSummaryJSON(in)
 		if err != nil {
-			if !errors.Is(err, ErrBadInput) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error is not one clean ErrBadInput line: %v", err)
+			if !errors.Is(err, ledger.ErrBadInput) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one clean ledger.ErrBadInput line: %v", err)
 			}
 			return
 		}
@@ -285,51 +260,6 @@ func FuzzCrashError(f *testing.F) {
 		}
 		if len(e.Tail) > 0 && !strings.Contains(strings.Join(e.Tail, "\n"), e.Summary) && !strings.Contains(string(log), e.Summary) {
 			t.Fatalf("summary %q is not from the log", e.Summary)
-		}
-	})
-}
-
-func FuzzScanReader(f *testing.F) {
-	raw := corpusFile(f, "experiments.jsonl")
-	f.Add(raw)
-	lines := bytes.SplitAfter(raw, []byte("\n"))
-	f.Add(lines[0])
-	f.Add(append(append([]byte{}, lines[0]...), lines[1][:100]...)) // torn tail
-	f.Add([]byte("garbage\n{}\n{\"run_id\": 5}\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		n := 0
-		warnings, err := ScanReader(bytes.NewReader(in), func(r *Record, line int, off int64) error {
-			n++
-			if r.RunID == "" || off < 0 || off >= int64(len(in)) {
-				t.Fatalf("bad record at line %d offset %d", line, off)
-			}
-			// parse → format → parse is stable
-			b, err := MarshalRecord(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []*Record
-			if _, err := ScanReader(bytes.NewReader(append(b, '\n')), func(r2 *Record, _ int, _ int64) error {
-				got = append(got, r2)
-				return nil
-			}); err != nil || len(got) != 1 {
-				t.Fatalf("re-read of %s: %v (%d records)", b, err, len(got))
-			}
-			b2, _ := MarshalRecord(got[0])
-			if !bytes.Equal(b, b2) {
-				t.Fatalf("unstable:\n%s\n%s", b, b2)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		serial, parallel := scanWith(ScanReader, in, 0), scanWith(ScanReaderParallel, in, 0)
-		if strings.Join(serial.ids, " ") != strings.Join(parallel.ids, " ") || fmt.Sprint(serial.warnings) != fmt.Sprint(parallel.warnings) {
-			t.Fatalf("parallel scan differs: %v %v vs %v %v", serial.ids, serial.warnings, parallel.ids, parallel.warnings)
-		}
-		if n+len(warnings) > bytes.Count(in, []byte("\n"))+1 {
-			t.Fatalf("%d records + %d warnings from %d lines", n, len(warnings), bytes.Count(in, []byte("\n"))+1)
 		}
 	})
 }
