@@ -27,16 +27,13 @@ var SummaryKeys = []string{"val_bpb", "training_seconds", "total_seconds", "peak
 // traceback are at the end, and logs can be hundreds of megabytes.
 const maxLogTail = 4 << 20
 
-// ReadLogTail returns the last maxLogTail bytes of a log file (all of it when
-// smaller), starting at a line boundary. Only a regular file is read: a
-// device (/dev/zero), a FIFO or a process substitution (<(cmd)) is refused
-// (OpenRegular), never read without end or silently as empty.
-func ReadLogTail(path string) ([]byte, error) {
-	return ReadLogTailInput(ledger.Input{Name: path})
-}
-
-// ReadLogTailInput is ReadLogTail of an ledger.Input (read through its directory).
-func ReadLogTailInput(in ledger.Input) ([]byte, error) {
+// ReadTail returns the last maxLogTail bytes of a run log (all of it when
+// smaller), starting at a line boundary: the summary block and a traceback
+// are at the end, and logs can be hundreds of megabytes. Only a regular
+// file is read: a device (/dev/zero), a FIFO or a process substitution
+// (<(cmd)) is refused (ledger.OpenRegularInput), never read without end
+// or silently as empty. With in.Dir set, the path cannot leave it.
+func ReadTail(in ledger.Input) ([]byte, error) {
 	f, st, err := ledger.OpenRegularInput(in, "run log", "pass --log with the path of the training output")
 	if err != nil {
 		return nil, err
@@ -219,6 +216,46 @@ func ParseMetricPattern(spec string) (MetricPattern, error) {
 		return MetricPattern{}, ledger.BadInputf("--metric-pattern %s: invalid regular expression: %v", name, err)
 	}
 	return MetricPattern{Name: name, Re: re}, nil
+}
+
+// A Miss is a metric pattern that gave no value: it matched nothing (Err
+// wraps ErrNoMatch) or matched what is not a finite number (Err wraps
+// ledger.ErrBadInput).
+type Miss struct {
+	Pattern MetricPattern
+	Err     error
+}
+
+// Metrics derives a finished training's metrics by the one precedence
+// every reader uses: the JSON sidecar when there is one (summary non-nil),
+// else the summary block at the end of the log (not for a crashed
+// training: what a crash printed before it died is not its result); then
+// each pattern over the log, a match overriding both. --metric values,
+// which win over everything, are set on top by the caller once it has
+// checked their names against these. A pattern that gives no value leaves
+// its metric as it was and comes back as a Miss, for the caller to judge.
+// The only error is a summary that is not one JSON object of metrics.
+func Metrics(log, summary []byte, crashed bool, patterns []MetricPattern) (ledger.Metrics, []Miss, error) {
+	m := ledger.Metrics{}
+	switch {
+	case summary != nil:
+		var err error
+		if m, err = ParseSummaryJSON(summary); err != nil {
+			return nil, nil, err
+		}
+	case log != nil && !crashed:
+		m = ParseSummaryBlock(log)
+	}
+	var misses []Miss
+	for _, p := range patterns {
+		v, err := p.Extract(log)
+		if err != nil {
+			misses = append(misses, Miss{Pattern: p, Err: err})
+			continue
+		}
+		m.Set(p.Name, v)
+	}
+	return m, misses, nil
 }
 
 // ErrNoMatch is wrapped when a metric pattern matches nothing in the log.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -175,12 +176,12 @@ func TestMetricPattern(t *testing.T) {
 	}
 }
 
-func TestReadLogTail(t *testing.T) {
+func TestReadTail(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.log")
 	body := bytes.Repeat([]byte("step 00001 | loss: 3.2 | dt: 315ms\n"), maxLogTail/30)
 	ok(t, os.WriteFile(big, append(body, "---\nval_bpb: 0.97\n"...), 0o644))
-	b, err := ReadLogTail(big)
+	b, err := ReadTail(ledger.Input{Name: big})
 	ok(t, err)
 	if len(b) > maxLogTail || !bytes.HasPrefix(b, []byte("step")) {
 		t.Fatalf("tail of %d bytes does not start at a line", len(b))
@@ -188,7 +189,7 @@ func TestReadLogTail(t *testing.T) {
 	v, _ := ParseSummaryBlock(b).Get("val_bpb")
 	equals(t, 0.97, v)
 	for _, p := range []string{filepath.Join(dir, "missing.log"), dir} {
-		if _, err := ReadLogTail(p); !errors.Is(err, ledger.ErrBadInput) {
+		if _, err := ReadTail(ledger.Input{Name: p}); !errors.Is(err, ledger.ErrBadInput) {
 			t.Fatalf("%s: want ledger.ErrBadInput, got %v", p, err)
 		}
 	}
@@ -262,4 +263,56 @@ func FuzzCrashError(f *testing.F) {
 			t.Fatalf("summary %q is not from the log", e.Summary)
 		}
 	})
+}
+
+// TestMetricsPrecedence pins the one precedence `log` and `run` share: the
+// sidecar, else the summary block (not of a crash); then patterns, a match
+// overriding both; a pattern that gives nothing is a Miss and leaves the
+// metric as it was.
+func TestMetricsPrecedence(t *testing.T) {
+	log := []byte("step 10 acc=0.5\nfinal acc=0.75\n---\nval_bpb: 0.99\npeak_vram_mb: 100\n")
+	pattern := func(spec string) MetricPattern {
+		p, err := ParseMetricPattern(spec)
+		ok(t, err)
+		return p
+	}
+	tests := []struct {
+		name     string
+		log      []byte
+		summary  string
+		crashed  bool
+		patterns []MetricPattern
+		want     string // the metrics, sorted
+		misses   int
+	}{
+		{"block", log, "", false, nil, "peak_vram_mb=100 val_bpb=0.99", 0},
+		{"sidecar wins over the block", log, `{"val_bpb": 0.5}`, false, nil, "val_bpb=0.5", 0},
+		{"a crash's block is not read", log, "", true, nil, "", 0},
+		{"a crash's sidecar is", log, `{"val_bpb": 0.5}`, true, nil, "val_bpb=0.5", 0},
+		{"a pattern overrides the block", log, "", false, []MetricPattern{pattern(`val_bpb=acc=([0-9.]+)`)}, "peak_vram_mb=100 val_bpb=0.75", 0},
+		{"a pattern overrides the sidecar", log, `{"acc": 1}`, false, []MetricPattern{pattern(`acc=acc=([0-9.]+)`)}, "acc=0.75", 0},
+		{"a miss leaves the metric", log, "", false, []MetricPattern{pattern(`val_bpb=nothing ([0-9]+)`)}, "peak_vram_mb=100 val_bpb=0.99", 1},
+		{"a non-number is a miss", log, "", false, []MetricPattern{pattern(`x=final (\w+)=`)}, "peak_vram_mb=100 val_bpb=0.99", 1},
+		{"no log, no block", nil, "", false, nil, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var summary []byte
+			if tc.summary != "" {
+				summary = []byte(tc.summary)
+			}
+			m, misses, err := Metrics(tc.log, summary, tc.crashed, tc.patterns)
+			ok(t, err)
+			var got []string
+			for _, k := range m.Names() {
+				v, _ := m.Get(k)
+				got = append(got, fmt.Sprintf("%s=%v", k, v))
+			}
+			equals(t, tc.want, strings.Join(got, " "))
+			equals(t, tc.misses, len(misses))
+		})
+	}
+	if _, _, err := Metrics(log, []byte("[1]"), false, nil); !errors.Is(err, ledger.ErrBadInput) {
+		t.Fatalf("a summary that is not an object: want ErrBadInput, got %v", err)
+	}
 }
