@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -449,17 +451,43 @@ func loadImportKeys(env Env, store *ledger.Store, metric string) (results.KeyCou
 
 // saveImportKeys writes the cache for the whole ledger as it is now; the
 // caller holds the store lock, so keys describe exactly these bytes. A cache
-// that cannot be written is only a warning.
+// that cannot be written is only a warning. The keys are written one by
+// one (in map order: the cache is read back as a map), so a million keys
+// are never held twice (issue 24 item 15).
 func saveImportKeys(env Env, store *ledger.Store, metric string, keys results.KeyCounts) {
 	fp, err := store.CurrentFingerprint()
 	if err == nil {
-		var b []byte
-		b, err = json.Marshal(importKeysCache{Version: importKeysVersion, Metric: metric, Ledger: fp, Keys: keys})
-		if err == nil {
-			if err = os.MkdirAll(store.Path(ledger.CacheDir), 0o755); err == nil {
-				err = ledger.WriteFileAtomic(store.Path(ledger.CacheDir, ImportKeysFile), append(b, '\n'), 0o644)
+		err = os.MkdirAll(store.Path(ledger.CacheDir), 0o755)
+	}
+	if err == nil {
+		err = ledger.WriteFileAtomicFunc(store.Path(ledger.CacheDir, ImportKeysFile), 0o644, func(w io.Writer) error {
+			head, err := json.Marshal(importKeysCache{Version: importKeysVersion, Metric: metric, Ledger: fp, Keys: results.KeyCounts{}})
+			if err != nil {
+				return err
 			}
-		}
+			head = bytes.TrimSuffix(head, []byte("{}}")) // … "keys":{}} → … "keys":
+			b := append(head, '{')
+			sep := false
+			for k, n := range keys {
+				if sep {
+					b = append(b, ',')
+				}
+				sep = true
+				q, err := json.Marshal(k)
+				if err != nil {
+					return err
+				}
+				b = append(append(append(b, q...), ':'), strconv.Itoa(n)...)
+				if len(b) >= 64<<10 {
+					if _, err := w.Write(b); err != nil {
+						return err
+					}
+					b = b[:0]
+				}
+			}
+			_, err = w.Write(append(b, "}}\n"...))
+			return err
+		})
 	}
 	if err != nil {
 		env.notef("warning: import key cache not written: %v", err)

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,5 +132,32 @@ func TestImportFileChangedMeanwhile(t *testing.T) {
 	}
 	if err := f.unchanged(); err == nil || !strings.Contains(err.Error(), "changed while it was being imported") {
 		t.Errorf("unchanged after a write: %v", err)
+	}
+}
+
+// TestImportKeyCacheRoundTrip: the key cache, written key by key, reads
+// back as every row's key, and a second import uses it (no rebuild) and
+// adds nothing.
+func TestImportKeyCacheRoundTrip(t *testing.T) {
+	env, dir := importEnv(t, time.Now())
+	path := filepath.Join(dir, "r.tsv")
+	writeImportRows(t, path, 500)
+	res, err := Import(env, ImportInput{Files: []string{path}, Init: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(res.Store.Path(ledger.CacheDir, ImportKeysFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c importKeysCache
+	if err := json.Unmarshal(b, &c); err != nil || c.Version != importKeysVersion || c.Metric != "val_bpb" || len(c.Keys) != 500 {
+		t.Fatalf("cache: %d keys, version %d, metric %q: %v", len(c.Keys), c.Version, c.Metric, err)
+	}
+	var notes strings.Builder
+	env.Notice = &notes
+	again, err := Import(env, ImportInput{Files: []string{path}})
+	if err != nil || again.Imported != 0 || again.Files[0].Present != 500 || notes.Len() != 0 {
+		t.Fatalf("second import: %d new, %d present, notes %q: %v", again.Imported, again.Files[0].Present, notes.String(), err)
 	}
 }
