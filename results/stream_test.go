@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -100,4 +102,96 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// parseWhole is Parse as it was before it streamed (issue 24 item 15): the
+// whole file as one string, split in place. It is the oracle FuzzScan holds
+// the streaming splitter to.
+func parseWhole(data []byte) *Table {
+	s := strings.TrimPrefix(string(data), "\uFEFF")
+	t := &Table{}
+	no := 0
+	for len(s) > 0 {
+		no++
+		i := strings.IndexAny(s, "\r\n")
+		var line string
+		if i < 0 {
+			line, s = s, ""
+		} else {
+			line = s[:i]
+			if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+				s = s[i+2:]
+			} else {
+				s = s[i+1:]
+			}
+		}
+		if !utf8.ValidString(line) {
+			line = strings.ToValidUTF8(line, "\uFFFD")
+		}
+		trimmed := strings.TrimSpace(line)
+		if len(t.Lines) == 0 && trimmed != "" && trimmed[0] != '#' && !strings.Contains(line, "\t") && strings.Contains(line, `\t`) {
+			t.LiteralTabs = true
+		}
+		if t.LiteralTabs && !strings.Contains(line, "\t") {
+			line = strings.ReplaceAll(line, `\t`, "\t")
+		}
+		switch {
+		case trimmed == "":
+			t.Blank++
+		case trimmed[0] == '#':
+			t.Comments = append(t.Comments, Line{No: no, Fields: SplitFields(strings.TrimSpace(trimmed[1:]))})
+		default:
+			t.Lines = append(t.Lines, Line{No: no, Fields: SplitFields(line)})
+		}
+	}
+	return t
+}
+
+// FuzzScan: the streaming splitter gives the lines the whole-file one
+// gave, whatever the reads' sizes, and Scan over one-byte reads understands
+// a file as Read does.
+func FuzzScan(f *testing.F) {
+	for _, p := range corpusFiles(f) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	for _, s := range []string{"\uFEFF", "\r", "\r\r\n\n", "a\tb\r", "\uFEFF#c\r\nx", `a\tb` + "\r" + `c\td`, "\xff\xfe\t1\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want := parseWhole(data)
+		for _, src := range []Source{BytesSource(data), oneByteSource(data)} {
+			got := &Table{}
+			r, _ := src()
+			lt, err := scanLines(r, func(no, kind int, fields []string) error {
+				switch kind {
+				case kindBlank:
+					got.Blank++
+				case kindComment:
+					got.Comments = append(got.Comments, Line{No: no, Fields: fields})
+				default:
+					got.Lines = append(got.Lines, Line{No: no, Fields: fields})
+				}
+				return nil
+			})
+			got.LiteralTabs = lt
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("streamed %+v (%v), whole %+v", got, err, want)
+			}
+		}
+		res, err := Read(data, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Scan(oneByteSource(data), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Rows != len(res.Entries) || !reflect.DeepEqual(got.Notes, res.Notes) || !reflect.DeepEqual(got.Skipped, res.Skipped) {
+			t.Fatalf("Scan: %d rows, notes %q; Read: %d, %q", got.Rows, got.Notes, len(res.Entries), res.Notes)
+		}
+	})
 }
