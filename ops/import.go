@@ -248,10 +248,13 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 		})
 		stop()
 		step.Done()
-		if err != nil {
-			if at.f != nil && errors.Is(err, ledger.ErrBadInput) && !errors.Is(err, planErr) {
-				err = fmt.Errorf("%s:%d: %w (nothing imported)", at.f.Path, at.line, err)
-			}
+		switch {
+		case err == nil:
+		case planErr != nil: // reading a file again failed, or it changed
+			return nil, planErr
+		case at.f != nil && errors.Is(err, ledger.ErrBadInput): // the ledger refused a row's record
+			return nil, fmt.Errorf("%s:%d: %w (nothing imported)", at.f.Path, at.line, err)
+		default:
 			return nil, err
 		}
 		saveImportKeys(env, store, metric, seen)
