@@ -71,11 +71,11 @@ func (k KeyCounts) Add(r *ledger.Record, metric string) { k[RowKey(RowFromRecord
 // holds it.
 type Planned struct {
 	Entry      *Entry         // in Result.Entries
-	Record     *ledger.Record // the whole record; nil from PlanSlim (Build makes it)
+	Record     *ledger.Record // the whole record
 	Key        string         // row key
 	Occurrence int            // earlier rows of this file with the same key
 	Present    bool           // the ledger already has this row (same key, same occurrence)
-	// The record's fields an import summary shows, set by Plan and PlanSlim.
+	// The record's fields an import summary shows, set by Plan and PlanEach.
 	RunID       ledger.RunID
 	Timestamp   string
 	Status      string
@@ -92,35 +92,14 @@ var runIDUnsafe = regexp.MustCompile(`[^0-9a-zA-Z_.]`)
 // this import; Plan adds the new ones, so the n-th occurrence of a row is
 // new only when the ledger holds fewer than n rows with its key.
 func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
-	return res.plan(file, anchor, metric, seen, false)
+	return res.plan(file, anchor, metric, seen)
 }
 
-// PlanSlim is Plan without the records (Planned.Record is nil): Build
-// makes each whole record when it is written, so an import of a million
-// rows never holds a million records (issue 24 item 15).
-func (res *Result) PlanSlim(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
-	return res.plan(file, anchor, metric, seen, true)
-}
-
-// Build returns p's whole record, as Plan made it; file and metric are
-// Plan's.
-func (res *Result) Build(p Planned, file, metric string) *ledger.Record {
-	rec := res.record(*p.Entry, file, metric)
-	rec.Timestamp, rec.RunID = p.Timestamp, p.RunID
-	rec.Source["row_key"] = p.Key
-	rec.Source["occurrence"] = p.Occurrence
-	return rec
-}
-
-func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCounts, slim bool) []Planned {
+func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
 	pl := res.planner(file, anchor, metric, seen)
 	out := make([]Planned, 0, len(res.Entries))
 	for i := range res.Entries {
-		p := pl.plan(&res.Entries[i])
-		if slim {
-			p.Record = nil
-		}
-		out = append(out, p)
+		out = append(out, pl.plan(&res.Entries[i]))
 	}
 	return out
 }
