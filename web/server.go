@@ -85,6 +85,9 @@ func New(env ops.Env, opts Options) *Server {
 		opts.TailBytes = 16 << 10
 	}
 	s := &Server{env: env, opts: opts, mux: http.NewServeMux()}
+	// The run, compare and lineage pages find runs in the catalog kept in
+	// memory, and decode only the records they show (issue 30).
+	s.env.Catalog = s.catalog
 	s.live = newLive(s)
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
