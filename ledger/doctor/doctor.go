@@ -247,6 +247,7 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 func runArtifacts(s *ledger.Store, r *doctorRec) (out []Finding, fetched bool) {
 	dirs := dirLister{}
 	if dir, err := s.RunDir(r.id); err == nil {
+		dirs.list(dir)
 		if dirs.exists(filepath.Join(dir, ledger.NotFetchedMarker), os.Lstat) {
 			return nil, false
 		}
@@ -279,22 +280,26 @@ func runArtifacts(s *ledger.Store, r *doctorRec) (out []Finding, fetched bool) {
 	return out, true
 }
 
-// dirLister answers "does this path exist" from one listing per directory.
-// It answers as stat would: a name that is not listed does not exist, a
-// listed link is stat'ed (a dangling link is missing), and when a
-// directory cannot be listed each path in it is stat'ed.
-type dirLister map[string]map[string]fs.FileMode // dir → name → type; nil: not listable
+// dirLister answers "does this path exist" from the listing of the
+// directories it was told to list (a run's own directory: small). It
+// answers as stat would: a name that is not listed does not exist, a listed
+// link is stat'ed (a dangling link is missing), and a path in any other
+// directory, or in one that cannot be listed, is stat'ed. (Never listing a
+// path's parent on its own: the run_dir artifact's parent is runs/, with
+// one entry per run.)
+type dirLister map[string]map[string]fs.FileMode // dir (with separator) → name → type; nil: not listable
+
+// list lists dir for later exists calls.
+func (d dirLister) list(dir string) {
+	d[filepath.Clean(dir)+string(filepath.Separator)] = listDir(dir)
+}
 
 // exists reports whether p exists; stat is os.Stat or os.Lstat, used for
-// links and unlistable directories. Only "does not exist" counts as missing.
+// links and paths outside the listed directories. Only "does not exist"
+// counts as missing.
 func (d dirLister) exists(p string, stat func(string) (fs.FileInfo, error)) bool {
 	dir, name := filepath.Split(p)
-	names, ok := d[dir]
-	if !ok {
-		names = listDir(dir)
-		d[dir] = names
-	}
-	if names != nil {
+	if names := d[dir]; names != nil {
 		t, listed := names[name]
 		if !listed {
 			return false

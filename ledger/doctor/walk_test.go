@@ -42,7 +42,11 @@ func TestDirListerAnswersAsStat(t *testing.T) {
 		if byStat := !errors.Is(err, fs.ErrNotExist); byStat != tc.want {
 			t.Fatalf("%s: stat says %v, the table %v", tc.path, byStat, tc.want)
 		}
-		if got := (dirLister{}).exists(p, tc.stat); got != !errors.Is(err, fs.ErrNotExist) {
+		d := dirLister{}
+		d.list(filepath.Join(dir, "run"))
+		d.list(filepath.Join(dir, "gone"))
+		d.list(filepath.Join(dir, "afile"))
+		if got := d.exists(p, tc.stat); got != !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s: exists %v, stat says %v (%v)", tc.path, got, !errors.Is(err, fs.ErrNotExist), err)
 		}
 	}
