@@ -132,17 +132,33 @@ func SlimRecord(r *Record, metric string) Record {
 	}
 	if len(r.NoveltyGuard) > 0 && string(r.NoveltyGuard) != "null" {
 		var g slimGuard
-		if json.Unmarshal(r.NoveltyGuard, &g) == nil {
+		if decodeSlim(r.NoveltyGuard, &g, []string{"classification", "mode"}, []*string{&g.Classification, &g.Mode}) {
 			s.NoveltyGuard, _ = json.Marshal(g)
 		}
 	}
 	if len(r.DecisionPacket) > 0 && string(r.DecisionPacket) != "null" {
 		var p slimPacket
-		if json.Unmarshal(r.DecisionPacket, &p) == nil && p.NextAction != "" {
+		if decodeSlim(r.DecisionPacket, &p, []string{"next_action", "priority", "summary", "hypothesis_status"},
+			[]*string{&p.NextAction, &p.Priority, &p.Summary, &p.HypothesisStatus}) && p.NextAction != "" {
 			s.DecisionPacket, _ = json.Marshal(p)
 		}
 	}
 	return s
+}
+
+// decodeSlim decodes the JSON object raw (valid JSON: a record's field)
+// into v, a struct of string fields named names whose addresses are dst,
+// reading only those fields (pickStrings); it reports what json.Unmarshal
+// into v would.
+func decodeSlim(raw []byte, v any, names []string, dst []*string) bool {
+	ok, scanned := pickStrings(raw, names, dst)
+	if !scanned {
+		for _, d := range dst {
+			*d = ""
+		}
+		return json.Unmarshal(raw, v) == nil
+	}
+	return ok
 }
 
 // CachePath is the path of a cache file.
