@@ -248,6 +248,7 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 		}
 		c = &Catalog{Metric: metric}
 	}
+	oldRuns, oldCorrections := len(c.Records), len(c.Corrections)
 	end, warnings, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
 		if r.Correction != nil { // not a run; a retraction takes its run out below
 			c.Corrections = append(c.Corrections, slimCorrection(r))
@@ -260,8 +261,11 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 	if err != nil {
 		return nil, warnings, err
 	}
-	if len(c.Corrections) > 0 && end != c.Covers.Size {
-		c.applyRetractions()
+	switch {
+	case len(c.Corrections) > oldCorrections: // new corrections: any run may be retracted
+		c.applyRetractions(0)
+	case len(c.Corrections) > 0 && len(c.Records) > oldRuns: // new runs: one may arrive after its retraction
+		c.applyRetractions(oldRuns)
 	}
 	// The one order of runs (order.go), whatever order a pull appended them in.
 	sortRecordsWith(c.Records, c.Offsets)
@@ -278,16 +282,17 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 }
 
 // applyRetractions moves the retracted runs among Records to Retracted (a
-// run may arrive after its retraction, through a pull). Retractions are
-// final, so Retracted is never searched.
-func (c *Catalog) applyRetractions() {
+// run may arrive after its retraction, through a pull), looking at
+// Records[from:] only. Retractions are final, so Retracted is never
+// searched.
+func (c *Catalog) applyRetractions(from int) {
 	corr := CollectCorrections(c.Corrections)
 	if len(corr.Retracted) == 0 {
 		return
 	}
-	n := 0
+	n := from
 	moved := false
-	for i := range c.Records {
+	for i := from; i < len(c.Records); i++ {
 		if _, gone := corr.Retracted[c.Records[i].RunID]; gone {
 			c.Retracted = append(c.Retracted, c.Records[i])
 			c.RetractedOffsets = append(c.RetractedOffsets, c.Offsets[i])
