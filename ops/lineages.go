@@ -42,7 +42,7 @@ func Lineages(env Env) (*LineagesResult, error) {
 	if loc.Repo == nil {
 		return nil, loc.RepoErr
 	}
-	ls, err := loc.Repo.Lineages(s, recs)
+	ls, err := env.lineages(s, loc.Repo, recs)
 	if err != nil {
 		return nil, err
 	}

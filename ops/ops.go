@@ -43,6 +43,18 @@ type Env struct {
 	// Catalog, when set, gives the store's catalog caught up with the
 	// ledger (the dashboard keeps one in memory); nil opens the cached file.
 	Catalog func(*ledger.Store) (*ledger.Catalog, error)
+	// Lineages, when set, gives the lineages of recs (the catalog's runs)
+	// in repo (the dashboard keeps the last set while the ledger and HEAD
+	// stay the same); nil computes them.
+	Lineages func(s *ledger.Store, repo *ledger.Repo, recs []ledger.Record) (*ledger.LineageSet, error)
+}
+
+// lineages is env.Lineages, or repo.Lineages.
+func (env Env) lineages(s *ledger.Store, repo *ledger.Repo, recs []ledger.Record) (*ledger.LineageSet, error) {
+	if env.Lineages != nil {
+		return env.Lineages(s, repo, recs)
+	}
+	return repo.Lineages(s, recs)
 }
 
 // ctx is env.Ctx, or a context that never ends.

@@ -220,7 +220,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	if loc.Repo == nil {
 		diffErr = loc.RepoErr
 	} else {
-		if ls, err := loc.Repo.Lineages(s, recs); err != nil {
+		if ls, err := env.lineages(s, loc.Repo, recs); err != nil {
 			env.notef("warning: lineage unavailable: %v", err)
 		} else if l, ok := ls.ByRun[rec.RunID]; ok {
 			out.Lineage = &l

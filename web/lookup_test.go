@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/memorylab/memorylab/ledger"
@@ -41,5 +42,44 @@ func TestPagesDecodeBoundedRecords(t *testing.T) {
 		if n := ledger.RecordsDecoded() - before; n > 4 {
 			t.Errorf("%s decoded %d records of a 3,006-run ledger, want at most 4", p, n)
 		}
+	}
+}
+
+// TestRunPageLineageFollowsHEAD: the server keeps the lineages it computed
+// while the ledger and HEAD stay the same (issue 30), and recomputes them
+// when HEAD moves: a reset makes a run unreachable from HEAD on its page.
+func TestRunPageLineageFollowsHEAD(t *testing.T) {
+	f := newFixture(t)
+	base, err := f.repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := f.night()
+	_, ts := f.server(Options{})
+	reach := func() string {
+		t.Helper()
+		res, body := get(t, ts.URL+"/api/runs/"+string(recs[1].RunID), nil)
+		if res.StatusCode != 200 {
+			t.Fatalf("run page: %d %s", res.StatusCode, body)
+		}
+		var page struct {
+			Reach string `json:"reachable_from_head"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		return page.Reach
+	}
+	if got := reach(); got != string(ledger.ReachYes) {
+		t.Fatalf("before the reset: reachable_from_head %q", got)
+	}
+	if got := reach(); got != string(ledger.ReachYes) { // from the kept set
+		t.Fatalf("again: reachable_from_head %q", got)
+	}
+	if err := f.repo.ResetHard(base); err != nil {
+		t.Fatal(err)
+	}
+	if got := reach(); got != string(ledger.ReachNo) {
+		t.Fatalf("after a reset to the baseline: reachable_from_head %q, want no", got)
 	}
 }
