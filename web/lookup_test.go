@@ -45,9 +45,10 @@ func TestPagesDecodeBoundedRecords(t *testing.T) {
 	}
 }
 
-// TestRunPageLineageFollowsHEAD: the server keeps the lineages it computed
-// while the ledger and HEAD stay the same (issue 30), and recomputes them
-// when HEAD moves: a reset makes a run unreachable from HEAD on its page.
+// TestRunPageLineageFollowsHEAD: the server keeps the lineages it computed,
+// and the lineage page, while the ledger and HEAD stay the same (issue 30),
+// and recomputes them when HEAD moves: a reset makes a run and its chain
+// unreachable from HEAD on their pages.
 func TestRunPageLineageFollowsHEAD(t *testing.T) {
 	f := newFixture(t)
 	base, err := f.repo.Head()
@@ -70,16 +71,37 @@ func TestRunPageLineageFollowsHEAD(t *testing.T) {
 		}
 		return page.Reach
 	}
-	if got := reach(); got != string(ledger.ReachYes) {
-		t.Fatalf("before the reset: reachable_from_head %q", got)
+	chains := func() string {
+		t.Helper()
+		res, body := get(t, ts.URL+"/api/lineages", nil)
+		if res.StatusCode != 200 {
+			t.Fatalf("lineages: %d %s", res.StatusCode, body)
+		}
+		var page struct {
+			Chains []struct {
+				Reach string `json:"reachable_from_head"`
+			} `json:"chains"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil || len(page.Chains) == 0 {
+			t.Fatalf("lineages: %v %s", err, body)
+		}
+		return page.Chains[0].Reach
 	}
-	if got := reach(); got != string(ledger.ReachYes) { // from the kept set
-		t.Fatalf("again: reachable_from_head %q", got)
+	for range 2 { // the second time from the kept set and page
+		if got := reach(); got != string(ledger.ReachYes) {
+			t.Fatalf("before the reset: reachable_from_head %q", got)
+		}
+		if got := chains(); got != string(ledger.ReachYes) {
+			t.Fatalf("before the reset: the chain's reachable_from_head %q", got)
+		}
 	}
 	if err := f.repo.ResetHard(base); err != nil {
 		t.Fatal(err)
 	}
 	if got := reach(); got != string(ledger.ReachNo) {
 		t.Fatalf("after a reset to the baseline: reachable_from_head %q, want no", got)
+	}
+	if got := chains(); got != string(ledger.ReachNo) {
+		t.Fatalf("after a reset to the baseline: the chain's reachable_from_head %q, want no", got)
 	}
 }
