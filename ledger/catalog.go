@@ -464,6 +464,23 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 	return c, nil
 }
 
+// chunk hands out pieces of one big slice, each with its capacity ending
+// with it (an append copies).
+type chunk[T any] struct{ buf []T }
+
+// take returns n zero values (an empty, non-nil slice for 0).
+func (c *chunk[T]) take(n int) []T {
+	if n == 0 {
+		return make([]T, 0)
+	}
+	if len(c.buf) < n {
+		c.buf = make([]T, max(n, 4096))
+	}
+	out := c.buf[:n:n]
+	c.buf = c.buf[n:]
+	return out
+}
+
 // decodeSlimRecords decodes what appendSlimRecords wrote.
 func decodeSlimRecords(d *Decoder, size int) ([]Record, []int64, error) {
 	n := d.Uvarint()
@@ -472,6 +489,10 @@ func decodeSlimRecords(d *Decoder, size int) ([]Record, []int64, error) {
 	}
 	recs := make([]Record, n)
 	offsets := make([]int64, n)
+	// Parents, tags and metric values come from a few big slices instead
+	// of one small allocation each per record.
+	var strs chunk[string]
+	var floats chunk[float64]
 	for i := range recs {
 		r := &recs[i]
 		offsets[i] = d.Varint()
@@ -479,19 +500,22 @@ func decodeSlimRecords(d *Decoder, size int) ([]Record, []int64, error) {
 		flags := d.Uvarint()
 		r.RunID = RunID(d.Str())
 		r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
-		parent := d.Str()
-		if flags&flagParent != 0 {
-			r.ParentCommit = &parent
+		if parent := d.Str(); flags&flagParent != 0 {
+			p := strs.take(1)
+			p[0] = parent
+			r.ParentCommit = &p[0]
 		}
 		if flags&flagDirty != 0 {
 			dirty := true
 			r.Dirty = &dirty
 		}
 		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
-		if g := d.Str(); g != "" {
+		// Slices of the payload, not copies (two allocations per record
+		// fewer); their capacity ends with them, so an append copies.
+		if g := d.Bytes(int(d.Uvarint())); len(g) > 0 {
 			r.NoveltyGuard = RawJSON(g)
 		}
-		if p := d.Str(); p != "" {
+		if p := d.Bytes(int(d.Uvarint())); len(p) > 0 {
 			r.DecisionPacket = RawJSON(p)
 		}
 		if flags&flagError != 0 {
@@ -508,13 +532,13 @@ func decodeSlimRecords(d *Decoder, size int) ([]Record, []int64, error) {
 		if flags&flagItems != 0 {
 			r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
 		}
-		r.Tags = make([]string, d.Count())
+		r.Tags = strs.take(d.Count())
 		for j := range r.Tags {
 			r.Tags[j] = d.Str()
 		}
 		if nm := d.Count(); nm > 0 {
 			r.Metrics = make(Metrics, nm)
-			vals := make([]float64, nm)
+			vals := floats.take(nm)
 			for j := range nm {
 				k := d.Str()
 				if d.Byte() == 0 {
