@@ -184,24 +184,27 @@ type ShowResult struct {
 }
 
 // Show finds a run and its code change against its commit's first parent,
-// through the run's pin, so it works for commits reset away long ago.
+// through the run's pin, so it works for commits reset away long ago. The
+// run is found among the catalog's slim records and only its own record is
+// decoded (issue 30: decoding the whole ledger took 5.6 s at 100k runs).
 func Show(env Env, in ShowInput) (*ShowResult, error) {
-	s, loc, err := env.Open()
-	if err != nil {
-		return nil, err
-	}
-	all, err := env.readOrdered(s)
+	s, loc, cat, err := env.openCatalog()
 	if err != nil {
 		return nil, err
 	}
 	// A retracted run is still shown, with the reason.
-	i, err := resolveAmong(all, s.Config, in.Run)
+	runs, offs := cat.Runs()
+	i, err := resolveAmong(cat.Records, runs, s.Config, in.Run)
 	if err != nil {
 		return nil, err
 	}
-	rec := &all[i]
-	corr := ledger.CollectCorrections(all)
-	recs := ledger.Counted(all)
+	full, err := s.ReadRunsAt([]ledger.RunID{runs[i].RunID}, []int64{offs[i]})
+	if err != nil {
+		return nil, err
+	}
+	rec := full[0]
+	corr := ledger.CollectCorrections(cat.Corrections)
+	recs := cat.Records // the runs that count: their slim records carry what replicates and lineages read
 	out := &ShowResult{MessageType: "run", Record: rec, Packet: rec.DecisionPacket, Metric: s.Config.Metric,
 		Annotations: corr.Notes[rec.RunID]}
 	if c, ok := corr.Retracted[rec.RunID]; ok {
@@ -218,7 +221,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	if loc.Repo == nil {
 		diffErr = loc.RepoErr
 	} else {
-		if ls, err := loc.Repo.Lineages(s, recs); err != nil {
+		if ls, err := env.lineages(s, loc.Repo, recs); err != nil {
 			env.notef("warning: lineage unavailable: %v", err)
 		} else if l, ok := ls.ByRun[rec.RunID]; ok {
 			out.Lineage = &l
@@ -260,11 +263,15 @@ type CompareInput struct {
 
 // Compare puts two runs side by side: metrics with direction-aware deltas
 // (B − A), status, novelty, configuration and the code diff A → B.
+//
+// Both runs are found among the catalog's slim records (the runs that
+// count) and only their records are decoded.
 func Compare(env Env, in CompareInput) (*report.Comparison, error) {
-	s, loc, recs, err := env.openRecords()
+	s, loc, cat, err := env.openCatalog()
 	if err != nil {
 		return nil, err
 	}
+	recs := cat.Records
 	ia, err := ResolveRun(recs, s.Config, in.A)
 	if err != nil {
 		return nil, err
@@ -276,7 +283,11 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 	if ia == ib {
 		env.notef("note: %s and %s are the same run (%s): nothing differs", in.A, in.B, recs[ia].RunID)
 	}
-	a, b := &recs[ia], &recs[ib]
+	full, err := s.ReadRunsAt([]ledger.RunID{recs[ia].RunID, recs[ib].RunID}, []int64{cat.Offsets[ia], cat.Offsets[ib]})
+	if err != nil {
+		return nil, err
+	}
+	a, b := full[0], full[1]
 	var diff []byte
 	note := ""
 	switch {
@@ -300,7 +311,7 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 			}
 		}
 	}
-	cmp := report.Compare(a, b, s.Config, arcmemoSiblings(recs), diff, note)
+	cmp := report.Compare(a, b, s.Config, arcmemoSiblings(s, cat), diff, note)
 	rp := registry.CollectReplicates(recs, registry.GoalOf(s.Config))
 	if g, ok := rp.Spread(a); ok {
 		cmp.A.Replicates = &g
@@ -370,17 +381,29 @@ func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error
 
 // arcmemoSiblings returns, for an ArcMemo solve pass, the solve passes of the
 // same ArcMemo run (source run_id) in ledger order; nil for other records.
-func arcmemoSiblings(recs []ledger.Record) func(*ledger.Record) []ledger.Record {
+// The passes are found by the source fields the catalog's slim records keep,
+// and only theirs are decoded. A pass that cannot be read is left out (the
+// comparison's own runs were read already).
+func arcmemoSiblings(s *ledger.Store, cat *ledger.Catalog) func(*ledger.Record) []ledger.Record {
 	return func(r *ledger.Record) []ledger.Record {
 		id, _ := r.Source["run_id"].(string)
 		if id == "" || r.Source["kind"] == nil {
 			return nil
 		}
-		var out []ledger.Record
-		for i := range recs {
-			if recs[i].Source["run_id"] == id && recs[i].Source["kind"] == r.Source["kind"] {
-				out = append(out, recs[i])
+		var ids []ledger.RunID
+		var offs []int64
+		for i := range cat.Records {
+			if c := &cat.Records[i]; c.Source["run_id"] == id && c.Source["kind"] == r.Source["kind"] {
+				ids, offs = append(ids, c.RunID), append(offs, cat.Offsets[i])
 			}
+		}
+		full, err := s.ReadRunsAt(ids, offs)
+		if err != nil {
+			return nil
+		}
+		out := make([]ledger.Record, len(full))
+		for i, f := range full {
+			out[i] = *f
 		}
 		return out
 	}
