@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -125,17 +124,10 @@ func filterRuns(recs []ledger.Record, in ListInput, cfg ledger.Config, now time.
 		out = append(out, r)
 	}
 	if in.Best > 0 {
-		ranked := out[:0:0]
-		for _, r := range out {
-			if _, ok := r.Metric(cfg.Metric); ok && r.Status != ledger.StatusCrash {
-				ranked = append(ranked, r)
-			}
-		}
-		sort.SliceStable(ranked, func(i, j int) bool {
-			a, _ := ranked[i].Metric(cfg.Metric)
-			b, _ := ranked[j].Metric(cfg.Metric)
-			return cfg.Better(a, b)
-		})
+		// The champion's rule (registry.Ranked): by the replicate group's
+		// mean, one run per group (issue 27).
+		g := registry.GoalOf(cfg)
+		ranked := registry.Ranked(out, g, registry.CollectReplicates(recs, g))
 		if len(ranked) > in.Best {
 			ranked = ranked[:in.Best]
 		}
@@ -342,24 +334,10 @@ func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error
 		}
 		return -1, ledger.BadInputf("the ledger has fewer runs than `%s` needs", arg)
 	case "champion":
-		best := -1
-		for pass := 0; pass < 2 && best < 0; pass++ { // kept runs first, else any non-crash run
-			for i := range recs {
-				r := &recs[i]
-				v, ok := r.Metric(cfg.Metric)
-				if !ok || r.Status == ledger.StatusCrash || (pass == 0 && r.Status != ledger.StatusKeep) || arcmemo.Secondary(r) {
-					continue
-				}
-				if best < 0 {
-					best = i
-					continue
-				}
-				if bv, _ := recs[best].Metric(cfg.Metric); cfg.Better(v, bv) {
-					best = i
-				}
-			}
-		}
-		if best < 0 {
+		// The registry's one rule: kept runs first, each by its replicate
+		// group's mean (issue 27).
+		best, ok := registry.ChampionIndex(recs, registry.GoalOf(cfg))
+		if !ok {
 			return -1, fmt.Errorf("%w: %w: no run has a %s value yet, so there is no champion", ledger.ErrBadInput, ledger.ErrNotFound, cfg.Metric)
 		}
 		return best, nil

@@ -50,7 +50,8 @@ func appendRun(b []byte, r *Run) []byte {
 		b = ledger.AppendFloat(b, *r.MemoryGB)
 	}
 	b = ledger.AppendString(b, r.Group.Replicate)
-	return ledger.AppendString(b, r.Group.Hardware)
+	b = ledger.AppendString(b, r.Group.Hardware)
+	return ledger.AppendString(b, r.Set)
 }
 
 func readRun(d *ledger.Decoder) Run {
@@ -63,7 +64,25 @@ func readRun(d *ledger.Decoder) Run {
 		r.MemoryGB = &v
 	}
 	r.Group = GroupKey{Replicate: d.Str(), Hardware: d.Str()}
+	r.Set = d.Str()
 	return r
+}
+
+func appendTop(b []byte, t *GroupTop) []byte {
+	b = appendRun(b, &t.All)
+	b = ledger.AppendBool(b, t.HasKept)
+	if t.HasKept {
+		b = appendRun(b, &t.Kept)
+	}
+	return b
+}
+
+func readTop(d *ledger.Decoder) *GroupTop {
+	t := &GroupTop{All: readRun(d)}
+	if t.HasKept = d.Bool(); t.HasKept {
+		t.Kept = readRun(d)
+	}
+	return t
 }
 
 func appendRuns(b []byte, runs []Run) []byte {
@@ -160,6 +179,16 @@ func (s *State) Marshal() ([]byte, error) {
 			b = ledger.AppendString(b, kr.RunID)
 			b = ledger.AppendFloat(b, kr.Value)
 		}
+		t := s.GroupTops[k]
+		b = ledger.AppendBool(b, t != nil)
+		if t != nil {
+			b = appendTop(b, t)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.SetTops)))
+	for _, k := range sortedKeys(s.SetTops) {
+		b = ledger.AppendString(b, k)
+		b = appendTop(b, s.SetTops[k])
 	}
 	return b, nil
 }
@@ -173,7 +202,8 @@ var ErrStateMismatch = errors.New("registry state does not match")
 func Unmarshal(b []byte, opts Options) (*State, error) {
 	d := ledger.NewDecoder(b)
 	s := &State{Version: d.Int(), Metric: d.Str(), Max: d.Bool(), N: d.Int(),
-		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}}
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{},
+		GroupTops: map[GroupKey]*GroupTop{}, SetTops: map[string]*GroupTop{}}
 	if d.Err() == nil && (s.Version != StateVersion || s.Metric != opts.Goal.Metric || s.Max != opts.Goal.Max) {
 		return nil, fmt.Errorf("%w: version %d, goal %s/%v", ErrStateMismatch, s.Version, s.Metric, s.Max)
 	}
@@ -213,6 +243,13 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 		if d.Bool() {
 			s.Reps.Kept[k] = KeptRun{RunID: d.Str(), Value: d.Float(), acc: a}
 		}
+		if d.Bool() {
+			s.GroupTops[k] = readTop(d)
+		}
+	}
+	for range d.Count() {
+		k := d.Str()
+		s.SetTops[k] = readTop(d)
 	}
 	if err := d.Done(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStateMismatch, err)

@@ -325,9 +325,9 @@ const RepeatAdvice = "memorylab run --repeat 3 -- <training command>"
 // and the champions per hardware, and returns the tie margin.
 func (m *Morning) addNoise(recs []ledger.Record, st *registry.State, minDelta float64) registry.Margin {
 	champHW := ""
-	board := append([]registry.Run(nil), st.TopKept...)
-	if len(board) == 0 {
-		board = st.TopAll
+	var board []registry.Run
+	if c, ok := st.Champion(); ok {
+		board = append([]registry.Run{c}, st.Challengers()...)
 	}
 	for k := range m.ChampionBoard {
 		row := &m.ChampionBoard[k]

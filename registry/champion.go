@@ -1,0 +1,234 @@
+package registry
+
+import (
+	"sort"
+
+	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// The champion rule (issue 27), the one place it lives: a run is valued by
+// its replicate group's mean (the run's own value when it has no group, or
+// a group of one), the pool is the kept runs (every usable run when none
+// was kept), a group stands once (by its best run), and ties go to the
+// earlier run (timestamp, then run id). `run`'s keep decision (BestKept),
+// list --best, show champion, the report, the dashboard and the packets all
+// rank this way. ArcMemo runs also have a champion per puzzle set (issue
+// 28): scores are fractions of one puzzle set, comparable only within it.
+
+// GroupTop is the best runs of one replicate group (or, for ungrouped
+// ArcMemo runs, of one puzzle set): its best kept run and its best usable
+// run of any status, each by its own value.
+type GroupTop struct {
+	Kept    Run
+	HasKept bool
+	All     Run
+}
+
+func (s *State) addTop(t *GroupTop, run Run) {
+	if run.Status == ledger.StatusKeep && (!t.HasKept || s.better(&run, &t.Kept)) {
+		t.Kept, t.HasKept = run, true
+	}
+	if t.All.RunID == "" || s.better(&run, &t.All) {
+		t.All = run
+	}
+}
+
+// rankable reports whether r can stand for the champion: a usable metric
+// and, for an ArcMemo import, a run's result (its final pass), never a
+// memory snapshot or an intermediate pass.
+func rankable(r *ledger.Record, g Goal) (float64, bool) {
+	v, ok := g.Value(r)
+	if !ok || arcmemo.Secondary(r) {
+		return 0, false
+	}
+	return v, true
+}
+
+// PuzzleSetOf is the puzzle set of an ArcMemo solve pass ("" for any other
+// record): the content id of its puzzles, or, for imports made before it
+// existed, the split.
+func PuzzleSetOf(r *ledger.Record) string {
+	if r.SourceKind() != ledger.SourceArcMemoPass {
+		return ""
+	}
+	if s, _ := r.Source["puzzle_set"].(string); s != "" {
+		return s
+	}
+	s, _ := r.Source["split"].(string)
+	return s
+}
+
+// track folds run into the champion pools: its group's top, else its
+// puzzle set's top, else the ungrouped top lists.
+func (s *State) track(run Run) {
+	switch {
+	case run.Group.Replicate != "":
+		t := s.GroupTops[run.Group]
+		if t == nil {
+			t = &GroupTop{}
+			s.GroupTops[run.Group] = t
+		}
+		s.addTop(t, run)
+	case run.Set != "":
+		t := s.SetTops[run.Set]
+		if t == nil {
+			t = &GroupTop{}
+			s.SetTops[run.Set] = t
+		}
+		s.addTop(t, run)
+	default:
+		s.TopAll = s.insertTop(s.TopAll, run)
+		if run.Status == ledger.StatusKeep {
+			s.TopKept = s.insertTop(s.TopKept, run)
+		}
+	}
+}
+
+// hasKept reports whether any rankable run was kept.
+func (s *State) hasKept() bool {
+	if len(s.TopKept) > 0 {
+		return true
+	}
+	for _, t := range s.SetTops {
+		if t.HasKept {
+			return true
+		}
+	}
+	for _, t := range s.GroupTops {
+		if t.HasKept {
+			return true
+		}
+	}
+	return false
+}
+
+// groupValue is run's ranking value: its group's mean.
+func (s *State) groupValue(run Run) Run {
+	if a := s.Reps.Groups[run.Group]; a != nil && a.N >= 2 {
+		run.Value = a.Mean
+	}
+	return run
+}
+
+// candidates calls f with every candidate of the pool (kept or all), each
+// valued by its group's mean; set, when not "", keeps only that puzzle
+// set's runs.
+func (s *State) candidates(kept bool, set string, f func(Run)) {
+	pick := func(t *GroupTop) (Run, bool) {
+		if kept {
+			return t.Kept, t.HasKept
+		}
+		return t.All, t.All.RunID != ""
+	}
+	if set == "" {
+		top := s.TopAll
+		if kept {
+			top = s.TopKept
+		}
+		for _, r := range top {
+			f(r)
+		}
+	}
+	for k, t := range s.SetTops {
+		if r, ok := pick(t); ok && (set == "" || k == set) {
+			f(r)
+		}
+	}
+	for _, t := range s.GroupTops {
+		if r, ok := pick(t); ok && (set == "" || r.Set == set) {
+			f(s.groupValue(r))
+		}
+	}
+}
+
+// ranked is the best NumChallengers+1 candidates, best first.
+func (s *State) ranked(set string) []Run {
+	kept := s.hasKept()
+	if set != "" {
+		kept = false
+		s.candidates(true, set, func(Run) { kept = true })
+	}
+	var top []Run
+	s.candidates(kept, set, func(r Run) { top = s.insertTop(top, r) })
+	return top
+}
+
+// SetChampions is the champion of each ArcMemo puzzle set (kept runs first,
+// by official fraction, the group's mean when replicated), sorted by
+// puzzle set; nil without ArcMemo runs.
+func (s *State) SetChampions() []Run {
+	sets := map[string]bool{}
+	for k := range s.SetTops {
+		sets[k] = true
+	}
+	for _, t := range s.GroupTops {
+		if t.All.Set != "" {
+			sets[t.All.Set] = true
+		}
+	}
+	names := make([]string, 0, len(sets))
+	for k := range sets {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var out []Run
+	for _, n := range names {
+		if top := s.ranked(n); len(top) > 0 {
+			out = append(out, top[0])
+		}
+	}
+	return out
+}
+
+// ChampionIndex is the index in recs of the champion State.Champion picks
+// over recs (show champion, compare champion); ok is false without one.
+func ChampionIndex(recs []ledger.Record, g Goal) (int, bool) {
+	s := New(Options{Goal: g, ChampionOnly: true})
+	for i := range recs {
+		s.Add(&recs[i])
+	}
+	c, ok := s.Champion()
+	if !ok {
+		return -1, false
+	}
+	return c.Seq, true
+}
+
+// Ranked orders recs' rankable runs for list --best: by value, the
+// replicate group's mean when the run's group has two runs or more, so a
+// group's runs stand together; within a group (or a tie) by the run's own
+// value, then the earlier run. Every status but crash takes part.
+func Ranked(recs []*ledger.Record, g Goal, rp *Replicates) []*ledger.Record {
+	type cand struct {
+		r      *ledger.Record
+		v, own float64
+	}
+	cs := make([]cand, 0, len(recs))
+	for _, r := range recs {
+		own, ok := rankable(r, g)
+		if !ok {
+			continue
+		}
+		c := cand{r: r, v: own, own: own}
+		if sp, ok := rp.Spread(r); ok {
+			c.v = sp.Mean
+		}
+		cs = append(cs, c)
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if a.v != b.v {
+			return g.Better(a.v, b.v)
+		}
+		if a.own != b.own {
+			return g.Better(a.own, b.own)
+		}
+		return ledger.TimestampBefore(a.r.Timestamp, a.r.RunID, b.r.Timestamp, b.r.RunID)
+	})
+	out := make([]*ledger.Record, len(cs))
+	for i := range cs {
+		out[i] = cs[i].r
+	}
+	return out
+}
