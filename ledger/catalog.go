@@ -27,7 +27,9 @@ import (
 //	2: flagDirty carries dirty: true (list marks runs that ran uncommitted code).
 //	3: seed, replicate, hardware and items (issue 27).
 //	4: slim records keep total_seconds and training_seconds (run durations in lists).
-const CatalogVersion = 3
+//	5: ArcMemo solve passes keep the Source keys that name a run and its
+//	   puzzle set (slimSourceKeys; issue 28's champions per puzzle set).
+const CatalogVersion = 5
 
 // CatalogFile is the catalog's name under the store's cache directory.
 const CatalogFile = "catalog.bin"
@@ -56,6 +58,12 @@ type slimPacket struct {
 	HypothesisStatus string `json:"hypothesis_status"`
 }
 
+// slimSourceKeys are the Source keys an ArcMemo solve pass keeps in the
+// catalog: what identifies its run, its final pass and its puzzle set
+// (arcmemo.Secondary, registry.PuzzleSetOf). Strings or numbers/bools
+// encoded as JSON text.
+var slimSourceKeys = []string{"kind", "producer", "final_pass", "passes", "pass_index", "puzzle_set", "split"}
+
 // SlimRecord keeps the catalog's fields of r: the primary metric,
 // peak_vram_mb and memory_gb of Metrics, the error summary, the novelty
 // classification and mode, and the packet's action, priority, summary and
@@ -75,6 +83,14 @@ func SlimRecord(r *Record, metric string) Record {
 	}
 	if r.Error != nil {
 		s.Error = &ErrorInfo{Summary: r.Error.Summary, Source: r.Error.Source}
+	}
+	if r.SourceKind() == SourceArcMemoPass {
+		s.Source = map[string]any{}
+		for _, k := range slimSourceKeys {
+			if v, ok := r.Source[k]; ok {
+				s.Source[k] = v
+			}
+		}
 	}
 	if len(r.NoveltyGuard) > 0 && string(r.NoveltyGuard) != "null" {
 		var g slimGuard
@@ -253,6 +269,7 @@ const (
 	flagSeed
 	flagHardware
 	flagItems
+	flagSource
 )
 
 func encodeCatalog(c *Catalog) []byte {
@@ -282,6 +299,9 @@ func encodeCatalog(c *Catalog) []byte {
 		if r.Items != nil {
 			flags |= flagItems
 		}
+		if r.Source != nil {
+			flags |= flagSource
+		}
 		b = binary.AppendUvarint(b, flags)
 		for _, s := range []string{string(r.RunID), r.Timestamp, r.Branch, r.Commit, r.CommitFull, r.Parent(),
 			r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot, string(r.NoveltyGuard), string(r.DecisionPacket)} {
@@ -303,6 +323,15 @@ func encodeCatalog(c *Catalog) []byte {
 			b = binary.AppendUvarint(b, uint64(r.Items.Count))
 			b = AppendFloat(b, r.Items.Mean)
 			b = AppendBool(b, r.Items.Binary)
+		}
+		if r.Source != nil {
+			b = binary.AppendUvarint(b, uint64(len(r.Source)))
+			for _, k := range slimSourceKeys {
+				if v, ok := r.Source[k]; ok {
+					j, _ := json.Marshal(v)
+					b = AppendString(AppendString(b, k), string(j))
+				}
+			}
 		}
 		b = binary.AppendUvarint(b, uint64(len(r.Tags)))
 		for _, t := range r.Tags {
@@ -372,6 +401,17 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 		}
 		if flags&flagItems != 0 {
 			r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
+		}
+		if flags&flagSource != 0 {
+			r.Source = map[string]any{}
+			for range d.Count() {
+				k, j := d.Str(), d.Str()
+				var v any
+				if json.Unmarshal([]byte(j), &v) != nil {
+					return nil, fmt.Errorf("%w: bad source value", ErrCacheInvalid)
+				}
+				r.Source[k] = v
+			}
 		}
 		r.Tags = make([]string, d.Count())
 		for j := range r.Tags {

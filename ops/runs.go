@@ -43,6 +43,8 @@ type ListItem struct {
 	Hardware   string            `json:"hardware,omitempty"`
 	Items      *ledger.ItemsInfo `json:"items,omitempty"`
 	Replicates *evidence.Spread  `json:"replicates,omitempty"`
+	// PuzzleSet is an ArcMemo run's puzzle set (issue 28).
+	PuzzleSet string `json:"puzzle_set,omitempty"`
 	// DurationS is how long the run took, in seconds (its total_seconds, else
 	// training_seconds, as the training reported them); absent when unknown.
 	DurationS *float64 `json:"duration_s,omitempty"`
@@ -93,7 +95,9 @@ func List(env Env, in ListInput) (*ListResult, error) {
 	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: len(cat.Records), Metric: s.Config.Metric}
 	rp := registry.CollectReplicates(cat.Records, registry.GoalOf(s.Config))
 	for _, r := range sel {
-		out.Items = append(out.Items, listItemOf(r, s.Config.Metric, rp))
+		it := listItemOf(r, s.Config.Metric, rp)
+		it.PuzzleSet = registry.PuzzleSetOf(r)
+		out.Items = append(out.Items, it)
 	}
 	return out, nil
 }
@@ -125,13 +129,9 @@ func filterRuns(recs []ledger.Record, in ListInput, cfg ledger.Config, now time.
 	}
 	if in.Best > 0 {
 		// The champion's rule (registry.Ranked): by the replicate group's
-		// mean, one run per group (issue 27).
+		// mean (issue 27); ArcMemo runs within their puzzle set (issue 28).
 		g := registry.GoalOf(cfg)
-		ranked := registry.Ranked(out, g, registry.CollectReplicates(recs, g))
-		if len(ranked) > in.Best {
-			ranked = ranked[:in.Best]
-		}
-		out = ranked
+		out = registry.TopPerSet(registry.Ranked(out, g, registry.CollectReplicates(recs, g)), in.Best)
 	}
 	if in.Limit > 0 && len(out) > in.Limit {
 		if in.Best > 0 {

@@ -232,3 +232,27 @@ func Ranked(recs []*ledger.Record, g Goal, rp *Replicates) []*ledger.Record {
 	}
 	return out
 }
+
+// TopPerSet keeps at most n of ranked (Ranked's order) per puzzle set:
+// ArcMemo scores compare only within one puzzle set, so list --best N lists
+// each set's N best, the set's champion first. Runs without a puzzle set
+// come first, then the sets by name; with one set or none it is ranked[:n].
+func TopPerSet(ranked []*ledger.Record, n int) []*ledger.Record {
+	by := map[string][]*ledger.Record{}
+	var sets []string
+	for _, r := range ranked {
+		k := PuzzleSetOf(r)
+		if _, ok := by[k]; !ok {
+			sets = append(sets, k)
+		}
+		if len(by[k]) < n {
+			by[k] = append(by[k], r)
+		}
+	}
+	sort.Strings(sets) // "" first
+	out := make([]*ledger.Record, 0, n*len(sets))
+	for _, k := range sets {
+		out = append(out, by[k]...)
+	}
+	return out
+}

@@ -206,3 +206,53 @@ func TestChampionByGroupMean(t *testing.T) {
 		})
 	}
 }
+
+// TestSetChampions (issue 28): ArcMemo runs have a champion per puzzle set,
+// ranked by official fraction (the group's mean when replicated); memory
+// snapshots and intermediate passes never rank; the cache keeps it all.
+func TestSetChampions(t *testing.T) {
+	g := Goal{Metric: "official_fraction", Max: true}
+	pass := func(i int, set, config string, v float64, final bool) ledger.Record {
+		r := repRun(i, "keep", "", "", v)
+		r.Metrics = ledger.Metrics{}
+		if final {
+			r.Metrics.Set("official_fraction", v)
+			if config != "" {
+				r.Replicate = ledger.ReplicateKey("arcmemo/"+set, config)
+			}
+		}
+		r.Source = map[string]any{"kind": ledger.SourceArcMemoPass, "producer": "mem2", "puzzle_set": set, "final_pass": final}
+		return r
+	}
+	recs := []ledger.Record{
+		pass(1, "ps-10", "cfg-a", 0.9, true), pass(2, "ps-10", "cfg-a", 0.5, true), // cfg-a: mean 0.7
+		pass(3, "ps-10", "cfg-b", 0.8, true), pass(4, "ps-10", "cfg-b", 0.8, true), // cfg-b: mean 0.8
+		pass(5, "ps-10", "cfg-c", 0.95, false),                         // an intermediate pass
+		pass(6, "ps-5", "", 0.6, true), pass(7, "ps-5", "", 1.0, true), // imported before configs: ungrouped
+		pass(8, "ps-5", "", 0.99, false),
+	}
+	st := Build(recs, Options{Goal: g})
+	b, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(b, Options{Goal: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*State{"fold": st, "cache": back} {
+		got := s.SetChampions()
+		if len(got) != 2 || got[0].Set != "ps-10" || got[0].RunID != string(recs[2].RunID) || math.Abs(got[0].Value-0.8) > 1e-12 ||
+			got[1].Set != "ps-5" || got[1].RunID != string(recs[6].RunID) || got[1].Value != 1.0 {
+			t.Fatalf("%s: set champions %+v", name, got)
+		}
+	}
+	ptrs := make([]*ledger.Record, len(recs))
+	for i := range recs {
+		ptrs[i] = &recs[i]
+	}
+	top := TopPerSet(Ranked(ptrs, g, CollectReplicates(recs, g)), 1)
+	if len(top) != 2 || top[0].RunID != recs[2].RunID || top[1].RunID != recs[6].RunID {
+		t.Fatalf("TopPerSet: %v", top)
+	}
+}
