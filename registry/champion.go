@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -23,6 +25,20 @@ type GroupTop struct {
 	Kept    Run
 	HasKept bool
 	All     Run
+	// acc is the group's running mean (the same as Replicates.Groups',
+	// from which Unmarshal restores it; a ChampionOnly fold keeps no
+	// Replicates and needs one map lookup a run).
+	acc      evidence.Accumulator
+	hardware string // the group's GroupKey.Hardware
+}
+
+// improves reports whether a run with this status, value, timestamp and
+// id would change t (a cheap probe before building the Run).
+func (s *State) improves(t *GroupTop, status string, probe *Run) bool {
+	if status == ledger.StatusKeep && (!t.HasKept || s.better(probe, &t.Kept)) {
+		return true
+	}
+	return t.All.RunID == "" || s.better(probe, &t.All)
 }
 
 func (s *State) addTop(t *GroupTop, run Run) {
@@ -64,11 +80,8 @@ func PuzzleSetOf(r *ledger.Record) string {
 func (s *State) track(run Run) {
 	switch {
 	case run.Group.Replicate != "":
-		t := s.GroupTops[run.Group]
-		if t == nil {
-			t = &GroupTop{}
-			s.GroupTops[run.Group] = t
-		}
+		t := s.groupTop(run.Group)
+		t.acc.Add(run.Value)
 		s.addTop(t, run)
 	case run.Set != "":
 		t := s.SetTops[run.Set]
@@ -85,6 +98,28 @@ func (s *State) track(run Run) {
 	}
 }
 
+func (s *State) groupTop(k GroupKey) *GroupTop {
+	ts := s.GroupTops[k.Replicate]
+	for _, t := range ts {
+		if t.hardware == k.Hardware {
+			return t
+		}
+	}
+	t := &GroupTop{hardware: k.Hardware}
+	s.GroupTops[k.Replicate] = append(ts, t)
+	return t
+}
+
+// lookupTop is group k's top, nil when it has none.
+func (s *State) lookupTop(k GroupKey) *GroupTop {
+	for _, t := range s.GroupTops[k.Replicate] {
+		if t.hardware == k.Hardware {
+			return t
+		}
+	}
+	return nil
+}
+
 // hasKept reports whether any rankable run was kept.
 func (s *State) hasKept() bool {
 	if len(s.TopKept) > 0 {
@@ -95,20 +130,14 @@ func (s *State) hasKept() bool {
 			return true
 		}
 	}
-	for _, t := range s.GroupTops {
-		if t.HasKept {
-			return true
+	for _, ts := range s.GroupTops {
+		for _, t := range ts {
+			if t.HasKept {
+				return true
+			}
 		}
 	}
 	return false
-}
-
-// groupValue is run's ranking value: its group's mean.
-func (s *State) groupValue(run Run) Run {
-	if a := s.Reps.Groups[run.Group]; a != nil && a.N >= 2 {
-		run.Value = a.Mean
-	}
-	return run
 }
 
 // candidates calls f with every candidate of the pool (kept or all), each
@@ -135,15 +164,34 @@ func (s *State) candidates(kept bool, set string, f func(Run)) {
 			f(r)
 		}
 	}
-	for _, t := range s.GroupTops {
-		if r, ok := pick(t); ok && (set == "" || r.Set == set) {
-			f(s.groupValue(r))
+	for _, ts := range s.GroupTops {
+		for _, t := range ts {
+			if r, ok := pick(t); ok && (set == "" || r.Set == set) {
+				if t.acc.N >= 2 {
+					r.Value = t.acc.Mean // the group's mean
+				}
+				f(r)
+			}
 		}
 	}
 }
 
-// ranked is the best NumChallengers+1 candidates, best first.
+// ranked is the best NumChallengers+1 candidates, best first. It is kept
+// until the next Add: the report asks for the champion several times, and
+// with 10k replicate groups each answer is a pass over them.
 func (s *State) ranked(set string) []Run {
+	if top, ok := s.rankCache[set]; ok {
+		return slices.Clone(top)
+	}
+	top := s.rank(set)
+	if s.rankCache == nil {
+		s.rankCache = map[string][]Run{}
+	}
+	s.rankCache[set] = top
+	return slices.Clone(top)
+}
+
+func (s *State) rank(set string) []Run {
 	kept := s.hasKept()
 	if set != "" {
 		kept = false
@@ -162,9 +210,11 @@ func (s *State) SetChampions() []Run {
 	for k := range s.SetTops {
 		sets[k] = true
 	}
-	for _, t := range s.GroupTops {
-		if t.All.Set != "" {
-			sets[t.All.Set] = true
+	for _, ts := range s.GroupTops {
+		for _, t := range ts {
+			if t.All.Set != "" {
+				sets[t.All.Set] = true
+			}
 		}
 	}
 	names := make([]string, 0, len(sets))

@@ -179,7 +179,7 @@ func (s *State) Marshal() ([]byte, error) {
 			b = ledger.AppendString(b, kr.RunID)
 			b = ledger.AppendFloat(b, kr.Value)
 		}
-		t := s.GroupTops[k]
+		t := s.lookupTop(k)
 		b = ledger.AppendBool(b, t != nil)
 		if t != nil {
 			b = appendTop(b, t)
@@ -203,7 +203,7 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 	d := ledger.NewDecoder(b)
 	s := &State{Version: d.Int(), Metric: d.Str(), Max: d.Bool(), N: d.Int(),
 		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{},
-		GroupTops: map[GroupKey]*GroupTop{}, SetTops: map[string]*GroupTop{}}
+		GroupTops: map[string][]*GroupTop{}, SetTops: map[string]*GroupTop{}}
 	if d.Err() == nil && (s.Version != StateVersion || s.Metric != opts.Goal.Metric || s.Max != opts.Goal.Max) {
 		return nil, fmt.Errorf("%w: version %d, goal %s/%v", ErrStateMismatch, s.Version, s.Metric, s.Max)
 	}
@@ -244,7 +244,9 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 			s.Reps.Kept[k] = KeptRun{RunID: d.Str(), Value: d.Float(), acc: a}
 		}
 		if d.Bool() {
-			s.GroupTops[k] = readTop(d)
+			t := readTop(d)
+			t.acc, t.hardware = *a, k.Hardware
+			s.GroupTops[k.Replicate] = append(s.GroupTops[k.Replicate], t)
 		}
 	}
 	for range d.Count() {

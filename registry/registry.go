@@ -197,7 +197,7 @@ type State struct {
 	// the others (champion.go ranks them all).
 	TopKept   []Run
 	TopAll    []Run
-	GroupTops map[GroupKey]*GroupTop
+	GroupTops map[string][]*GroupTop // by GroupKey.Replicate (a string key hashes faster), then hardware
 	SetTops   map[string]*GroupTop
 	// Commits maps every folded commit to its root (see commitTable).
 	Commits  commitTable
@@ -212,6 +212,7 @@ type State struct {
 	memoFeatures map[string]Features
 	cnt          [3][]int32 // shared tokens / concepts / numbers per cluster
 	touched      []int32
+	rankCache    map[string][]Run // ranked's answers until the next Add
 }
 
 type memoHit struct {
@@ -224,7 +225,7 @@ type memoHit struct {
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
 		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal),
-		GroupTops: map[GroupKey]*GroupTop{}, SetTops: map[string]*GroupTop{}}
+		GroupTops: map[string][]*GroupTop{}, SetTops: map[string]*GroupTop{}}
 	s.setOptions(opts)
 	return s
 }
@@ -315,10 +316,10 @@ func IsExperiment(r *ledger.Record, g Goal) bool {
 
 // Add folds one record.
 func (s *State) Add(r *ledger.Record) {
+	s.rankCache = nil
 	if s.opts.ChampionOnly {
 		// Only the champion's pools: build the Run only if it can enter one.
 		v, ok := rankable(r, s.Goal())
-		s.Reps.Add(r)
 		defer func() { s.N++ }()
 		if IsExperiment(r, s.Goal()) {
 			s.Counts[r.Status]++
@@ -326,12 +327,27 @@ func (s *State) Add(r *ledger.Record) {
 		if !ok {
 			return
 		}
-		if r.Replicate == "" && PuzzleSetOf(r) == "" {
-			probe := Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Value: v}
+		probe := Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Value: v}
+		var t *GroupTop
+		if k, ok := GroupOf(r); ok {
+			t = s.groupTop(k)
+			t.acc.Add(v)
+			if !s.improves(t, r.Status, &probe) {
+				return
+			}
+			run := s.RunOf(r, "")
+			s.addTop(t, run)
+			return
+		} else if set := PuzzleSetOf(r); set != "" {
+			t = s.SetTops[set]
+		} else {
 			enters := func(top []Run) bool { return len(top) <= NumChallengers || s.better(&probe, &top[len(top)-1]) }
 			if !enters(s.TopAll) && (r.Status != ledger.StatusKeep || !enters(s.TopKept)) {
 				return
 			}
+		}
+		if t != nil && !s.improves(t, r.Status, &probe) {
+			return
 		}
 		s.track(s.RunOf(r, ""))
 		return
