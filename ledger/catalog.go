@@ -325,7 +325,13 @@ func encodeCatalog(c *Catalog) []byte {
 			b = AppendBool(b, r.Items.Binary)
 		}
 		if r.Source != nil {
-			b = binary.AppendUvarint(b, uint64(len(r.Source)))
+			n := 0
+			for _, k := range slimSourceKeys {
+				if _, ok := r.Source[k]; ok {
+					n++
+				}
+			}
+			b = binary.AppendUvarint(b, uint64(n))
 			for _, k := range slimSourceKeys {
 				if v, ok := r.Source[k]; ok {
 					j, _ := json.Marshal(v)
