@@ -22,31 +22,39 @@ import (
 // ArcMemo runs, of one puzzle set): its best kept run and its best usable
 // run of any status, each by its own value.
 type GroupTop struct {
-	Kept    Run
-	HasKept bool
-	All     Run
+	// Kept and All are nil until the group has such a run; they are
+	// overwritten in place (a group costs one or two small allocations).
+	Kept *Run
+	All  *Run
 	// acc is the group's running mean (the same as Replicates.Groups',
 	// from which Unmarshal restores it; a ChampionOnly fold keeps no
 	// Replicates and needs one map lookup a run).
 	acc      evidence.Accumulator
 	hardware string // the group's GroupKey.Hardware
+	next     int32  // the next top of the same Replicate key (other hardware), -1: none
 }
 
 // improves reports whether a run with this status, value, timestamp and
 // id would change t (a cheap probe before building the Run).
 func (s *State) improves(t *GroupTop, status string, probe *Run) bool {
-	if status == ledger.StatusKeep && (!t.HasKept || s.better(probe, &t.Kept)) {
+	if status == ledger.StatusKeep && (t.Kept == nil || s.better(probe, t.Kept)) {
 		return true
 	}
-	return t.All.RunID == "" || s.better(probe, &t.All)
+	return t.All == nil || s.better(probe, t.All)
 }
 
 func (s *State) addTop(t *GroupTop, run Run) {
-	if run.Status == ledger.StatusKeep && (!t.HasKept || s.better(&run, &t.Kept)) {
-		t.Kept, t.HasKept = run, true
+	set := func(p **Run) {
+		if *p == nil {
+			*p = new(Run)
+		}
+		**p = run
 	}
-	if t.All.RunID == "" || s.better(&run, &t.All) {
-		t.All = run
+	if run.Status == ledger.StatusKeep && (t.Kept == nil || s.better(&run, t.Kept)) {
+		set(&t.Kept)
+	}
+	if t.All == nil || s.better(&run, t.All) {
+		set(&t.All)
 	}
 }
 
@@ -98,24 +106,30 @@ func (s *State) track(run Run) {
 	}
 }
 
+// groupTop is group k's top, added when new. The pointer is valid until
+// the next groupTop call (the tops live in one slice: 10k groups cost a few
+// allocations, not 10k).
 func (s *State) groupTop(k GroupKey) *GroupTop {
-	ts := s.GroupTops[k.Replicate]
-	for _, t := range ts {
-		if t.hardware == k.Hardware {
-			return t
-		}
+	if t := s.lookupTop(k); t != nil {
+		return t
 	}
-	t := &GroupTop{hardware: k.Hardware}
-	s.GroupTops[k.Replicate] = append(ts, t)
-	return t
+	i, ok := s.groupIdx[k.Replicate]
+	if !ok {
+		i = -1
+	}
+	s.groupTops = append(s.groupTops, GroupTop{hardware: k.Hardware, next: i})
+	s.groupIdx[k.Replicate] = int32(len(s.groupTops) - 1)
+	return &s.groupTops[len(s.groupTops)-1]
 }
 
 // lookupTop is group k's top, nil when it has none.
 func (s *State) lookupTop(k GroupKey) *GroupTop {
-	for _, t := range s.GroupTops[k.Replicate] {
-		if t.hardware == k.Hardware {
+	i, ok := s.groupIdx[k.Replicate]
+	for ok && i >= 0 {
+		if t := &s.groupTops[i]; t.hardware == k.Hardware {
 			return t
 		}
+		i = s.groupTops[i].next
 	}
 	return nil
 }
@@ -126,15 +140,13 @@ func (s *State) hasKept() bool {
 		return true
 	}
 	for _, t := range s.SetTops {
-		if t.HasKept {
+		if t.Kept != nil {
 			return true
 		}
 	}
-	for _, ts := range s.GroupTops {
-		for _, t := range ts {
-			if t.HasKept {
-				return true
-			}
+	for i := range s.groupTops {
+		if s.groupTops[i].Kept != nil {
+			return true
 		}
 	}
 	return false
@@ -145,10 +157,14 @@ func (s *State) hasKept() bool {
 // set's runs.
 func (s *State) candidates(kept bool, set string, f func(Run)) {
 	pick := func(t *GroupTop) (Run, bool) {
+		p := t.All
 		if kept {
-			return t.Kept, t.HasKept
+			p = t.Kept
 		}
-		return t.All, t.All.RunID != ""
+		if p == nil {
+			return Run{}, false
+		}
+		return *p, true
 	}
 	if set == "" {
 		top := s.TopAll
@@ -164,14 +180,13 @@ func (s *State) candidates(kept bool, set string, f func(Run)) {
 			f(r)
 		}
 	}
-	for _, ts := range s.GroupTops {
-		for _, t := range ts {
-			if r, ok := pick(t); ok && (set == "" || r.Set == set) {
-				if t.acc.N >= 2 {
-					r.Value = t.acc.Mean // the group's mean
-				}
-				f(r)
+	for i := range s.groupTops {
+		t := &s.groupTops[i]
+		if r, ok := pick(t); ok && (set == "" || r.Set == set) {
+			if t.acc.N >= 2 {
+				r.Value = t.acc.Mean // the group's mean
 			}
+			f(r)
 		}
 	}
 }
@@ -210,11 +225,9 @@ func (s *State) SetChampions() []Run {
 	for k := range s.SetTops {
 		sets[k] = true
 	}
-	for _, ts := range s.GroupTops {
-		for _, t := range ts {
-			if t.All.Set != "" {
-				sets[t.All.Set] = true
-			}
+	for i := range s.groupTops {
+		if a := s.groupTops[i].All; a != nil && a.Set != "" {
+			sets[a.Set] = true
 		}
 	}
 	names := make([]string, 0, len(sets))

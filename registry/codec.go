@@ -69,18 +69,22 @@ func readRun(d *ledger.Decoder) Run {
 }
 
 func appendTop(b []byte, t *GroupTop) []byte {
-	b = appendRun(b, &t.All)
-	b = ledger.AppendBool(b, t.HasKept)
-	if t.HasKept {
-		b = appendRun(b, &t.Kept)
+	for _, r := range []*Run{t.All, t.Kept} {
+		b = ledger.AppendBool(b, r != nil)
+		if r != nil {
+			b = appendRun(b, r)
+		}
 	}
 	return b
 }
 
 func readTop(d *ledger.Decoder) *GroupTop {
-	t := &GroupTop{All: readRun(d)}
-	if t.HasKept = d.Bool(); t.HasKept {
-		t.Kept = readRun(d)
+	t := &GroupTop{}
+	for _, p := range []**Run{&t.All, &t.Kept} {
+		if d.Bool() {
+			r := readRun(d)
+			*p = &r
+		}
 	}
 	return t
 }
@@ -203,7 +207,7 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 	d := ledger.NewDecoder(b)
 	s := &State{Version: d.Int(), Metric: d.Str(), Max: d.Bool(), N: d.Int(),
 		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{},
-		GroupTops: map[string][]*GroupTop{}, SetTops: map[string]*GroupTop{}}
+		groupIdx: map[string]int32{}, SetTops: map[string]*GroupTop{}}
 	if d.Err() == nil && (s.Version != StateVersion || s.Metric != opts.Goal.Metric || s.Max != opts.Goal.Max) {
 		return nil, fmt.Errorf("%w: version %d, goal %s/%v", ErrStateMismatch, s.Version, s.Metric, s.Max)
 	}
@@ -245,8 +249,9 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 		}
 		if d.Bool() {
 			t := readTop(d)
-			t.acc, t.hardware = *a, k.Hardware
-			s.GroupTops[k.Replicate] = append(s.GroupTops[k.Replicate], t)
+			g := s.groupTop(k)
+			t.acc, t.hardware, t.next = *a, k.Hardware, g.next
+			*g = *t
 		}
 	}
 	for range d.Count() {

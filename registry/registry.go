@@ -17,7 +17,7 @@ import (
 //	4: tied discards (Record.Tie) are left out of failure clusters.
 //	5: replicate groups (issue 27): the noise floor and groups' means.
 //	6: the champion by its group's mean: the top lists hold ungrouped runs,
-//	   GroupTops each group's best runs, SetTops ungrouped ArcMemo runs per
+//	   each group's best runs beside its replicates, SetTops ungrouped ArcMemo runs per
 //	   puzzle set; Run.Set.
 const StateVersion = 6
 
@@ -193,12 +193,12 @@ type State struct {
 	N       int
 	Counts  map[string]int
 	// TopKept and TopAll are the best kept and best usable runs without a
-	// replicate group or puzzle set, best first; GroupTops and SetTops hold
-	// the others (champion.go ranks them all).
-	TopKept   []Run
-	TopAll    []Run
-	GroupTops map[string][]*GroupTop // by GroupKey.Replicate (a string key hashes faster), then hardware
-	SetTops   map[string]*GroupTop
+	// replicate group or puzzle set, best first; the groups' tops (codec.go
+	// persists them with Reps) and SetTops hold the others (champion.go
+	// ranks them all).
+	TopKept []Run
+	TopAll  []Run
+	SetTops map[string]*GroupTop
 	// Commits maps every folded commit to its root (see commitTable).
 	Commits  commitTable
 	Lineages map[string]*LineageAgg
@@ -213,6 +213,9 @@ type State struct {
 	cnt          [3][]int32 // shared tokens / concepts / numbers per cluster
 	touched      []int32
 	rankCache    map[string][]Run // ranked's answers until the next Add
+	keptSeen     bool             // a ChampionOnly fold met a rankable kept run
+	groupTops    []GroupTop       // each replicate group's top (champion.go)
+	groupIdx     map[string]int32 // GroupKey.Replicate → its first top in groupTops
 }
 
 type memoHit struct {
@@ -225,7 +228,7 @@ type memoHit struct {
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
 		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal),
-		GroupTops: map[string][]*GroupTop{}, SetTops: map[string]*GroupTop{}}
+		groupIdx: map[string]int32{}, SetTops: map[string]*GroupTop{}}
 	s.setOptions(opts)
 	return s
 }
@@ -328,17 +331,23 @@ func (s *State) Add(r *ledger.Record) {
 			return
 		}
 		probe := Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Value: v}
+		keep := r.Status == ledger.StatusKeep
 		var t *GroupTop
 		if k, ok := GroupOf(r); ok {
 			t = s.groupTop(k)
 			t.acc.Add(v)
-			if !s.improves(t, r.Status, &probe) {
-				return
+			// Once a run was kept the pool is the kept runs: a group's
+			// best run of any status no longer matters (puzzle sets, which
+			// have pools of their own, excepted).
+			if keep && (t.Kept == nil || s.better(&probe, t.Kept)) ||
+				!(s.keptSeen && PuzzleSetOf(r) == "") && (t.All == nil || s.better(&probe, t.All)) {
+				s.addTop(t, s.RunOf(r, ""))
 			}
-			run := s.RunOf(r, "")
-			s.addTop(t, run)
+			s.keptSeen = s.keptSeen || keep
 			return
-		} else if set := PuzzleSetOf(r); set != "" {
+		}
+		s.keptSeen = s.keptSeen || keep
+		if set := PuzzleSetOf(r); set != "" {
 			t = s.SetTops[set]
 		} else {
 			enters := func(top []Run) bool { return len(top) <= NumChallengers || s.better(&probe, &top[len(top)-1]) }
