@@ -168,7 +168,7 @@ func newMCPServer(env *Env, store string, allow ...string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Record a finished run: outcome, metrics, crash summary; returns the stored record. Without a status it is decided from the metric against the champion, as memorylab run does."}, guard(m.log))
 	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "The morning report: headline, champion, plateau verdict, decision queue (JSON, or markdown)."}, guard(m.report))
 	mcp.AddTool(s, &mcp.Tool{Name: "list", Description: "Runs in (timestamp, run id) order, filtered."}, guard(m.list))
-	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first."}, guard(m.best))
+	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first: a run with replicates by its group's mean (n and sd in replicates), as the champion is judged."}, guard(m.best))
 	mcp.AddTool(s, &mcp.Tool{Name: "show", Description: "One run: record, commit, pin and its code change."}, guard(m.show))
 	mcp.AddTool(s, &mcp.Tool{Name: "params", Description: "The sweep memory: every parameter runs changed in the code, the values tried with outcomes and best metric, the champion's value and untried gaps."}, guard(m.params))
 	mcp.AddTool(s, &mcp.Tool{Name: "compare", Description: "Two runs side by side: metrics, config and code differences; paired (item by item: McNemar or bootstrap CI and sign test, gained and lost ids, per group) when both runs have items."}, guard(m.compare))
