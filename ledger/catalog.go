@@ -32,7 +32,9 @@ import (
 //	   pass (arcmemo.Secondary); the catalog keeps retracted runs and the
 //	   correction lines apart from the runs that count (show and compare
 //	   find runs here: issue 30).
-const CatalogVersion = 5
+//	6: slim records keep puzzle_set and split too (issue 28's champions per
+//	   puzzle set, registry.PuzzleSetOf).
+const CatalogVersion = 6
 
 // CatalogFile is the catalog's name under the store's cache directory.
 const CatalogFile = "catalog.bin"
@@ -76,10 +78,11 @@ func (c *Catalog) Runs() ([]Record, []int64) {
 	return recs, offs
 }
 
-// sourceKeys are the source fields a slim record keeps: what tells an
-// ArcMemo run's final pass from its other records (arcmemo.Secondary) and
-// groups the passes of one run.
-var sourceKeys = []string{"kind", "producer", "final_pass", "passes", "pass_index", "run_id"}
+// sourceKeys are the source fields an ArcMemo record keeps in the catalog:
+// what tells a run's final pass from its other records (arcmemo.Secondary),
+// groups the passes of one run, and names its puzzle set (the registry
+// ranks each puzzle set apart: registry.PuzzleSetOf).
+var sourceKeys = []string{"kind", "producer", "final_pass", "passes", "pass_index", "run_id", "puzzle_set", "split"}
 
 // slimCorrection is the catalog's copy of a correction line.
 func slimCorrection(r *Record) Record {
@@ -112,6 +115,9 @@ func SlimRecord(r *Record, metric string) Record {
 		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot,
 		Dirty: r.Dirty, Seed: r.Seed, Replicate: r.Replicate, Hardware: r.Hardware, Items: r.Items}
 	for _, k := range sourceKeys {
+		if kind := r.SourceKind(); kind != SourceArcMemoPass && kind != SourceArcMemoMemory {
+			break // only ArcMemo records are told apart by their source
+		}
 		if v, ok := r.Source[k]; ok {
 			if s.Source == nil {
 				s.Source = map[string]any{}

@@ -138,6 +138,10 @@ func FuzzDecodeCatalog(f *testing.F) {
 		c.Records = append(c.Records, SlimRecord(catalogRecord(i), "val_bpb"))
 		c.Offsets = append(c.Offsets, int64(i*100))
 	}
+	arc := Record{RunID: "20261124T000009Z-nocommit-1", Timestamp: "2026-11-24T00:00:09Z", Status: StatusKeep,
+		Source: map[string]any{"kind": SourceArcMemoPass, "producer": "mem2", "final_pass": true, "pass_index": 1.0, "puzzle_set": "ps-1", "config": "dropped"}}
+	c.Records = append(c.Records, SlimRecord(&arc, "val_bpb"))
+	c.Offsets = append(c.Offsets, 400)
 	good := encodeCatalog(c)
 	f.Add(good)
 	// With a retracted run, the correction lines and an ArcMemo source.
@@ -255,5 +259,29 @@ func TestCatalogKeepsRetractedRunsAndCorrections(t *testing.T) {
 	check("decoded", got, []RunID{r2.RunID}, []RunID{r1.RunID, r3.RunID})
 	if !reflect.DeepEqual(got.Records[0].Source, c.Records[0].Source) {
 		t.Errorf("source %v after a round trip, was %v", got.Records[0].Source, c.Records[0].Source)
+	}
+}
+
+// Issue 28: an ArcMemo solve pass keeps the Source keys that name its run,
+// its final pass and its puzzle set (the registry rebuilt from the catalog
+// ranks each puzzle set apart); other records keep no Source.
+func TestCatalogKeepsArcMemoIdentity(t *testing.T) {
+	pass := Record{RunID: "20261124T000000Z-nocommit-1", Timestamp: "2026-11-24T00:00:00Z", Status: StatusKeep,
+		Source: map[string]any{"kind": SourceArcMemoPass, "producer": "mem2", "final_pass": false, "passes": 3.0, "pass_index": 1.0,
+			"puzzle_set": "ps-9f08fdf0edc4", "split": "eval", "config": map[string]any{"seed": 7.0}, "run_id": "abc"}}
+	tsv := Record{RunID: "20261124T000001Z-nocommit-2", Timestamp: "2026-11-24T00:00:01Z", Status: StatusKeep,
+		Source: map[string]any{"kind": SourceResultsTSV, "row": 3.0}}
+	c := &Catalog{Records: []Record{SlimRecord(&pass, "val_bpb"), SlimRecord(&tsv, "val_bpb")}, Offsets: []int64{0, 10}}
+	got, err := decodeCatalog(encodeCatalog(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"kind": SourceArcMemoPass, "producer": "mem2", "final_pass": false, "passes": 3.0, "pass_index": 1.0,
+		"puzzle_set": "ps-9f08fdf0edc4", "split": "eval", "run_id": "abc"}
+	if fmt.Sprint(got.Records[0].Source) != fmt.Sprint(want) {
+		t.Fatalf("source %v, want %v", got.Records[0].Source, want)
+	}
+	if got.Records[1].Source != nil {
+		t.Fatalf("a results.tsv row kept its source: %v", got.Records[1].Source)
 	}
 }

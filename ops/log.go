@@ -160,7 +160,10 @@ func runInput(env Env, dirs []string, p PathPolicy, name, what string, named, sh
 
 // readItems reads and checks the run's items file: in.ItemsPath, else
 // $AUTORESEARCH_ITEMS_PATH when it names a file. nil when there is none.
-func readItems(env Env, in LogInput) (*ledger.ItemsInfo, []byte, error) {
+// in.ItemsPath follows in.Paths as the log and summary do (over MCP: only
+// inside dirs, the worktree, the store and --allow-path); the variable,
+// which the user sets, is not confined.
+func readItems(env Env, dirs []string, in LogInput) (*ledger.ItemsInfo, []byte, error) {
 	path, fromEnv := in.ItemsPath, false
 	if path == "" && !in.IgnoreItemsEnv {
 		path, fromEnv = env.getenv(ItemsEnv), true
@@ -171,7 +174,14 @@ func readItems(env Env, in LogInput) (*ledger.ItemsInfo, []byte, error) {
 	if _, err := os.Stat(env.Abs(path)); fromEnv && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil // the evaluation wrote none
 	}
-	b, err := ledger.ReadRegularFile(env.Abs(path), path, "items", "pass --items FILE.jsonl or unset $"+ItemsEnv, evidence.MaxFileBytes+1)
+	policy := in.Paths
+	policy.Confined = policy.Confined && !fromEnv
+	src, _, _, err := runInput(env, dirs, policy, path, "items", true, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	src.Shown = path
+	b, err := ledger.ReadRegularInput(src, "items", "pass --items FILE.jsonl or unset $"+ItemsEnv, evidence.MaxFileBytes+1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,7 +240,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	archive = append(archive, out.archive...)
 	logSet, logName, logData := in.LogPath != "", out.logName, out.logData
 
-	itemsInfo, itemsData, err := readItems(env, in)
+	itemsInfo, itemsData, err := readItems(env, dirs, in)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"time"
 
@@ -45,6 +44,8 @@ type ListItem struct {
 	Hardware   string            `json:"hardware,omitempty"`
 	Items      *ledger.ItemsInfo `json:"items,omitempty"`
 	Replicates *evidence.Spread  `json:"replicates,omitempty"`
+	// PuzzleSet is an ArcMemo run's puzzle set (issue 28).
+	PuzzleSet string `json:"puzzle_set,omitempty"`
 	// DurationS is how long the run took, in seconds (its total_seconds, else
 	// training_seconds, as the training reported them); absent when unknown.
 	DurationS *float64 `json:"duration_s,omitempty"`
@@ -95,7 +96,9 @@ func List(env Env, in ListInput) (*ListResult, error) {
 	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: len(cat.Records), Metric: s.Config.Metric}
 	rp := registry.CollectReplicates(cat.Records, registry.GoalOf(s.Config))
 	for _, r := range sel {
-		out.Items = append(out.Items, listItemOf(r, s.Config.Metric, rp))
+		it := listItemOf(r, s.Config.Metric, rp)
+		it.PuzzleSet = registry.PuzzleSetOf(r)
+		out.Items = append(out.Items, it)
 	}
 	return out, nil
 }
@@ -126,21 +129,10 @@ func filterRuns(recs []ledger.Record, in ListInput, cfg ledger.Config, now time.
 		out = append(out, r)
 	}
 	if in.Best > 0 {
-		ranked := out[:0:0]
-		for _, r := range out {
-			if _, ok := r.Metric(cfg.Metric); ok && r.Status != ledger.StatusCrash {
-				ranked = append(ranked, r)
-			}
-		}
-		sort.SliceStable(ranked, func(i, j int) bool {
-			a, _ := ranked[i].Metric(cfg.Metric)
-			b, _ := ranked[j].Metric(cfg.Metric)
-			return cfg.Better(a, b)
-		})
-		if len(ranked) > in.Best {
-			ranked = ranked[:in.Best]
-		}
-		out = ranked
+		// The champion's rule (registry.Ranked): by the replicate group's
+		// mean (issue 27); ArcMemo runs within their puzzle set (issue 28).
+		g := registry.GoalOf(cfg)
+		out = registry.TopPerSet(registry.Ranked(out, g, registry.CollectReplicates(recs, g)), in.Best)
 	}
 	if in.Limit > 0 && len(out) > in.Limit {
 		if in.Best > 0 {
@@ -354,24 +346,10 @@ func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error
 		}
 		return -1, ledger.BadInputf("the ledger has fewer runs than `%s` needs", arg)
 	case "champion":
-		best := -1
-		for pass := 0; pass < 2 && best < 0; pass++ { // kept runs first, else any non-crash run
-			for i := range recs {
-				r := &recs[i]
-				v, ok := r.Metric(cfg.Metric)
-				if !ok || r.Status == ledger.StatusCrash || (pass == 0 && r.Status != ledger.StatusKeep) || arcmemo.Secondary(r) {
-					continue
-				}
-				if best < 0 {
-					best = i
-					continue
-				}
-				if bv, _ := recs[best].Metric(cfg.Metric); cfg.Better(v, bv) {
-					best = i
-				}
-			}
-		}
-		if best < 0 {
+		// The registry's one rule: kept runs first, each by its replicate
+		// group's mean (issue 27).
+		best, ok := registry.ChampionIndex(recs, registry.GoalOf(cfg))
+		if !ok {
 			return -1, fmt.Errorf("%w: %w: no run has a %s value yet, so there is no champion", ledger.ErrBadInput, ledger.ErrNotFound, cfg.Metric)
 		}
 		return best, nil
