@@ -240,7 +240,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	archive = append(archive, out.archive...)
 	logSet, logName, logData := in.LogPath != "", out.logName, out.logData
 
-	itemsInfo, itemsData, err := readItems(env, dirs, in)
+	itemsInfo, itemsData, err := readItems(env, runDirs(s, loc.Repo, in.Paths), in)
 	if err != nil {
 		return nil, err
 	}

@@ -54,9 +54,7 @@ func readOutcome(env Env, s *ledger.Store, repo *ledger.Repo, in LogInput) (*out
 	if !logSet {
 		out.logName = DefaultLog
 	}
-	// Where the run's files may be read from: the worktree, the store and
-	// the directories the policy allows (each read through its os.Root).
-	dirs := append([]string{repo.WorktreeRoot, s.Dir}, in.Paths.Allow...)
+	dirs := runDirs(s, repo, in.Paths)
 	logIn, logResolved, logOK, err := runInput(env, dirs, in.Paths, out.logName, "run log", logSet, true)
 	if err != nil {
 		return nil, err
@@ -125,6 +123,13 @@ func readOutcome(env Env, s *ledger.Store, repo *ledger.Repo, in LogInput) (*out
 	}
 	out.metrics = m
 	return out, nil
+}
+
+// runDirs are where a run's files may be read from: the worktree, the
+// store and the directories the policy allows (each read through its
+// os.Root).
+func runDirs(s *ledger.Store, repo *ledger.Repo, p PathPolicy) []string {
+	return append([]string{repo.WorktreeRoot, s.Dir}, p.Allow...)
 }
 
 // summaryFile is a summary sidecar read whole: its bytes and its name as
