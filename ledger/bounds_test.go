@@ -40,7 +40,8 @@ func TestBoundRecord(t *testing.T) {
 	if len(line) < 4<<20 {
 		t.Fatalf("fixture is %d bytes", len(line))
 	}
-	e := CrashError([]byte("Traceback (most recent call last):\nRuntimeError: CUDA error: "+strings.Repeat("z", 3*MaxExcerpt)+"\n"+line), "run.log")
+	summary := "RuntimeError: CUDA error: " + strings.Repeat("z", 3*MaxExcerpt)
+	e := &ErrorInfo{Summary: summary, Tail: []string{"Traceback (most recent call last):", summary, line}, Source: "run.log"}
 	long := strings.Repeat("d", 100_000)
 	packet, _ := json.Marshal(map[string]any{"version": 1, "summary": long, "error": e, "run": map[string]any{"description": long}})
 	r := &Record{RunID: "20261122T022416Z-abc1234", Timestamp: "2026-11-22T02:24:16Z", Status: StatusCrash, Description: long,

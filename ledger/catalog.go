@@ -27,7 +27,14 @@ import (
 //	2: flagDirty carries dirty: true (list marks runs that ran uncommitted code).
 //	3: seed, replicate, hardware and items (issue 27).
 //	4: slim records keep total_seconds and training_seconds (run durations in lists).
-const CatalogVersion = 3
+//	   (The constant stayed at 3 by mistake; 5 bumps past both.)
+//	5: slim records keep the source fields that tell an ArcMemo run's final
+//	   pass (arcmemo.Secondary); the catalog keeps retracted runs and the
+//	   correction lines apart from the runs that count (show and compare
+//	   find runs here: issue 30).
+//	6: slim records keep puzzle_set and split too (issue 28's champions per
+//	   puzzle set, registry.PuzzleSetOf).
+const CatalogVersion = 6
 
 // CatalogFile is the catalog's name under the store's cache directory.
 const CatalogFile = "catalog.bin"
@@ -36,10 +43,51 @@ const catalogMagic = "memorylab-catalog\n"
 
 // Catalog is the slim view of the ledger.
 type Catalog struct {
-	Records []Record // slim records, in (timestamp, run id) order (order.go)
+	Records []Record // slim records of the runs that count, in (timestamp, run id) order (order.go)
 	Offsets []int64  // ledger byte offset of each record (for ReadRecordAt)
-	Covers  Fingerprint
-	Metric  string
+	// Retracted are the slim records of retracted runs, in the same order,
+	// with their offsets: they count nowhere, but show still shows them.
+	Retracted        []Record
+	RetractedOffsets []int64
+	// Corrections are the correction lines (retract, note) in ledger order,
+	// each with its run id, timestamp and Correction only.
+	Corrections []Record
+	Covers      Fingerprint
+	Metric      string
+}
+
+// Runs is every run of the catalog, retracted ones included, in (timestamp,
+// run id) order, with their offsets. It is Records itself when no run is
+// retracted.
+func (c *Catalog) Runs() ([]Record, []int64) {
+	if len(c.Retracted) == 0 {
+		return c.Records, c.Offsets
+	}
+	recs := make([]Record, 0, len(c.Records)+len(c.Retracted))
+	offs := make([]int64, 0, len(recs))
+	i, j := 0, 0
+	for i < len(c.Records) || j < len(c.Retracted) {
+		if j == len(c.Retracted) || i < len(c.Records) && !TimestampBefore(c.Retracted[j].Timestamp, c.Retracted[j].RunID, c.Records[i].Timestamp, c.Records[i].RunID) {
+			recs, offs = append(recs, c.Records[i]), append(offs, c.Offsets[i])
+			i++
+			continue
+		}
+		recs, offs = append(recs, c.Retracted[j]), append(offs, c.RetractedOffsets[j])
+		j++
+	}
+	return recs, offs
+}
+
+// sourceKeys are the source fields an ArcMemo record keeps in the catalog:
+// what tells a run's final pass from its other records (arcmemo.Secondary),
+// groups the passes of one run, and names its puzzle set (the registry
+// ranks each puzzle set apart: registry.PuzzleSetOf).
+var sourceKeys = []string{"kind", "producer", "final_pass", "passes", "pass_index", "run_id", "puzzle_set", "split"}
+
+// slimCorrection is the catalog's copy of a correction line.
+func slimCorrection(r *Record) Record {
+	c := *r.Correction
+	return Record{SchemaVersion: r.SchemaVersion, RunID: r.RunID, Timestamp: r.Timestamp, Correction: &c}
 }
 
 // slimGuard and slimPacket are the parts of novelty_guard and
@@ -57,7 +105,8 @@ type slimPacket struct {
 }
 
 // SlimRecord keeps the catalog's fields of r: the primary metric,
-// peak_vram_mb and memory_gb of Metrics, the error summary, the novelty
+// peak_vram_mb and memory_gb of Metrics, the source fields of sourceKeys,
+// the error summary, the novelty
 // classification and mode, and the packet's action, priority, summary and
 // hypothesis status. (The full record is one ReadRecordAt away.)
 func SlimRecord(r *Record, metric string) Record {
@@ -65,6 +114,17 @@ func SlimRecord(r *Record, metric string) Record {
 		Commit: r.Commit, CommitFull: r.CommitFull, ParentCommit: r.ParentCommit, Family: r.Family,
 		Status: r.Status, Description: r.Description, Hypothesis: r.Hypothesis, Tags: r.Tags, LineageRoot: r.LineageRoot,
 		Dirty: r.Dirty, Seed: r.Seed, Replicate: r.Replicate, Hardware: r.Hardware, Items: r.Items}
+	for _, k := range sourceKeys {
+		if kind := r.SourceKind(); kind != SourceArcMemoPass && kind != SourceArcMemoMemory {
+			break // only ArcMemo records are told apart by their source
+		}
+		if v, ok := r.Source[k]; ok {
+			if s.Source == nil {
+				s.Source = map[string]any{}
+			}
+			s.Source[k] = v
+		}
+	}
 	for _, k := range []string{metric, "peak_vram_mb", "memory_gb", "total_seconds", "training_seconds"} {
 		if v, ok := r.Metrics[k]; ok {
 			if s.Metrics == nil {
@@ -78,17 +138,33 @@ func SlimRecord(r *Record, metric string) Record {
 	}
 	if len(r.NoveltyGuard) > 0 && string(r.NoveltyGuard) != "null" {
 		var g slimGuard
-		if json.Unmarshal(r.NoveltyGuard, &g) == nil {
+		if decodeSlim(r.NoveltyGuard, &g, []string{"classification", "mode"}, []*string{&g.Classification, &g.Mode}) {
 			s.NoveltyGuard, _ = json.Marshal(g)
 		}
 	}
 	if len(r.DecisionPacket) > 0 && string(r.DecisionPacket) != "null" {
 		var p slimPacket
-		if json.Unmarshal(r.DecisionPacket, &p) == nil && p.NextAction != "" {
+		if decodeSlim(r.DecisionPacket, &p, []string{"next_action", "priority", "summary", "hypothesis_status"},
+			[]*string{&p.NextAction, &p.Priority, &p.Summary, &p.HypothesisStatus}) && p.NextAction != "" {
 			s.DecisionPacket, _ = json.Marshal(p)
 		}
 	}
 	return s
+}
+
+// decodeSlim decodes the JSON object raw (valid JSON: a record's field)
+// into v, a struct of string fields named names whose addresses are dst,
+// reading only those fields (pickStrings); it reports what json.Unmarshal
+// into v would.
+func decodeSlim(raw []byte, v any, names []string, dst []*string) bool {
+	ok, scanned := pickStrings(raw, names, dst)
+	if !scanned {
+		for _, d := range dst {
+			*d = ""
+		}
+		return json.Unmarshal(raw, v) == nil
+	}
+	return ok
 }
 
 // CachePath is the path of a cache file.
@@ -178,16 +254,10 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 		}
 		c = &Catalog{Metric: metric}
 	}
-	before := len(c.Records)
-	var corr Corrections
-	corrections := 0
+	oldRuns, oldCorrections := len(c.Records), len(c.Corrections)
 	end, warnings, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
 		if r.Correction != nil { // not a run; a retraction takes its run out below
-			if corr.Retracted == nil {
-				corr = CollectCorrections(nil)
-			}
-			corr.Add(r)
-			corrections++
+			c.Corrections = append(c.Corrections, slimCorrection(r))
 			return nil
 		}
 		c.Records = append(c.Records, SlimRecord(r, metric))
@@ -197,23 +267,15 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 	if err != nil {
 		return nil, warnings, err
 	}
-	if len(corr.Retracted) > 0 {
-		n := 0
-		for i := range c.Records {
-			if _, gone := corr.Retracted[c.Records[i].RunID]; !gone {
-				c.Records[n], c.Offsets[n] = c.Records[i], c.Offsets[i]
-				n++
-			}
-		}
-		c.Records, c.Offsets = c.Records[:n], c.Offsets[:n]
-		before = -1 // rewrite the cache
-	}
-	if corrections > 0 && before >= 0 && len(c.Records) == before {
-		before = -1 // the cache must cover the correction lines too
+	switch {
+	case len(c.Corrections) > oldCorrections: // new corrections: any run may be retracted
+		c.applyRetractions(0)
+	case len(c.Corrections) > 0 && len(c.Records) > oldRuns: // new runs: one may arrive after its retraction
+		c.applyRetractions(oldRuns)
 	}
 	// The one order of runs (order.go), whatever order a pull appended them in.
 	sortRecordsWith(c.Records, c.Offsets)
-	if end != c.Covers.Size || len(c.Records) != before {
+	if end != c.Covers.Size {
 		fp, err := s.FingerprintAt(end)
 		if err != nil {
 			return nil, warnings, err
@@ -223,6 +285,34 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 		_ = s.WriteCache(CatalogFile, CatalogVersion, fp, encodeCatalog(c))
 	}
 	return c, warnings, nil
+}
+
+// applyRetractions moves the retracted runs among Records to Retracted (a
+// run may arrive after its retraction, through a pull), looking at
+// Records[from:] only. Retractions are final, so Retracted is never
+// searched.
+func (c *Catalog) applyRetractions(from int) {
+	corr := CollectCorrections(c.Corrections)
+	if len(corr.Retracted) == 0 {
+		return
+	}
+	n := from
+	moved := false
+	for i := from; i < len(c.Records); i++ {
+		if _, gone := corr.Retracted[c.Records[i].RunID]; gone {
+			c.Retracted = append(c.Retracted, c.Records[i])
+			c.RetractedOffsets = append(c.RetractedOffsets, c.Offsets[i])
+			moved = true
+			continue
+		}
+		c.Records[n], c.Offsets[n] = c.Records[i], c.Offsets[i]
+		n++
+	}
+	clear(c.Records[n:])
+	c.Records, c.Offsets = c.Records[:n], c.Offsets[:n]
+	if moved {
+		sortRecordsWith(c.Retracted, c.RetractedOffsets)
+	}
 }
 
 func isMissing(err error) bool {
@@ -258,10 +348,25 @@ const (
 func encodeCatalog(c *Catalog) []byte {
 	b := make([]byte, 0, 512*len(c.Records)+64)
 	b = AppendString(b, c.Metric)
-	b = binary.AppendUvarint(b, uint64(len(c.Records)))
-	for i := range c.Records {
-		r := &c.Records[i]
-		b = binary.AppendVarint(b, c.Offsets[i])
+	b = appendSlimRecords(b, c.Records, c.Offsets)
+	b = appendSlimRecords(b, c.Retracted, c.RetractedOffsets)
+	b = binary.AppendUvarint(b, uint64(len(c.Corrections)))
+	for i := range c.Corrections {
+		r := &c.Corrections[i]
+		b = binary.AppendUvarint(b, uint64(r.SchemaVersion))
+		for _, s := range []string{string(r.RunID), r.Timestamp, r.Correction.Kind, string(r.Correction.RunID), r.Correction.Text} {
+			b = AppendString(b, s)
+		}
+	}
+	return b
+}
+
+// appendSlimRecords encodes slim records and their offsets.
+func appendSlimRecords(b []byte, recs []Record, offsets []int64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	for i := range recs {
+		r := &recs[i]
+		b = binary.AppendVarint(b, offsets[i])
 		b = binary.AppendUvarint(b, uint64(r.SchemaVersion))
 		var flags uint64
 		if r.ParentCommit != nil {
@@ -318,6 +423,13 @@ func encodeCatalog(c *Catalog) []byte {
 				b = AppendFloat(b, *v)
 			}
 		}
+		src := ""
+		if len(r.Source) > 0 {
+			if j, err := json.Marshal(r.Source); err == nil {
+				src = string(j)
+			}
+		}
+		b = AppendString(b, src)
 	}
 	return b
 }
@@ -331,32 +443,85 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 	}
 	d := NewDecoder(payload)
 	c := &Catalog{Metric: d.Str()}
-	n := d.Uvarint()
-	if n > uint64(len(payload)) {
-		return nil, fmt.Errorf("%w: bad record count", ErrCacheInvalid)
+	var err error
+	if c.Records, c.Offsets, err = decodeSlimRecords(d, len(payload)); err != nil {
+		return nil, err
 	}
-	c.Records = make([]Record, n)
-	c.Offsets = make([]int64, n)
-	for i := range c.Records {
-		r := &c.Records[i]
-		c.Offsets[i] = d.Varint()
+	if c.Retracted, c.RetractedOffsets, err = decodeSlimRecords(d, len(payload)); err != nil {
+		return nil, err
+	}
+	n := d.Count()
+	if n > 0 {
+		c.Corrections = make([]Record, n)
+	}
+	for i := range c.Corrections {
+		r := &c.Corrections[i]
+		r.SchemaVersion = int(d.Uvarint())
+		r.RunID = RunID(d.Str())
+		r.Timestamp = d.Str()
+		r.Correction = &Correction{Kind: d.Str(), RunID: RunID(d.Str()), Text: d.Str()}
+		if d.Err() != nil {
+			break
+		}
+	}
+	if d.Err() != nil {
+		return nil, d.Err()
+	}
+	return c, nil
+}
+
+// chunk hands out pieces of one big slice, each with its capacity ending
+// with it (an append copies).
+type chunk[T any] struct{ buf []T }
+
+// take returns n zero values (an empty, non-nil slice for 0).
+func (c *chunk[T]) take(n int) []T {
+	if n == 0 {
+		return make([]T, 0)
+	}
+	if len(c.buf) < n {
+		c.buf = make([]T, max(n, 4096))
+	}
+	out := c.buf[:n:n]
+	c.buf = c.buf[n:]
+	return out
+}
+
+// decodeSlimRecords decodes what appendSlimRecords wrote.
+func decodeSlimRecords(d *Decoder, size int) ([]Record, []int64, error) {
+	n := d.Uvarint()
+	if n > uint64(size) {
+		return nil, nil, fmt.Errorf("%w: bad record count", ErrCacheInvalid)
+	}
+	recs := make([]Record, n)
+	offsets := make([]int64, n)
+	// Parents, tags and metric values come from a few big slices instead
+	// of one small allocation each per record.
+	var strs chunk[string]
+	var floats chunk[float64]
+	for i := range recs {
+		r := &recs[i]
+		offsets[i] = d.Varint()
 		r.SchemaVersion = int(d.Uvarint())
 		flags := d.Uvarint()
 		r.RunID = RunID(d.Str())
 		r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
-		parent := d.Str()
-		if flags&flagParent != 0 {
-			r.ParentCommit = &parent
+		if parent := d.Str(); flags&flagParent != 0 {
+			p := strs.take(1)
+			p[0] = parent
+			r.ParentCommit = &p[0]
 		}
 		if flags&flagDirty != 0 {
 			dirty := true
 			r.Dirty = &dirty
 		}
 		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
-		if g := d.Str(); g != "" {
+		// Slices of the payload, not copies (two allocations per record
+		// fewer); their capacity ends with them, so an append copies.
+		if g := d.Bytes(int(d.Uvarint())); len(g) > 0 {
 			r.NoveltyGuard = RawJSON(g)
 		}
-		if p := d.Str(); p != "" {
+		if p := d.Bytes(int(d.Uvarint())); len(p) > 0 {
 			r.DecisionPacket = RawJSON(p)
 		}
 		if flags&flagError != 0 {
@@ -373,13 +538,13 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 		if flags&flagItems != 0 {
 			r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
 		}
-		r.Tags = make([]string, d.Count())
+		r.Tags = strs.take(d.Count())
 		for j := range r.Tags {
 			r.Tags[j] = d.Str()
 		}
 		if nm := d.Count(); nm > 0 {
 			r.Metrics = make(Metrics, nm)
-			vals := make([]float64, nm)
+			vals := floats.take(nm)
 			for j := range nm {
 				k := d.Str()
 				if d.Byte() == 0 {
@@ -390,14 +555,19 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 				r.Metrics[k] = &vals[j]
 			}
 		}
+		if src := d.Str(); src != "" {
+			if jerr := json.Unmarshal([]byte(src), &r.Source); jerr != nil {
+				return nil, nil, fmt.Errorf("%w: bad source of %s", ErrCacheInvalid, r.RunID)
+			}
+		}
 		if d.Err() != nil {
 			break
 		}
 	}
 	if d.Err() != nil {
-		return nil, d.Err()
+		return nil, nil, d.Err()
 	}
-	return c, nil
+	return recs, offsets, nil
 }
 
 // ExtendCatalog returns c caught up with the ledger's tail, for a process
@@ -433,6 +603,15 @@ func (s *Store) ExtendCatalog(c *Catalog, notice io.Writer) (*Catalog, error) {
 	if end == c.Covers.Size {
 		return c, nil
 	}
+	if len(c.Corrections) > 0 {
+		gone := CollectCorrections(c.Corrections).Retracted
+		for i := range recs {
+			if _, ok := gone[recs[i].RunID]; ok { // a run that arrives after its retraction
+				out, _, err := s.OpenCatalog(c.Metric, notice)
+				return out, err
+			}
+		}
+	}
 	prev := Record{}
 	if n := len(c.Records); n > 0 {
 		prev = c.Records[n-1]
@@ -448,7 +627,8 @@ func (s *Store) ExtendCatalog(c *Catalog, notice io.Writer) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Catalog{Records: append(c.Records, recs...), Offsets: append(c.Offsets, offs...), Covers: fp, Metric: c.Metric}, nil
+	return &Catalog{Records: append(c.Records, recs...), Offsets: append(c.Offsets, offs...),
+		Retracted: c.Retracted, RetractedOffsets: c.RetractedOffsets, Corrections: c.Corrections, Covers: fp, Metric: c.Metric}, nil
 }
 
 func (c *Catalog) metricOr(m string) string {

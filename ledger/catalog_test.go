@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func catalogStore(t *testing.T) *Store {
@@ -137,8 +138,18 @@ func FuzzDecodeCatalog(f *testing.F) {
 		c.Records = append(c.Records, SlimRecord(catalogRecord(i), "val_bpb"))
 		c.Offsets = append(c.Offsets, int64(i*100))
 	}
+	arc := Record{RunID: "20261124T000009Z-nocommit-1", Timestamp: "2026-11-24T00:00:09Z", Status: StatusKeep,
+		Source: map[string]any{"kind": SourceArcMemoPass, "producer": "mem2", "final_pass": true, "pass_index": 1.0, "puzzle_set": "ps-1", "config": "dropped"}}
+	c.Records = append(c.Records, SlimRecord(&arc, "val_bpb"))
+	c.Offsets = append(c.Offsets, 400)
 	good := encodeCatalog(c)
 	f.Add(good)
+	// With a retracted run, the correction lines and an ArcMemo source.
+	r := SlimRecord(catalogRecord(4), "val_bpb")
+	r.Source = map[string]any{"kind": SourceArcMemoPass, "producer": "arcmemo", "final_pass": true}
+	c.Retracted, c.RetractedOffsets = []Record{r}, []int64{400}
+	c.Corrections = []Record{slimCorrection(NewCorrection(time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC), CorrectionRetract, r.RunID, "why"))}
+	f.Add(encodeCatalog(c))
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -174,5 +185,103 @@ func TestCatalogKeepsEvidenceFields(t *testing.T) {
 	}
 	if b.Seed != nil || b.Replicate != "" || b.Hardware != nil || b.Items != nil {
 		t.Fatalf("fields invented: %+v", b)
+	}
+}
+
+// Issue 30: the catalog keeps retracted runs apart (show still finds them),
+// the correction lines, and the source fields arcmemo.Secondary reads; a
+// run that arrives after its retraction (a pull) is retracted too, whether
+// the catalog is caught up from its file or extended in memory.
+func TestCatalogKeepsRetractedRunsAndCorrections(t *testing.T) {
+	s := catalogStore(t)
+	r1, r2, r3 := catalogRecord(1), catalogRecord(2), catalogRecord(3)
+	r2.Source = map[string]any{"kind": SourceArcMemoPass, "producer": "arcmemo", "run_id": "am", "pass_index": 0.0,
+		"passes": 2.0, "final_pass": false, "task_count": 400.0}
+	when := time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC)
+	retract := func(id RunID, k int) *Record {
+		return NewCorrection(when.Add(time.Duration(k)*time.Minute), CorrectionRetract, id, "bad data")
+	}
+	note := NewCorrection(when, CorrectionNote, r2.RunID, "a note")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Append(r1, r2, note, retract(r1.RunID, 1)))
+	mem, _, err := s.OpenCatalog("val_bpb", nil)
+	must(err)
+	ids := func(recs []Record) (out []RunID) {
+		for _, r := range recs {
+			out = append(out, r.RunID)
+		}
+		return out
+	}
+	check := func(name string, c *Catalog, counted, retracted []RunID) {
+		t.Helper()
+		if got := ids(c.Records); !reflect.DeepEqual(got, counted) {
+			t.Errorf("%s: counted %v, want %v", name, got, counted)
+		}
+		if got := ids(c.Retracted); !reflect.DeepEqual(got, retracted) {
+			t.Errorf("%s: retracted %v, want %v", name, got, retracted)
+		}
+		runs, offs := c.Runs()
+		if len(runs) != len(counted)+len(retracted) || len(offs) != len(runs) {
+			t.Errorf("%s: Runs gives %d runs and %d offsets", name, len(runs), len(offs))
+		}
+		for i := range runs {
+			if full, err := s.ReadRunsAt([]RunID{runs[i].RunID}, []int64{offs[i]}); err != nil || full[0].RunID != runs[i].RunID {
+				t.Errorf("%s: run %s at offset %d: %v", name, runs[i].RunID, offs[i], err)
+			}
+		}
+		corr := CollectCorrections(c.Corrections)
+		if len(corr.Notes[r2.RunID]) != 1 || corr.Notes[r2.RunID][0].Text != "a note" {
+			t.Errorf("%s: notes %+v", name, corr.Notes)
+		}
+	}
+	check("first", mem, []RunID{r2.RunID}, []RunID{r1.RunID})
+	if got := mem.Records[0].Source; len(got) != 6 || got["final_pass"] != false || got["task_count"] != nil {
+		t.Errorf("slim source %v, want the six keys of sourceKeys", got)
+	}
+	// The retraction of r3 arrives before r3 itself.
+	must(s.Append(retract(r3.RunID, 2)))
+	mem, err = s.ExtendCatalog(mem, nil)
+	must(err)
+	must(s.Append(r3))
+	mem, err = s.ExtendCatalog(mem, nil)
+	must(err)
+	check("extended in memory", mem, []RunID{r2.RunID}, []RunID{r1.RunID, r3.RunID})
+	c, _, err := s.OpenCatalog("val_bpb", nil)
+	must(err)
+	check("caught up from the file", c, []RunID{r2.RunID}, []RunID{r1.RunID, r3.RunID})
+	got, err := decodeCatalog(encodeCatalog(c))
+	must(err)
+	check("decoded", got, []RunID{r2.RunID}, []RunID{r1.RunID, r3.RunID})
+	if !reflect.DeepEqual(got.Records[0].Source, c.Records[0].Source) {
+		t.Errorf("source %v after a round trip, was %v", got.Records[0].Source, c.Records[0].Source)
+	}
+}
+
+// Issue 28: an ArcMemo solve pass keeps the Source keys that name its run,
+// its final pass and its puzzle set (the registry rebuilt from the catalog
+// ranks each puzzle set apart); other records keep no Source.
+func TestCatalogKeepsArcMemoIdentity(t *testing.T) {
+	pass := Record{RunID: "20261124T000000Z-nocommit-1", Timestamp: "2026-11-24T00:00:00Z", Status: StatusKeep,
+		Source: map[string]any{"kind": SourceArcMemoPass, "producer": "mem2", "final_pass": false, "passes": 3.0, "pass_index": 1.0,
+			"puzzle_set": "ps-9f08fdf0edc4", "split": "eval", "config": map[string]any{"seed": 7.0}, "run_id": "abc"}}
+	tsv := Record{RunID: "20261124T000001Z-nocommit-2", Timestamp: "2026-11-24T00:00:01Z", Status: StatusKeep,
+		Source: map[string]any{"kind": SourceResultsTSV, "row": 3.0}}
+	c := &Catalog{Records: []Record{SlimRecord(&pass, "val_bpb"), SlimRecord(&tsv, "val_bpb")}, Offsets: []int64{0, 10}}
+	got, err := decodeCatalog(encodeCatalog(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"kind": SourceArcMemoPass, "producer": "mem2", "final_pass": false, "passes": 3.0, "pass_index": 1.0,
+		"puzzle_set": "ps-9f08fdf0edc4", "split": "eval", "run_id": "abc"}
+	if fmt.Sprint(got.Records[0].Source) != fmt.Sprint(want) {
+		t.Fatalf("source %v, want %v", got.Records[0].Source, want)
+	}
+	if got.Records[1].Source != nil {
+		t.Fatalf("a results.tsv row kept its source: %v", got.Records[1].Source)
 	}
 }

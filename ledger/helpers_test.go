@@ -54,24 +54,6 @@ func corpusFile(t testing.TB, rel string) []byte {
 	return b
 }
 
-// corpusRunLogs returns every archived run.log of the Python corpus.
-func corpusRunLogs(t testing.TB) map[string][]byte {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(corpusDir, "runs", "*", "run.log"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("corpus run logs missing: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(filepath.Dir(p))] = b
-	}
-	return out
-}
-
 // Run ids the tests share.
 const (
 	idA = "20261122T010000Z-abc1234-0001"

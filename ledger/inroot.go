@@ -28,7 +28,8 @@ type Input struct {
 	Shown string
 }
 
-func (in Input) shown() string {
+// Label is how errors name the input: Shown, else Name.
+func (in Input) Label() string {
 	if in.Shown != "" {
 		return in.Shown
 	}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
@@ -90,6 +91,8 @@ func FindRun(recs []Record, query string) (int, error) {
 	return -1, &MultipleMatchError{Prefix: query, What: what, Matches: ids}
 }
 
+// IsHex reports whether s is non-empty lowercase hexadecimal (a commit or
+// its prefix).
 func IsHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -98,4 +101,36 @@ func IsHex(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// ReadRunsAt decodes the records of the runs ids at the ledger byte offsets
+// offs (a catalog's), opening the ledger once; the result is in the order
+// of offs. A line that is not the named run's (a ledger rewritten by doctor
+// --repair since the catalog was read) is an error, never another run's
+// record.
+func (s *Store) ReadRunsAt(ids []RunID, offs []int64) ([]*Record, error) {
+	f, err := s.OpenLedger()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := make([]*Record, len(offs))
+	for i, off := range offs {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("unable to read ledger: %w", err)
+		}
+		// A small buffer: a record is a few KB, and ReadLine grows it for
+		// a longer line.
+		_, err := scanReader(io.LimitReader(f, MaxRecordBytes+1), 64<<10, func(r *Record, _ int, _ int64) error {
+			out[i] = r
+			return io.EOF
+		})
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if out[i] == nil || out[i].RunID != ids[i] {
+			return nil, fmt.Errorf("the ledger changed while run %s was read (ledger offset %d holds another line); try again", ids[i], off)
+		}
+	}
+	return out, nil
 }

@@ -28,8 +28,10 @@ func fixedProvenance() Provenance {
 
 func TestRecordGolden(t *testing.T) {
 	s := testStore(t)
-	m, err := ParseSummaryJSON([]byte(`{"val_bpb": 0.9979, "num_steps": 953, "depth": 8, "peak_vram_mb": 45693.6, "total_tokens_M": 499.6, "eval": {"acc": 0.713}}`))
-	ok(t, err)
+	m := Metrics{} // what runlog.ParseSummaryJSON makes of a flattened summary
+	for k, v := range map[string]float64{"val_bpb": 0.9979, "num_steps": 953, "depth": 8, "peak_vram_mb": 45693.6, "total_tokens_M": 499.6, "eval.acc": 0.713} {
+		m.Set(k, v)
+	}
 	tests := []struct {
 		name string
 		in   RunInput
@@ -37,7 +39,8 @@ func TestRecordGolden(t *testing.T) {
 		{"record_keep.golden", RunInput{Description: "increase matrix LR to 0.05", Status: StatusKeep, Family: "lr-sweep",
 			Hypothesis: "muon tolerates a higher LR", Tags: []string{"lr", "muon"}, Notes: "<b>&</b>", Metrics: m}},
 		{"record_crash.golden", RunInput{Description: "double model width", Status: StatusCrash,
-			Error: CrashError([]byte("Traceback (most recent call last):\n  File \"train.py\", line 1\ntorch.OutOfMemoryError: CUDA out of memory.\n"), "run.log")}},
+			Error: &ErrorInfo{Summary: "torch.OutOfMemoryError: CUDA out of memory.", Source: "run.log",
+				Tail: []string{"Traceback (most recent call last):", `File "train.py", line 1`, "torch.OutOfMemoryError: CUDA out of memory."}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

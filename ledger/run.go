@@ -183,6 +183,10 @@ type RunPins interface {
 	UnpinRun(id RunID, commit string) error
 }
 
+// CurveFileName is the training curve's file in a run's archive
+// (runs/<id>/curve.json), shared by sync like the other archive files.
+const CurveFileName = "curve.json"
+
 // ArchiveFile is one file stored with a run.
 type ArchiveFile struct {
 	Key  string // artifacts key, e.g. "archived_log_path"
@@ -234,7 +238,7 @@ func readTail(path, what string, n int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, _, err := tailOf(f, f.Size(), 0, n)
+	data, _, err := ReadTail(f, f.Size(), 0, n)
 	return data, err
 }
 
@@ -269,7 +273,7 @@ const MaxArchivedLog = 16 << 20
 // copyBounded copies the regular file in to w, bounded as MaxArchivedLog
 // says.
 func copyBounded(w io.Writer, in Input) error {
-	src, st, err := openRegularInput(in, "run log", "pass --log with the path of the training output")
+	src, st, err := OpenRegularInput(in, "run log", "pass --log with the path of the training output")
 	if err != nil {
 		return err
 	}

@@ -179,22 +179,22 @@ func ReadTailFrom(path string, offset, limit int64) (data []byte, size int64, er
 func ReadTailInput(in Input, offset, limit int64) (data []byte, size int64, err error) {
 	f, st, err := in.Open()
 	if errors.Is(err, ErrNotRegular) {
-		return nil, 0, fmt.Errorf("%w: %s is not a regular file", ErrBadInput, in.shown())
+		return nil, 0, fmt.Errorf("%w: %s is not a regular file", ErrBadInput, in.Label())
 	}
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
-	return tailOf(f, st.Size(), offset, limit)
+	return ReadTail(f, st.Size(), offset, limit)
 }
 
-// tailOf reads the part of a size-byte file after offset, at most limit
+// ReadTail reads the part of a size-byte file after offset, at most limit
 // bytes (the last limit bytes when more was written), and returns it with
 // the offset it ends at. An offset past the end (a file rewritten shorter)
 // reads from the start. Every tail memorylab reads (the live run log, a run
 // log's metrics and crash, the ledger's and results.tsv's last bytes) is
 // this one function over a file opened by its caller's rules.
-func tailOf(f io.ReaderAt, size, offset, limit int64) (data []byte, end int64, err error) {
+func ReadTail(f io.ReaderAt, size, offset, limit int64) (data []byte, end int64, err error) {
 	if offset > size || offset < 0 {
 		offset = 0
 	}

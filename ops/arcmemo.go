@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
@@ -35,8 +36,9 @@ type ArcMemoResult struct {
 
 // ImportArcMemo turns one ArcMemo / mem2 run into ledger records: one per
 // solve pass (with its decision packet and results.tsv row) and one per
-// memory snapshot, appended in one write under the store lock. Passes
-// already imported are skipped by their import ids.
+// memory snapshot, appended as one all-or-nothing batch under the store
+// lock (ledger.AppendBatchLocked). Passes already imported are skipped by
+// their import ids.
 func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 	run, err := arcmemo.ReadRun(env.Abs(opts.Dir))
 	if err != nil {
@@ -125,23 +127,48 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		plan.Final.Items = &ledger.ItemsInfo{Count: sum.Count, Mean: sum.Mean, Binary: sum.Binary}
 	}
 	if !opts.DryRun && len(plan.Records) > 0 {
+		// Archives first, then the records in one all-or-nothing batch (the
+		// commit point): a refused record or a failed write leaves the
+		// ledger as it was, and the archives this import made are removed.
+		var made []ledger.RunID
+		abandon := func() {
+			for _, id := range made {
+				s.AbandonRun(nil, id, "")
+			}
+		}
 		for _, r := range plan.Records {
 			if files := packetFilesOf[r.RunID]; len(files) > 0 {
+				if dir, err := s.RunDir(r.RunID); err == nil {
+					if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+						made = append(made, r.RunID)
+					}
+				}
 				if err := s.Archive(r, files); err != nil {
+					abandon()
 					return nil, err
 				}
 			}
 		}
-		// The commit point: every record of this import in one write.
-		if err := s.AppendLocked(plan.Records...); err != nil {
+		i := 0
+		if _, err := s.AppendBatchLocked(ledger.NoStep{}, func() (*ledger.Record, error) {
+			if i == len(plan.Records) {
+				return nil, nil
+			}
+			i++
+			return plan.Records[i-1], nil
+		}); err != nil {
+			abandon()
 			return nil, err
 		}
+		var rows strings.Builder // results.tsv: one row per run, its final pass, in one write
 		for _, r := range plan.Records {
 			if r.Source["kind"] != arcmemo.KindSolvePass || arcmemo.Secondary(r) {
-				continue // results.tsv: one row per run, its final pass
+				continue
 			}
-			row := results.RowFromRecord(r, s.Config.Metric)
-			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), row.Format()); err != nil {
+			rows.WriteString(results.RowFromRecord(r, s.Config.Metric).Format())
+		}
+		if rows.Len() > 0 {
+			if err := s.AppendTSVLocked(results.Header(s.Config.Metric), rows.String()); err != nil {
 				return nil, err
 			}
 		}

@@ -56,11 +56,17 @@ func Correct(env Env, in CorrectInput) (*CorrectResult, error) {
 		return nil, err
 	}
 	corr := ledger.CollectCorrections(all)
-	i, err := resolveAmong(all, s.Config, in.Run)
+	runs := make([]ledger.Record, 0, len(all))
+	for _, r := range all {
+		if r.Correction == nil {
+			runs = append(runs, r)
+		}
+	}
+	i, err := resolveAmong(ledger.Counted(all), runs, s.Config, in.Run)
 	if err != nil {
 		return nil, err
 	}
-	target := &all[i]
+	target := &runs[i]
 	if c, gone := corr.Retracted[target.RunID]; gone && in.Kind == ledger.CorrectionRetract {
 		return nil, ledger.BadInputf("run %s is already retracted (%s)", target.RunID, c.Text)
 	}
@@ -98,18 +104,14 @@ func Correct(env Env, in CorrectInput) (*CorrectResult, error) {
 	return out, nil
 }
 
-// resolveAmong names a run among every run of the ledger, retracted ones
-// included (show, note): latest, previous and champion mean what they mean
-// among the runs that count; other names resolve among all runs.
-func resolveAmong(all []ledger.Record, cfg ledger.Config, name string) (int, error) {
-	runs := make([]ledger.Record, 0, len(all))
-	for _, r := range all {
-		if r.Correction == nil {
-			runs = append(runs, r)
-		}
-	}
+// resolveAmong names a run among runs, every run of the ledger in order,
+// retracted ones included (show, note, retract): latest, previous and
+// champion mean what they mean among counted, the runs that count; other
+// names resolve among all runs. The index is into runs. show finds runs
+// through the catalog's slim records, retract and note through the full
+// ones: this is the one rule for both.
+func resolveAmong(counted, runs []ledger.Record, cfg ledger.Config, name string) (int, error) {
 	if IsRunName(name) {
-		counted := ledger.Counted(all)
 		i, err := ResolveRun(counted, cfg, name)
 		if err != nil {
 			return -1, err
@@ -120,13 +122,12 @@ func resolveAmong(all []ledger.Record, cfg ledger.Config, name string) (int, err
 	if err != nil {
 		return -1, err
 	}
-	id := runs[i].RunID
-	for j := range all {
-		if all[j].RunID == id && all[j].Correction == nil {
+	for j := range runs { // a run logged twice (merged ledgers): its first line
+		if runs[j].RunID == runs[i].RunID {
 			return j, nil
 		}
 	}
-	return -1, fmt.Errorf("run %s vanished", id)
+	return i, nil
 }
 
 // retractedTSVRows is results.tsv's rows of runs retracted by corrections

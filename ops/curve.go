@@ -9,6 +9,7 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/report"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 // maxCurveRead bounds how much of a training's output the curve parser
@@ -17,13 +18,13 @@ const maxCurveRead = 64 << 20
 
 // CurveOf parses the training curve of the output at path with the store's
 // patterns; nil when it has no step lines.
-func CurveOf(s *ledger.Store, path string) (*ledger.Curve, error) {
+func CurveOf(s *ledger.Store, path string) (*runlog.Curve, error) {
 	f, _, err := ledger.OpenRegular(path, path, "run log", "")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ledger.ParseCurve(io.LimitReader(f, maxCurveRead), s.Config.CurvePatterns)
+	return runlog.ParseCurve(io.LimitReader(f, maxCurveRead), s.Config.CurvePatterns)
 }
 
 // curveFile is runs/<id>/curve.json for the archive, or nil (no step
@@ -37,7 +38,7 @@ func curveFile(env Env, s *ledger.Store, logPath string) *ledger.ArchiveFile {
 	if c == nil {
 		return nil
 	}
-	b, err := ledger.MarshalCurve(c)
+	b, err := runlog.MarshalCurve(c)
 	if err != nil {
 		return nil
 	}
@@ -45,7 +46,7 @@ func curveFile(env Env, s *ledger.Store, logPath string) *ledger.ArchiveFile {
 }
 
 // ArchivedCurve reads runs/<id>/curve.json; nil, nil when the run has none.
-func ArchivedCurve(s *ledger.Store, id ledger.RunID) (*ledger.Curve, error) {
+func ArchivedCurve(s *ledger.Store, id ledger.RunID) (*runlog.Curve, error) {
 	dir, err := s.RunDir(id)
 	if err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func ArchivedCurve(s *ledger.Store, id ledger.RunID) (*ledger.Curve, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ledger.DecodeCurve(b)
+	return runlog.DecodeCurve(b)
 }
 
 // morningCurves are the champion's and the baseline's archived curves, for

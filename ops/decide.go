@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
@@ -22,6 +23,24 @@ type DecideInput struct {
 	Hardware  string
 }
 
+// Decision is run's verdict on a finished training: the status, and for
+// a crash whose training printed nothing, the error text to record.
+type Decision struct {
+	Status  string
+	ErrText string
+	read    *outcome // what the verdict was read from
+}
+
+// Apply gives lo the decided status (and crash text) and the reading the
+// verdict was made from, so that logging it reads the run's files once.
+func (d Decision) Apply(lo LogInput) LogInput {
+	lo.Status, lo.read = d.Status, d.read
+	if d.Status == ledger.StatusCrash && d.ErrText != "" {
+		lo.ErrorText = d.ErrText
+	}
+	return lo
+}
+
 // DecideStatus picks keep, discard or crash (or takes in.Log.Status) and,
 // for a crash without a traceback, the error text to record: crash on a
 // non-zero exit or without the primary metric; keep when the metric beats
@@ -30,59 +49,49 @@ type DecideInput struct {
 // 2 × the noise sd once replicates measured it); else discard. A run with
 // earlier replicates is judged by its group's mean; a replicate of the
 // champion is kept. The note on env.Notice says which margin was used.
-func DecideStatus(env Env, s *ledger.Store, in DecideInput) (status, errText string, err error) {
+// The metrics are read as Log reads them (readOutcome): from in.Log's run
+// log and summary, or from in.SummaryPath when set (none when the training
+// did not write it).
+func DecideStatus(env Env, s *ledger.Store, repo *gitrepo.Repo, in DecideInput) (Decision, error) {
 	metric := s.Config.Metric
-	m, err := outcomeMetrics(env, in)
-	if err != nil {
-		return "", "", err
+	li := in.Log
+	li.Status = ""
+	if in.ExitCode != 0 {
+		li.Status = ledger.StatusCrash
 	}
-	v, ok := m.Get(metric)
+	if in.SummaryPath != "" { // run's own sidecar, when the training wrote it
+		li.SummaryPath, li.IgnoreSummaryEnv = "", true
+		if _, err := os.Stat(in.SummaryPath); err == nil {
+			li.SummaryPath = in.SummaryPath
+		}
+	}
+	out, err := readOutcome(env, s, repo, li)
+	if err != nil {
+		return Decision{}, err
+	}
+	d := Decision{read: out}
+	v, ok := out.metrics.Get(metric)
 	switch {
 	case in.ExitCode != 0:
-		status = ledger.StatusCrash
-		if logData, _ := ledger.ReadLogTail(env.Abs(in.Log.LogPath)); len(logData) == 0 {
-			errText = fmt.Sprintf("training command exited with status %d and printed nothing", in.ExitCode)
+		d.Status = ledger.StatusCrash
+		if len(out.logData) == 0 {
+			d.ErrText = fmt.Sprintf("training command exited with status %d and printed nothing", in.ExitCode)
 		}
 	case !ok:
-		status = ledger.StatusCrash
-		errText = fmt.Sprintf("training command exited 0 but reported no %s", metric)
+		d.Status = ledger.StatusCrash
+		d.ErrText = fmt.Sprintf("training command exited 0 but reported no %s", metric)
 	default:
 		j, err := judgeRun(s, in, v)
 		if err != nil {
-			return "", "", err
+			return Decision{}, err
 		}
-		status = j.status
+		d.Status = j.status
 		env.notef("%s", j.note)
 	}
 	if in.Log.Status != "" {
-		status = in.Log.Status
+		d.Status = in.Log.Status
 	}
-	return status, errText, nil
-}
-
-// outcomeMetrics reads the metrics the way runLog will: the JSON sidecar
-// wins over the log's summary block; the patterns and Metrics add to both.
-func outcomeMetrics(env Env, in DecideInput) (ledger.Metrics, error) {
-	m := ledger.Metrics{}
-	if b, err := ledger.ReadRegularFile(in.SummaryPath, in.SummaryPath, "summary", "", MaxSummary); err == nil {
-		if m, err = ledger.ParseSummaryJSON(b); err != nil {
-			return nil, fmt.Errorf("the training command's %s: %w", SummaryEnv, err)
-		}
-	} else if logData, err := ledger.ReadLogTail(env.Abs(in.Log.LogPath)); err == nil {
-		m = ledger.ParseSummaryBlock(logData)
-	}
-	if logData, err := ledger.ReadLogTail(env.Abs(in.Log.LogPath)); err == nil {
-		for _, spec := range in.Log.Patterns {
-			p, _ := ledger.ParseMetricPattern(spec) // validated before training
-			if v, err := p.Extract(logData); err == nil {
-				m.Set(p.Name, v)
-			}
-		}
-	}
-	for name, v := range in.Log.Metrics {
-		m.Set(name, v)
-	}
-	return m, nil
+	return d, nil
 }
 
 // judgement is run's keep decision and the sentence that explains it.
@@ -159,24 +168,18 @@ func DecideLog(env Env, in LogInput, minDelta float64) (LogInput, error) {
 	if err := in.Validate(); err != nil {
 		return in, err
 	}
-	s, _, err := env.Open()
+	s, loc, err := env.Open()
 	if err != nil {
 		return in, err
 	}
-	di := DecideInput{Log: in, MinDelta: minDelta, SummaryPath: env.Abs(in.SummaryPath)}
-	if di.Log.LogPath == "" {
-		di.Log.LogPath = DefaultLog
+	if loc.Repo == nil {
+		return in, loc.RepoErr
 	}
-	if di.SummaryPath == "" && !in.IgnoreSummaryEnv {
-		di.SummaryPath = env.getenv(SummaryEnv)
-	}
-	status, errText, err := DecideStatus(env, s, di)
+	di := DecideInput{Log: in, MinDelta: minDelta}
+	d, err := DecideStatus(env, s, loc.Repo, di)
 	if err != nil {
 		return in, err
 	}
-	in.Status = status
-	if status == ledger.StatusCrash && in.ErrorText == "" {
-		in.ErrorText = errText
-	}
+	in = d.Apply(in)
 	return in, nil
 }

@@ -1,11 +1,17 @@
 package ops
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"iter"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +30,11 @@ type ImportInput struct {
 	Missing   []string // --missing VALUE: metric values that mean "no value"
 	DryRun    bool
 	Init      bool // create the store with the detected metric and goal
+	// Rows keeps every planned row in ImportedFile.Plan, for a front end
+	// that lists them (--json, --dry-run). Without it an import holds no
+	// row of its files: they are read again, row by row, as the records are
+	// written (issue 24 item 15).
+	Rows bool
 }
 
 // ImportResult is what an import read, planned and wrote.
@@ -76,16 +87,21 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 	}
 
 	var files []*ImportedFile
+	defer func() {
+		for _, f := range files {
+			f.file.Close()
+		}
+	}()
 	for _, p := range opts.Files {
 		f, err := readImportFile(env, loc, p, ropts)
 		if err != nil {
 			return nil, err
 		}
-		if d := f.Result.DataRows(); d > 0 && len(f.Result.Entries) == 0 {
+		files = append(files, f)
+		if d := f.Result.DataRows(); d > 0 && f.Result.Rows == 0 {
 			return nil, fmt.Errorf("%w: %s: every data row was skipped (%d; first: line %d, %s)",
 				ledger.ErrBadInput, f.Path, d, firstDataSkip(f.Result).Line, firstDataSkip(f.Result).Reason)
 		}
-		files = append(files, f)
 	}
 	if opts.As != "" && opts.Metric == "" {
 		return nil, ledger.BadInputf("--as %s needs --metric COLUMN: name the file's column to record as %s", opts.As, opts.As)
@@ -98,7 +114,7 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 	}
 	for _, f := range files {
 		r := f.Result
-		if len(r.Entries) == 0 {
+		if r.Rows == 0 {
 			continue
 		}
 		if r.MetricName == "" {
@@ -152,31 +168,58 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 		seen, err = loadImportKeys(env, store, metric)
 		return err
 	}
-	// The plan keeps slim records; each whole record is built when it is
-	// written (a million rows never sit in memory as records).
-	type newRow struct {
-		f *ImportedFile
-		i int
+	// The rows are planned as the records are written: each file is read
+	// again row by row (results.PlanEach), and a row becomes a record only
+	// on its way into the batch, so no file's rows are held (issue 24 item
+	// 15). at is the row being planned, for an error that names it.
+	var at struct {
+		f    *ImportedFile
+		line int
 	}
-	plan := func() []newRow {
-		var recs []newRow
+	var planErr error
+	rows := func(yield func(*ledger.Record) bool) {
 		for _, f := range files {
-			f.Plan = f.Result.PlanSlim(f.Display, f.MTime, metric, seen)
-			for i, p := range f.Plan {
-				if !p.Present {
-					recs = append(recs, newRow{f, i})
+			f.Plan = nil
+			stopped := false
+			err := f.Result.PlanEach(f.src, f.Display, f.MTime, metric, seen, func(p results.Planned) error {
+				if err := env.ctx().Err(); err != nil {
+					return err
 				}
+				f.count(p, opts.Rows)
+				if p.Present {
+					return nil
+				}
+				at.f, at.line = f, p.Entry.Line
+				if !yield(p.Record) {
+					stopped = true
+					return errStopImport
+				}
+				return nil
+			})
+			if stopped {
+				return
+			}
+			if err == nil {
+				err = f.unchanged()
+			}
+			if err != nil {
+				planErr = err
+				return
 			}
 		}
-		return recs
 	}
 
-	var recs []newRow
+	imported := 0
 	if opts.DryRun {
 		if err := scan(); err != nil {
 			return nil, err
 		}
-		recs = plan()
+		for range rows {
+			imported++
+		}
+		if planErr != nil {
+			return nil, planErr
+		}
 	} else {
 		lock, err := store.LockContext(env.ctx())
 		if err != nil {
@@ -186,51 +229,101 @@ func Import(env Env, opts ImportInput) (*ImportResult, error) {
 		if err := scan(); err != nil {
 			return nil, err
 		}
-		recs = plan()
-		if len(recs) > 0 {
-			step := ledger.Step(ledger.NoStep{})
-			if env.Progress != nil && len(recs) >= importProgressRows {
-				step = env.Progress.Start("import: writing records", len(recs))
+		step := ledger.Step(ledger.NoStep{})
+		total := 0
+		for _, f := range files {
+			total += f.Result.Rows
+		}
+		if env.Progress != nil && total >= importProgressRows {
+			step = env.Progress.Start("import: writing records", total)
+		}
+		// One all-or-nothing step, encoded record by record (issue 24
+		// items 14 and 15): a bad row anywhere writes nothing.
+		next, stop := iter.Pull(rows)
+		imported, err = store.AppendBatchLocked(step, func() (*ledger.Record, error) {
+			r, ok := next()
+			if !ok {
+				return nil, planErr
 			}
-			// One all-or-nothing step, encoded record by record (issue 24
-			// items 14 and 15).
-			i := 0
-			_, err := store.AppendBatchLocked(step, func() (*ledger.Record, error) {
-				if err := env.ctx().Err(); err != nil {
-					return nil, err
-				}
-				if i == len(recs) {
-					return nil, nil
-				}
-				i++
-				row := recs[i-1]
-				return row.f.Result.Build(row.f.Plan[row.i], row.f.Display, metric), nil
-			})
-			step.Done()
-			if err != nil {
-				return nil, err
-			}
+			return r, nil
+		})
+		stop()
+		step.Done()
+		switch {
+		case err == nil:
+		case planErr != nil: // reading a file again failed, or it changed
+			return nil, planErr
+		case at.f != nil && errors.Is(err, ledger.ErrBadInput): // the ledger refused a row's record
+			return nil, fmt.Errorf("%s:%d: %w (nothing imported)", at.f.Path, at.line, err)
+		default:
+			return nil, err
 		}
 		saveImportKeys(env, store, metric, seen)
 	}
-	res.Store, res.Metric, res.Goal, res.Imported = store, metric, goal, len(recs)
+	res.Store, res.Metric, res.Goal, res.Imported = store, metric, goal, imported
 	return res, nil
 }
 
 // importProgressRows is the import size from which a bar is shown.
 const importProgressRows = 10000
 
-// readImportFile reads and understands one file. Unreadable files are bad
-// input (exit 2).
-
 // ImportedFile is one input file read and understood.
 type ImportedFile struct {
 	Path    string // as given
 	Display string // as recorded in Source["file"]
 	Result  *results.Result
-	Plan    []results.Planned
-	MTime   time.Time // the file's modification time: the last line's timestamp
+	// Plan lists every planned row when ImportInput.Rows asks for it
+	// (Planned.Record is nil then); the counts below are always set.
+	Plan  []results.Planned
+	MTime time.Time // the last line's timestamp: the file's modification time, or the clock when that is later
+
+	Rows, New, Present   int // rows planned; new; already in the ledger
+	Keep, Discard, Crash int // rows by status
+
+	file *os.File
+	src  results.Source
+	size int64
+	sum  hash.Hash32 // of the last pass over the file
+	want uint32      // of the pass Scan made
 }
+
+// count adds a planned row to the counts (and the row to Plan when rows).
+func (f *ImportedFile) count(p results.Planned, rows bool) {
+	f.Rows++
+	if p.Present {
+		f.Present++
+	} else {
+		f.New++
+	}
+	switch p.Status {
+	case ledger.StatusKeep:
+		f.Keep++
+	case ledger.StatusDiscard:
+		f.Discard++
+	default:
+		f.Crash++
+	}
+	if rows {
+		e := *p.Entry
+		p.Entry, p.Record = &e, nil
+		f.Plan = append(f.Plan, p)
+	}
+}
+
+// unchanged fails when the pass that just ended read other bytes than the
+// pass that understood the file: it was written to meanwhile, and its rows
+// may no longer mean what the summary says.
+func (f *ImportedFile) unchanged() error {
+	if f.sum.Sum32() != f.want {
+		return fmt.Errorf("%s changed while it was being imported: nothing imported; import it again once it is written", f.Path)
+	}
+	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errStopImport ends a plan whose consumer stopped.
+var errStopImport = errors.New("import stopped")
 
 // parseStatusMap turns WORD=STATUS flags into a normalised map.
 func parseStatusMap(pairs []string) (map[string]string, error) {
@@ -250,37 +343,50 @@ func parseStatusMap(pairs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// maxImportFile bounds a results.tsv read whole (a night writes ~10 KB).
+// maxImportFile bounds a results.tsv (a night writes ~10 KB; a million
+// rows ~70 MB). The file is read in passes, never held whole.
 const maxImportFile = 1 << 30
 
+// readImportFile opens and understands one file, and keeps it open for
+// the pass that writes its records. Unreadable files are bad input (exit 2).
 func readImportFile(env Env, loc gitrepo.Location, p string, ropts results.Options) (*ImportedFile, error) {
 	abs := env.Abs(p)
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("%w: %s is a directory: name the results.tsv file inside it", ledger.ErrBadInput, p)
 	}
 	// A regular file only: /dev/zero or a FIFO would never end.
-	data, err := ledger.ReadRegularFile(abs, p, "results file", "name a results.tsv", maxImportFile)
+	file, st, err := ledger.OpenRegular(abs, p, "results file", "name a results.tsv")
 	if err != nil {
 		return nil, err
 	}
-	st, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: unable to read %s: %v", ledger.ErrBadInput, p, errors.Unwrap(err))
+	if st.Size() > maxImportFile {
+		file.Close()
+		return nil, ledger.BadInputf("results file %s is %d bytes, over the %d-byte limit", p, st.Size(), int64(maxImportFile))
 	}
-	res, err := results.Read(data, ropts)
+	f := &ImportedFile{Path: p, file: file, size: st.Size(), MTime: st.ModTime()}
+	if env.Now != nil && f.MTime.After(env.Now()) {
+		f.MTime = env.Now() // rows are never dated after the clock
+	}
+	f.src = func() (io.Reader, error) {
+		f.sum = crc32.New(castagnoli)
+		return io.TeeReader(io.NewSectionReader(file, 0, f.size), f.sum), nil
+	}
+	res, err := results.Scan(f.src, ropts)
 	if err != nil {
+		file.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ledger.ErrBadInput, p, err)
 	}
-	display := filepath.ToSlash(abs)
+	f.Result, f.want = res, f.sum.Sum32()
+	f.Display = filepath.ToSlash(abs)
 	if loc.Repo != nil {
 		for _, root := range []string{loc.Repo.WorktreeRoot, loc.Repo.MainRoot} {
 			if rel, err := filepath.Rel(root, abs); err == nil && !strings.HasPrefix(rel, "..") {
-				display = filepath.ToSlash(rel)
+				f.Display = filepath.ToSlash(rel)
 				break
 			}
 		}
 	}
-	return &ImportedFile{Path: p, Display: display, Result: res, MTime: st.ModTime()}, nil
+	return f, nil
 }
 
 // shellWord quotes s for a shell command line when it needs it.
@@ -349,17 +455,43 @@ func loadImportKeys(env Env, store *ledger.Store, metric string) (results.KeyCou
 
 // saveImportKeys writes the cache for the whole ledger as it is now; the
 // caller holds the store lock, so keys describe exactly these bytes. A cache
-// that cannot be written is only a warning.
+// that cannot be written is only a warning. The keys are written one by
+// one (in map order: the cache is read back as a map), so a million keys
+// are never held twice (issue 24 item 15).
 func saveImportKeys(env Env, store *ledger.Store, metric string, keys results.KeyCounts) {
 	fp, err := store.CurrentFingerprint()
 	if err == nil {
-		var b []byte
-		b, err = json.Marshal(importKeysCache{Version: importKeysVersion, Metric: metric, Ledger: fp, Keys: keys})
-		if err == nil {
-			if err = os.MkdirAll(store.Path(ledger.CacheDir), 0o755); err == nil {
-				err = ledger.WriteFileAtomic(store.Path(ledger.CacheDir, ImportKeysFile), append(b, '\n'), 0o644)
+		err = os.MkdirAll(store.Path(ledger.CacheDir), 0o755)
+	}
+	if err == nil {
+		err = ledger.WriteFileAtomicFunc(store.Path(ledger.CacheDir, ImportKeysFile), 0o644, func(w io.Writer) error {
+			head, err := json.Marshal(importKeysCache{Version: importKeysVersion, Metric: metric, Ledger: fp, Keys: results.KeyCounts{}})
+			if err != nil {
+				return err
 			}
-		}
+			head = bytes.TrimSuffix(head, []byte("{}}")) // … "keys":{}} → … "keys":
+			b := append(head, '{')
+			sep := false
+			for k, n := range keys {
+				if sep {
+					b = append(b, ',')
+				}
+				sep = true
+				q, err := json.Marshal(k)
+				if err != nil {
+					return err
+				}
+				b = append(append(append(b, q...), ':'), strconv.Itoa(n)...)
+				if len(b) >= 64<<10 {
+					if _, err := w.Write(b); err != nil {
+						return err
+					}
+					b = b[:0]
+				}
+			}
+			_, err = w.Write(append(b, "}}\n"...))
+			return err
+		})
 	}
 	if err != nil {
 		env.notef("warning: import key cache not written: %v", err)

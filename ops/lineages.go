@@ -32,16 +32,18 @@ type LineagesResult struct {
 }
 
 // Lineages lists the chains of kept runs: one per kept run that no later
-// kept run grew from (a tip), with the runs it grew through.
+// kept run grew from (a tip), with the runs it grew through. The catalog's
+// slim records carry every field it reads: no full record is decoded.
 func Lineages(env Env) (*LineagesResult, error) {
-	s, loc, recs, err := env.openRecords()
+	s, loc, cat, err := env.openCatalog()
 	if err != nil {
 		return nil, err
 	}
+	recs := cat.Records
 	if loc.Repo == nil {
 		return nil, loc.RepoErr
 	}
-	ls, err := loc.Repo.Lineages(s, recs)
+	ls, err := env.lineages(s, loc.Repo, recs)
 	if err != nil {
 		return nil, err
 	}

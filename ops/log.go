@@ -22,6 +22,7 @@ import (
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/registry"
 	"github.com/memorylab/memorylab/results"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 // SummaryEnv names the JSON summary sidecar autoresearch can write.
@@ -77,6 +78,9 @@ type LogInput struct {
 	// Report, when not nil, also writes the morning report with these
 	// settings after logging.
 	Report *ReportInput
+	// read is the reading `run` decided the status from (Decision.Apply);
+	// Log uses it when it was made from the same sources.
+	read *outcome
 }
 
 // Validate checks everything a log input can be refused for before a file
@@ -98,7 +102,7 @@ func (in *LogInput) Validate() error {
 		}
 	}
 	for _, spec := range in.Patterns {
-		if _, err := ledger.ParseMetricPattern(spec); err != nil {
+		if _, err := runlog.ParseMetricPattern(spec); err != nil {
 			return err
 		}
 	}
@@ -157,7 +161,10 @@ func runInput(env Env, dirs []string, p PathPolicy, name, what string, named, sh
 
 // readItems reads and checks the run's items file: in.ItemsPath, else
 // $AUTORESEARCH_ITEMS_PATH when it names a file. nil when there is none.
-func readItems(env Env, in LogInput) (*ledger.ItemsInfo, []byte, error) {
+// in.ItemsPath follows in.Paths as the log and summary do (over MCP: only
+// inside dirs, the worktree, the store and --allow-path); the variable,
+// which the user sets, is not confined.
+func readItems(env Env, dirs []string, in LogInput) (*ledger.ItemsInfo, []byte, error) {
 	path, fromEnv := in.ItemsPath, false
 	if path == "" && !in.IgnoreItemsEnv {
 		path, fromEnv = env.getenv(ItemsEnv), true
@@ -168,7 +175,14 @@ func readItems(env Env, in LogInput) (*ledger.ItemsInfo, []byte, error) {
 	if _, err := os.Stat(env.Abs(path)); fromEnv && errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil // the evaluation wrote none
 	}
-	b, err := ledger.ReadRegularFile(env.Abs(path), path, "items", "pass --items FILE.jsonl or unset $"+ItemsEnv, evidence.MaxFileBytes+1)
+	policy := in.Paths
+	policy.Confined = policy.Confined && !fromEnv
+	src, _, _, err := runInput(env, dirs, policy, path, "items", true, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	src.Shown = path
+	b, err := ledger.ReadRegularInput(src, "items", "pass --items FILE.jsonl or unset $"+ItemsEnv, evidence.MaxFileBytes+1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -210,106 +224,24 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		Hypothesis: in.Hypothesis, Notes: in.Notes, Tags: in.Tags, Metrics: ledger.Metrics{}}
 	var archive []ledger.ArchiveFile
 
-	// Metrics: the JSON sidecar wins over the log's summary block.
-	// A crash needs no output: a log or summary the crashed training
-	// never wrote is a note, never a refusal (the crash must be recorded).
-	crash := in.Status == ledger.StatusCrash
-	logSet := in.LogPath != ""
-	logName := in.LogPath
-	if !logSet {
-		logName = DefaultLog
-	}
-	// Where the run's files may be read from: the worktree, the store and
-	// the directories the policy allows (each read through its os.Root).
-	dirs := append([]string{loc.Repo.WorktreeRoot, s.Dir}, in.Paths.Allow...)
-	var logData []byte
-	logIn, logResolved, logOK, err := runInput(env, dirs, in.Paths, logName, "run log", logSet, true)
+	out, err := readOutcome(env, s, loc.Repo, in)
 	if err != nil {
 		return nil, err
 	}
-	_, statErr := os.Stat(logResolved)
-	if logOK && !logSet && statErr == nil {
-		if err := checkDefaultLogIsNew(s, loc.Repo, logResolved, logName); err != nil {
-			return nil, err
+	run.Metrics, run.Error = out.metrics, out.crashError
+	if out.crash && in.ErrorText != "" {
+		if run.Error == nil {
+			run.Error = &ledger.ErrorInfo{Tail: []string{}, Source: "--error"}
+		} else {
+			e := *run.Error // the reading may be shared with run's decision
+			run.Error = &e
 		}
+		run.Error.Summary = in.ErrorText
 	}
-	switch {
-	case !logOK:
-	case crash && logSet && errors.Is(statErr, fs.ErrNotExist):
-		env.notef("note: %s does not exist; the crash is recorded without its output", logName)
-	case statErr == nil || logSet:
-		logData, err = ledger.ReadLogTailInput(logIn)
-		if err != nil {
-			return nil, err
-		}
-		archive = append(archive, ledger.ArchiveFile{Key: "archived_log_path", Name: "run.log", Src: logIn})
-		if cf := curveFile(env, s, logResolved); cf != nil {
-			archive = append(archive, *cf)
-		}
-	}
-	summaryPath, summaryFromEnv := in.SummaryPath, false
-	if summaryPath == "" && !in.IgnoreSummaryEnv {
-		summaryPath, summaryFromEnv = env.getenv(SummaryEnv), true
-	}
-	var summaryIn ledger.Input
-	if summaryPath != "" {
-		policy := in.Paths
-		policy.Confined = policy.Confined && !summaryFromEnv
-		var resolved string
-		if summaryIn, resolved, _, err = runInput(env, dirs, policy, summaryPath, "summary", true, false); err != nil {
-			return nil, err
-		}
-		if summaryFromEnv || crash {
-			// The sidecar is written at the end of training, so a crashed
-			// run (or a script that does not write one) leaves none behind.
-			if _, err := os.Stat(resolved); errors.Is(err, fs.ErrNotExist) {
-				if !summaryFromEnv {
-					env.notef("note: %s does not exist (the crashed training never wrote it)", summaryPath)
-				}
-				summaryPath = ""
-			}
-		}
-	}
-	if summaryPath != "" {
-		b, err := ledger.ReadRegularInput(summaryIn, "summary",
-			"pass --summary FILE.json or unset $"+SummaryEnv, MaxSummary)
-		if err != nil {
-			return nil, err
-		}
-		m, err := ledger.ParseSummaryJSON(b)
-		if err != nil {
-			return nil, ledger.BadInputf("summary %s: %v", summaryPath, err)
-		}
-		run.Metrics = m
-		archive = append(archive, ledger.ArchiveFile{Key: "archived_summary_path", Name: "summary.json", Data: b})
-	} else if logData != nil && !crash {
-		run.Metrics = ledger.ParseSummaryBlock(logData)
-	}
-	if err := applyMetricPatterns(env, in, logName, logData, run.Metrics, s.Config.Metric); err != nil {
-		return nil, err
-	}
-	if err := checkMetricNames(in.Metrics, run.Metrics, s.Config.Metric, logName, logData != nil); err != nil {
-		return nil, err
-	}
-	for name, v := range in.Metrics {
-		run.Metrics.Set(name, v)
-	}
-	if crash {
-		for _, k := range run.Metrics.Names() {
-			run.Metrics.SetMissing(k)
-		}
-		if logData != nil {
-			run.Error = ledger.CrashError(logData, logName)
-		}
-		if in.ErrorText != "" {
-			if run.Error == nil {
-				run.Error = &ledger.ErrorInfo{Tail: []string{}, Source: "--error"}
-			}
-			run.Error.Summary = in.ErrorText
-		}
-	}
+	archive = append(archive, out.archive...)
+	logSet, logName, logData := in.LogPath != "", out.logName, out.logData
 
-	itemsInfo, itemsData, err := readItems(env, in)
+	itemsInfo, itemsData, err := readItems(env, runDirs(s, loc.Repo, in.Paths), in)
 	if err != nil {
 		return nil, err
 	}
@@ -473,7 +405,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	}
 	if codeErr == nil {
 		rc := RunCode{Run: rec.RunID, Status: rec.Status, Code: code}
-		if v, ok := rec.Metric(s.Config.Metric); ok && !crash {
+		if v, ok := rec.Metric(s.Config.Metric); ok && !out.crash {
 			rc.Value = &v
 		}
 		appendCodeTail(s, rc.line())
@@ -503,41 +435,6 @@ func replicateKey(prov ledger.Provenance, code change.Code, codeErr error, confi
 		return ledger.ReplicateKey(prov.Commit, config)
 	}
 	return ""
-}
-
-// applyMetricPatterns runs each metric pattern over the log. A pattern for
-// the primary metric that matches nothing refuses a keep/discard run;
-// other patterns that match nothing leave their metric out, with a note.
-func applyMetricPatterns(env Env, in LogInput, logName string, logData []byte, into ledger.Metrics, primary string) error {
-	if len(in.Patterns) == 0 {
-		return nil
-	}
-	if logData == nil {
-		return ledger.BadInputf("--metric-pattern needs a run log: pass --log FILE (%s was not found)", logName)
-	}
-	for _, spec := range in.Patterns {
-		p, err := ledger.ParseMetricPattern(spec)
-		if err != nil {
-			return err
-		}
-		v, err := p.Extract(logData)
-		switch {
-		case errors.Is(err, ledger.ErrNoMatch):
-			if p.Name == primary && in.Status != ledger.StatusCrash {
-				return ledger.BadInputf("%s: %v; the %s run has no %s: fix the pattern, or log it as --status crash",
-					logName, err, in.Status, primary)
-			}
-			env.notef("note: %s: %v; %s not recorded", logName, err, p.Name)
-		case err != nil:
-			if in.Status == ledger.StatusCrash {
-				continue
-			}
-			return err
-		default:
-			into.Set(p.Name, v)
-		}
-	}
-	return nil
 }
 
 // recentArchives is how many of the newest archived logs a default run.log

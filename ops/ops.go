@@ -41,6 +41,21 @@ type Env struct {
 	// Progress reports long steps (a first index build on a big ledger);
 	// nil reports nothing.
 	Progress ledger.Progress
+	// Catalog, when set, gives the store's catalog caught up with the
+	// ledger (the dashboard keeps one in memory); nil opens the cached file.
+	Catalog func(*ledger.Store) (*ledger.Catalog, error)
+	// Lineages, when set, gives the lineages of recs (the catalog's runs)
+	// in repo (the dashboard keeps the last set while the ledger and HEAD
+	// stay the same); nil computes them.
+	Lineages func(s *ledger.Store, repo *gitrepo.Repo, recs []ledger.Record) (*gitrepo.LineageSet, error)
+}
+
+// lineages is env.Lineages, or repo.Lineages.
+func (env Env) lineages(s *ledger.Store, repo *gitrepo.Repo, recs []ledger.Record) (*gitrepo.LineageSet, error) {
+	if env.Lineages != nil {
+		return env.Lineages(s, repo, recs)
+	}
+	return repo.Lineages(s, recs)
 }
 
 // ctx is env.Ctx, or a context that never ends.
@@ -119,9 +134,22 @@ func (env Env) openRecords() (*ledger.Store, gitrepo.Location, []ledger.Record, 
 	return s, loc, recs, err
 }
 
+// openCatalog opens the store and its catalog (catalog).
+func (env Env) openCatalog() (*ledger.Store, gitrepo.Location, *ledger.Catalog, error) {
+	s, loc, err := env.Open()
+	if err != nil {
+		return nil, loc, nil, err
+	}
+	cat, err := env.catalog(s)
+	return s, loc, cat, err
+}
+
 // catalog opens the store's catalog of slim records, caught up with the
 // ledger, with one line about skipped ledger lines.
 func (env Env) catalog(s *ledger.Store) (*ledger.Catalog, error) {
+	if env.Catalog != nil {
+		return env.Catalog(s)
+	}
 	cat, warnings, err := s.OpenCatalog(s.Config.Metric, env.Notice)
 	if err != nil {
 		return nil, err

@@ -50,7 +50,8 @@ func appendRun(b []byte, r *Run) []byte {
 		b = ledger.AppendFloat(b, *r.MemoryGB)
 	}
 	b = ledger.AppendString(b, r.Group.Replicate)
-	return ledger.AppendString(b, r.Group.Hardware)
+	b = ledger.AppendString(b, r.Group.Hardware)
+	return ledger.AppendString(b, r.Set)
 }
 
 func readRun(d *ledger.Decoder) Run {
@@ -63,7 +64,29 @@ func readRun(d *ledger.Decoder) Run {
 		r.MemoryGB = &v
 	}
 	r.Group = GroupKey{Replicate: d.Str(), Hardware: d.Str()}
+	r.Set = d.Str()
 	return r
+}
+
+func appendTop(b []byte, t *GroupTop) []byte {
+	for _, r := range []*Run{t.All, t.Kept} {
+		b = ledger.AppendBool(b, r != nil)
+		if r != nil {
+			b = appendRun(b, r)
+		}
+	}
+	return b
+}
+
+func readTop(d *ledger.Decoder) *GroupTop {
+	t := &GroupTop{}
+	for _, p := range []**Run{&t.All, &t.Kept} {
+		if d.Bool() {
+			r := readRun(d)
+			*p = &r
+		}
+	}
+	return t
 }
 
 func appendRuns(b []byte, runs []Run) []byte {
@@ -160,6 +183,16 @@ func (s *State) Marshal() ([]byte, error) {
 			b = ledger.AppendString(b, kr.RunID)
 			b = ledger.AppendFloat(b, kr.Value)
 		}
+		t := s.lookupTop(k)
+		b = ledger.AppendBool(b, t != nil)
+		if t != nil {
+			b = appendTop(b, t)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.SetTops)))
+	for _, k := range sortedKeys(s.SetTops) {
+		b = ledger.AppendString(b, k)
+		b = appendTop(b, s.SetTops[k])
 	}
 	return b, nil
 }
@@ -173,7 +206,8 @@ var ErrStateMismatch = errors.New("registry state does not match")
 func Unmarshal(b []byte, opts Options) (*State, error) {
 	d := ledger.NewDecoder(b)
 	s := &State{Version: d.Int(), Metric: d.Str(), Max: d.Bool(), N: d.Int(),
-		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}}
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{},
+		groupIdx: map[string]int32{}, SetTops: map[string]*GroupTop{}}
 	if d.Err() == nil && (s.Version != StateVersion || s.Metric != opts.Goal.Metric || s.Max != opts.Goal.Max) {
 		return nil, fmt.Errorf("%w: version %d, goal %s/%v", ErrStateMismatch, s.Version, s.Metric, s.Max)
 	}
@@ -213,6 +247,16 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 		if d.Bool() {
 			s.Reps.Kept[k] = KeptRun{RunID: d.Str(), Value: d.Float(), acc: a}
 		}
+		if d.Bool() {
+			t := readTop(d)
+			g := s.groupTop(k)
+			t.acc, t.hardware, t.next = *a, k.Hardware, g.next
+			*g = *t
+		}
+	}
+	for range d.Count() {
+		k := d.Str()
+		s.SetTops[k] = readTop(d)
 	}
 	if err := d.Done(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStateMismatch, err)

@@ -16,7 +16,10 @@ import (
 //	3: the ledger's binary cache encoding instead of gob (codec.go).
 //	4: tied discards (Record.Tie) are left out of failure clusters.
 //	5: replicate groups (issue 27): the noise floor and groups' means.
-const StateVersion = 5
+//	6: the champion by its group's mean: the top lists hold ungrouped runs,
+//	   each group's best runs beside its replicates, SetTops ungrouped ArcMemo runs per
+//	   puzzle set; Run.Set.
+const StateVersion = 6
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (
@@ -120,6 +123,8 @@ type Run struct {
 	MemoryGB    *float64
 	// Group is the run's replicate group (zero when it has none).
 	Group GroupKey
+	// Set is an ArcMemo run's puzzle set (PuzzleSetOf; "" for other runs).
+	Set string
 }
 
 // LineageFunc returns r's lineage root. rootOf gives the root already
@@ -187,8 +192,13 @@ type State struct {
 	Max     bool
 	N       int
 	Counts  map[string]int
-	TopKept []Run // best kept runs, best first (champion + challengers)
-	TopAll  []Run // best usable runs of any status
+	// TopKept and TopAll are the best kept and best usable runs without a
+	// replicate group or puzzle set, best first; the groups' tops (codec.go
+	// persists them with Reps) and SetTops hold the others (champion.go
+	// ranks them all).
+	TopKept []Run
+	TopAll  []Run
+	SetTops map[string]*GroupTop
 	// Commits maps every folded commit to its root (see commitTable).
 	Commits  commitTable
 	Lineages map[string]*LineageAgg
@@ -202,6 +212,10 @@ type State struct {
 	memoFeatures map[string]Features
 	cnt          [3][]int32 // shared tokens / concepts / numbers per cluster
 	touched      []int32
+	rankCache    map[string][]Run // ranked's answers until the next Add
+	keptSeen     bool             // a ChampionOnly fold met a rankable kept run
+	groupTops    []GroupTop       // each replicate group's top (champion.go)
+	groupIdx     map[string]int32 // GroupKey.Replicate → its first top in groupTops
 }
 
 type memoHit struct {
@@ -213,7 +227,8 @@ type memoHit struct {
 // New returns an empty State.
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
-		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal)}
+		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal),
+		groupIdx: map[string]int32{}, SetTops: map[string]*GroupTop{}}
 	s.setOptions(opts)
 	return s
 }
@@ -261,7 +276,8 @@ func (s *State) RunOf(r *ledger.Record, root string) Run {
 	v, ok := s.Goal().Value(r)
 	g, _ := GroupOf(r)
 	return Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Commit: r.Commit, Status: r.Status,
-		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: r.MemoryGB(), Group: g}
+		Family: r.Family, Description: r.Description, LineageRoot: root, Value: v, HasValue: ok, MemoryGB: r.MemoryGB(),
+		Group: g, Set: PuzzleSetOf(r)}
 }
 
 // better orders runs: better metric first, ties in the one order of runs
@@ -303,26 +319,46 @@ func IsExperiment(r *ledger.Record, g Goal) bool {
 
 // Add folds one record.
 func (s *State) Add(r *ledger.Record) {
+	s.rankCache = nil
 	if s.opts.ChampionOnly {
-		// Only the champion's pool: build the Run only if it makes the top.
-		v, ok := s.Goal().Value(r)
-		seq := s.N
-		s.N++
+		// Only the champion's pools: build the Run only if it can enter one.
+		v, ok := rankable(r, s.Goal())
+		defer func() { s.N++ }()
 		if IsExperiment(r, s.Goal()) {
 			s.Counts[r.Status]++
 		}
 		if !ok {
 			return
 		}
-		probe := Run{Seq: seq, RunID: string(r.RunID), Timestamp: r.Timestamp, Value: v}
-		enters := func(top []Run) bool { return len(top) <= NumChallengers || s.better(&probe, &top[len(top)-1]) }
-		if enters(s.TopAll) || (r.Status == ledger.StatusKeep && enters(s.TopKept)) {
-			run := s.RunOf(r, "")
-			s.TopAll = s.insertTop(s.TopAll, run)
-			if r.Status == ledger.StatusKeep {
-				s.TopKept = s.insertTop(s.TopKept, run)
+		probe := Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Value: v}
+		keep := r.Status == ledger.StatusKeep
+		var t *GroupTop
+		if k, ok := GroupOf(r); ok {
+			t = s.groupTop(k)
+			t.acc.Add(v)
+			// Once a run was kept the pool is the kept runs: a group's
+			// best run of any status no longer matters (puzzle sets, which
+			// have pools of their own, excepted).
+			if keep && (t.Kept == nil || s.better(&probe, t.Kept)) ||
+				!(s.keptSeen && PuzzleSetOf(r) == "") && (t.All == nil || s.better(&probe, t.All)) {
+				s.addTop(t, s.RunOf(r, ""))
+			}
+			s.keptSeen = s.keptSeen || keep
+			return
+		}
+		s.keptSeen = s.keptSeen || keep
+		if set := PuzzleSetOf(r); set != "" {
+			t = s.SetTops[set]
+		} else {
+			enters := func(top []Run) bool { return len(top) <= NumChallengers || s.better(&probe, &top[len(top)-1]) }
+			if !enters(s.TopAll) && (r.Status != ledger.StatusKeep || !enters(s.TopKept)) {
+				return
 			}
 		}
+		if t != nil && !s.improves(t, r.Status, &probe) {
+			return
+		}
+		s.track(s.RunOf(r, ""))
 		return
 	}
 	root := s.opts.Lineage(r, s.rootOf)
@@ -332,11 +368,8 @@ func (s *State) Add(r *ledger.Record) {
 	if IsExperiment(r, s.Goal()) {
 		s.Counts[r.Status]++
 	}
-	if run.HasValue {
-		s.TopAll = s.insertTop(s.TopAll, run)
-		if r.Status == ledger.StatusKeep {
-			s.TopKept = s.insertTop(s.TopKept, run)
-		}
+	if _, ok := rankable(r, s.Goal()); ok {
+		s.track(run)
 	}
 	// Lineages count the runs with a usable metric (the Python tool's
 	// best_lineages leave crashes out).
@@ -375,26 +408,22 @@ func (s *State) rootOf(c string) (string, bool) {
 	return v.Root, ok
 }
 
-// Champion is the current champion: the best kept run if any run was kept,
-// else the best usable run. ok is false when no run has a usable metric.
+// Champion is the current champion (champion.go's rule): the best kept
+// run if any run was kept, else the best usable run, each valued by its
+// replicate group's mean (Value is that mean when the group has two runs
+// or more). ok is false when no run has a usable metric.
 func (s *State) Champion() (Run, bool) {
-	top := s.pool()
+	top := s.ranked("")
 	if len(top) == 0 {
 		return Run{}, false
 	}
 	return top[0], true
 }
 
-func (s *State) pool() []Run {
-	if len(s.TopKept) > 0 {
-		return s.TopKept
-	}
-	return s.TopAll
-}
-
-// Challengers are the next best distinct runs of the champion's pool.
+// Challengers are the next best runs of the champion's pool, one per
+// replicate group.
 func (s *State) Challengers() []Run {
-	top := s.pool()
+	top := s.ranked("")
 	if len(top) <= 1 {
 		return nil
 	}

@@ -121,3 +121,138 @@ func TestChampionValue(t *testing.T) {
 		t.Fatalf("A100 champion %v", v)
 	}
 }
+
+// TestChampionByGroupMean (issue 27): the champion is judged by its
+// replicate group's mean, as `run`'s keep decision (ChampionValue) is, in
+// the registry state (list --best, show champion, report, packets), after a
+// cache round trip, and in Ranked and ChampionIndex.
+func TestChampionByGroupMean(t *testing.T) {
+	g := Goal{Metric: "val_bpb"}
+	steady, lucky := ledger.ReplicateKey("steady", ""), ledger.ReplicateKey("lucky", "")
+	cases := []struct {
+		name      string
+		recs      []ledger.Record
+		champ     string // run id suffix (index)
+		value     float64
+		challenge []int
+	}{
+		{"a group of three beats a lucky single run", []ledger.Record{
+			repRun(1, "keep", steady, "", 0.990), repRun(2, "keep", steady, "", 0.992), repRun(3, "keep", steady, "", 0.994),
+			repRun(4, "keep", lucky, "", 0.989), repRun(5, "discard", lucky, "", 1.000), // lucky once: mean 0.9945
+			repRun(6, "keep", "", "", 0.993), // no group: its own value
+		}, "01", 0.992, []int{6, 4}},
+		{"the best single run of a poor group does not win", []ledger.Record{
+			repRun(1, "keep", lucky, "", 0.980), repRun(2, "discard", lucky, "", 1.010), repRun(3, "discard", lucky, "", 1.020),
+			repRun(4, "keep", steady, "", 0.995), repRun(5, "keep", steady, "", 0.997),
+		}, "04", 0.996, []int{1}},
+		{"without replicates the best run wins", []ledger.Record{
+			repRun(1, "keep", "", "", 0.99), repRun(2, "keep", ledger.ReplicateKey("one", ""), "", 0.98), repRun(3, "keep", "", "", 0.985),
+		}, "02", 0.98, []int{3, 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := Build(tc.recs, Options{Goal: g})
+			b, err := st.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := Unmarshal(b, Options{Goal: g})
+			if err != nil {
+				t.Fatal(err)
+			}
+			only := New(Options{Goal: g, ChampionOnly: true})
+			for i := range tc.recs {
+				only.Add(&tc.recs[i])
+			}
+			want := fmt.Sprintf("20261124T0000%sZ-abc1234", tc.champ)
+			for name, s := range map[string]*State{"fold": st, "cache": back, "champion-only": only} {
+				c, ok := s.Champion()
+				if !ok || c.RunID != want || math.Abs(c.Value-tc.value) > 1e-12 {
+					t.Fatalf("%s: champion %s %v, want %s %v", name, c.RunID, c.Value, want, tc.value)
+				}
+				var ch []string
+				for _, r := range s.Challengers() {
+					ch = append(ch, r.RunID[13:15])
+				}
+				var wantCh []string
+				for _, i := range tc.challenge {
+					wantCh = append(wantCh, fmt.Sprintf("%02d", i))
+				}
+				if fmt.Sprint(ch) != fmt.Sprint(wantCh) {
+					t.Fatalf("%s: challengers %v, want %v (one per group)", name, ch, wantCh)
+				}
+			}
+			// The keep decision's champion is the same run's group.
+			rp := CollectReplicates(tc.recs, g)
+			var kept []ledger.Record
+			for _, r := range tc.recs {
+				if r.Status == "keep" {
+					kept = append(kept, r)
+				}
+			}
+			if v, _, _ := ChampionValue(kept, rp, ""); math.Abs(v-tc.value) > 1e-12 {
+				t.Fatalf("ChampionValue %v, want %v", v, tc.value)
+			}
+			if i, ok := ChampionIndex(tc.recs, g); !ok || string(tc.recs[i].RunID) != want {
+				t.Fatalf("ChampionIndex %d", i)
+			}
+			ptrs := make([]*ledger.Record, len(tc.recs))
+			for i := range tc.recs {
+				ptrs[i] = &tc.recs[i]
+			}
+			if r := Ranked(ptrs, g, rp); string(r[0].RunID) != want {
+				t.Fatalf("Ranked first %s", r[0].RunID)
+			}
+		})
+	}
+}
+
+// TestSetChampions (issue 28): ArcMemo runs have a champion per puzzle set,
+// ranked by official fraction (the group's mean when replicated); memory
+// snapshots and intermediate passes never rank; the cache keeps it all.
+func TestSetChampions(t *testing.T) {
+	g := Goal{Metric: "official_fraction", Max: true}
+	pass := func(i int, set, config string, v float64, final bool) ledger.Record {
+		r := repRun(i, "keep", "", "", v)
+		r.Metrics = ledger.Metrics{}
+		if final {
+			r.Metrics.Set("official_fraction", v)
+			if config != "" {
+				r.Replicate = ledger.ReplicateKey("arcmemo/"+set, config)
+			}
+		}
+		r.Source = map[string]any{"kind": ledger.SourceArcMemoPass, "producer": "mem2", "puzzle_set": set, "final_pass": final}
+		return r
+	}
+	recs := []ledger.Record{
+		pass(1, "ps-10", "cfg-a", 0.9, true), pass(2, "ps-10", "cfg-a", 0.5, true), // cfg-a: mean 0.7
+		pass(3, "ps-10", "cfg-b", 0.8, true), pass(4, "ps-10", "cfg-b", 0.8, true), // cfg-b: mean 0.8
+		pass(5, "ps-10", "cfg-c", 0.95, false),                         // an intermediate pass
+		pass(6, "ps-5", "", 0.6, true), pass(7, "ps-5", "", 1.0, true), // imported before configs: ungrouped
+		pass(8, "ps-5", "", 0.99, false),
+	}
+	st := Build(recs, Options{Goal: g})
+	b, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(b, Options{Goal: g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*State{"fold": st, "cache": back} {
+		got := s.SetChampions()
+		if len(got) != 2 || got[0].Set != "ps-10" || got[0].RunID != string(recs[2].RunID) || math.Abs(got[0].Value-0.8) > 1e-12 ||
+			got[1].Set != "ps-5" || got[1].RunID != string(recs[6].RunID) || got[1].Value != 1.0 {
+			t.Fatalf("%s: set champions %+v", name, got)
+		}
+	}
+	ptrs := make([]*ledger.Record, len(recs))
+	for i := range recs {
+		ptrs[i] = &recs[i]
+	}
+	top := TopPerSet(Ranked(ptrs, g, CollectReplicates(recs, g)), 1)
+	if len(top) != 2 || top[0].RunID != recs[2].RunID || top[1].RunID != recs[6].RunID {
+		t.Fatalf("TopPerSet: %v", top)
+	}
+}

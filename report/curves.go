@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 // RunCurve is a run's training curve as the HTML report draws it.
@@ -15,7 +15,7 @@ type RunCurve struct {
 	Label string
 	RunID string
 	Crash bool
-	Curve *ledger.Curve
+	Curve *runlog.Curve
 }
 
 var curveColors = []string{"#1a7f37", "#8c959f"}

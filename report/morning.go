@@ -67,6 +67,10 @@ type Morning struct {
 	// ChampionsByHardware: the best kept run on each accelerator, when kept
 	// runs ran on more than one.
 	ChampionsByHardware []BoardRow `json:"champions_by_hardware,omitempty"`
+	// ChampionsByPuzzleSet: the champion of each ArcMemo puzzle set (issue
+	// 28: scores are fractions of one puzzle set, comparable only within
+	// it), by official fraction, the group's mean when replicated.
+	ChampionsByPuzzleSet []BoardRow `json:"champions_by_puzzle_set,omitempty"`
 	// ArcMemo leads the report of a store holding ArcMemo imports (set by
 	// ops): the board of configurations per puzzle set, not a champion.
 	ArcMemo *ArcMemoSection `json:"arcmemo,omitempty"`
@@ -146,6 +150,7 @@ type BoardRow struct {
 	// Replicates is the run's replicate group (mean ± sd (n), n ≥ 2).
 	Replicates *evidence.Spread `json:"replicates,omitempty"`
 	Hardware   string           `json:"hardware,omitempty"`
+	PuzzleSet  string           `json:"puzzle_set,omitempty"` // an ArcMemo run's puzzle set
 }
 
 // LedgerRow is a recent-ledger row.
@@ -295,6 +300,14 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 			h.ChangeVsBefore = &d
 		}
 	}
+	for _, c := range st.SetChampions() {
+		row := boardRow("champion of puzzle set "+c.Set, c, nil)
+		row.PuzzleSet = c.Set
+		if sp, ok := st.Reps.SpreadOfRun(c); ok {
+			row.Replicates = &sp
+		}
+		m.ChampionsByPuzzleSet = append(m.ChampionsByPuzzleSet, row)
+	}
 	m.BestLineages = st.BestLineages(registry.NumLineages)
 	m.FailureClusters = st.TopClusters(registry.NumClusters)
 
@@ -325,9 +338,9 @@ const RepeatAdvice = "memorylab run --repeat 3 -- <training command>"
 // and the champions per hardware, and returns the tie margin.
 func (m *Morning) addNoise(recs []ledger.Record, st *registry.State, minDelta float64) registry.Margin {
 	champHW := ""
-	board := append([]registry.Run(nil), st.TopKept...)
-	if len(board) == 0 {
-		board = st.TopAll
+	var board []registry.Run
+	if c, ok := st.Champion(); ok {
+		board = append([]registry.Run{c}, st.Challengers()...)
 	}
 	for k := range m.ChampionBoard {
 		row := &m.ChampionBoard[k]

@@ -73,6 +73,13 @@ func (m *Morning) writeTop(b *bytes.Buffer) {
 // writeNoise is the headline's evidence lines: champions per hardware, the
 // noise floor (or how to measure it) and the tie margin it sets.
 func (m *Morning) writeNoise(w func(string, ...any)) {
+	for _, r := range m.ChampionsByPuzzleSet {
+		spread := ""
+		if r.Replicates != nil {
+			spread = " (" + FormatSpread(*r.Replicates) + ")"
+		}
+		w("- Champion of puzzle set %s: run `%s` at %s%s — %s\n", cell(r.PuzzleSet), r.RunID, val(r.Value), spread, cell(r.Description))
+	}
 	if len(m.ChampionsByHardware) > 0 {
 		parts := make([]string, len(m.ChampionsByHardware))
 		for i, r := range m.ChampionsByHardware {

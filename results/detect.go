@@ -239,40 +239,44 @@ type Options struct {
 	Missing   []float64         // --missing: metric values that mean "no value" (sentinel.go)
 }
 
-// detect works out the schema of t. It fails only when opts name a metric
-// column the table does not have.
-func detect(t *Table, opts Options) (Schema, []Line, error) {
+// columns names the columns from what the first pass saw: the header (or
+// a commented header that matches the rows' width), else col1..colN of the
+// rows' most common width.
+func columns(sh *shape) Schema {
 	sc := Schema{Commit: -1, ID: -1, Metric: -1, Memory: -1, Status: -1, Description: -1, Hypothesis: -1, Time: -1}
-	rows := t.Lines
-	if t.LiteralTabs {
+	if sh.literalTabs {
 		sc.HeaderNote = "columns separated by the two characters \\t instead of tabs: read as tab-separated"
 	}
-	if len(rows) > 0 && looksLikeHeader(rows[0].Fields) {
-		sc.Columns = trimAll(rows[0].Fields)
-		sc.HeaderLine = rows[0].No
-		rows = rows[1:]
+	if sh.header != nil {
+		sc.Columns = trimAll(sh.header.Fields)
+		sc.HeaderLine = sh.header.No
 		// A header whose width no data row has, with a commented header
 		// that matches the rows: the commented one was the correction.
-		if w, n := modalWidth(rows); n > 0 && w != len(sc.Columns) {
-			for _, c := range t.Comments {
-				if len(c.Fields) == w && looksLikeHeader(c.Fields) {
-					sc.HeaderNote = fmt.Sprintf("header at line %d has %d columns but rows have %d; using the commented header at line %d",
-						sc.HeaderLine, len(sc.Columns), w, c.No)
-					sc.Columns = trimAll(c.Fields)
-					sc.HeaderLine = c.No
-					break
-				}
+		if w, n := sh.modalWidth(); n > 0 && w != len(sc.Columns) {
+			if c, ok := sh.headerComments[w]; ok {
+				sc.HeaderNote = fmt.Sprintf("header at line %d has %d columns but rows have %d; using the commented header at line %d",
+					sc.HeaderLine, len(sc.Columns), w, c.No)
+				sc.Columns = trimAll(c.Fields)
+				sc.HeaderLine = c.No
 			}
 		}
 	} else {
-		w, _ := modalWidth(rows)
+		w, _ := sh.modalWidth()
 		for i := range w {
 			sc.Columns = append(sc.Columns, fmt.Sprintf("col%d", i+1))
 		}
-		if len(rows) > 0 {
+		if sh.rows > 0 {
 			sc.HeaderNote = "no header row: columns named col1..colN, roles detected from values"
 		}
 	}
+	return sc
+}
+
+// detect works out which column plays which role, from the column names
+// and the second pass's statistics. It fails only when opts name a metric
+// column the table does not have.
+func detect(sc Schema, st *colStats, opts Options) (Schema, error) {
+	nrows := st.all
 	cols := sc.Columns
 	norm := make([]string, len(cols))
 	for i, c := range cols {
@@ -322,14 +326,14 @@ func detect(t *Table, opts Options) (Schema, []Line, error) {
 		}
 	}
 	if sc.HeaderLine == 0 {
-		detectByValue(&sc, rows, taken)
+		detectByValue(&sc, st, taken)
 	}
 
 	// Numeric columns: most non-empty cells parse as numbers (or no rows at all).
 	numeric := make([]bool, len(cols))
 	constant := make([]bool, len(cols))
 	for i := range cols {
-		numeric[i], constant[i] = numericColumn(rows, i, len(cols))
+		numeric[i], constant[i] = st.numericColumn(i)
 	}
 
 	// The primary metric.
@@ -342,7 +346,7 @@ func detect(t *Table, opts Options) (Schema, []Line, error) {
 			}
 		}
 		if sc.Metric < 0 {
-			return sc, rows, fmt.Errorf("no column %q (columns: %s): pass --metric with one of them", opts.Metric, strings.Join(cols, ", "))
+			return sc, fmt.Errorf("no column %q (columns: %s): pass --metric with one of them", opts.Metric, strings.Join(cols, ", "))
 		}
 	case opts.Prefer != "" && firstNamed(cols, []string{normName(opts.Prefer)}, nil) >= 0:
 		sc.Metric, sc.MetricReason = firstNamed(cols, []string{normName(opts.Prefer)}, nil), "the store's metric"
@@ -369,7 +373,7 @@ func detect(t *Table, opts Options) (Schema, []Line, error) {
 			}
 		}
 	}
-	if sc.Metric < 0 && len(rows) > 0 {
+	if sc.Metric < 0 && nrows > 0 {
 		for i := range cols {
 			if candidate(i) && !constant[i] {
 				sc.Metric, sc.MetricReason = i, "first numeric column that varies"
@@ -382,14 +386,14 @@ func detect(t *Table, opts Options) (Schema, []Line, error) {
 		sc.MetricName = cols[sc.Metric]
 	}
 	if sc.Description < 0 {
-		sc.Description = take(longestText(rows, cols, numeric, taken))
+		sc.Description = take(longestText(st, cols, numeric, taken, nrows > 0))
 	}
 	for i := range cols {
-		if !taken[i] && numeric[i] && len(rows) > 0 && !notMetric(norm[i]) && norm[i] != "" {
+		if !taken[i] && numeric[i] && nrows > 0 && !notMetric(norm[i]) && norm[i] != "" {
 			sc.Numeric = append(sc.Numeric, i)
 		}
 	}
-	return sc, rows, nil
+	return sc, nil
 }
 
 func trimAll(fs []string) []string {
@@ -400,48 +404,14 @@ func trimAll(fs []string) []string {
 	return out
 }
 
-// modalWidth is the most common field count among rows and how many have it.
-func modalWidth(rows []Line) (w, n int) {
-	counts := map[int]int{}
-	for _, r := range rows {
-		counts[len(r.Fields)]++
-	}
-	for k, c := range counts {
-		if c > n || (c == n && k > w) {
-			w, n = k, c
-		}
-	}
-	return w, n
-}
-
 // numericColumn reports whether most non-empty cells of column i (in rows
 // of the table's width) are numbers, and whether they are all equal.
-func numericColumn(rows []Line, i, width int) (numeric, constant bool) {
-	var num, text int
-	first, same := math.NaN(), true
-	for _, r := range rows {
-		if len(r.Fields) != width {
-			continue
-		}
-		v := col(r.Fields, i)
-		if v == "" || isMissingWord(v) {
-			continue
-		}
-		if f, ok := ParseNumber(v); ok {
-			num++
-			if math.IsNaN(first) {
-				first = f
-			} else if f != first {
-				same = false
-			}
-		} else {
-			text++
-		}
-	}
+func (st *colStats) numericColumn(i int) (numeric, constant bool) {
+	num, text := st.num[i], st.text[i]
 	if num+text == 0 {
 		return true, true
 	}
-	return num > 0 && num >= 2*text, same
+	return num > 0 && num >= 2*text, !st.varies[i]
 }
 
 func isMissingWord(v string) bool {
@@ -454,32 +424,22 @@ func isMissingWord(v string) bool {
 
 // detectByValue assigns commit, status and description columns in a file
 // without a header, from what the cells look like.
-func detectByValue(sc *Schema, rows []Line, taken map[int]bool) {
+func detectByValue(sc *Schema, st *colStats, taken map[int]bool) {
 	width := len(sc.Columns)
-	share := func(i int, pred func(string) bool) float64 {
-		var n, hit int
-		for _, r := range rows {
-			if len(r.Fields) != width {
-				continue
-			}
-			n++
-			if pred(col(r.Fields, i)) {
-				hit++
-			}
-		}
-		if n == 0 {
+	share := func(hits []int, i int) float64 {
+		if st.rows == 0 {
 			return 0
 		}
-		return float64(hit) / float64(n)
+		return float64(hits[i]) / float64(st.rows)
 	}
 	for i := range width {
-		if !taken[i] && share(i, func(v string) bool { return IsHash(v) || v == "HEAD" || strings.HasSuffix(v, "-dirty") }) >= 0.5 {
+		if !taken[i] && share(st.hashes, i) >= 0.5 {
 			sc.Commit, taken[i] = i, true
 			break
 		}
 	}
 	for i := range width {
-		if !taken[i] && share(i, func(v string) bool { _, ok := defaultStatus[NormStatus(v)]; return ok }) >= 0.5 {
+		if !taken[i] && share(st.statuses, i) >= 0.5 {
 			sc.Status, taken[i] = i, true
 			break
 		}
@@ -487,17 +447,13 @@ func detectByValue(sc *Schema, rows []Line, taken map[int]bool) {
 }
 
 // longestText is the unassigned non-numeric column with the longest cells.
-func longestText(rows []Line, cols []string, numeric []bool, taken map[int]bool) int {
+func longestText(st *colStats, cols []string, numeric []bool, taken map[int]bool, anyRows bool) int {
 	best, bestLen := -1, 0
 	for i := range cols {
-		if taken[i] || (numeric[i] && len(rows) > 0) || notMetricText(normName(cols[i])) {
+		if taken[i] || (numeric[i] && anyRows) || notMetricText(normName(cols[i])) {
 			continue
 		}
-		total := 0
-		for _, r := range rows {
-			total += len(col(r.Fields, i))
-		}
-		if total > bestLen {
+		if total := st.textLen[i]; total > bestLen {
 			best, bestLen = i, total
 		}
 	}

@@ -19,7 +19,12 @@
 //
 // Read then works out what the columns mean and maps each row to an Entry or
 // a Skip (file line and reason); a row that cannot be understood never stops
-// the rest. Decisions, all reported to the user:
+// the rest. Scan does the same over a Source without keeping the entries:
+// it reads the file in passes (header and row widths; column statistics;
+// the rows, counted for the summary) and Each, or PlanEach, streams the
+// entries, or the planned records, in a last pass; Read is Scan plus Each.
+// An import of a million rows thus never holds its rows (issue 24 item 15).
+// Decisions, all reported to the user:
 //
 //   - Header: the first line, when it has no numbers or hashes and a name we
 //     know. A header whose width no row has is replaced by a commented header
@@ -67,7 +72,7 @@
 // parseable time and they never go backwards (equal times are spread one
 // second apart). Otherwise they are synthesised and deterministic: the
 // file's last line gets the anchor (import passes the file's modification
-// time) and each earlier line 5 minutes less (one autoresearch run), so rows
+// time, or its clock when the file is newer) and each earlier line 5 minutes less (one autoresearch run), so rows
 // keep their order and a re-import plans identical records. Run ids are <timestamp>-<commit7 or "tsv">-<8 hex of
 // key and occurrence>. Source records kind "results_tsv", file, line,
 // row_key, occurrence, the original status word, a non-hash id ("exp12",

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,7 +38,7 @@ type Skip struct {
 // DataRows is the number of lines that held an experiment: the imported
 // entries plus the data rows skipped.
 func (res *Result) DataRows() int {
-	n := len(res.Entries)
+	n := res.Rows
 	for _, s := range res.Skipped {
 		if s.Data {
 			n++
@@ -57,225 +58,232 @@ type StatusUse struct {
 // Result is a parsed and understood results.tsv.
 type Result struct {
 	Schema
-	Entries   []Entry
+	Entries   []Entry // every entry, from Read; nil from Scan (Each streams them)
+	Rows      int     // entries: len(Entries) after Read
+	LastLine  int     // line number of the last row (an entry or a skip)
 	Skipped   []Skip
 	Statuses  []StatusUse // sorted by word
 	Comments  int         // '#' lines ignored
 	RealTimes bool        // every entry has a Time from the file's timestamp column
 	Notes     []string    // things the user should know (goal disagreement, derived statuses ...)
+
+	opts      Options
+	sentinels map[float64]bool // metric values read as missing
+	noValues  bool             // no entry has a metric value
+	// headerData is the line number of the first data line when it was
+	// taken as the header (a commented header may have replaced it).
+	headerData int
 }
 
 // Read parses data and maps every row to an Entry or a Skip. Rows that
 // cannot be understood never stop the others. The only error is an option
 // the file cannot satisfy (--metric naming a column it lacks).
 func Read(data []byte, opts Options) (*Result, error) {
-	t := Parse(data)
-	sc, rows, err := detect(t, opts)
+	src := BytesSource(data)
+	res, err := Scan(src, opts)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Schema: sc, Comments: len(t.Comments)}
+	entries := make([]Entry, 0, res.Rows)
+	if err := res.Each(src, func(e *Entry) error { entries = append(entries, *e); return nil }); err != nil {
+		return nil, err
+	}
+	res.Entries = entries
+	return res, nil
+}
+
+// Scan is Read without the entries: it reads src in four passes (the
+// header and row widths; column statistics; the rows, counted; and, in
+// Each, the rows again) and keeps only what the summary needs: the schema,
+// skips, status words, notes and the metric values (for sentinels and the
+// goal). Each then streams the entries Read would return.
+func Scan(src Source, opts Options) (*Result, error) {
+	sh, err := readShape(src)
+	if err != nil {
+		return nil, err
+	}
+	sc := columns(sh)
+	st := newColStats(len(sc.Columns), sc.HeaderLine == 0)
+	if err := sh.eachRow(src, func(r Line) error { st.add(r.Fields); return nil }); err != nil {
+		return nil, err
+	}
+	if sc, err = detect(sc, st, opts); err != nil {
+		return nil, err
+	}
+	res := &Result{Schema: sc, Comments: sh.comments, LastLine: sh.last, opts: opts}
+	if sh.header != nil {
+		res.headerData = sh.header.No
+	}
 	if sc.HeaderNote != "" {
 		res.Notes = append(res.Notes, sc.HeaderNote)
 	}
-	width := len(sc.Columns)
-	uses := map[string]*StatusUse{}
-	use := func(word, status, from string) {
-		u := uses[word]
-		if u == nil {
-			u = &StatusUse{Word: word, Status: status, From: from}
-			uses[word] = u
+	m := newRowMapper(sc, opts, true)
+	var vals, keeps []float64 // metric values of entries, and of keep entries
+	var times timeCheck
+	wide := 0
+	var firstMetric *float64 // the first entry's metric value, nil when it has none
+	if err := sh.eachRow(src, func(r Line) error {
+		e, ok := m.entry(r)
+		if !ok {
+			return nil
 		}
-		u.Rows++
+		if res.Rows == 0 {
+			firstMetric = e.Metric
+		}
+		res.Rows++
+		if e.Metric != nil {
+			vals = append(vals, *e.Metric)
+			if e.Status == "keep" {
+				keeps = append(keeps, *e.Metric)
+			}
+		}
+		if len(e.ExtraFields) > 0 || e.Raw != "" {
+			wide++
+		}
+		if sc.Time >= 0 {
+			times.add(&e, sc)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	var entries []Entry
-	var section *Schema // columns declared by a "Columns: a, b, c" line, for the comma-separated rows after it
-	unknown := map[string]int{}
-	for _, r := range rows {
-		f := r.Fields
-		sc := sc
-		var extra []string
-		untrusted := false
-		switch {
-		case isSeparator(f):
-			res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: "separator or section line"})
-			continue
-		case len(f) == 1 && width > 2:
-			if cols, ok := columnsDeclaration(f[0]); ok {
-				section = sectionSchema(cols, res.MetricName)
-				res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: fmt.Sprintf("column declaration for the rows below (%d comma-separated columns)", len(cols))})
-				continue
-			}
-			switch {
-			case section != nil && strings.Count(f[0], ",") >= len(section.Columns)-1:
-				f = trimAll(strings.SplitN(f[0], ",", len(section.Columns)))
-				sc = *section
-			case spaceSeparated(f[0], sc):
-				f = splitSpaces(f[0], width)
-			case strings.Count(f[0], ",") >= width-1:
-				res.Skipped = append(res.Skipped, Skip{Line: r.No, Data: true,
-					Reason: fmt.Sprintf("comma-separated row with no column declaration (a \"Columns: a, b, …\" line) above it; the header has %d tab-separated columns", width)})
-				continue
-			default:
-				res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: fmt.Sprintf("section title or note: 1 field, the header has %d", width)})
-				continue
-			}
-		case len(f) > width:
-			// Wider than the header: the first columns line up when the
-			// metric cell is a number and the status word is known (extra
-			// trailing fields, or two rows run together); otherwise the
-			// row follows another layout and only its text is kept.
-			extra = f[width:]
-			f = f[:width]
-			_, numOK := ParseNumber(col(f, sc.Metric))
-			_, _, stOK := mapStatus(NormStatus(col(f, sc.Status)), opts.StatusMap)
-			untrusted = (sc.Metric >= 0 && !numOK) || (sc.Status >= 0 && !stOK)
-		}
-		e := Entry{Line: r.No, Commit: oneLine(col(f, sc.Commit)), ExtraFields: extra}
-		if untrusted {
-			e = Entry{Line: r.No, Status: "discard", Raw: oneLine(strings.Join(append(f, extra...), " | ")),
-				Note: fmt.Sprintf("row has %d fields, the header %d, and its columns do not line up: kept as text, without metrics", len(f)+len(extra), width)}
-			e.Description = e.Raw
-			entries = append(entries, e)
-			continue
-		}
-		if e.Commit == "" {
-			e.Commit = oneLine(col(f, sc.ID))
-		}
-		e.Description = oneLine(col(f, sc.Description))
-		e.timeText = col(f, sc.Time)
-		e.Hypothesis = oneLine(col(f, sc.Hypothesis))
-		if sc.Metric >= 0 {
-			if v, ok := ParseNumber(col(f, sc.Metric)); ok {
-				e.Metric = &v
-			}
-		}
-		if sc.Memory >= 0 {
-			if v, ok := ParseNumber(col(f, sc.Memory)); ok {
-				if sc.MemoryMB {
-					v /= 1024
-				}
-				e.MemoryGB = &v
-			}
-		}
-		for _, i := range sc.Numeric {
-			if v, ok := ParseNumber(col(f, i)); ok {
-				if e.Extra == nil {
-					e.Extra = map[string]*float64{}
-				}
-				e.Extra[sc.Columns[i]] = &v
-			}
-		}
-		if sc.Status >= 0 {
-			e.Word = col(f, sc.Status)
-			w := NormStatus(e.Word)
-			if w == "marker" {
-				res.Skipped = append(res.Skipped, Skip{Line: r.No, Reason: "marker row (section separator)"})
-				continue
-			}
-			st, from, ok := mapStatus(w, opts.StatusMap)
-			if !ok && w == "" {
-				st, from, ok = mapStatus("(empty)", opts.StatusMap)
-			}
-			if !ok {
-				// The row is history whose outcome is uncertain: keep
-				// it as a discard (it can never become the champion on
-				// a guess), with the word as written in its source.
-				hint := w
-				if w == "" {
-					hint = "(empty)"
-				}
-				unknown[hint]++
-				st, from = "discard", "unknown word, assumed"
-				e.Note = fmt.Sprintf("unknown status %q recorded as discard: pass --status-map '%s=keep|discard|crash' to choose", e.Word, hint)
-			}
-			use(w, st, from)
-			e.Status = st
-		}
-		entries = append(entries, e)
-	}
+	res.Skipped = m.skips
 
-	if note := clearSentinels(entries, sc.MetricName, opts.Missing); note != "" {
+	res.sentinels = sentinelsOf(vals, opts.Missing)
+	if note := sentinelNote(vals, res.sentinels, sc.MetricName); note != "" {
 		res.Notes = append(res.Notes, note)
 	}
-	if len(unknown) > 0 {
+	if len(m.unknown) > 0 {
 		var words []string
 		n := 0
-		for w, c := range unknown {
+		for w, c := range m.unknown {
 			words = append(words, fmt.Sprintf("%s ×%d", w, c))
 			n += c
 		}
 		sort.Strings(words)
 		res.Notes = append(res.Notes, fmt.Sprintf("%s with unknown status words (%s) recorded as discard, the word kept in source.status_word; --status-map chooses", rowCount(n), strings.Join(words, ", ")))
 	}
-	if n := countWide(entries); n > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%s wider than the header imported; fields past the header kept in source.extra_fields (or the whole row as text when its columns do not line up)", rowCount(n)))
+	if wide > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s wider than the header imported; fields past the header kept in source.extra_fields (or the whole row as text when its columns do not line up)", rowCount(wide)))
 	}
 
 	// Goal: from opts, the name, and the kept rows in order.
 	var up, down int
 	var prev *float64
-	for _, e := range entries {
-		if e.Status != "keep" || e.Metric == nil {
+	for i := range keeps {
+		if res.sentinels[keeps[i]] {
 			continue
 		}
 		if prev != nil {
-			if *e.Metric > *prev {
+			if keeps[i] > *prev {
 				up++
-			} else if *e.Metric < *prev {
+			} else if keeps[i] < *prev {
 				down++
 			}
 		}
-		prev = e.Metric
+		prev = &keeps[i]
 	}
 	decideGoal(&res.Schema, up, down, opts)
 	if res.GoalWarning != "" {
 		res.Notes = append(res.Notes, res.GoalWarning)
 	}
 
-	// No status column: a row is kept when it improves on the best so far.
-	if sc.Status < 0 && len(entries) > 0 {
-		var best *float64
-		for i := range entries {
-			e := &entries[i]
-			switch {
-			case e.Metric == nil:
-				e.Status = "discard"
-			case best == nil || better(res.Goal, *e.Metric, *best):
-				e.Status, best = "keep", e.Metric
-			default:
-				e.Status = "discard"
-			}
-			use("", e.Status, "derived")
-		}
-		res.Notes = append(res.Notes, "no status column: a row is keep when it beats the best so far ("+res.Goal+"), else discard")
-	}
-
 	// A file with no metric values at all (no metric column, or one that
 	// holds only NA) is history without the metric: statuses stay as
 	// written (the registry does not count a keep without the metric as an
 	// experiment), rather than every keep being demoted.
-	noValues := true
-	for _, e := range entries {
-		noValues = noValues && e.Metric == nil
+	res.noValues = true
+	for _, v := range vals {
+		res.noValues = res.noValues && res.sentinels[v]
 	}
-	if noValues && len(entries) > 0 {
+
+	// No status column: a row is kept when it improves on the best so far
+	// (Each decides row by row; the counts come from the values in order).
+	if sc.Status < 0 && res.Rows > 0 {
+		keep := 0
+		var best *float64
+		for i := range vals {
+			if res.sentinels[vals[i]] {
+				continue
+			}
+			if best == nil || better(res.Goal, vals[i], *best) {
+				keep, best = keep+1, &vals[i]
+			}
+		}
+		// One use for the empty word, named by the first row's status.
+		first := "discard"
+		if firstMetric != nil && !res.sentinels[*firstMetric] {
+			first = "keep"
+		}
+		m.use("", first, "derived", res.Rows)
+		res.Notes = append(res.Notes, "no status column: a row is keep when it beats the best so far ("+res.Goal+"), else discard")
+	}
+	if res.noValues && res.Rows > 0 {
 		what := "no metric column"
 		if sc.Metric >= 0 {
 			what = fmt.Sprintf("no value in the %s column", sc.MetricName)
 		}
 		res.Notes = append(res.Notes, what+": rows imported as history without the metric, statuses as written")
 	}
-	for i := range entries {
-		e := &entries[i]
-		if e.Status == "crash" {
+	if res.DataRows() == 0 {
+		res.Notes = append(res.Notes, "no data rows: nothing to import")
+	}
+	if sc.Time >= 0 && res.Rows > 0 {
+		if times.bad != "" {
+			res.Notes = append(res.Notes, times.bad)
+		} else {
+			res.RealTimes = true
+			res.Notes = append(res.Notes, "timestamps from the "+res.Columns[res.Time]+" column")
+		}
+	}
+	for _, u := range m.uses {
+		res.Statuses = append(res.Statuses, *u)
+	}
+	sort.Slice(res.Statuses, func(i, j int) bool { return res.Statuses[i].Word < res.Statuses[j].Word })
+	return res, nil
+}
+
+// Each streams the entries of the file res was scanned from, in file
+// order, as Read returns them; src must give the bytes Scan read. e is
+// reused after fn returns.
+func (res *Result) Each(src Source, fn func(e *Entry) error) error {
+	sc := res.Schema
+	sh := &shape{}
+	if res.headerData > 0 {
+		sh.header = &Line{No: res.headerData}
+	}
+	m := newRowMapper(sc, res.opts, false)
+	var best *float64
+	var prevTime time.Time
+	first := true
+	return sh.eachRow(src, func(r Line) error {
+		e, ok := m.entry(r)
+		if !ok {
+			return nil
+		}
+		if e.Metric != nil && res.sentinels[*e.Metric] {
+			v := *e.Metric
+			e.Metric = nil
+			e.Note = joinNote(e.Note, fmt.Sprintf("%s %s read as missing (a sentinel value, not a score)", sc.MetricName, strconv.FormatFloat(v, 'g', -1, 64)))
+		}
+		if sc.Status < 0 {
+			switch {
+			case e.Metric == nil:
+				e.Status = "discard"
+			case best == nil || better(res.Goal, *e.Metric, *best):
+				v := *e.Metric
+				e.Status, best = "keep", &v
+			default:
+				e.Status = "discard"
+			}
+		}
+		switch {
+		case e.Status == "crash":
 			e.Metric, e.MemoryGB = nil, nil
 			for k := range e.Extra {
 				e.Extra[k] = nil
 			}
-			continue
-		}
-		if e.Metric == nil && e.Raw == "" && !noValues {
+		case e.Metric == nil && e.Raw == "" && !res.noValues:
 			if e.Status == "keep" {
 				e.Note = "keep row without a " + metricLabel(sc) + " value imported as discard"
 				e.Status = "discard"
@@ -283,17 +291,158 @@ func Read(data []byte, opts Options) (*Result, error) {
 				e.Note = "discard row without a " + metricLabel(sc) + " value"
 			}
 		}
+		if res.RealTimes {
+			t, _ := parseTime(e.timeText)
+			if !first && !t.After(prevTime) {
+				t = prevTime.Add(time.Second)
+			}
+			e.Time, prevTime, first = t, t, false
+		}
+		return fn(&e)
+	})
+}
+
+// rowMapper maps rows to entries or skips, keeping the state a file carries
+// from row to row (a "Columns:" declaration) and, when counting, the skips
+// and status words.
+type rowMapper struct {
+	sc      Schema
+	opts    Options
+	section *Schema // columns declared by a "Columns: a, b, c" line, for the comma-separated rows after it
+	count   bool
+	skips   []Skip
+	uses    map[string]*StatusUse
+	unknown map[string]int
+}
+
+func newRowMapper(sc Schema, opts Options, count bool) *rowMapper {
+	return &rowMapper{sc: sc, opts: opts, count: count, uses: map[string]*StatusUse{}, unknown: map[string]int{}}
+}
+
+func (m *rowMapper) skip(s Skip) {
+	if m.count {
+		m.skips = append(m.skips, s)
 	}
-	res.Entries = entries
-	if res.DataRows() == 0 {
-		res.Notes = append(res.Notes, "no data rows: nothing to import")
+}
+
+func (m *rowMapper) use(word, status, from string, n int) {
+	if !m.count {
+		return
 	}
-	res.readTimes()
-	for _, u := range uses {
-		res.Statuses = append(res.Statuses, *u)
+	u := m.uses[word]
+	if u == nil {
+		u = &StatusUse{Word: word, Status: status, From: from}
+		m.uses[word] = u
 	}
-	sort.Slice(res.Statuses, func(i, j int) bool { return res.Statuses[i].Word < res.Statuses[j].Word })
-	return res, nil
+	u.Rows += n
+}
+
+// entry maps one row; false when the row is skipped.
+func (m *rowMapper) entry(r Line) (Entry, bool) {
+	f := r.Fields
+	sc := m.sc
+	width := len(sc.Columns)
+	opts := m.opts
+	var extra []string
+	untrusted := false
+	switch {
+	case isSeparator(f):
+		m.skip(Skip{Line: r.No, Reason: "separator or section line"})
+		return Entry{}, false
+	case len(f) == 1 && width > 2:
+		if cols, ok := columnsDeclaration(f[0]); ok {
+			m.section = sectionSchema(cols, m.sc.MetricName)
+			m.skip(Skip{Line: r.No, Reason: fmt.Sprintf("column declaration for the rows below (%d comma-separated columns)", len(cols))})
+			return Entry{}, false
+		}
+		switch {
+		case m.section != nil && strings.Count(f[0], ",") >= len(m.section.Columns)-1:
+			f = trimAll(strings.SplitN(f[0], ",", len(m.section.Columns)))
+			sc = *m.section
+		case spaceSeparated(f[0], sc):
+			f = splitSpaces(f[0], width)
+		case strings.Count(f[0], ",") >= width-1:
+			m.skip(Skip{Line: r.No, Data: true,
+				Reason: fmt.Sprintf("comma-separated row with no column declaration (a \"Columns: a, b, …\" line) above it; the header has %d tab-separated columns", width)})
+			return Entry{}, false
+		default:
+			m.skip(Skip{Line: r.No, Reason: fmt.Sprintf("section title or note: 1 field, the header has %d", width)})
+			return Entry{}, false
+		}
+	case len(f) > width:
+		// Wider than the header: the first columns line up when the
+		// metric cell is a number and the status word is known (extra
+		// trailing fields, or two rows run together); otherwise the
+		// row follows another layout and only its text is kept.
+		extra = f[width:]
+		f = f[:width]
+		_, numOK := ParseNumber(col(f, sc.Metric))
+		_, _, stOK := mapStatus(NormStatus(col(f, sc.Status)), opts.StatusMap)
+		untrusted = (sc.Metric >= 0 && !numOK) || (sc.Status >= 0 && !stOK)
+	}
+	e := Entry{Line: r.No, Commit: oneLine(col(f, sc.Commit)), ExtraFields: extra}
+	if untrusted {
+		e = Entry{Line: r.No, Status: "discard", Raw: oneLine(strings.Join(append(f, extra...), " | ")),
+			Note: fmt.Sprintf("row has %d fields, the header %d, and its columns do not line up: kept as text, without metrics", len(f)+len(extra), width)}
+		e.Description = e.Raw
+		return e, true
+	}
+	if e.Commit == "" {
+		e.Commit = oneLine(col(f, sc.ID))
+	}
+	e.Description = oneLine(col(f, sc.Description))
+	e.timeText = col(f, sc.Time)
+	e.Hypothesis = oneLine(col(f, sc.Hypothesis))
+	if sc.Metric >= 0 {
+		if v, ok := ParseNumber(col(f, sc.Metric)); ok {
+			e.Metric = &v
+		}
+	}
+	if sc.Memory >= 0 {
+		if v, ok := ParseNumber(col(f, sc.Memory)); ok {
+			if sc.MemoryMB {
+				v /= 1024
+			}
+			e.MemoryGB = &v
+		}
+	}
+	for _, i := range sc.Numeric {
+		if v, ok := ParseNumber(col(f, i)); ok {
+			if e.Extra == nil {
+				e.Extra = map[string]*float64{}
+			}
+			e.Extra[sc.Columns[i]] = &v
+		}
+	}
+	if sc.Status >= 0 {
+		e.Word = col(f, sc.Status)
+		w := NormStatus(e.Word)
+		if w == "marker" {
+			m.skip(Skip{Line: r.No, Reason: "marker row (section separator)"})
+			return Entry{}, false
+		}
+		st, from, ok := mapStatus(w, opts.StatusMap)
+		if !ok && w == "" {
+			st, from, ok = mapStatus("(empty)", opts.StatusMap)
+		}
+		if !ok {
+			// The row is history whose outcome is uncertain: keep
+			// it as a discard (it can never become the champion on
+			// a guess), with the word as written in its source.
+			hint := w
+			if w == "" {
+				hint = "(empty)"
+			}
+			if m.count {
+				m.unknown[hint]++
+			}
+			st, from = "discard", "unknown word, assumed"
+			e.Note = fmt.Sprintf("unknown status %q recorded as discard: pass --status-map '%s=keep|discard|crash' to choose", e.Word, hint)
+		}
+		m.use(w, st, from, 1)
+		e.Status = st
+	}
+	return e, true
 }
 
 // spaceSeparated reports a row written with spaces where the header has
@@ -333,17 +482,6 @@ func rowCount(n int) string {
 		return "1 row"
 	}
 	return fmt.Sprintf("%d rows", n)
-}
-
-// countWide counts entries made from rows wider than the header.
-func countWide(entries []Entry) int {
-	n := 0
-	for _, e := range entries {
-		if len(e.ExtraFields) > 0 || e.Raw != "" {
-			n++
-		}
-	}
-	return n
 }
 
 // columnsDeclaration recognises a line declaring the columns of the rows
@@ -430,34 +568,26 @@ func parseTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// readTimes uses the timestamp column when every entry has a parseable time
-// and the times never go backwards; equal times are spread one second apart
-// so the order stays strict. Otherwise Plan synthesises times.
-func (res *Result) readTimes() {
-	if res.Time < 0 || len(res.Entries) == 0 {
+// timeCheck follows the timestamp column through the entries: real
+// times are used when every entry has a parseable time and the times never
+// go backwards (Each spreads equal times one second apart so the order
+// stays strict). Otherwise Plan synthesises times and bad says why.
+type timeCheck struct {
+	prev time.Time
+	any  bool
+	bad  string
+}
+
+func (c *timeCheck) add(e *Entry, sc Schema) {
+	if c.bad != "" {
 		return
 	}
-	times := make([]time.Time, len(res.Entries))
-	var prevRaw time.Time
-	for i, e := range res.Entries {
-		t, ok := parseTime(e.timeText)
-		if !ok {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s at line %d is not a time (%q): timestamps synthesised", res.Columns[res.Time], e.Line, e.timeText))
-			return
-		}
-		if i > 0 && t.Before(prevRaw) {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s goes backwards at line %d: timestamps synthesised", res.Columns[res.Time], e.Line))
-			return
-		}
-		prevRaw = t
-		if i > 0 && !t.After(times[i-1]) {
-			t = times[i-1].Add(time.Second)
-		}
-		times[i] = t
+	t, ok := parseTime(e.timeText)
+	switch {
+	case !ok:
+		c.bad = fmt.Sprintf("%s at line %d is not a time (%q): timestamps synthesised", sc.Columns[sc.Time], e.Line, e.timeText)
+	case c.any && t.Before(c.prev):
+		c.bad = fmt.Sprintf("%s goes backwards at line %d: timestamps synthesised", sc.Columns[sc.Time], e.Line)
 	}
-	for i := range res.Entries {
-		res.Entries[i].Time = times[i]
-	}
-	res.RealTimes = true
-	res.Notes = append(res.Notes, "timestamps from the "+res.Columns[res.Time]+" column")
+	c.prev, c.any = t, true
 }

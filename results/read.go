@@ -1,8 +1,8 @@
 package results
 
 import (
+	"bytes"
 	"strings"
-	"unicode/utf8"
 )
 
 // Line is one physical line of a results.tsv that holds fields: its 1-based
@@ -30,45 +30,18 @@ type Table struct {
 // field written CSV-style ("…" with "" for a quote) is unquoted, any other
 // quote character is kept as text. Quoted fields never span lines.
 func Parse(data []byte) *Table {
-	s := string(data)
-	s = strings.TrimPrefix(s, "\uFEFF")
 	t := &Table{}
-	no := 0
-	for len(s) > 0 {
-		no++
-		i := strings.IndexAny(s, "\r\n")
-		var line string
-		if i < 0 {
-			line, s = s, ""
-		} else {
-			line = s[:i]
-			if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
-				s = s[i+2:]
-			} else {
-				s = s[i+1:]
-			}
-		}
-		if !utf8.ValidString(line) {
-			line = strings.ToValidUTF8(line, "\uFFFD")
-		}
-		trimmed := strings.TrimSpace(line)
-		if len(t.Lines) == 0 && trimmed != "" && trimmed[0] != '#' && !strings.Contains(line, "\t") && strings.Contains(line, `\t`) {
-			// A header written with a literal backslash-t (printf
-			// without interpretation): the file means tabs.
-			t.LiteralTabs = true
-		}
-		if t.LiteralTabs && !strings.Contains(line, "\t") {
-			line = strings.ReplaceAll(line, `\t`, "\t")
-		}
-		switch {
-		case trimmed == "":
+	t.LiteralTabs, _ = scanLines(bytes.NewReader(data), func(no, kind int, f []string) error {
+		switch kind {
+		case kindBlank:
 			t.Blank++
-		case trimmed[0] == '#':
-			t.Comments = append(t.Comments, Line{No: no, Fields: SplitFields(strings.TrimSpace(trimmed[1:]))})
+		case kindComment:
+			t.Comments = append(t.Comments, Line{No: no, Fields: f})
 		default:
-			t.Lines = append(t.Lines, Line{No: no, Fields: SplitFields(line)})
+			t.Lines = append(t.Lines, Line{No: no, Fields: f})
 		}
-	}
+		return nil
+	})
 	return t
 }
 

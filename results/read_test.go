@@ -1,7 +1,6 @@
 package results
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"reflect"
@@ -612,40 +611,5 @@ func TestTimestampColumn(t *testing.T) {
 				t.Errorf("notes %q lack %q", res.Notes, tt.note)
 			}
 		})
-	}
-}
-
-// TestPlanSlimBuildsPlansRecords: an import plans slim records and builds
-// each whole record when it writes it (issue 24 item 15); what it writes
-// must be byte for byte what Plan gives, for every real file.
-func TestPlanSlimBuildsPlansRecords(t *testing.T) {
-	anchor := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for _, path := range corpusFiles(t) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Read(data, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		full := res.Plan("f.tsv", anchor, "val_bpb", KeyCounts{})
-		slim := res.PlanSlim("f.tsv", anchor, "val_bpb", KeyCounts{})
-		if len(full) != len(slim) {
-			t.Fatalf("%s: %d planned, %d slim", path, len(full), len(slim))
-		}
-		for i := range full {
-			want, err := ledger.MarshalRecord(full[i].Record)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := ledger.MarshalRecord(res.Build(slim[i], "f.tsv", "val_bpb"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) || slim[i].Present != full[i].Present {
-				t.Fatalf("%s line %d:\nbuilt %s\nplan  %s", path, full[i].Entry.Line, got, want)
-			}
-		}
 	}
 }

@@ -71,11 +71,11 @@ func (k KeyCounts) Add(r *ledger.Record, metric string) { k[RowKey(RowFromRecord
 // holds it.
 type Planned struct {
 	Entry      *Entry         // in Result.Entries
-	Record     *ledger.Record // the whole record; nil from PlanSlim (Build makes it)
+	Record     *ledger.Record // the whole record
 	Key        string         // row key
 	Occurrence int            // earlier rows of this file with the same key
 	Present    bool           // the ledger already has this row (same key, same occurrence)
-	// The record's fields an import summary shows, set by Plan and PlanSlim.
+	// The record's fields an import summary shows, set by Plan and PlanEach.
 	RunID       ledger.RunID
 	Timestamp   string
 	Status      string
@@ -92,69 +92,78 @@ var runIDUnsafe = regexp.MustCompile(`[^0-9a-zA-Z_.]`)
 // this import; Plan adds the new ones, so the n-th occurrence of a row is
 // new only when the ledger holds fewer than n rows with its key.
 func (res *Result) Plan(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
-	return res.plan(file, anchor, metric, seen, false)
+	return res.plan(file, anchor, metric, seen)
 }
 
-// PlanSlim is Plan without the records (Planned.Record is nil): Build
-// makes each whole record when it is written, so an import of a million
-// rows never holds a million records (issue 24 item 15).
-func (res *Result) PlanSlim(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
-	return res.plan(file, anchor, metric, seen, true)
+func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCounts) []Planned {
+	pl := res.planner(file, anchor, metric, seen)
+	out := make([]Planned, 0, len(res.Entries))
+	for i := range res.Entries {
+		out = append(out, pl.plan(&res.Entries[i]))
+	}
+	return out
 }
 
-// Build returns p's whole record, as Plan made it; file and metric are
-// Plan's.
-func (res *Result) Build(p Planned, file, metric string) *ledger.Record {
-	rec := res.record(*p.Entry, file, metric)
-	rec.Timestamp, rec.RunID = p.Timestamp, p.RunID
-	rec.Source["row_key"] = p.Key
-	rec.Source["occurrence"] = p.Occurrence
-	return rec
+// PlanEach is Plan over the entries Each streams from src (the Source
+// Scan read): fn gets each planned row with its whole record, in file
+// order, and nothing is kept after fn returns, so a file of a million rows
+// is planned and written in memory that does not grow with it (issue 24
+// item 15). p.Entry and p.Record are reused after fn returns.
+func (res *Result) PlanEach(src Source, file string, anchor time.Time, metric string, seen KeyCounts, fn func(p Planned) error) error {
+	pl := res.planner(file, anchor, metric, seen)
+	return res.Each(src, func(e *Entry) error { return fn(pl.plan(e)) })
 }
 
-func (res *Result) plan(file string, anchor time.Time, metric string, seen KeyCounts, slim bool) []Planned {
-	last := 0
+// planner plans one file's entries in order.
+type planner struct {
+	res        *Result
+	file       string
+	metric     string
+	anchor     time.Time
+	last       int
+	seen       KeyCounts
+	occurrence map[string]int
+}
+
+func (res *Result) planner(file string, anchor time.Time, metric string, seen KeyCounts) *planner {
+	last := res.LastLine
 	for _, e := range res.Entries {
 		last = max(last, e.Line)
 	}
 	for _, s := range res.Skipped {
 		last = max(last, s.Line)
 	}
-	anchor = anchor.UTC().Truncate(time.Second)
-	occurrence := map[string]int{}
-	out := make([]Planned, 0, len(res.Entries))
-	for i := range res.Entries {
-		e := &res.Entries[i]
-		rec := res.record(*e, file, metric)
-		key := RowKey(RowFromRecord(rec, metric))
-		n := occurrence[key]
-		occurrence[key]++
-		p := Planned{Entry: e, Record: rec, Key: key, Occurrence: n}
-		if n < seen[key] {
-			p.Present = true
-		} else {
-			seen[key]++
-		}
-		ts := anchor.Add(-time.Duration(last-e.Line) * rowSpacing)
-		if res.RealTimes {
-			ts = e.Time
-		}
-		rec.Timestamp = ts.Format("2006-01-02T15:04:05Z")
-		short := "tsv"
-		if IsHash(rec.Commit) {
-			short = rec.Commit
-		}
-		sum := sha256.Sum256([]byte(fmt.Sprintf("%s#%d", key, n)))
-		rec.RunID = ledger.RunID(ts.Format("20060102T150405Z") + "-" + runIDUnsafe.ReplaceAllString(short, "") + "-" + hex.EncodeToString(sum[:4]))
-		rec.Source["row_key"] = key
-		rec.Source["occurrence"] = n
-		p.RunID, p.Timestamp, p.Status, p.Description = rec.RunID, rec.Timestamp, rec.Status, rec.Description
-		if slim {
-			p.Record = nil
-		}
-		out = append(out, p)
+	return &planner{res: res, file: file, metric: metric, anchor: anchor.UTC().Truncate(time.Second), last: last,
+		seen: seen, occurrence: map[string]int{}}
+}
+
+func (pl *planner) plan(e *Entry) Planned {
+	res, metric := pl.res, pl.metric
+	rec := res.record(*e, pl.file, metric)
+	key := RowKey(RowFromRecord(rec, metric))
+	n := pl.occurrence[key]
+	pl.occurrence[key]++
+	p := Planned{Entry: e, Record: rec, Key: key, Occurrence: n}
+	if n < pl.seen[key] {
+		p.Present = true
+	} else {
+		pl.seen[key]++
 	}
-	return out
+	ts := pl.anchor.Add(-time.Duration(pl.last-e.Line) * rowSpacing)
+	if res.RealTimes {
+		ts = e.Time
+	}
+	rec.Timestamp = ts.Format("2006-01-02T15:04:05Z")
+	short := "tsv"
+	if IsHash(rec.Commit) {
+		short = rec.Commit
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s#%d", key, n)))
+	rec.RunID = ledger.RunID(ts.Format("20060102T150405Z") + "-" + runIDUnsafe.ReplaceAllString(short, "") + "-" + hex.EncodeToString(sum[:4]))
+	rec.Source["row_key"] = key
+	rec.Source["occurrence"] = n
+	p.RunID, p.Timestamp, p.Status, p.Description = rec.RunID, rec.Timestamp, rec.Status, rec.Description
+	return p
 }
 
 // record builds the ledger record of one entry (without time and run id).

@@ -100,31 +100,20 @@ func isUsual(v float64) bool {
 	return false
 }
 
-// clearSentinels reads the sentinel metric values of entries as missing
-// and returns the note for the summary ("" when none).
-func clearSentinels(entries []Entry, metric string, missing []float64) string {
-	var vals []float64
-	for _, e := range entries {
-		if e.Metric != nil {
-			vals = append(vals, *e.Metric)
-		}
-	}
-	sent := sentinelsOf(vals, missing)
+// sentinelNote is the summary's note on the sentinel metric values among
+// vals (the entries' values in file order); "" when there are none.
+func sentinelNote(vals []float64, sent map[float64]bool, metric string) string {
 	rows := 0
 	seen := map[float64]bool{}
 	var shown []string
-	for i := range entries {
-		e := &entries[i]
-		if e.Metric == nil || !sent[*e.Metric] {
+	for _, v := range vals {
+		if !sent[v] {
 			continue
 		}
-		v := *e.Metric
 		if !seen[v] {
 			seen[v] = true
 			shown = append(shown, strconv.FormatFloat(v, 'g', -1, 64))
 		}
-		e.Metric = nil
-		e.Note = joinNote(e.Note, fmt.Sprintf("%s %s read as missing (a sentinel value, not a score)", metric, strconv.FormatFloat(v, 'g', -1, 64)))
 		rows++
 	}
 	if rows == 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 // live watches the store and pushes what changed to every open page as
@@ -43,7 +44,7 @@ type tail struct {
 	buf    []byte // the last TailBytes printed, for pages that connect later
 	// The live training curve, parsed from the whole output as it grows
 	// (ledger's one curve parser), and how far it has read.
-	curve     *ledger.CurveParser
+	curve     *runlog.CurveParser
 	curveOff  int64
 	curveSent int
 }
@@ -114,9 +115,9 @@ func (l *live) poll() {
 		t := l.tails[k]
 		if t == nil {
 			t = &tail{}
-			t.curve, _ = ledger.NewCurveParser(st.Config.CurvePatterns)
+			t.curve, _ = runlog.NewCurveParser(st.Config.CurvePatterns)
 			if t.curve == nil { // a bad store pattern: the built-in forms still work
-				t.curve, _ = ledger.NewCurveParser(nil)
+				t.curve, _ = runlog.NewCurveParser(nil)
 			}
 			l.tails[k] = t
 		}
@@ -124,9 +125,9 @@ func (l *live) poll() {
 		// files only: a running file is untrusted (RunningNow).
 		if cdata, csize, err := r.ReadTail(loc.Repo, t.curveOff, maxCurveChunk); err == nil {
 			if csize < t.curveOff { // the output was truncated: start over
-				t.curve, _ = ledger.NewCurveParser(st.Config.CurvePatterns)
+				t.curve, _ = runlog.NewCurveParser(st.Config.CurvePatterns)
 				if t.curve == nil {
-					t.curve, _ = ledger.NewCurveParser(nil)
+					t.curve, _ = runlog.NewCurveParser(nil)
 				}
 				t.curveSent = 0
 			}

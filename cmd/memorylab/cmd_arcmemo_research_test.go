@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -85,6 +86,39 @@ func TestArcmemoImportOrder(t *testing.T) {
 		if res0.code != 0 || strings.Count(res0.out, "(mem2 run "+id+")") != 1 {
 			t.Errorf("list --best 3: run %s appears %d times", id, strings.Count(res0.out, "(mem2 run "+id+")"))
 		}
+	}
+	// Each puzzle set has its champion (issue 28): the corpus runs span two
+	// sets, and list --best 1 names the best run of each, as the report does.
+	res1 := runArcCLI(t, dir, "--store", store, "list", "--best", "1", "--json")
+	var best []map[string]any
+	if err := json.Unmarshal([]byte(res1.out), &best); err != nil || len(best) != 2 {
+		t.Fatalf("list --best 1: %d %v %s", res1.code, err, res1.out)
+	}
+	rep := runArcCLI(t, dir, "--store", store, "report", "--json")
+	var m struct {
+		Sets []struct {
+			RunID     string `json:"run_id"`
+			PuzzleSet string `json:"puzzle_set"`
+			Value     float64
+		} `json:"champions_by_puzzle_set"`
+	}
+	if err := json.Unmarshal([]byte(rep.out), &m); err != nil || len(m.Sets) != 2 {
+		t.Fatalf("report champions_by_puzzle_set: %v %s", err, rep.out)
+	}
+	for i, want := range []struct {
+		set, run string
+		v        float64
+	}{{"ps-9f08fdf0edc4", "22701a56360f", 0.5666666666666667}, {"ps-a94124ec7f47", "d99f38dbcd7b", 0}} {
+		got := m.Sets[i]
+		if got.PuzzleSet != want.set || best[i]["puzzle_set"] != want.set || best[i]["run_id"] != got.RunID ||
+			!strings.Contains(best[i]["description"].(string), "(mem2 run "+want.run+")") || math.Abs(got.Value-want.v) > 1e-9 {
+			t.Errorf("puzzle set %d: report %+v, list %v; want %+v", i, got, best[i], want)
+		}
+	}
+	runArcCLI(t, dir, "--store", store, "report", "--format", "md")
+	md, err := os.ReadFile(filepath.Join(store, "reports", "latest.md"))
+	if err != nil || !strings.Contains(string(md), "- Champion of puzzle set ps-9f08fdf0edc4: run `"+m.Sets[0].RunID+"` at 0.566667") {
+		t.Errorf("report markdown lacks the puzzle sets' champions: %v\n%s", err, md)
 	}
 	// The README's `compare champion previous` now compares two runs.
 	res := runArcCLI(t, dir, "--store", store, "arcmemo", "diff", "champion", "previous", "--json")

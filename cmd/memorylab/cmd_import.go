@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/results"
 )
@@ -172,6 +171,7 @@ type importRowJSON struct {
 
 // runImport imports (ops.Import) and prints the summary.
 func runImport(env *Env, opts importOptions) error {
+	opts.Rows = opts.JSON || opts.DryRun // they list every row
 	res, err := ops.Import(env.opsWith(opts.Store, opts.JSON), opts.ImportInput)
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func printTSVImport(env *Env, opts importOptions, res *ops.ImportResult) error {
 	}
 	for _, f := range files {
 		r := f.Result
-		fj := importFileJSON{Path: f.Path, Rows: len(r.Entries), MetricColumn: r.MetricName, MetricReason: r.MetricReason,
+		fj := importFileJSON{Path: f.Path, Rows: r.Rows, MetricColumn: r.MetricName, MetricReason: r.MetricReason,
 			Goal: r.Goal, GoalReason: r.GoalReason, GoalWarning: r.GoalWarning, Statuses: r.Statuses, Notes: r.Notes,
 			Skipped: r.Skipped, Records: []importRowJSON{}}
 		if fj.Statuses == nil {
@@ -209,12 +209,8 @@ func printTSVImport(env *Env, opts importOptions, res *ops.ImportResult) error {
 				row.StatusWord = p.Entry.Word
 			}
 			fj.Records = append(fj.Records, row)
-			if p.Present {
-				fj.AlreadyPresent++
-			} else {
-				fj.Imported++
-			}
 		}
+		fj.Imported, fj.AlreadyPresent = f.New, f.Present
 		out.AlreadyPresent += fj.AlreadyPresent
 		out.Skipped += len(r.Skipped)
 		out.Files = append(out.Files, fj)
@@ -243,17 +239,7 @@ func printTSVImport(env *Env, opts importOptions, res *ops.ImportResult) error {
 
 func printFileSummary(env *Env, f *ops.ImportedFile, fj importFileJSON, metric string, dry bool) {
 	r := f.Result
-	var k, d, c int
-	for _, p := range f.Plan {
-		switch p.Status {
-		case ledger.StatusKeep:
-			k++
-		case ledger.StatusDiscard:
-			d++
-		default:
-			c++
-		}
-	}
+	k, d, c := f.Keep, f.Discard, f.Crash
 	fmt.Fprintf(env.Out, "%s: %d rows (%d keep, %d discard, %d crash), %d new, %d already present, %d skipped\n",
 		f.Path, fj.Rows, k, d, c, fj.Imported, fj.AlreadyPresent, len(r.Skipped))
 	if r.MetricName != "" {
@@ -262,7 +248,7 @@ func printFileSummary(env *Env, f *ops.ImportedFile, fj importFileJSON, metric s
 			as = " recorded as " + metric
 		}
 		fmt.Fprintf(env.Out, "  metric: %s%s (%s); goal %s (%s)\n", r.MetricName, as, r.MetricReason, r.Goal, r.GoalReason)
-	} else if len(r.Entries) > 0 {
+	} else if r.Rows > 0 {
 		fmt.Fprintf(env.Out, "  metric: none in this file (columns: %s): rows recorded without %s\n", strings.Join(r.Columns, ", "), metric)
 	}
 	if len(r.Statuses) > 0 {

@@ -100,6 +100,9 @@ type LogInput struct {
 	SummaryPath    string             `json:"summary_path,omitempty" jsonschema:"JSON summary sidecar; inside the worktree or the store"`
 	MetricPatterns map[string]string  `json:"metric_patterns,omitempty" jsonschema:"NAME: REGEX to extract a metric from the log"`
 	Error          string             `json:"error,omitempty" jsonschema:"crash summary to record"`
+	Items          string             `json:"items,omitempty" jsonschema:"per-item outcomes, JSONL {id, score or correct, group} (memorylab log --items); inside the worktree or the store; archived with the run"`
+	Seed           *int64             `json:"seed,omitempty" jsonschema:"the training seed, recorded; runs of the same code and config are one replicate group whatever their seeds"`
+	Config         string             `json:"config,omitempty" jsonschema:"the configuration the code ran with when it is not in the code (free text; separates replicate groups)"`
 }
 
 // ReportInput is the report tool's input.
@@ -165,10 +168,10 @@ func newMCPServer(env *Env, store string, allow ...string) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "Record a finished run: outcome, metrics, crash summary; returns the stored record. Without a status it is decided from the metric against the champion, as memorylab run does."}, guard(m.log))
 	mcp.AddTool(s, &mcp.Tool{Name: "report", Description: "The morning report: headline, champion, plateau verdict, decision queue (JSON, or markdown)."}, guard(m.report))
 	mcp.AddTool(s, &mcp.Tool{Name: "list", Description: "Runs in (timestamp, run id) order, filtered."}, guard(m.list))
-	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first."}, guard(m.best))
+	mcp.AddTool(s, &mcp.Tool{Name: "best", Description: "The champion and the N best runs by the primary metric, best first: a run with replicates by its group's mean (n and sd in replicates), as the champion is judged."}, guard(m.best))
 	mcp.AddTool(s, &mcp.Tool{Name: "show", Description: "One run: record, commit, pin and its code change."}, guard(m.show))
 	mcp.AddTool(s, &mcp.Tool{Name: "params", Description: "The sweep memory: every parameter runs changed in the code, the values tried with outcomes and best metric, the champion's value and untried gaps."}, guard(m.params))
-	mcp.AddTool(s, &mcp.Tool{Name: "compare", Description: "Two runs side by side: metrics, config and code differences."}, guard(m.compare))
+	mcp.AddTool(s, &mcp.Tool{Name: "compare", Description: "Two runs side by side: metrics, config and code differences; paired (item by item: McNemar or bootstrap CI and sign test, gained and lost ids, per group) when both runs have items."}, guard(m.compare))
 	s.AddResource(&mcp.Resource{URI: "memorylab://report/latest", Name: "report", Title: "Morning report",
 		Description: "The latest morning report (markdown)", MIMEType: "text/markdown"}, guardResource(m.reportResource))
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "memorylab://runs/{run_id}", Name: "run",
@@ -282,6 +285,7 @@ func (m *mcpServer) params(_ context.Context, _ *mcp.CallToolRequest, in ParamsI
 func (m *mcpServer) log(_ context.Context, _ *mcp.CallToolRequest, in LogInput) (*mcp.CallToolResult, map[string]any, error) {
 	li := ops.LogInput{Idea: idea(in.Description, in.Tags, in.Family, in.Hypothesis, in.Mode, nil), Status: in.Status,
 		Notes: in.Notes, LogPath: in.LogPath, SummaryPath: in.SummaryPath, Metrics: in.Metrics, ErrorText: in.Error,
+		ItemsPath: in.Items, Seed: in.Seed, Config: in.Config,
 		// Paths from an agent: only inside the worktree, the store and --allow-path.
 		Paths: ops.PathPolicy{Confined: true, Allow: m.allow}}
 	for _, k := range sortedKeys(in.MetricPatterns) {

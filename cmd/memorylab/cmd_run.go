@@ -283,13 +283,14 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 		return err
 	}
 	replicate, hardware := ops.ReplicateOf(env.opsEnv(opts.Store), s, loc.Repo, opts.Log)
-	status, errText, err := ops.DecideStatus(env.opsEnv(opts.Store), s, ops.DecideInput{Log: opts.Log,
+	d, err := ops.DecideStatus(env.opsEnv(opts.Store), s, loc.Repo, ops.DecideInput{Log: opts.Log,
 		SummaryPath: summary, ExitCode: out.ExitCode, MinDelta: opts.MinDelta, Replicate: replicate, Hardware: hardware})
 	if err != nil {
 		return err
 	}
+	status := d.Status
 	lo := opts.Log
-	lo.Status, lo.MinDelta = status, opts.MinDelta
+	lo.MinDelta = opts.MinDelta
 	lo.SummaryPath, lo.IgnoreSummaryEnv = "", true
 	if _, err := os.Stat(summary); err == nil {
 		lo.SummaryPath = summary
@@ -298,9 +299,7 @@ func runRun(ctx context.Context, env *Env, opts runOptions) error {
 	if _, err := os.Stat(opts.itemsPath); err == nil {
 		lo.ItemsPath = opts.itemsPath
 	}
-	if status == ledger.StatusCrash && errText != "" {
-		lo.ErrorText = errText
-	}
+	lo = d.Apply(lo) // the status, and the files as the decision read them
 	rec, err := runLog(env, opts.Store, lo, opts.JSON)
 	if err != nil {
 		return err

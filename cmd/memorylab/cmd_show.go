@@ -15,6 +15,7 @@ import (
 	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/packets"
 	"github.com/memorylab/memorylab/report"
+	"github.com/memorylab/memorylab/runlog"
 )
 
 func showCommand(env *Env) *cli.Command {
@@ -177,7 +178,7 @@ func printShow(w io.Writer, o *ops.ShowResult) {
 
 // curveLine sums up a training curve in one line: steps, the first series'
 // first and last values, and where a crash died.
-func curveLine(c *ledger.Curve, status string) string {
+func curveLine(c *runlog.Curve, status string) string {
 	if c == nil || len(c.Series) == 0 {
 		return ""
 	}

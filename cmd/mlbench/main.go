@@ -76,6 +76,66 @@ var benchCommands = []benchCommand{
 		args: []string{"import", importTSVName}},
 	{name: "list --best 10", warm: true, args: []string{"list", "--best", "10"}},
 	{name: "list --since 8h", warm: true, args: []string{"list", "--since", "8h"}},
+	// show and compare find their runs through the catalog and decode only
+	// those records (issue 30: < 50 ms and < 80 ms at 100k).
+	{name: "show champion (warm caches)", warm: true, inRepo: true, args: []string{"show", "champion", "--no-diff"}},
+	{name: "compare champion latest (warm caches)", warm: true, inRepo: true, args: []string{"compare", "champion", "latest", "--no-diff"}},
+	// doctor on a healthy store (issue 30: < 2 s at 100k).
+	// makeHealthy gives the generated runs their archive files and
+	// results.tsv rows, so the row measures the checks, not 600k findings.
+	{name: "doctor (healthy store)", before: makeHealthy, warm: true, inRepo: true, args: []string{"doctor"}},
+	// First use (issue 30: < 3 s, < 300 MiB at 100k): log with every cache
+	// and the index deleted, so it rebuilds them all from the ledger.
+	{name: "first use: log after caches and index deleted", before: dropCaches, inRepo: true,
+		args: []string{"log", "--description", "increase matrix LR to 0.08", "--status", "discard", "--family", "lr-sweep",
+			"--tags", "lr", "--log", "run.log"}},
+}
+
+// dropCaches deletes every cache and the novelty index (a first use).
+func dropCaches(store string) error {
+	if err := os.RemoveAll(filepath.Join(store, ledger.CacheDir)); err != nil {
+		return err
+	}
+	return dropIndex(store)
+}
+
+// bareMain is a Go program that does nothing: the floor of process start-up
+// on this machine, printed beside memorylab's.
+const bareMain = "package main\n\nfunc main() {}\n"
+
+// startupBench times `memorylab version` against a bare Go binary (issue
+// 30: start-up within 2x a bare binary).
+func startupBench(bin, root string, reps int) error {
+	dir := filepath.Join(root, "bare")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(bareMain), 0o644); err != nil {
+		return err
+	}
+	bare := filepath.Join(root, "bare-go")
+	build := exec.Command("go", "build", "-o", bare, "main.go")
+	build.Dir, build.Stdout, build.Stderr = dir, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("unable to build the bare Go binary: %w", err)
+	}
+	for _, row := range []struct {
+		name string
+		bin  string
+		args []string
+	}{{"start-up: bare Go binary", bare, nil}, {"start-up: memorylab version", bin, []string{"version"}}} {
+		var walls, cpus []time.Duration
+		var rss int64
+		for range max(reps, 20) { // a few ms each: more reps steady the median
+			r, err := runOnce(row.bin, root, row.args)
+			if err != nil {
+				return fmt.Errorf("%s: %w", row.name, err)
+			}
+			walls, cpus, rss = append(walls, r.wall), append(cpus, r.cpu), max(rss, r.rss)
+		}
+		fmt.Printf("| — | %s | %s | %s | %s | %.1f MB |\n", row.name, ms(median(walls)), ms(minimum(walls)), ms(median(cpus)), float64(rss)/1024)
+	}
+	return nil
 }
 
 const importTSVName = "mlbench-import.tsv"
@@ -121,6 +181,55 @@ func benchRepo(root string) (string, error) {
 	return dir, os.WriteFile(filepath.Join(dir, "run.log"), []byte(runLog), 0o644)
 }
 
+// makeHealthy makes a generated store one doctor finds healthy: an empty
+// file for every archived artifact a record names, and a results.tsv row
+// for every run that has one. It runs once per store (a marker file).
+func makeHealthy(store string) error {
+	marker := filepath.Join(store, "mlbench-healthy")
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	s, err := ledger.OpenStore(store, filepath.Join(store, "results.tsv"))
+	if err != nil {
+		return err
+	}
+	var tsv strings.Builder
+	tsv.WriteString("commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+	dirs := map[string]bool{}
+	_, err = s.Scan(func(r *ledger.Record, _ int, _ int64) error {
+		if r.HasTSVRow() {
+			fmt.Fprintf(&tsv, "%s\t0\t0\t%s\tgenerated\n", r.Commit, r.Status)
+		}
+		for k, v := range r.Artifacts {
+			p, ok, _ := s.ArtifactPath(v)
+			if !ok || k == "source_log_path" || k == "run_dir" {
+				continue
+			}
+			if d := filepath.Dir(p); !dirs[d] {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+				dirs[d] = true
+			}
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				return err
+			}
+		}
+		if p, ok, _ := s.ArtifactPath(r.Artifacts["run_dir"]); ok && !dirs[p] {
+			dirs[p] = true
+			return os.MkdirAll(p, 0o755)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.TSVPath, []byte(tsv.String()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(marker, nil, 0o644)
+}
+
 func dropIndex(store string) error { return os.RemoveAll(filepath.Join(store, ledger.IndexDir)) }
 
 // genLedger is the Python ledger generator, relative to the module root.
@@ -130,7 +239,7 @@ func main() {
 	sizesFlag := flag.String("sizes", "1000,10000,100000", "comma-separated ledger sizes")
 	reps := flag.Int("reps", 5, "timed runs per command and size (median reported)")
 	keep := flag.String("keep", "", "build ledgers in this directory and keep them (default: a temp dir, removed)")
-	only := flag.String("only", "", "run only commands whose name contains this (\"sync\" runs the sync rows)")
+	only := flag.String("only", "", "run only commands whose name contains this (comma-separated: any of them; \"sync\" runs the sync rows)")
 	flag.Parse()
 	if err := run(*sizesFlag, *reps, *keep, *only); err != nil {
 		fmt.Fprintf(os.Stderr, "mlbench: %v\n", err)
@@ -172,6 +281,11 @@ func run(sizesFlag string, reps int, keep, only string) error {
 	fmt.Printf("memorylab whole-process benchmark: median of %d runs, peak RSS of the child (%s)\n\n", reps, time.Now().UTC().Format(time.RFC3339))
 	fmt.Println("| runs | command | median wall | min wall | median CPU (user+sys) | peak RSS |")
 	fmt.Println("| ---: | --- | ---: | ---: | ---: | ---: |")
+	if only == "" || selected("start-up", only) {
+		if err := startupBench(bin, root, reps); err != nil {
+			return err
+		}
+	}
 	for _, n := range sizes {
 		store := filepath.Join(root, fmt.Sprintf("store-%d", n))
 		source, err := makeStore(bin, store, n)
@@ -183,13 +297,13 @@ func run(sizesFlag string, reps int, keep, only string) error {
 		if err := dropIndex(store); err != nil {
 			return err
 		}
-		if only == "" || strings.Contains("sync", only) {
+		if only == "" || selected("sync", only) {
 			if err := syncBench(bin, root, store, n, reps); err != nil {
 				return fmt.Errorf("sync at %d runs: %w", n, err)
 			}
 		}
 		for _, c := range benchCommands {
-			if only != "" && !strings.Contains(c.name, only) {
+			if only != "" && !selected(c.name, only) {
 				continue
 			}
 			if c.maxSize > 0 && n > c.maxSize {
@@ -201,6 +315,11 @@ func run(sizesFlag string, reps int, keep, only string) error {
 				dir = repo
 			}
 			if c.warm {
+				if c.before != nil {
+					if err := c.before(store); err != nil {
+						return err
+					}
+				}
 				r, err := runOnce(bin, dir, args)
 				if err != nil {
 					return fmt.Errorf("%s at %d runs: %w", c.name, n, err)
@@ -229,6 +348,17 @@ func run(sizesFlag string, reps int, keep, only string) error {
 		}
 	}
 	return nil
+}
+
+// selected reports whether a row named name is among -only's
+// comma-separated names ("sync" selects the sync rows).
+func selected(name, only string) bool {
+	for _, o := range strings.Split(only, ",") {
+		if o = strings.TrimSpace(o); o != "" && (strings.Contains(name, o) || name == "sync" && strings.Contains("sync", o)) {
+			return true
+		}
+	}
+	return false
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

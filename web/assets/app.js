@@ -111,6 +111,7 @@ async function renderOverview(view) {
       h.champion_reachable_from_head ? el("span", { class: "muted", text: ` · on HEAD: ${h.champion_reachable_from_head}` }) : null)
       : el("p", { class: "muted", text: "No champion yet." }),
     el("p", { class: "plateau" + (m.plateau.on_plateau ? " on" : ""), text: m.plateau.message }),
+    ...(m.champions_by_puzzle_set || []).map((c) => el("p", {}, `Champion of puzzle set ${c.puzzle_set}: ${m.metric} ${fmt(c.value)}${spread(c.replicates)} — `, runLink(c.run_id), " ", c.description)),
     (m.champions_by_hardware || []).length ? el("p", { text: m.champions_by_hardware.map((c, i) => `${i ? "on" : "Champion on"} ${c.hardware}: ${fmt(c.value)}${spread(c.replicates)}`).join("; ") }) : null,
     el("p", { class: "muted noise", text: m.noise ? `Noise${m.noise.hardware ? " on " + m.noise.hardware : ""}: sd ${Number(m.noise.sd).toPrecision(3)} (${m.noise.groups} replicate groups, ${m.noise.runs} runs)${m.margin ? "; tie margin " + Number(m.margin.value).toPrecision(3) + " (2 sd)" : ""}` : (m.noise_hint || "") })));
   out.push(el("section", { id: "now-running" }, runningPanel()));

@@ -1,4 +1,4 @@
-package ledger
+package runlog
 
 import (
 	"bytes"
@@ -6,32 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/memorylab/memorylab/ledger"
 )
-
-// ErrBadInput marks input memorylab cannot use (bad flags, log, summary).
-// Test for it with errors.Is; BadInputf makes such errors without putting
-// "bad input:" in front of a message that already says what is wrong.
-var ErrBadInput = errors.New("bad input")
-
-// badInputError is an ErrBadInput whose message is shown as it is.
-type badInputError struct{ msg string }
-
-func (e *badInputError) Error() string        { return e.msg }
-func (e *badInputError) Is(target error) bool { return target == ErrBadInput }
-
-// BadInputf returns an error that errors.Is(err, ErrBadInput) and reads as
-// the formatted message alone.
-func BadInputf(format string, a ...any) error {
-	return &badInputError{msg: fmt.Sprintf(format, a...)}
-}
 
 // metricKey is what a summary-block key must look like to be a metric.
 var metricKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-/]*$`)
@@ -45,24 +27,21 @@ var SummaryKeys = []string{"val_bpb", "training_seconds", "total_seconds", "peak
 // traceback are at the end, and logs can be hundreds of megabytes.
 const maxLogTail = 4 << 20
 
-// ReadLogTail returns the last maxLogTail bytes of a log file (all of it when
-// smaller), starting at a line boundary. Only a regular file is read: a
-// device (/dev/zero), a FIFO or a process substitution (<(cmd)) is refused
-// (OpenRegular), never read without end or silently as empty.
-func ReadLogTail(path string) ([]byte, error) {
-	return ReadLogTailInput(Input{Name: path})
-}
-
-// ReadLogTailInput is ReadLogTail of an Input (read through its directory).
-func ReadLogTailInput(in Input) ([]byte, error) {
-	f, st, err := openRegularInput(in, "run log", "pass --log with the path of the training output")
+// ReadTail returns the last maxLogTail bytes of a run log (all of it when
+// smaller), starting at a line boundary: the summary block and a traceback
+// are at the end, and logs can be hundreds of megabytes. Only a regular
+// file is read: a device (/dev/zero), a FIFO or a process substitution
+// (<(cmd)) is refused (ledger.OpenRegularInput), never read without end
+// or silently as empty. With in.Dir set, the path cannot leave it.
+func ReadTail(in ledger.Input) ([]byte, error) {
+	f, st, err := ledger.OpenRegularInput(in, "run log", "pass --log with the path of the training output")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	buf, _, err := tailOf(f, st.Size(), 0, maxLogTail)
+	buf, _, err := ledger.ReadTail(f, st.Size(), 0, maxLogTail)
 	if err != nil {
-		return nil, BadInputf("unable to read run log %s: %v", in.shown(), err)
+		return nil, ledger.BadInputf("unable to read run log %s: %v", in.Label(), err)
 	}
 	if st.Size() > maxLogTail {
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
@@ -72,95 +51,6 @@ func ReadLogTailInput(in Input) ([]byte, error) {
 	return buf, nil
 }
 
-// regularExample is how to get a regular file for what.
-func regularExample(what string) string {
-	switch what {
-	case "run log":
-		return "python train.py > run.log 2>&1"
-	case "summary":
-		return "cat <source> > summary.json"
-	}
-	return "cat <source> > file"
-}
-
-// OpenInput opens path for reading without blocking (a FIFO without a
-// writer would wait forever) and only when it is a regular file: anything
-// else is a *fs.PathError wrapping ErrNotRegular, with its kind in mode.
-// Open errors come back as they are (fs.ErrNotExist for a missing file).
-func OpenInput(path string) (f *os.File, st os.FileInfo, err error) {
-	if f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err != nil {
-		return nil, nil, err
-	}
-	if st, err = f.Stat(); err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, st, &fs.PathError{Op: "read", Path: path, Err: ErrNotRegular}
-	}
-	return f, st, nil
-}
-
-// OpenRegular is OpenInput for a file the user named: what (e.g. "run
-// log"), shown (the path as the user gave it) and hint make the errors,
-// each wrapping ErrBadInput.
-func OpenRegular(path, shown, what, hint string) (*os.File, os.FileInfo, error) {
-	return openRegularInput(Input{Name: path, Shown: shown}, what, hint)
-}
-
-// openRegularInput is OpenRegular of an Input: with a Dir, a path that
-// leaves it (through "..", or a link pointing out) is refused too.
-func openRegularInput(in Input, what, hint string) (*os.File, os.FileInfo, error) {
-	f, st, err := in.Open()
-	shown := in.shown()
-	switch {
-	case err == nil:
-		return f, st, nil
-	case errors.Is(err, ErrNotRegular):
-		return nil, nil, BadInputf("%s %s is %s; memorylab reads a regular file: write it to one first (e.g. `%s`)",
-			what, shown, describeMode(st.Mode()), regularExample(what))
-	case st != nil:
-		return nil, nil, BadInputf("unable to read %s %s: %v", what, shown, err)
-	}
-	if hint != "" {
-		hint = "; " + hint
-	}
-	return nil, nil, BadInputf("unable to read %s %s: %v%s", what, shown, unwrapPath(err), hint)
-}
-
-// ReadRegularFile reads a whole input file that must be a regular file of
-// at most limit bytes (OpenRegular).
-func ReadRegularFile(path, shown, what, hint string, limit int64) ([]byte, error) {
-	return ReadRegularInput(Input{Name: path, Shown: shown}, what, hint, limit)
-}
-
-// ReadRegularInput is ReadRegularFile of an Input.
-func ReadRegularInput(in Input, what, hint string, limit int64) ([]byte, error) {
-	shown := in.shown()
-	f, st, err := openRegularInput(in, what, hint)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st.Size() > limit {
-		return nil, BadInputf("%s %s is %d bytes, over the %d-byte limit", what, shown, st.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return nil, BadInputf("unable to read %s %s: %v", what, shown, err)
-	}
-	return b, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // ParseSummaryBlock extracts "key: value" metrics from the last block after a
 // "---" line in an autoresearch run log. Every line whose key is a metric
 // name (letters, digits, _ . - /, no spaces) and whose value is a number is
@@ -168,7 +58,7 @@ func unwrapPath(err error) error {
 // val_bpb is. Values that are not finite numbers are recorded as missing
 // for the known SummaryKeys and skipped otherwise (val_pass: true is not a
 // metric).
-func ParseSummaryBlock(log []byte) Metrics {
+func ParseSummaryBlock(log []byte) ledger.Metrics {
 	lines := strings.Split(strings.ReplaceAll(string(log), "\r\n", "\n"), "\n")
 	start := -1
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -177,7 +67,7 @@ func ParseSummaryBlock(log []byte) Metrics {
 			break
 		}
 	}
-	m := Metrics{}
+	m := ledger.Metrics{}
 	if start < 0 {
 		return m
 	}
@@ -210,26 +100,26 @@ func ParseSummaryBlock(log []byte) Metrics {
 // values are metrics. Nested objects are flattened with dots ("eval.acc").
 // Non-finite or non-numeric leaves are skipped; a file that is not a JSON
 // object is an error.
-func ParseSummaryJSON(b []byte) (Metrics, error) {
+func ParseSummaryJSON(b []byte) (ledger.Metrics, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, BadInputf("not valid JSON (%v); write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}", err)
+		return nil, ledger.BadInputf("not valid JSON (%v); write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, BadInputf("data after the JSON object; write exactly one JSON object of metrics")
+		return nil, ledger.BadInputf("data after the JSON object; write exactly one JSON object of metrics")
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, BadInputf("not a JSON object; write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}")
+		return nil, ledger.BadInputf("not a JSON object; write one JSON object of metrics, e.g. {\"val_bpb\": 0.99}")
 	}
-	m := Metrics{}
+	m := ledger.Metrics{}
 	flatten("", obj, m)
 	return m, nil
 }
 
-func flatten(prefix string, obj map[string]any, m Metrics) {
+func flatten(prefix string, obj map[string]any, m ledger.Metrics) {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
@@ -256,18 +146,18 @@ func flatten(prefix string, obj map[string]any, m Metrics) {
 
 // CrashError summarises a crashed run's log: the summary is the last line of
 // the Python traceback (else the last non-empty line), the tail the last 8
-// non-empty lines, each cut to MaxExcerpt with a marker. A bare carriage
+// non-empty lines, each cut to ledger.MaxExcerpt with a marker. A bare carriage
 // return ends a line too: progress bars (tqdm) redraw one terminal line with
 // \r, and a crash log can be a single 4 MB "line" of them.
-func CrashError(log []byte, source string) *ErrorInfo {
+func CrashError(log []byte, source string) *ledger.ErrorInfo {
 	var nonEmpty []string
 	text := strings.ReplaceAll(string(log), "\r\n", "\n")
 	for _, l := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }) {
 		if t := strings.TrimSpace(l); t != "" {
-			nonEmpty = append(nonEmpty, Excerpt(t))
+			nonEmpty = append(nonEmpty, ledger.Excerpt(t))
 		}
 	}
-	e := &ErrorInfo{Source: source, Tail: []string{}}
+	e := &ledger.ErrorInfo{Source: source, Tail: []string{}}
 	if len(nonEmpty) == 0 {
 		e.Summary = "no output in run log"
 		return e
@@ -319,13 +209,53 @@ func ParseMetricPattern(spec string) (MetricPattern, error) {
 	name, expr, ok := strings.Cut(spec, "=")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" || expr == "" {
-		return MetricPattern{}, BadInputf("--metric-pattern wants NAME=REGEX, got %q", spec)
+		return MetricPattern{}, ledger.BadInputf("--metric-pattern wants NAME=REGEX, got %q", spec)
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return MetricPattern{}, BadInputf("--metric-pattern %s: invalid regular expression: %v", name, err)
+		return MetricPattern{}, ledger.BadInputf("--metric-pattern %s: invalid regular expression: %v", name, err)
 	}
 	return MetricPattern{Name: name, Re: re}, nil
+}
+
+// A Miss is a metric pattern that gave no value: it matched nothing (Err
+// wraps ErrNoMatch) or matched what is not a finite number (Err wraps
+// ledger.ErrBadInput).
+type Miss struct {
+	Pattern MetricPattern
+	Err     error
+}
+
+// Metrics derives a finished training's metrics by the one precedence
+// every reader uses: the JSON sidecar when there is one (summary non-nil),
+// else the summary block at the end of the log (not for a crashed
+// training: what a crash printed before it died is not its result); then
+// each pattern over the log, a match overriding both. --metric values,
+// which win over everything, are set on top by the caller once it has
+// checked their names against these. A pattern that gives no value leaves
+// its metric as it was and comes back as a Miss, for the caller to judge.
+// The only error is a summary that is not one JSON object of metrics.
+func Metrics(log, summary []byte, crashed bool, patterns []MetricPattern) (ledger.Metrics, []Miss, error) {
+	m := ledger.Metrics{}
+	switch {
+	case summary != nil:
+		var err error
+		if m, err = ParseSummaryJSON(summary); err != nil {
+			return nil, nil, err
+		}
+	case log != nil && !crashed:
+		m = ParseSummaryBlock(log)
+	}
+	var misses []Miss
+	for _, p := range patterns {
+		v, err := p.Extract(log)
+		if err != nil {
+			misses = append(misses, Miss{Pattern: p, Err: err})
+			continue
+		}
+		m.Set(p.Name, v)
+	}
+	return m, misses, nil
 }
 
 // ErrNoMatch is wrapped when a metric pattern matches nothing in the log.
@@ -333,7 +263,7 @@ var ErrNoMatch = errors.New("no match")
 
 // Extract returns the metric from the last match in log: the first capture
 // group if the pattern has one, else the whole match. No match wraps
-// ErrNoMatch; a match that is not a finite number wraps ErrBadInput.
+// ErrNoMatch; a match that is not a finite number wraps ledger.ErrBadInput.
 func (p MetricPattern) Extract(log []byte) (float64, error) {
 	var last []int
 	for _, m := range p.Re.FindAllSubmatchIndex(log, -1) {
@@ -352,7 +282,7 @@ func (p MetricPattern) Extract(log []byte) (float64, error) {
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, BadInputf("--metric-pattern %s matched %q, which is not a finite number; put the number in the first capture group, e.g. %s=accuracy: ([0-9.]+)",
+		return 0, ledger.BadInputf("--metric-pattern %s matched %q, which is not a finite number; put the number in the first capture group, e.g. %s=accuracy: ([0-9.]+)",
 			p.Name, text, p.Name)
 	}
 	return f, nil

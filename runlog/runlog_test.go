@@ -1,4 +1,4 @@
-package ledger
+package runlog
 
 import (
 	"bytes"
@@ -11,19 +11,21 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestCorpusRunLogsMatchPythonRecords parses every archived run.log of the
 // Python corpus and compares with what the Python tool recorded.
 func TestCorpusRunLogsMatchPythonRecords(t *testing.T) {
 	logs := corpusRunLogs(t)
-	_, err := ScanReader(bytes.NewReader(corpusFile(t, "experiments.jsonl")), func(r *Record, _ int, _ int64) error {
+	_, err := ledger.ScanReader(bytes.NewReader(corpusFile(t, "experiments.jsonl")), func(r *ledger.Record, _ int, _ int64) error {
 		t.Run(string(r.RunID), func(t *testing.T) {
 			log, found := logs[string(r.RunID)]
 			if !found {
 				t.Fatal("no run.log in the corpus")
 			}
-			if r.Status == StatusCrash {
+			if r.Status == ledger.StatusCrash {
 				got := CrashError(log, "run.log")
 				if !reflect.DeepEqual(r.Error, got) {
 					t.Fatalf("crash error differs:\nwant %+v\n got %+v", r.Error, got)
@@ -65,7 +67,7 @@ func TestParseSummaryBlock(t *testing.T) {
 	}
 }
 
-func assertMetrics(t *testing.T, want map[string]any, got Metrics) {
+func assertMetrics(t *testing.T, want map[string]any, got ledger.Metrics) {
 	t.Helper()
 	if len(want) != len(got) {
 		t.Fatalf("want %d metrics %v, got %d: %v", len(want), want, len(got), got)
@@ -103,8 +105,8 @@ func TestParseSummaryJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := ParseSummaryJSON([]byte(tc.in))
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrBadInput) {
-					t.Fatalf("want ErrBadInput %q, got %v", tc.wantErr, err)
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ledger.ErrBadInput) {
+					t.Fatalf("want ledger.ErrBadInput %q, got %v", tc.wantErr, err)
 				}
 				return
 			}
@@ -147,8 +149,8 @@ func TestMetricPattern(t *testing.T) {
 		{"whole match", `sharpe=[0-9]+\.[0-9]+`, 1.9, nil},
 		{"regex with commas and equals", `x=sharpe=([0-9]{1,3}\.[0-9])`, 1.9, nil},
 		{"no match", `loss=loss: ([0-9.]+)`, 0, ErrNoMatch},
-		{"match is not a number", `tps=tokens/s ([0-9,]+)`, 0, ErrBadInput},
-		{"optional group did not take part", `acc=eval accuracy: 0.713()?`, 0, ErrBadInput},
+		{"match is not a number", `tps=tokens/s ([0-9,]+)`, 0, ledger.ErrBadInput},
+		{"optional group did not take part", `acc=eval accuracy: 0.713()?`, 0, ledger.ErrBadInput},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,45 +169,19 @@ func TestMetricPattern(t *testing.T) {
 	}
 	for _, bad := range []string{"noequals", "=x", "acc=", "acc=([0-9]"} {
 		t.Run("invalid "+bad, func(t *testing.T) {
-			if _, err := ParseMetricPattern(bad); !errors.Is(err, ErrBadInput) {
-				t.Fatalf("want ErrBadInput, got %v", err)
+			if _, err := ParseMetricPattern(bad); !errors.Is(err, ledger.ErrBadInput) {
+				t.Fatalf("want ledger.ErrBadInput, got %v", err)
 			}
 		})
 	}
 }
 
-func TestFormatMetric(t *testing.T) {
-	tests := []struct {
-		v    float64
-		prec int
-		want string
-	}{
-		{0.9979, -1, "0.9979"},
-		{953, -1, "953"},
-		{0.1 + 0.2, -1, "0.3"},
-		{1e-9, -1, "0.000000001"},
-		{0.99, 4, "0.9900"},
-		{45060.25, 1, "45060.2"},
-		{math.NaN(), -1, "n/a"},
-		{-1.25, -1, "-1.25"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.want, func(t *testing.T) {
-			equals(t, tc.want, FormatMetric(tc.v, tc.prec))
-		})
-	}
-	equals(t, 4, MetricPrecision(0.9979, 0.99, 1))
-	equals(t, 0, MetricPrecision(953, 1200))
-	equals(t, 0, MetricPrecision())
-	equals(t, "n/a", FormatMetricValue(nil, 3))
-}
-
-func TestReadLogTail(t *testing.T) {
+func TestReadTail(t *testing.T) {
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.log")
 	body := bytes.Repeat([]byte("step 00001 | loss: 3.2 | dt: 315ms\n"), maxLogTail/30)
 	ok(t, os.WriteFile(big, append(body, "---\nval_bpb: 0.97\n"...), 0o644))
-	b, err := ReadLogTail(big)
+	b, err := ReadTail(ledger.Input{Name: big})
 	ok(t, err)
 	if len(b) > maxLogTail || !bytes.HasPrefix(b, []byte("step")) {
 		t.Fatalf("tail of %d bytes does not start at a line", len(b))
@@ -213,8 +189,8 @@ func TestReadLogTail(t *testing.T) {
 	v, _ := ParseSummaryBlock(b).Get("val_bpb")
 	equals(t, 0.97, v)
 	for _, p := range []string{filepath.Join(dir, "missing.log"), dir} {
-		if _, err := ReadLogTail(p); !errors.Is(err, ErrBadInput) {
-			t.Fatalf("%s: want ErrBadInput, got %v", p, err)
+		if _, err := ReadTail(ledger.Input{Name: p}); !errors.Is(err, ledger.ErrBadInput) {
+			t.Fatalf("%s: want ledger.ErrBadInput, got %v", p, err)
 		}
 	}
 }
@@ -233,12 +209,12 @@ func FuzzParseSummaryBlock(f *testing.F) {
 				t.Fatalf("%s: non-finite value %v", k, *v)
 			}
 		}
-		// Metrics always encode as JSON and decode to the same values.
+		// ledger.Metrics always encode as JSON and decode to the same values.
 		b, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back Metrics
+		var back ledger.Metrics
 		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(m, back) {
 			t.Fatalf("round trip: %v %v vs %v", err, m, back)
 		}
@@ -247,7 +223,7 @@ func FuzzParseSummaryBlock(f *testing.F) {
 
 func FuzzParseSummaryJSON(f *testing.F) {
 	f.Add([]byte(`{"val_bpb": 0.9979, "eval": {"acc": 0.7, "f1": null}, "n": 953}`))
-	_, _ = ScanReader(bytes.NewReader(corpusFile(f, "experiments.jsonl")), func(r *Record, _ int, _ int64) error {
+	_, _ = ledger.ScanReader(bytes.NewReader(corpusFile(f, "experiments.jsonl")), func(r *ledger.Record, _ int, _ int64) error {
 		b, _ := json.Marshal(r.Metrics)
 		f.Add(b)
 		b, _ = json.Marshal(r.NoveltyGuard) // deeply nested objects
@@ -257,8 +233,8 @@ func FuzzParseSummaryJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := ParseSummaryJSON(in)
 		if err != nil {
-			if !errors.Is(err, ErrBadInput) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("error is not one clean ErrBadInput line: %v", err)
+			if !errors.Is(err, ledger.ErrBadInput) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one clean ledger.ErrBadInput line: %v", err)
 			}
 			return
 		}
@@ -289,47 +265,54 @@ func FuzzCrashError(f *testing.F) {
 	})
 }
 
-func FuzzScanReader(f *testing.F) {
-	raw := corpusFile(f, "experiments.jsonl")
-	f.Add(raw)
-	lines := bytes.SplitAfter(raw, []byte("\n"))
-	f.Add(lines[0])
-	f.Add(append(append([]byte{}, lines[0]...), lines[1][:100]...)) // torn tail
-	f.Add([]byte("garbage\n{}\n{\"run_id\": 5}\n"))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		n := 0
-		warnings, err := ScanReader(bytes.NewReader(in), func(r *Record, line int, off int64) error {
-			n++
-			if r.RunID == "" || off < 0 || off >= int64(len(in)) {
-				t.Fatalf("bad record at line %d offset %d", line, off)
+// TestMetricsPrecedence pins the one precedence `log` and `run` share: the
+// sidecar, else the summary block (not of a crash); then patterns, a match
+// overriding both; a pattern that gives nothing is a Miss and leaves the
+// metric as it was.
+func TestMetricsPrecedence(t *testing.T) {
+	log := []byte("step 10 acc=0.5\nfinal acc=0.75\n---\nval_bpb: 0.99\npeak_vram_mb: 100\n")
+	pattern := func(spec string) MetricPattern {
+		p, err := ParseMetricPattern(spec)
+		ok(t, err)
+		return p
+	}
+	tests := []struct {
+		name     string
+		log      []byte
+		summary  string
+		crashed  bool
+		patterns []MetricPattern
+		want     string // the metrics, sorted
+		misses   int
+	}{
+		{"block", log, "", false, nil, "peak_vram_mb=100 val_bpb=0.99", 0},
+		{"sidecar wins over the block", log, `{"val_bpb": 0.5}`, false, nil, "val_bpb=0.5", 0},
+		{"a crash's block is not read", log, "", true, nil, "", 0},
+		{"a crash's sidecar is", log, `{"val_bpb": 0.5}`, true, nil, "val_bpb=0.5", 0},
+		{"a pattern overrides the block", log, "", false, []MetricPattern{pattern(`val_bpb=acc=([0-9.]+)`)}, "peak_vram_mb=100 val_bpb=0.75", 0},
+		{"a pattern overrides the sidecar", log, `{"acc": 1}`, false, []MetricPattern{pattern(`acc=acc=([0-9.]+)`)}, "acc=0.75", 0},
+		{"a miss leaves the metric", log, "", false, []MetricPattern{pattern(`val_bpb=nothing ([0-9]+)`)}, "peak_vram_mb=100 val_bpb=0.99", 1},
+		{"a non-number is a miss", log, "", false, []MetricPattern{pattern(`x=final (\w+)=`)}, "peak_vram_mb=100 val_bpb=0.99", 1},
+		{"no log, no block", nil, "", false, nil, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var summary []byte
+			if tc.summary != "" {
+				summary = []byte(tc.summary)
 			}
-			// parse → format → parse is stable
-			b, err := MarshalRecord(r)
-			if err != nil {
-				t.Fatal(err)
+			m, misses, err := Metrics(tc.log, summary, tc.crashed, tc.patterns)
+			ok(t, err)
+			var got []string
+			for _, k := range m.Names() {
+				v, _ := m.Get(k)
+				got = append(got, fmt.Sprintf("%s=%v", k, v))
 			}
-			var got []*Record
-			if _, err := ScanReader(bytes.NewReader(append(b, '\n')), func(r2 *Record, _ int, _ int64) error {
-				got = append(got, r2)
-				return nil
-			}); err != nil || len(got) != 1 {
-				t.Fatalf("re-read of %s: %v (%d records)", b, err, len(got))
-			}
-			b2, _ := MarshalRecord(got[0])
-			if !bytes.Equal(b, b2) {
-				t.Fatalf("unstable:\n%s\n%s", b, b2)
-			}
-			return nil
+			equals(t, tc.want, strings.Join(got, " "))
+			equals(t, tc.misses, len(misses))
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		serial, parallel := scanWith(ScanReader, in, 0), scanWith(ScanReaderParallel, in, 0)
-		if strings.Join(serial.ids, " ") != strings.Join(parallel.ids, " ") || fmt.Sprint(serial.warnings) != fmt.Sprint(parallel.warnings) {
-			t.Fatalf("parallel scan differs: %v %v vs %v %v", serial.ids, serial.warnings, parallel.ids, parallel.warnings)
-		}
-		if n+len(warnings) > bytes.Count(in, []byte("\n"))+1 {
-			t.Fatalf("%d records + %d warnings from %d lines", n, len(warnings), bytes.Count(in, []byte("\n"))+1)
-		}
-	})
+	}
+	if _, _, err := Metrics(log, []byte("[1]"), false, nil); !errors.Is(err, ledger.ErrBadInput) {
+		t.Fatalf("a summary that is not an object: want ErrBadInput, got %v", err)
+	}
 }

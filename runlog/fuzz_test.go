@@ -1,10 +1,12 @@
-package ledger
+package runlog
 
 import (
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // FuzzRunLogInputs feeds arbitrary bytes to the run-log and summary parsers.
@@ -18,7 +20,7 @@ func FuzzRunLogInputs(f *testing.F) {
 	f.Add([]byte(`{"val_bpb": 0.99, "eval": {"acc": 1e308, "x": null}}`))
 	f.Add([]byte(`[{"val_bpb": 1}]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		finite := func(m Metrics) {
+		finite := func(m ledger.Metrics) {
 			for k, v := range m {
 				if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
 					t.Fatalf("metric %s = %v", k, *v)
@@ -28,7 +30,7 @@ func FuzzRunLogInputs(f *testing.F) {
 		finite(ParseSummaryBlock(b))
 		if m, err := ParseSummaryJSON(b); err == nil {
 			finite(m)
-		} else if !errors.Is(err, ErrBadInput) {
+		} else if !errors.Is(err, ledger.ErrBadInput) {
 			t.Fatalf("summary error is not bad input: %v", err)
 		}
 		e := CrashError(b, "run.log")

@@ -1,4 +1,4 @@
-package ledger
+package runlog
 
 import (
 	"bufio"
@@ -11,11 +11,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-)
 
-// CurveFileName is the training curve's file in a run's archive
-// (runs/<id>/curve.json), shared by sync like the other archive files.
-const CurveFileName = "curve.json"
+	"github.com/memorylab/memorylab/ledger"
+)
 
 // Training curves: the per-step lines of a training's output, parsed into
 // series (loss, lr, …) against the step, downsampled to a bounded size and
@@ -82,10 +80,10 @@ func NewCurveParser(patterns map[string]string) (*CurveParser, error) {
 	for name, expr := range patterns {
 		re, err := regexp.Compile(expr)
 		if err != nil {
-			return nil, BadInputf("curve pattern %s: %v", name, err)
+			return nil, ledger.BadInputf("curve pattern %s: %v", name, err)
 		}
 		if re.NumSubexp() < 1 {
-			return nil, BadInputf("curve pattern %s: %q needs a group ( ) around the value", name, expr)
+			return nil, ledger.BadInputf("curve pattern %s: %q needs a group ( ) around the value", name, expr)
 		}
 		p.extra[curveName(name)] = re
 	}
@@ -237,7 +235,7 @@ func DecodeCurve(b []byte) (*Curve, error) {
 		return nil, fmt.Errorf("curve.json: %w", err)
 	}
 	if c.Version > CurveVersion {
-		return nil, fmt.Errorf("curve.json version %d, %w (%d): upgrade memorylab", c.Version, ErrNewerVersion, CurveVersion)
+		return nil, fmt.Errorf("curve.json version %d, %w (%d): upgrade memorylab", c.Version, ledger.ErrNewerVersion, CurveVersion)
 	}
 	return &c, nil
 }

@@ -1,0 +1,112 @@
+package doctor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDirListerAnswersAsStat: the one-listing-per-directory check answers
+// exactly as a stat per file did (issue 30), for files, directories,
+// missing names, links and directories that cannot be listed.
+func TestDirListerAnswersAsStat(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	must(t, os.Mkdir(run, 0o755))
+	must(t, os.WriteFile(filepath.Join(run, "run.log"), nil, 0o644))
+	must(t, os.Mkdir(filepath.Join(run, "sub"), 0o755))
+	must(t, os.Symlink("run.log", filepath.Join(run, "good-link")))
+	must(t, os.Symlink("nowhere", filepath.Join(run, "dangling")))
+	must(t, os.WriteFile(filepath.Join(dir, "afile"), nil, 0o644))
+	for _, tc := range []struct {
+		path string
+		stat func(string) (fs.FileInfo, error)
+		want bool
+	}{
+		{"run/run.log", os.Stat, true},
+		{"run/sub", os.Stat, true},
+		{"run/missing.json", os.Stat, false},
+		{"run/good-link", os.Stat, true},
+		{"run/dangling", os.Stat, false},
+		{"run/dangling", os.Lstat, true}, // the marker is Lstat'ed: a link is there
+		{"gone/run.log", os.Stat, false},
+		{"afile/run.log", os.Stat, true}, // the parent is a file: ENOTDIR is not "does not exist"
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(tc.path))
+		_, err := tc.stat(p)
+		if byStat := !errors.Is(err, fs.ErrNotExist); byStat != tc.want {
+			t.Fatalf("%s: stat says %v, the table %v", tc.path, byStat, tc.want)
+		}
+		d := dirLister{}
+		d.list(filepath.Join(dir, "run"))
+		d.list(filepath.Join(dir, "gone"))
+		d.list(filepath.Join(dir, "afile"))
+		if got := d.exists(p, tc.stat); got != !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: exists %v, stat says %v (%v)", tc.path, got, !errors.Is(err, fs.ErrNotExist), err)
+		}
+	}
+}
+
+// TestWalkLedgerAcrossBatches: lines are classified in parallel batches of
+// walkBatchLines, yet an exact copy in a later batch is a duplicate of the
+// first line, a different record with the same id is not, fn sees every
+// line in order, and the torn last line is torn.
+func TestWalkLedgerAcrossBatches(t *testing.T) {
+	var b bytes.Buffer
+	n := 3*walkBatchLines + 10
+	for i := 1; i <= n; i++ {
+		switch i {
+		case 2 * walkBatchLines: // an exact copy of line 1, two batches on
+			fmt.Fprintf(&b, `{"run_id":"20261122T000001Z-abc1234","status":"keep"}`+"\n")
+		case 2*walkBatchLines + 1: // same id, other content
+			fmt.Fprintf(&b, `{"run_id":"20261122T000001Z-abc1234","status":"discard"}`+"\n")
+		case walkBatchLines + 3:
+			b.WriteString("not json\n")
+		case walkBatchLines + 4:
+			b.WriteString("   \n")
+		default:
+			fmt.Fprintf(&b, `{"run_id":"20261122T%06dZ-abc1234","status":"keep"}`+"\n", i)
+		}
+	}
+	b.WriteString(`{"run_id":"20261122T999999Z-abc1234"`) // torn
+	var kinds []lineKind
+	err := walkLedger(bytes.NewReader(b.Bytes()), func(l *ledgerLine) error {
+		if l.No != len(kinds)+1 {
+			t.Fatalf("line %d after %d lines", l.No, len(kinds))
+		}
+		kinds = append(kinds, l.Kind)
+		if l.Kind == lineDuplicate && !strings.Contains(l.Reason, "exact copy of line 1 ") {
+			t.Errorf("duplicate reason %q", l.Reason)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]lineKind{2 * walkBatchLines: lineDuplicate, 2*walkBatchLines + 1: lineRecord,
+		walkBatchLines + 3: lineGarbage, walkBatchLines + 4: lineBlank, n + 1: lineTorn}
+	if len(kinds) != n+1 {
+		t.Fatalf("%d lines, want %d", len(kinds), n+1)
+	}
+	for i, k := range kinds {
+		w, ok := want[i+1]
+		if !ok {
+			w = lineRecord
+		}
+		if k != w {
+			t.Errorf("line %d: kind %d, want %d", i+1, k, w)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

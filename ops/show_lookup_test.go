@@ -1,0 +1,193 @@
+package ops_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/ops"
+)
+
+// maxDecodes is how many full records show, compare and lineages may decode
+// once the caches are warm: the runs they print, never the ledger.
+const maxDecodes = 4
+
+// lookupLab is a lab whose ledger holds 10,000 generated runs besides two
+// logged ones, an ArcMemo run's non-final pass and memory snapshot dated
+// after everything (latest and previous skip them), and one retracted run.
+func lookupLab(t *testing.T) (l *lab, base *ledger.Record, retracted ledger.RunID) {
+	t.Helper()
+	l = newLab(t)
+	base = l.experiment("baseline run", "LR = 0.04\nDEPTH = 8\n", ledger.StatusKeep, 0.99)
+	l.experiment("deeper model depth 10", "LR = 0.04\nDEPTH = 10\n", ledger.StatusKeep, 0.97)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := novelty.SyntheticRecords(10000, 7)
+	when := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	for k, src := range []map[string]any{
+		{"kind": arcmemo.KindSolvePass, "producer": "arcmemo", "run_id": "am-1", "pass_index": 0.0, "passes": 2.0, "final_pass": false},
+		{"kind": arcmemo.KindMemorySnapshot, "producer": "arcmemo", "run_id": "am-1"},
+	} {
+		r := *recs[k]
+		r.Timestamp = when.Add(time.Duration(k) * time.Minute).Format(time.RFC3339)
+		r.RunID = ledger.RunID(fmt.Sprintf("20261123T00%02d00Z-arcmemo", k))
+		r.Source = src
+		recs = append(recs, &r)
+	}
+	if err := s.Append(recs...); err != nil {
+		t.Fatal(err)
+	}
+	retracted = recs[4000].RunID
+	if _, err := ops.Correct(l.env, ops.CorrectInput{Kind: ledger.CorrectionRetract, Run: string(retracted), Text: "bad data"}); err != nil {
+		t.Fatal(err)
+	}
+	return l, base, retracted
+}
+
+// TestLookupsDecodeBoundedRecords pins issue 30's O(1) lookups: on a
+// 10,000-run ledger with warm caches, show, compare and lineages find their
+// runs through the catalog and decode at most a handful of records, and
+// they find the same runs as resolving over the fully decoded ledger does —
+// an ArcMemo run's earlier pass and memory snapshot are skipped by latest
+// and previous (the slim records keep their source fields), and a retracted
+// run is still shown, with its retraction.
+func TestLookupsDecodeBoundedRecords(t *testing.T) {
+	l, base, retracted := lookupLab(t)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _, err := s.ReadOrdered()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := ledger.Counted(all)
+	if len(counted) != 10002+2-1 {
+		t.Fatalf("ledger: %d runs that count", len(counted))
+	}
+	// Warm the catalog and the ancestry cache (they decode the ledger once).
+	if _, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil {
+		t.Fatal(err)
+	}
+	mid := counted[5000]
+	for _, tc := range []struct {
+		name string
+		run  func() (ledger.RunID, error)
+		want string // the run resolving over the full records gives ("": none)
+	}{
+		{name: "show champion", want: "champion", run: show("champion", l.env)},
+		{name: "show latest", want: "latest", run: show("latest", l.env)},
+		{name: "show previous", want: "previous", run: show("previous", l.env)},
+		{name: "show id", want: string(mid.RunID), run: show(string(mid.RunID), l.env)},
+		{name: "show id prefix", want: string(mid.RunID[:len(mid.RunID)-2]), run: show(string(mid.RunID[:len(mid.RunID)-2]), l.env)},
+		{name: "show commit", want: base.Commit, run: show(base.Commit, l.env)},
+		{name: "show a retracted run", want: string(retracted), run: func() (ledger.RunID, error) {
+			res, err := ops.Show(l.env, ops.ShowInput{Run: string(retracted), NoDiff: true})
+			if err != nil {
+				return "", err
+			}
+			if res.Retracted == nil || res.Retracted.Text != "bad data" {
+				return "", fmt.Errorf("show of a retracted run without its retraction: %+v", res.Retracted)
+			}
+			return res.Record.RunID, nil
+		}},
+		{name: "compare champion latest", want: "latest", run: func() (ledger.RunID, error) {
+			c, err := ops.Compare(l.env, ops.CompareInput{A: "champion", B: "latest", NoDiff: true})
+			if err != nil {
+				return "", err
+			}
+			return ledger.RunID(c.B.RunID), nil
+		}},
+		{name: "lineages", run: func() (ledger.RunID, error) {
+			_, err := ops.Lineages(l.env)
+			return "", err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ledger.RecordsDecoded()
+			got, err := tc.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := ledger.RecordsDecoded() - before; n > maxDecodes {
+				t.Errorf("decoded %d records of a 10,005-line ledger, want at most %d", n, maxDecodes)
+			}
+			if tc.want == "" {
+				return
+			}
+			recs := counted
+			if ledger.RunID(tc.want) == retracted {
+				recs = all
+			}
+			i, err := ops.ResolveRun(recs, s.Config, tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != recs[i].RunID {
+				t.Errorf("found %s, the full ledger says %s", got, recs[i].RunID)
+			}
+		})
+	}
+	// The retracted run is shown but counts nowhere else.
+	if _, err := ops.Compare(l.env, ops.CompareInput{A: string(retracted), B: "latest", NoDiff: true}); err == nil {
+		t.Errorf("compare found the retracted run %s", retracted)
+	}
+}
+
+func show(arg string, env ops.Env) func() (ledger.RunID, error) {
+	return func() (ledger.RunID, error) {
+		res, err := ops.Show(env, ops.ShowInput{Run: arg, NoDiff: true})
+		if err != nil {
+			return "", err
+		}
+		if res.Record.Artifacts == nil {
+			// The catalog's slim copy (no artifacts), not the full record:
+			// every logged and generated run has artifacts.
+			return "", fmt.Errorf("show %s printed the slim record of %s", arg, res.Record.RunID)
+		}
+		return res.Record.RunID, nil
+	}
+}
+
+// TestLookupOfARewrittenLedger: a catalog read before the ledger was
+// rewritten (the dashboard's in-memory one, while doctor --repair ran)
+// gives an error, never another run's record.
+func TestLookupOfARewrittenLedger(t *testing.T) {
+	l := newLab(t)
+	l.experiment("baseline run", "LR = 0.04\nDEPTH = 8\n", ledger.StatusKeep, 0.99)
+	l.experiment("deeper model depth 10", "LR = 0.04\nDEPTH = 10\n", ledger.StatusKeep, 0.97)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, _, err := s.OpenCatalog(s.Config.Metric, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(s.LedgerPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if err := os.WriteFile(s.LedgerPath(), []byte(lines[1]+lines[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := l.env
+	env.Catalog = func(*ledger.Store) (*ledger.Catalog, error) { return stale, nil }
+	if res, err := ops.Show(env, ops.ShowInput{Run: "latest", NoDiff: true}); err == nil || !strings.Contains(err.Error(), "the ledger changed") {
+		t.Fatalf("show through a stale catalog: %v, %v", res, err)
+	}
+	if _, err := ops.Compare(env, ops.CompareInput{A: "previous", B: "latest", NoDiff: true}); err == nil || !strings.Contains(err.Error(), "the ledger changed") {
+		t.Fatalf("compare through a stale catalog: %v", err)
+	}
+	if res, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil || res.Record.Description != "deeper model depth 10" {
+		t.Fatalf("show through a fresh catalog: %v, %v", res, err)
+	}
+}

@@ -1,0 +1,108 @@
+package web
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
+)
+
+// TestPagesDecodeBoundedRecords (issue 30): the run, compare and lineage
+// endpoints find runs in the server's in-memory catalog and decode only
+// the records they show — at 100k runs each decoded the whole ledger
+// (43 s and over 1.4 GB with six pages open).
+func TestPagesDecodeBoundedRecords(t *testing.T) {
+	f := newFixture(t)
+	recs := f.night()
+	s, _, err := f.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(novelty.SyntheticRecords(3000, 11)...); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := f.server(Options{})
+	pages := []string{
+		"/api/runs/" + string(recs[2].RunID),
+		"/api/runs/latest",
+		"/api/compare?a=" + string(recs[0].RunID) + "&b=champion",
+		"/api/lineages",
+	}
+	for _, p := range append([]string{"/api/overview"}, pages...) { // warm: the catalog and the ancestry cache
+		if res, body := get(t, ts.URL+p, nil); res.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", p, res.StatusCode, body)
+		}
+	}
+	for _, p := range pages {
+		before := ledger.RecordsDecoded()
+		if res, body := get(t, ts.URL+p, nil); res.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", p, res.StatusCode, body)
+		}
+		if n := ledger.RecordsDecoded() - before; n > 4 {
+			t.Errorf("%s decoded %d records of a 3,006-run ledger, want at most 4", p, n)
+		}
+	}
+}
+
+// TestRunPageLineageFollowsHEAD: the server keeps the lineages it computed,
+// and the lineage page, while the ledger and HEAD stay the same (issue 30),
+// and recomputes them when HEAD moves: a reset makes a run and its chain
+// unreachable from HEAD on their pages.
+func TestRunPageLineageFollowsHEAD(t *testing.T) {
+	f := newFixture(t)
+	base, err := f.repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := f.night()
+	_, ts := f.server(Options{})
+	reach := func() string {
+		t.Helper()
+		res, body := get(t, ts.URL+"/api/runs/"+string(recs[1].RunID), nil)
+		if res.StatusCode != 200 {
+			t.Fatalf("run page: %d %s", res.StatusCode, body)
+		}
+		var page struct {
+			Reach string `json:"reachable_from_head"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		return page.Reach
+	}
+	chains := func() string {
+		t.Helper()
+		res, body := get(t, ts.URL+"/api/lineages", nil)
+		if res.StatusCode != 200 {
+			t.Fatalf("lineages: %d %s", res.StatusCode, body)
+		}
+		var page struct {
+			Chains []struct {
+				Reach string `json:"reachable_from_head"`
+			} `json:"chains"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil || len(page.Chains) == 0 {
+			t.Fatalf("lineages: %v %s", err, body)
+		}
+		return page.Chains[0].Reach
+	}
+	for range 2 { // the second time from the kept set and page
+		if got := reach(); got != string(gitrepo.ReachYes) {
+			t.Fatalf("before the reset: reachable_from_head %q", got)
+		}
+		if got := chains(); got != string(gitrepo.ReachYes) {
+			t.Fatalf("before the reset: the chain's reachable_from_head %q", got)
+		}
+	}
+	if err := f.repo.ResetHard(base); err != nil {
+		t.Fatal(err)
+	}
+	if got := reach(); got != string(gitrepo.ReachNo) {
+		t.Fatalf("after a reset to the baseline: reachable_from_head %q, want no", got)
+	}
+	if got := chains(); got != string(gitrepo.ReachNo) {
+		t.Fatalf("after a reset to the baseline: the chain's reachable_from_head %q, want no", got)
+	}
+}
