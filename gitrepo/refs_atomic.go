@@ -28,7 +28,7 @@ const refsLockFile = "memorylab-refs.lock"
 // under refs/, where a reader listing refs would take it for one.
 const refTempFile = "memorylab-ref.tmp"
 
-// refStorage is go-git's filesystem storage with reference updates written
+// RefStorage is go-git's filesystem storage with reference updates written
 // the way git writes them: the new value goes to a temporary file that is
 // synced and renamed over the ref. go-git truncates the ref file in place and
 // then writes it (storage/filesystem/dotgit/dotgit_setref.go), so a process

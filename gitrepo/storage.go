@@ -10,7 +10,7 @@ import (
 	"github.com/memorylab/memorylab/gitwire"
 )
 
-// gitDirOfStorage is the directory of the repository's object and ref
+// GitDirOfStorage is the directory of the repository's object and ref
 // storage (the common git dir, or a bare repository).
 func (g *Repo) GitDirOfStorage() string {
 	switch st := g.r.Storer.(type) {
@@ -22,7 +22,7 @@ func (g *Repo) GitDirOfStorage() string {
 	return g.CommonDir
 }
 
-// openStorage is gitwire.OpenStorage with atomic reference updates
+// OpenStorage is gitwire.OpenStorage with atomic reference updates
 // (refStorage).
 func OpenStorage(gitDir, common string, keep bool) *RefStorage {
 	sto := gitwire.OpenStorage(gitDir, common, keep)
@@ -32,7 +32,7 @@ func OpenStorage(gitDir, common string, keep bool) *RefStorage {
 	return &RefStorage{Storage: sto, gitDir: gitDir, commonDir: common}
 }
 
-// reopen replaces the go-git handle with a fresh one (see beginSync), over
+// Reopen replaces the go-git handle with a fresh one (see beginSync), over
 // idxReadingFS.
 func (g *Repo) Reopen() error {
 	common := g.GitDirOfStorage()

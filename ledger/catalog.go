@@ -170,7 +170,7 @@ func decodeSlim(raw []byte, v any, names []string, dst []*string) bool {
 // CachePath is the path of a cache file.
 func (s *Store) CachePath(name string) string { return s.Path(CacheDir, name) }
 
-// ensureCacheDir creates the cache directory inside an existing store. It
+// EnsureCacheDir creates the cache directory inside an existing store. It
 // never creates the store itself: a reader that was building a cache while
 // the store was deleted (rm -rf, a test's cleanup) must not bring a bare
 // store directory back.

@@ -70,7 +70,7 @@ func openInRoot(root *os.Root, name string) (*os.File, os.FileInfo, error) {
 	return f, st, nil
 }
 
-// readInRoot reads the regular file name through root, at most limit+1
+// ReadInRoot reads the regular file name through root, at most limit+1
 // bytes (so a caller can tell a file over limit).
 func ReadInRoot(root *os.Root, name string, limit int64) ([]byte, error) {
 	f, _, err := openInRoot(root, name)

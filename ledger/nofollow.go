@@ -89,7 +89,7 @@ func describeMode(m os.FileMode) string {
 	return "not a regular file"
 }
 
-// resolveExisting resolves the symbolic links of the longest existing prefix
+// ResolveExisting resolves the symbolic links of the longest existing prefix
 // of path and appends the rest, so a store that does not exist yet is judged
 // by where it would be created.
 func ResolveExisting(path string) (string, error) {
@@ -115,12 +115,12 @@ func ResolveExisting(path string) (string, error) {
 	}
 }
 
-// within reports whether path is root or below it (both clean, absolute).
+// Within reports whether path is root or below it (both clean, absolute).
 func Within(path, root string) bool {
 	return path == root || strings.HasPrefix(path, root+string(filepath.Separator))
 }
 
-// checkStoreInside refuses a store that a symbolic link moves out of the
+// CheckStoreInside refuses a store that a symbolic link moves out of the
 // place it belongs: the default store must resolve inside the repository
 // root (or the user asks for it with --store), and the directories memorylab
 // writes inside a store (runs/, reports/, index/, cache/) must resolve

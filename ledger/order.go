@@ -37,6 +37,8 @@ func canonicalTimestamp(s string) bool {
 	return len(s) == 20 && s[19] == 'Z' && s[10] == 'T' && s[4] == '-'
 }
 
+// ParseTimestamp parses a record timestamp (RFC 3339); the zero time
+// when it is not one.
 func ParseTimestamp(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {

@@ -104,7 +104,7 @@ func (l *SizedFile) Seek(offset int64, whence int) (int64, error) {
 // Close closes the file.
 func (l *SizedFile) Close() error { return l.f.Close() }
 
-// readBounded reads a regular file (never through a final symlink); one
+// ReadBounded reads a regular file (never through a final symlink); one
 // over limit bytes comes back as its head and tail with a note between.
 func ReadBounded(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)

@@ -126,6 +126,8 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// SafeHost is h with every character but letters, digits, '-' and '.'
+// replaced by '_' ("host" when empty), for use in file names.
 func SafeHost(h string) string {
 	h = strings.Map(func(r rune) rune {
 		if r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
