@@ -11,8 +11,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
-	"github.com/go-git/go-git/v5/utils/diff"
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
 
@@ -91,7 +91,7 @@ func Fingerprint(files []File, trainPath string, train []byte) Code {
 			res.Write([]byte("file\x00" + f.Path + "\x00" + strings.Join(newLines, "\n") + "\x00"))
 		}
 		var d strings.Builder
-		for _, op := range diff.Do(joinLines(oldLines), joinLines(newLines)) {
+		for _, op := range lineDiff(joinLines(oldLines), joinLines(newLines)) {
 			if op.Type == diffmatchpatch.DiffEqual {
 				continue
 			}
@@ -256,4 +256,16 @@ func normalizeLine(line string, k kind) string {
 		}
 	}
 	return b.String()
+}
+
+// lineDiff is the line diff a change's fingerprint is made of:
+// diffmatchpatch over whole lines, with a timeout long enough never to cut
+// it short (a cut diff would give the same code another fingerprint). It
+// is what go-git's utils/diff.Do computes, without pulling go-git into a
+// package of pure logic.
+func lineDiff(src, dst string) []diffmatchpatch.Diff {
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = time.Hour
+	a, b, lines := dmp.DiffLinesToRunes(src, dst)
+	return dmp.DiffCharsToLines(dmp.DiffMainRunes(a, b, false), lines)
 }
