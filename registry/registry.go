@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -158,6 +159,9 @@ type Options struct {
 	// ChampionOnly skips lineages and failure clusters: a cheap fold for
 	// "who was champion at this point".
 	ChampionOnly bool
+	// Groups is how many replicate groups the fold will meet, when the
+	// caller knows (a size hint; 0: unknown).
+	Groups int
 }
 
 // LineageAgg is one lineage's running totals.
@@ -216,6 +220,7 @@ type State struct {
 	keptSeen     bool             // a ChampionOnly fold met a rankable kept run
 	groupTops    []GroupTop       // each replicate group's top (champion.go)
 	groupIdx     map[string]int32 // GroupKey.Replicate → its first top in groupTops
+	runSlab      []Run            // where groups' top runs are cut from (newRun)
 }
 
 type memoHit struct {
@@ -228,7 +233,10 @@ type memoHit struct {
 func New(opts Options) *State {
 	s := &State{Version: StateVersion, Metric: opts.Goal.Metric, Max: opts.Goal.Max,
 		Counts: map[string]int{}, Lineages: map[string]*LineageAgg{}, Reps: NewReplicates(opts.Goal),
-		groupIdx: map[string]int32{}, SetTops: map[string]*GroupTop{}}
+		groupIdx: make(map[string]int32, opts.Groups), SetTops: map[string]*GroupTop{}}
+	if opts.Groups > 0 {
+		s.groupTops = make([]GroupTop, 0, opts.Groups)
+	}
 	s.setOptions(opts)
 	return s
 }
@@ -322,12 +330,13 @@ func (s *State) Add(r *ledger.Record) {
 	s.rankCache = nil
 	if s.opts.ChampionOnly {
 		// Only the champion's pools: build the Run only if it can enter one.
-		v, ok := rankable(r, s.Goal())
+		// The metric is looked up once (IsExperiment and rankable, inlined).
+		v, ok := s.Goal().Value(r)
 		defer func() { s.N++ }()
-		if IsExperiment(r, s.Goal()) {
+		if r.Status != ledger.StatusKeep || ok {
 			s.Counts[r.Status]++
 		}
-		if !ok {
+		if !ok || arcmemo.Secondary(r) {
 			return
 		}
 		probe := Run{Seq: s.N, RunID: string(r.RunID), Timestamp: r.Timestamp, Value: v}

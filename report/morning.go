@@ -246,7 +246,11 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 		DecisionQueue: []QueueItem{}, ChampionBoard: []BoardRow{}, RecentLedger: []LedgerRow{}, Swept: []SweptParam{}}
 
 	// Split at the window start; the champion before it comes from a cheap fold.
-	before := registry.New(registry.Options{Goal: g, ChampionOnly: true})
+	groups := 0
+	if st != nil && st.Reps != nil {
+		groups = len(st.Reps.Groups) // a size hint: the fold meets at most these
+	}
+	before := registry.New(registry.Options{Goal: g, ChampionOnly: true, Groups: groups})
 	var window []*ledger.Record
 	startStr := start.Format("2006-01-02T15:04:05Z")
 	// The window is clamped at the end too: a record dated more than
@@ -561,14 +565,20 @@ func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts Mor
 	}
 	var bestBefore *float64
 	for i := 0; i < cut; i++ {
-		if v, ok := g.Value(&recs[i]); ok && recs[i].Status == ledger.StatusKeep && (bestBefore == nil || g.Better(v, *bestBefore)) {
+		if recs[i].Status != ledger.StatusKeep {
+			continue // the status first: it spares most runs a metric lookup
+		}
+		if v, ok := g.Value(&recs[i]); ok && (bestBefore == nil || g.Better(v, *bestBefore)) {
 			vv := v
 			bestBefore = &vv
 		}
 	}
 	if bestBefore != nil {
 		for i := cut; i < n; i++ {
-			if v, ok := g.Value(&recs[i]); ok && recs[i].Status == ledger.StatusKeep {
+			if recs[i].Status != ledger.StatusKeep {
+				continue
+			}
+			if v, ok := g.Value(&recs[i]); ok {
 				gain := g.Gain(v, *bestBefore)
 				if p.BestGain == nil || gain > *p.BestGain {
 					p.BestGain = &gain
