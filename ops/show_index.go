@@ -126,12 +126,20 @@ func spreadOf(extra []byte, r *ledger.Record) (evidence.Spread, bool) {
 // kept runs that count, in order, and the run at position p itself when it
 // counts and is not kept. Only ids, commits and statuses are read.
 func lineageInput(x *ledger.RunIndex, p int) []ledger.Record {
-	var recs []ledger.Record
+	in := func(i int) bool {
+		return x.Flags[i]&ledger.RunCounted != 0 && (x.Statuses[i] == ledger.StatusKeep || i == p)
+	}
+	n := 0
 	for i := range x.IDs {
-		if x.Flags[i]&ledger.RunCounted == 0 || (x.Statuses[i] != ledger.StatusKeep && i != p) {
-			continue
+		if in(i) {
+			n++
 		}
-		recs = append(recs, ledger.Record{RunID: x.IDs[i], Commit: x.Commits[i], CommitFull: x.CommitFulls[i], Status: x.Statuses[i]})
+	}
+	recs := make([]ledger.Record, 0, n) // a Record is large: one allocation of the exact size
+	for i := range x.IDs {
+		if in(i) {
+			recs = append(recs, ledger.Record{RunID: x.IDs[i], Commit: x.Commits[i], CommitFull: x.CommitFulls[i], Status: x.Statuses[i]})
+		}
 	}
 	return recs
 }
