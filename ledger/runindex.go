@@ -33,6 +33,7 @@ const RunIndexFile = "runindex.bin"
 // Run index flags of a run.
 const (
 	RunCounted = 1 << iota // among the runs that count (not retracted)
+	RunKept                // status keep
 )
 
 // RunIndex is the index of the runs of a catalog.
@@ -109,6 +110,9 @@ func NewRunIndex(cat *Catalog, metric, goal string) *RunIndex {
 		x.IDs[i], x.Commits[i], x.CommitFulls[i], x.Statuses[i] = r.RunID, r.Commit, r.CommitFull, r.Status
 		if !retracted[offs[i]] {
 			x.Flags[i] |= RunCounted
+		}
+		if r.Status == StatusKeep {
+			x.Flags[i] |= RunKept
 		}
 	}
 	return x

@@ -127,7 +127,8 @@ func spreadOf(extra []byte, r *ledger.Record) (evidence.Spread, bool) {
 // counts and is not kept. Only ids, commits and statuses are read.
 func lineageInput(x *ledger.RunIndex, p int) []ledger.Record {
 	in := func(i int) bool {
-		return x.Flags[i]&ledger.RunCounted != 0 && (x.Statuses[i] == ledger.StatusKeep || i == p)
+		f := x.Flags[i]
+		return f&ledger.RunCounted != 0 && (f&ledger.RunKept != 0 || i == p)
 	}
 	n := 0
 	for i := range x.IDs {
