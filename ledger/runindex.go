@@ -25,7 +25,8 @@ import (
 // RunIndexVersion is the run index file format.
 //
 //	1: first version.
-const RunIndexVersion = 1
+//	2: the RunKept flag (a version 1 file has none: its runs would look unkept).
+const RunIndexVersion = 2
 
 // RunIndexFile is the run index's name under the store's cache directory.
 const RunIndexFile = "runindex.bin"
