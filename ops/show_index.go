@@ -3,6 +3,7 @@ package ops
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
@@ -25,6 +26,16 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 	if err != nil {
 		return nil, nil, err
 	}
+	key := builtKey{cat: cat, covers: cat.Covers, runs: len(cat.Records), corrections: len(cat.Corrections), metric: s.Config.Metric, goal: s.Config.Goal}
+	if env.Catalog != nil { // the dashboard's catalog: the same one, unchanged, gives the same index
+		builtIndex.Lock()
+		x := builtIndex.x
+		same := builtIndex.key == key
+		builtIndex.Unlock()
+		if same {
+			return x, cat, nil
+		}
+	}
 	x := ledger.NewRunIndex(cat, s.Config.Metric, s.Config.Goal)
 	for _, name := range RunNames {
 		if i, err := ResolveRun(cat.Records, s.Config, name); err == nil {
@@ -36,8 +47,29 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 	x.Extra = encodeSpreads(registry.CollectReplicates(cat.Records, registry.GoalOf(s.Config)))
 	if env.Catalog == nil {
 		_ = s.WriteRunIndex(x) // a failed cache write only costs the next command time
+	} else {
+		builtIndex.Lock()
+		builtIndex.key, builtIndex.x = key, x
+		builtIndex.Unlock()
 	}
 	return x, cat, nil
+}
+
+// builtIndex is the last index built from a front end's own catalog (the
+// dashboard asks for one per run or compare page). An index is read-only
+// once built, so requests share it.
+var builtIndex struct {
+	sync.Mutex
+	key builtKey
+	x   *ledger.RunIndex
+}
+
+// builtKey is a catalog as it was when an index was built from it.
+type builtKey struct {
+	cat               *ledger.Catalog
+	covers            ledger.Fingerprint
+	runs, corrections int
+	metric, goal      string
 }
 
 // resolveIndexed is resolveAmong over a run index: a run name is the run it

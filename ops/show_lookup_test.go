@@ -267,3 +267,29 @@ func TestShowThroughTheRunIndex(t *testing.T) {
 		t.Fatalf("show latest after the ledger was rewritten: %v, %v", got, err)
 	}
 }
+
+// TestShowThroughAKeptCatalog: a front end that keeps its catalog and
+// extends it (the dashboard) gets an index of the catalog as it is now, not
+// the one built for the catalog before a new run.
+func TestShowThroughAKeptCatalog(t *testing.T) {
+	l := newLab(t)
+	l.experiment("baseline run", "LR = 0.04\nDEPTH = 8\n", ledger.StatusKeep, 0.99)
+	var kept *ledger.Catalog
+	env := l.env
+	env.Catalog = func(st *ledger.Store) (*ledger.Catalog, error) {
+		c, err := st.ExtendCatalog(kept, nil)
+		kept = c
+		return c, err
+	}
+	for _, want := range []string{"baseline run", "deeper model depth 10"} {
+		if want != "baseline run" {
+			l.experiment(want, "LR = 0.04\nDEPTH = 10\n", ledger.StatusKeep, 0.97)
+		}
+		for _, name := range []string{"latest", "champion"} {
+			res, err := ops.Show(env, ops.ShowInput{Run: name, NoDiff: true})
+			if err != nil || res.Record.Description != want {
+				t.Fatalf("show %s: %v, %v; want %q", name, res, err, want)
+			}
+		}
+	}
+}
