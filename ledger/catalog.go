@@ -320,6 +320,7 @@ func isMissing(err error) bool {
 }
 
 func (s *Store) readCatalog(metric string) (*Catalog, error) {
+	catalogReads.Add(1)
 	fp, payload, err := s.ReadCache(CatalogFile, CatalogVersion)
 	if err != nil {
 		return nil, err

@@ -39,19 +39,39 @@ func (e *MultipleMatchError) Is(target error) bool {
 	return target == ErrMultipleMatch || target == ErrBadInput
 }
 
+// RunKeys is what FindRunIn reads of a list of runs: their ids and commits
+// (records, or a run index).
+type RunKeys interface {
+	Len() int
+	RunID(i int) RunID
+	Commit(i int) (short, full string)
+}
+
+// RecordKeys are records as RunKeys.
+type RecordKeys []Record
+
+func (r RecordKeys) Len() int                      { return len(r) }
+func (r RecordKeys) RunID(i int) RunID             { return r[i].RunID }
+func (r RecordKeys) Commit(i int) (string, string) { return r[i].Commit, r[i].CommitFull }
+
 // FindRun returns the index of the run whose id is query or starts with
 // query, or else whose commit starts with query (a SHA or its prefix, at
 // least 4 hex digits). An exact id wins over prefixes. Several matches give
 // a *MultipleMatchError listing them (for a commit: "the commit has several
 // runs"); none gives an error wrapping ErrNotFound.
-func FindRun(recs []Record, query string) (int, error) {
+func FindRun(recs []Record, query string) (int, error) { return FindRunIn(RecordKeys(recs), query) }
+
+// FindRunIn is FindRun over any RunKeys: the one rule for naming a run by
+// id, prefix or commit.
+func FindRunIn(runs RunKeys, query string) (int, error) {
 	query = strings.TrimSpace(query)
 	if query == "" {
 		return -1, fmt.Errorf("%w: empty run id", ErrBadInput)
 	}
 	var idx []int
-	for i := range recs {
-		id := string(recs[i].RunID)
+	n := runs.Len()
+	for i := 0; i < n; i++ {
+		id := string(runs.RunID(i))
 		if id == query {
 			return i, nil
 		}
@@ -62,8 +82,8 @@ func FindRun(recs []Record, query string) (int, error) {
 	what := "runs"
 	if len(idx) == 0 && len(query) >= 4 && IsHex(strings.ToLower(query)) {
 		q := strings.ToLower(query)
-		for i := range recs {
-			full, short := recs[i].CommitFull, recs[i].Commit
+		for i := 0; i < n; i++ {
+			short, full := runs.Commit(i)
 			if strings.HasPrefix(full, q) || (short != "" && (strings.HasPrefix(short, q) || len(q) >= len(short) && strings.HasPrefix(q, short))) {
 				idx = append(idx, i)
 			}
@@ -79,9 +99,9 @@ func FindRun(recs []Record, query string) (int, error) {
 	seen := map[RunID]bool{}
 	var ids []string
 	for _, i := range idx {
-		if !seen[recs[i].RunID] {
-			seen[recs[i].RunID] = true
-			ids = append(ids, string(recs[i].RunID))
+		if id := runs.RunID(i); !seen[id] {
+			seen[id] = true
+			ids = append(ids, string(id))
 		}
 	}
 	if len(ids) == 1 { // the same run logged twice (e.g. merged ledgers): take the last line

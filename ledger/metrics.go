@@ -66,9 +66,13 @@ func (m *Metrics) UnmarshalJSON(b []byte) error {
 					out[k] = &f
 				}
 			}
-		default:
-			var f float64
-			if json.Unmarshal(v, &f) == nil {
+		case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+			// A JSON number (the outer Unmarshal checked the syntax):
+			// ParseFloat reads it as json.Unmarshal into a float64 would,
+			// and fails where it does (out of range), without a second
+			// syntax check per value (issue 30: this was a tenth of
+			// doctor's and first use's decoding).
+			if f, err := strconv.ParseFloat(string(v), 64); err == nil {
 				out[k] = &f
 			}
 		}

@@ -118,12 +118,19 @@ func resolveAmong(counted, runs []ledger.Record, cfg ledger.Config, name string)
 		}
 		name = string(counted[i].RunID)
 	}
-	i, err := ResolveRun(runs, cfg, name)
+	return firstLineOf(ledger.RecordKeys(runs), name)
+}
+
+// firstLineOf finds the run id, prefix or commit name among runs
+// (ledger.FindRunIn), and of a run logged twice (merged ledgers) its first
+// line.
+func firstLineOf(runs ledger.RunKeys, name string) (int, error) {
+	i, err := ledger.FindRunIn(runs, name)
 	if err != nil {
 		return -1, err
 	}
-	for j := range runs { // a run logged twice (merged ledgers): its first line
-		if runs[j].RunID == runs[i].RunID {
+	for j := 0; j < runs.Len(); j++ {
+		if runs.RunID(j) == runs.RunID(i) {
 			return j, nil
 		}
 	}

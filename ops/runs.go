@@ -181,23 +181,27 @@ type ShowResult struct {
 // run is found among the catalog's slim records and only its own record is
 // decoded (issue 30: decoding the whole ledger took 5.6 s at 100k runs).
 func Show(env Env, in ShowInput) (*ShowResult, error) {
-	s, loc, cat, err := env.openCatalog()
+	s, loc, err := env.Open()
+	if err != nil {
+		return nil, err
+	}
+	// The run index answers without the catalog while the ledger is
+	// unchanged (issue 30: show at 100k runs under 50 ms).
+	x, cat, err := env.runIndex(s)
 	if err != nil {
 		return nil, err
 	}
 	// A retracted run is still shown, with the reason.
-	runs, offs := cat.Runs()
-	i, err := resolveAmong(cat.Records, runs, s.Config, in.Run)
+	i, err := env.resolveIndexed(s, x, in.Run)
 	if err != nil {
 		return nil, err
 	}
-	full, err := s.ReadRunsAt([]ledger.RunID{runs[i].RunID}, []int64{offs[i]})
+	full, err := s.ReadRunsAt([]ledger.RunID{x.IDs[i]}, []int64{x.Offsets[i]})
 	if err != nil {
 		return nil, err
 	}
 	rec := full[0]
-	corr := ledger.CollectCorrections(cat.Corrections)
-	recs := cat.Records // the runs that count: their slim records carry what replicates and lineages read
+	corr := ledger.CollectCorrections(x.Corrections)
 	out := &ShowResult{MessageType: "run", Record: rec, Packet: rec.DecisionPacket, Metric: s.Config.Metric,
 		Annotations: corr.Notes[rec.RunID]}
 	if c, ok := corr.Retracted[rec.RunID]; ok {
@@ -206,16 +210,32 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	if out.Curve, err = ArchivedCurve(s, rec.RunID); err != nil {
 		env.notef("warning: training curve unreadable: %v", err)
 	}
-	if sp, ok := registry.CollectReplicates(recs, registry.GoalOf(s.Config)).Spread(rec); ok {
-		out.Replicates = &sp
+	if x.Flags[i]&ledger.RunCounted != 0 { // a retracted run is in no replicate group
+		if sp, ok := spreadOf(x.Extra, rec); ok {
+			out.Replicates = &sp
+		}
 	}
 	var diff []byte
 	var diffErr error
 	if loc.Repo == nil {
 		diffErr = loc.RepoErr
 	} else {
-		if ls, err := env.lineages(s, loc.Repo, recs); err != nil {
+		// Its lineage comes from the kept runs alone (Repo.Lineages), not
+		// from every run's; a front end that keeps every run's lineages
+		// (the dashboard: env.Catalog) asks for those.
+		var ls *ledger.LineageSet
+		var err error
+		switch {
+		case x.Flags[i]&ledger.RunCounted == 0:
+		case env.Catalog != nil:
+			ls, err = env.lineages(s, loc.Repo, cat.Records)
+		default:
+			ls, err = env.lineages(s, loc.Repo, lineageInput(x, i))
+		}
+		if err != nil {
 			env.notef("warning: lineage unavailable: %v", err)
+		} else if ls == nil {
+			// a retracted run has no lineage
 		} else if l, ok := ls.ByRun[rec.RunID]; ok {
 			out.Lineage = &l
 			out.OnHead = ls.ReachableFromHEAD(l.Commit)
@@ -257,26 +277,30 @@ type CompareInput struct {
 // Compare puts two runs side by side: metrics with direction-aware deltas
 // (B − A), status, novelty, configuration and the code diff A → B.
 //
-// Both runs are found among the catalog's slim records (the runs that
-// count) and only their records are decoded.
+// Both runs are found among the runs that count, through the run index
+// (runIndex), and only their records are decoded.
 func Compare(env Env, in CompareInput) (*report.Comparison, error) {
-	s, loc, cat, err := env.openCatalog()
+	s, loc, err := env.Open()
 	if err != nil {
 		return nil, err
 	}
-	recs := cat.Records
-	ia, err := ResolveRun(recs, s.Config, in.A)
+	x, cat, err := env.runIndex(s)
 	if err != nil {
 		return nil, err
 	}
-	ib, err := ResolveRun(recs, s.Config, in.B)
+	counted := x.Counted()
+	ia, err := env.resolveCounted(s, x, counted, in.A)
+	if err != nil {
+		return nil, err
+	}
+	ib, err := env.resolveCounted(s, x, counted, in.B)
 	if err != nil {
 		return nil, err
 	}
 	if ia == ib {
-		env.notef("note: %s and %s are the same run (%s): nothing differs", in.A, in.B, recs[ia].RunID)
+		env.notef("note: %s and %s are the same run (%s): nothing differs", in.A, in.B, x.IDs[ia])
 	}
-	full, err := s.ReadRunsAt([]ledger.RunID{recs[ia].RunID, recs[ib].RunID}, []int64{cat.Offsets[ia], cat.Offsets[ib]})
+	full, err := s.ReadRunsAt([]ledger.RunID{x.IDs[ia], x.IDs[ib]}, []int64{x.Offsets[ia], x.Offsets[ib]})
 	if err != nil {
 		return nil, err
 	}
@@ -304,12 +328,19 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 			}
 		}
 	}
-	cmp := report.Compare(a, b, s.Config, arcmemoSiblings(s, cat), diff, note)
-	rp := registry.CollectReplicates(recs, registry.GoalOf(s.Config))
-	if g, ok := rp.Spread(a); ok {
+	catalog := func() *ledger.Catalog { // only an ArcMemo pass needs its siblings from the catalog
+		if cat == nil {
+			if c, err := env.catalog(s); err == nil {
+				cat = c
+			}
+		}
+		return cat
+	}
+	cmp := report.Compare(a, b, s.Config, arcmemoSiblings(s, catalog), diff, note)
+	if g, ok := spreadOf(x.Extra, a); ok {
 		cmp.A.Replicates = &g
 	}
-	if g, ok := rp.Spread(b); ok {
+	if g, ok := spreadOf(x.Extra, b); ok {
 		cmp.B.Replicates = &g
 	}
 	cmp.Paired, cmp.PairedNote = pairRuns(s, a, b)
@@ -363,10 +394,14 @@ func ResolveRun(recs []ledger.Record, cfg ledger.Config, arg string) (int, error
 // The passes are found by the source fields the catalog's slim records keep,
 // and only theirs are decoded. A pass that cannot be read is left out (the
 // comparison's own runs were read already).
-func arcmemoSiblings(s *ledger.Store, cat *ledger.Catalog) func(*ledger.Record) []ledger.Record {
+func arcmemoSiblings(s *ledger.Store, catalog func() *ledger.Catalog) func(*ledger.Record) []ledger.Record {
 	return func(r *ledger.Record) []ledger.Record {
 		id, _ := r.Source["run_id"].(string)
 		if id == "" || r.Source["kind"] == nil {
+			return nil
+		}
+		cat := catalog()
+		if cat == nil {
 			return nil
 		}
 		var ids []ledger.RunID

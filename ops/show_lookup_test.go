@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -111,13 +112,18 @@ func TestLookupsDecodeBoundedRecords(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := ledger.RecordsDecoded()
+			before, catBefore := ledger.RecordsDecoded(), ledger.CatalogReads()
 			got, err := tc.run()
 			if err != nil {
 				t.Fatal(err)
 			}
 			if n := ledger.RecordsDecoded() - before; n > maxDecodes {
 				t.Errorf("decoded %d records of a 10,005-line ledger, want at most %d", n, maxDecodes)
+			}
+			// show and compare answer from the run index while the ledger
+			// is unchanged: the catalog is not read at all.
+			if n := ledger.CatalogReads() - catBefore; n > 0 && tc.name != "lineages" {
+				t.Errorf("read the catalog %d times, want none (the run index is fresh)", n)
 			}
 			if tc.want == "" {
 				return
@@ -189,5 +195,101 @@ func TestLookupOfARewrittenLedger(t *testing.T) {
 	}
 	if res, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil || res.Record.Description != "deeper model depth 10" {
 		t.Fatalf("show through a fresh catalog: %v, %v", res, err)
+	}
+}
+
+// TestShowThroughTheRunIndex: show and compare through the run index give
+// what they give through the whole catalog (the dashboard's path: every
+// run's lineage, replicates over every run), and a ledger that changed
+// since the index was written is never answered from it: a new run is
+// latest at once, and a ledger rewritten in place is read afresh.
+func TestShowThroughTheRunIndex(t *testing.T) {
+	l, base, retracted := lookupLab(t)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaCatalog := l.env
+	viaCatalog.Catalog = func(st *ledger.Store) (*ledger.Catalog, error) {
+		c, _, err := st.OpenCatalog(st.Config.Metric, nil)
+		return c, err
+	}
+	for _, run := range []string{"latest", "previous", "champion", base.Commit, string(retracted), "20261123T0000"} {
+		t.Run(run, func(t *testing.T) {
+			want, werr := ops.Show(viaCatalog, ops.ShowInput{Run: run})
+			got, gerr := ops.Show(l.env, ops.ShowInput{Run: run})
+			if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+				t.Fatalf("through the index: %v; through the catalog: %v", gerr, werr)
+			}
+			if werr != nil {
+				return
+			}
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			if string(gj) != string(wj) {
+				t.Errorf("through the index:\n%s\nthrough the catalog:\n%s", gj, wj)
+			}
+		})
+	}
+	for _, pair := range [][2]string{{"champion", "latest"}, {"previous", "latest"}, {base.Commit, "20261123T0000"}, {string(retracted), "latest"}} {
+		want, werr := ops.Compare(viaCatalog, ops.CompareInput{A: pair[0], B: pair[1]})
+		got, gerr := ops.Compare(l.env, ops.CompareInput{A: pair[0], B: pair[1]})
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("compare %v through the index: %v; through the catalog: %v", pair, gerr, werr)
+		}
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) {
+			t.Errorf("compare %v through the index:\n%s\nthrough the catalog:\n%s", pair, gj, wj)
+		}
+	}
+	if got, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil || got.Lineage == nil {
+		t.Fatalf("show latest: %v, %v", got, err)
+	}
+	// A new run: the index covers an older ledger and is rebuilt.
+	l.experiment("wider model width 512", "LR = 0.04\nDEPTH = 10\nWIDTH = 512\n", ledger.StatusKeep, 0.96)
+	got, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true})
+	if err != nil || got.Record.Description != "wider model width 512" {
+		t.Fatalf("show latest after a new run: %v, %v", got, err)
+	}
+	// The ledger rewritten in place, same size (two lines swapped): the
+	// index's fingerprint no longer matches, so it is not used.
+	data, err := os.ReadFile(s.LedgerPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[0], lines[1] = lines[1], lines[0]
+	if err := os.WriteFile(s.LedgerPath(), []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil || got.Record.Description != "wider model width 512" {
+		t.Fatalf("show latest after the ledger was rewritten: %v, %v", got, err)
+	}
+}
+
+// TestShowThroughAKeptCatalog: a front end that keeps its catalog and
+// extends it (the dashboard) gets an index of the catalog as it is now, not
+// the one built for the catalog before a new run.
+func TestShowThroughAKeptCatalog(t *testing.T) {
+	l := newLab(t)
+	l.experiment("baseline run", "LR = 0.04\nDEPTH = 8\n", ledger.StatusKeep, 0.99)
+	var kept *ledger.Catalog
+	env := l.env
+	env.Catalog = func(st *ledger.Store) (*ledger.Catalog, error) {
+		c, err := st.ExtendCatalog(kept, nil)
+		kept = c
+		return c, err
+	}
+	for _, want := range []string{"baseline run", "deeper model depth 10"} {
+		if want != "baseline run" {
+			l.experiment(want, "LR = 0.04\nDEPTH = 10\n", ledger.StatusKeep, 0.97)
+		}
+		for _, name := range []string{"latest", "champion"} {
+			res, err := ops.Show(env, ops.ShowInput{Run: name, NoDiff: true})
+			if err != nil || res.Record.Description != want {
+				t.Fatalf("show %s: %v, %v; want %q", name, res, err, want)
+			}
+		}
 	}
 }

@@ -1,0 +1,128 @@
+package ledger
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestRunIndexIsUsedOnlyWhileFresh: the run index is read back as written,
+// and never used for another ledger (a line appended, the ledger rewritten
+// in place at the same size), another metric or goal, or a damaged file.
+func TestRunIndexIsUsedOnlyWhileFresh(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, s *Store)
+		metric string
+		goal   string
+		ok     bool
+	}{
+		{name: "fresh", metric: "val_bpb", goal: GoalMin, ok: true},
+		{name: "another metric", metric: "acc", goal: GoalMin},
+		{name: "another goal", metric: "val_bpb", goal: GoalMax},
+		{name: "a line appended", metric: "val_bpb", goal: GoalMin, change: func(t *testing.T, s *Store) {
+			if err := s.Append(catalogRecord(3)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "rewritten at the same size", metric: "val_bpb", goal: GoalMin, change: func(t *testing.T, s *Store) {
+			b, err := os.ReadFile(s.LedgerPath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)-3] ^= 1 // inside the last line's closing value
+			if err := os.WriteFile(s.LedgerPath(), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "truncated file", metric: "val_bpb", goal: GoalMin, change: func(t *testing.T, s *Store) {
+			b, err := os.ReadFile(s.CachePath(RunIndexFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(s.CachePath(RunIndexFile), b[:len(b)-5], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := catalogStore(t)
+			if err := s.Append(catalogRecord(1), catalogRecord(2)); err != nil {
+				t.Fatal(err)
+			}
+			cat, _, err := s.OpenCatalog("val_bpb", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := NewRunIndex(cat, "val_bpb", GoalMin)
+			x.Names["latest"] = 1
+			x.Extra = []byte{0}
+			if err := s.WriteRunIndex(x); err != nil {
+				t.Fatal(err)
+			}
+			if tc.change != nil {
+				tc.change(t, s)
+			}
+			got, err := s.ReadRunIndex(tc.metric, tc.goal)
+			if !tc.ok {
+				if !errors.Is(err, ErrCacheInvalid) {
+					t.Fatalf("read: %v, want ErrCacheInvalid", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Len() != 2 || got.IDs[1] != cat.Records[1].RunID || got.Offsets[1] != cat.Offsets[1] || got.Names["latest"] != 1 ||
+				got.Flags[0]&RunCounted == 0 || got.Flags[0]&RunKept != 0 != (cat.Records[0].Status == StatusKeep) || string(got.Extra) != "\x00" || got.Counted().Len() != 2 {
+				t.Fatalf("read back: %+v", got)
+			}
+		})
+	}
+}
+
+// FuzzReadRunIndex: any run index payload under the ledger's own
+// fingerprint is read or refused with ErrCacheInvalid, never a panic.
+func FuzzReadRunIndex(f *testing.F) {
+	dir := f.TempDir()
+	s, _, err := InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "h\n")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := s.Append(catalogRecord(1), catalogRecord(2)); err != nil {
+		f.Fatal(err)
+	}
+	cat, _, err := s.OpenCatalog("val_bpb", nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	x := NewRunIndex(cat, "val_bpb", GoalMin)
+	x.Names["champion"] = 0
+	if err := s.WriteRunIndex(x); err != nil {
+		f.Fatal(err)
+	}
+	_, good, err := s.ReadCache(RunIndexFile, RunIndexVersion)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte{})
+	f.Add(good[:len(good)/2])
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		if err := s.WriteCache(RunIndexFile, RunIndexVersion, cat.Covers, payload); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ReadRunIndex("val_bpb", GoalMin)
+		if err != nil {
+			if !errors.Is(err, ErrCacheInvalid) {
+				t.Fatalf("error %v does not wrap ErrCacheInvalid", err)
+			}
+			return
+		}
+		for _, p := range got.Names {
+			_ = got.IDs[p]
+		}
+		_ = got.Counted()
+	})
+}
