@@ -223,7 +223,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 		// Its lineage comes from the kept runs alone (Repo.Lineages), not
 		// from every run's; a front end that keeps every run's lineages
 		// (the dashboard: env.Catalog) asks for those.
-		var ls *ledger.LineageSet
+		var ls *gitrepo.LineageSet
 		var err error
 		switch {
 		case x.Flags[i]&ledger.RunCounted == 0:
