@@ -17,12 +17,16 @@ type slimRecord struct {
 	Status  string         `json:"status"`
 	Metrics ledger.Metrics `json:"metrics"`
 	Source  struct {
-		ImportID string `json:"import_id"`
+		ImportID  string `json:"import_id"`
+		Kind      string `json:"kind"`
+		PuzzleSet string `json:"puzzle_set"`
+		Split     string `json:"split"`
 	} `json:"source"`
 }
 
 // ReadExisting scans a ledger (experiments.jsonl) for import ids and the
-// champion, decoding only status, metrics and source.import_id of each
+// champion of each puzzle set, decoding only status, metrics and the
+// source's import_id, kind, puzzle_set and split of each
 // line: on a 20,000-record ledger this takes a fraction of a full
 // ledger.Scan. Malformed and torn lines are skipped, as Scan does.
 func ReadExisting(r io.Reader, cfg ledger.Config) (*Existing, error) {
@@ -44,9 +48,12 @@ func ReadExisting(r io.Reader, cfg ledger.Config) (*Existing, error) {
 		if json.Unmarshal(body, &s) != nil || s.RunID == "" {
 			continue
 		}
-		rec := ledger.Record{Status: s.Status, Metrics: s.Metrics}
-		if s.Source.ImportID != "" {
-			rec.Source = map[string]any{"import_id": s.Source.ImportID}
+		rec := ledger.Record{Status: s.Status, Metrics: s.Metrics, Source: map[string]any{}}
+		for k, v := range map[string]string{"import_id": s.Source.ImportID, "kind": s.Source.Kind,
+			"puzzle_set": s.Source.PuzzleSet, "split": s.Source.Split} {
+			if v != "" {
+				rec.Source[k] = v // what Observe reads: the id, and the puzzle set (PuzzleSetOf)
+			}
 		}
 		ex.Observe(&rec)
 	}

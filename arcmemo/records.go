@@ -40,13 +40,16 @@ type Provenance struct {
 type Existing struct {
 	cfg       ledger.Config
 	ImportIDs map[string]bool
-	bestKept  *float64
-	bestAll   *float64
+	// best holds, per puzzle set (PuzzleSetOf; "" for other records), the
+	// best kept value and the best value of any status.
+	best map[string]*bests
 }
+
+type bests struct{ kept, all *float64 }
 
 // NewExisting starts an empty view for a store with cfg.
 func NewExisting(cfg ledger.Config) *Existing {
-	return &Existing{cfg: cfg, ImportIDs: map[string]bool{}}
+	return &Existing{cfg: cfg, ImportIDs: map[string]bool{}, best: map[string]*bests{}}
 }
 
 // Observe feeds one ledger record (in ledger order).
@@ -61,23 +64,32 @@ func (e *Existing) Observe(r *ledger.Record) {
 	if !ok {
 		return
 	}
-	if e.bestAll == nil || e.cfg.Better(v, *e.bestAll) {
-		e.bestAll = &v
+	b := e.best[PuzzleSetOf(r)]
+	if b == nil {
+		b = &bests{}
+		e.best[PuzzleSetOf(r)] = b
 	}
-	if r.Status == ledger.StatusKeep && (e.bestKept == nil || e.cfg.Better(v, *e.bestKept)) {
-		e.bestKept = &v
+	if b.all == nil || e.cfg.Better(v, *b.all) {
+		b.all = &v
+	}
+	if r.Status == ledger.StatusKeep && (b.kept == nil || e.cfg.Better(v, *b.kept)) {
+		b.kept = &v
 	}
 }
 
-// Champion is the current champion's metric value: the best non-crash
-// record, kept records first (as the registry picks it). Zero scores count:
-// an official score of 0 is a real result.
-func (e *Existing) Champion() (float64, bool) {
-	if e.bestKept != nil {
-		return *e.bestKept, true
-	}
-	if e.bestAll != nil {
-		return *e.bestAll, true
+// Champion is the champion's metric value within puzzle set set (scores
+// are fractions of one puzzle set, comparable only within it): the best
+// non-crash record of that set, kept records first (as the registry picks
+// it). Zero scores count: an official score of 0 is a real result.
+func (e *Existing) Champion(set string) (float64, bool) {
+	b := e.best[set]
+	switch {
+	case b == nil:
+		return 0, false
+	case b.kept != nil:
+		return *b.kept, true
+	case b.all != nil:
+		return *b.all, true
 	}
 	return 0, false
 }
@@ -98,10 +110,10 @@ type Plan struct {
 type BuildOptions struct {
 	SkipMemory bool      // import solve passes only
 	Now        time.Time // stored as source.imported_at
-	// Champion, when set, replaces the Existing champion for keep/discard
-	// (the cmd layer passes the registry's, so status and decision packets
-	// agree with it).
-	Champion func() (float64, bool)
+	// Champion, when set, replaces the Existing champion of a puzzle set
+	// (the ops layer passes the registry's, so the recorded champion_before
+	// and decision packets agree with it).
+	Champion func(set string) (float64, bool)
 	// Fold, when set, is called with each new record in ledger order once
 	// its status is final (the cmd layer folds it into the registry and
 	// attaches the decision packet).
@@ -326,7 +338,7 @@ func (r *Run) PassDescription(p *Pass) string {
 	return strings.Join(parts, ", ") + " (" + r.Producer + " run " + r.RunID + ")"
 }
 
-func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion func() (float64, bool)) *ledger.Record {
+func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion func(set string) (float64, bool)) *ledger.Record {
 	m := ledger.Metrics{}
 	// The run's result, as fractions of its puzzle set, is on its final
 	// pass only: an intermediate pass is an observation for the curves, so
@@ -428,7 +440,7 @@ func passRecord(run *Run, p *Pass, passCount int, cfg ledger.Config, champion fu
 	// run's result metrics — whatever the store holds, so statuses never
 	// depend on import order. Which run is better is the board's question,
 	// asked within one puzzle set.
-	champ, ok := champion()
+	champ, ok := champion(PuzzleSetOf(rec))
 	// The final pass stands for the run even when its own jobs all failed
 	// (its cumulative scores are the run's result); it is a crash only when
 	// the whole run made no attempt.

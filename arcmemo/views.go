@@ -290,3 +290,18 @@ func Secondary(r *ledger.Record) bool {
 	}
 	return srcString(r, "kind") == KindMemorySnapshot || !isFinal(r)
 }
+
+// PuzzleSetOf is the puzzle set of an ArcMemo solve pass, the set its
+// scores are fractions of and the only one they are compared within ("" for any other
+// record): the content id of its puzzles, or, for imports made before it
+// existed, the split.
+func PuzzleSetOf(r *ledger.Record) string {
+	if r.SourceKind() != ledger.SourceArcMemoPass {
+		return ""
+	}
+	if s, _ := r.Source["puzzle_set"].(string); s != "" {
+		return s
+	}
+	s, _ := r.Source["split"].(string)
+	return s
+}

@@ -94,7 +94,14 @@ func ImportArcMemo(env Env, opts ArcMemoInput) (*ArcMemoResult, error) {
 		if st, _, behind, err = LoadRegistry(s, env.Notice, nil); err != nil {
 			return nil, err
 		}
-		build.Champion = func() (float64, bool) { c, ok := st.Champion(); return c.Value, ok }
+		build.Champion = func(set string) (float64, bool) {
+			for _, c := range st.SetChampions() { // a puzzle set's own champion
+				if c.Set == set {
+					return c.Value, true
+				}
+			}
+			return 0, false
+		}
 		build.Fold = func(rec *ledger.Record) error {
 			if rec.Source["kind"] != arcmemo.KindSolvePass || arcmemo.Secondary(rec) {
 				st.Add(rec) // snapshots and intermediate passes: observations

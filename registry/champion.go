@@ -81,19 +81,9 @@ func rankable(r *ledger.Record, g Goal) (float64, bool) {
 	return v, true
 }
 
-// PuzzleSetOf is the puzzle set of an ArcMemo solve pass ("" for any other
-// record): the content id of its puzzles, or, for imports made before it
-// existed, the split.
-func PuzzleSetOf(r *ledger.Record) string {
-	if r.SourceKind() != ledger.SourceArcMemoPass {
-		return ""
-	}
-	if s, _ := r.Source["puzzle_set"].(string); s != "" {
-		return s
-	}
-	s, _ := r.Source["split"].(string)
-	return s
-}
+// PuzzleSetOf is arcmemo.PuzzleSetOf: the puzzle set an ArcMemo solve
+// pass is ranked within ("" for any other record).
+func PuzzleSetOf(r *ledger.Record) string { return arcmemo.PuzzleSetOf(r) }
 
 // track folds run into the champion pools: its group's top, else its
 // puzzle set's top, else the ungrouped top lists.

@@ -70,6 +70,36 @@ func TestArcmemoImportOrder(t *testing.T) {
 			t.Errorf("%s: %s in one order, %s in the other", id, s, statuses[1][id])
 		}
 	}
+	// A pass's champion_before is its own puzzle set's champion (the best
+	// official fraction of that set logged before it), never another set's.
+	for i := range orders {
+		b, err := os.ReadFile(filepath.Join(dir, "s"+itoa(i), "experiments.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		best := map[string]float64{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r struct {
+				Metrics map[string]*float64 `json:"metrics"`
+				Source  map[string]any      `json:"source"`
+			}
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Source["kind"] != "solve_pass" {
+				continue
+			}
+			set, _ := r.Source["puzzle_set"].(string)
+			got, has := r.Source["champion_before"].(float64)
+			want, known := best[set]
+			if has != known || has && got != want {
+				t.Errorf("order %d: %s: champion_before %v (%v), want %v (%v): the champion of puzzle set %s", i, r.Source["import_id"], got, has, want, known, set)
+			}
+			if v := r.Metrics["official_fraction"]; v != nil && (!known || *v > want) {
+				best[set] = *v
+			}
+		}
+	}
 	if champions[0] == "" || champions[0] != champions[1] || !strings.HasPrefix(champions[0], "mem2/22701a56360f/pass_2/") {
 		t.Errorf("champions %q", champions)
 	}
