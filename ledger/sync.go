@@ -12,7 +12,13 @@ package ledger
 //	   config version) and an optional "archives" tree, sharded like "runs",
 //	   holding one tree per run named <run_id> with its archive files
 //	   (files over the cap are kept as head and tail, see boundArchive).
-//	   Format 1 trees are read and merged; every new commit is format 2.
+//	   Format 1 trees are read and merged.
+//	3: the same tree (version blob "3\n"), but no longer one ref every
+//	   machine compare-and-swaps: each machine pushes its ledger to
+//	   refs/memorylab/ledgers/<machine-id> and readers merge the union of
+//	   every machine's ref (sync_machines.go). The format 1-2 single ref
+//	   refs/memorylab/ledger on a remote is still read and merged, never
+//	   written again; every new commit is format 3.
 //
 // Objects are written as one packfile per sync (packBuilder), never as one
 // loose object per run.
@@ -27,7 +33,9 @@ package ledger
 //   - A remote ledger whose config.json names another metric or goal is
 //     refused before anything is written.
 //   - The ref only grows: a fold or a merge adds blobs, nothing removes one.
-//     Every update is a compare-and-swap against the tip it was built from.
+//     Every update is a compare-and-swap against the tip it was built from;
+//     on a remote only the machine's own ref is updated, so no push is
+//     rejected because another machine pushed.
 //   - Remote data lands in refs/remotes/<remote>/memorylab/... first and is
 //     merged from there; local refs are never fetched over.
 //   - Records merge as a union keyed by run id; two different blobs for one
@@ -70,7 +78,7 @@ import (
 
 // ledgerFormatVersion is the version of the tree layout under LedgerRef; see
 // the comment at the top of this file for what each version holds.
-const ledgerFormatVersion = 2
+const ledgerFormatVersion = 3
 
 // syncStateVersion versions cache/sync.json (2: adds the last run's key).
 const syncStateVersion = 2
@@ -161,6 +169,10 @@ type SyncResult struct {
 	// claimRefs are the remote's claims on ideas in flight, by fingerprint,
 	// as the last listing saw them (CleanExpiredClaims).
 	claimRefs map[string]plumbing.Hash
+	// machineTips are the remote's per-machine ledger tips, by machine id
+	// (format 3), as the last listing saw them.
+	machineTips map[string]plumbing.Hash
+	legacyTip   bool // the remote holds the format 1-2 single ledger ref
 }
 
 // syncState is cache/sync.json: the ledger prefix already folded into the
@@ -276,11 +288,15 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 	var tip plumbing.Hash
 	runs := map[RunID]plumbing.Hash{}
 	prefix := RefNamespace + "runs/"
+	res.machineTips = map[string]plumbing.Hash{}
 	for _, ref := range refs {
 		name := ref.Name().String()
 		switch {
 		case name == LedgerRef:
 			tip = ref.Hash()
+			res.legacyTip = true
+		case strings.HasPrefix(name, MachineLedgerPrefix):
+			res.noteMachineLedger(ref)
 		case ref.Name().IsBranch():
 			res.remoteHasCode = true
 		case strings.HasPrefix(name, ClaimsPrefix):
@@ -308,13 +324,15 @@ func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// Push folds local records into refs/memorylab/ledger and pushes it, plus
-// every pinned run the remote lacks. A remote ledger this repository has not
-// seen is fetched and merged first, so a store with another metric is
-// refused before anything is pushed. A rejected (non-fast-forward) push
-// fetches the remote ledger, merges by run id (records that arrive are
-// appended to experiments.jsonl), backs off with jitter and retries, up to
-// MaxAttempts rounds.
+// Push folds local records into refs/memorylab/ledger, merges the remote's
+// ledgers this repository has not merged yet (every machine's, and the
+// format 2 single ref), and pushes the result to this machine's own ref
+// refs/memorylab/ledgers/<machine-id>, plus every pinned run the remote
+// lacks. A store with another metric is refused before anything is pushed.
+// No other machine writes that ref, so another machine's push never makes
+// this one fetch, merge and retry; a rejection (this machine's own ref moved,
+// say a copy of this repository pushed) fetches it, merges and retries, up
+// to MaxAttempts rounds.
 func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResult, error) {
 	rs, res, done, err := g.beginSync(opts)
 	if err != nil {
@@ -322,24 +340,12 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	}
 	defer done()
 	opts.publish = true
-	release, err := pushTurn(ctx, rs)
+	me, err := g.MachineID()
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+	myRef, err := MachineLedgerRef(me)
 	if err != nil {
-		return nil, err
-	}
-	res.firstPush = remoteTip.IsZero()
-	theirs, err := g.knownTip(ctx, rs, remoteTip)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.foldAndMerge(ctx, s, theirs, opts, res); err != nil {
-		return nil, err
-	}
-	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fold reopened the handle
 		return nil, err
 	}
 	attempts := opts.MaxAttempts
@@ -350,11 +356,17 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if res.Attempts > 1 {
-			if remoteTip, remoteRuns, err = g.remoteRefs(ctx, rs, res); err != nil {
-				return nil, err
-			}
+		legacy, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+		if err != nil {
+			return nil, err
 		}
+		if res.Attempts == 1 {
+			res.firstPush = legacy.IsZero() && len(res.machineTips) == 0
+		}
+		if rs, err = g.mergeRemote(ctx, s, rs, legacy, opts, res); err != nil {
+			return nil, err
+		}
+		mine := res.machineTips[me]
 		var specs []config.RefSpec
 		local, err := g.localRunRefs()
 		if err != nil {
@@ -379,7 +391,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if err != nil {
 			return nil, err
 		}
-		sendLedger := !localTip.IsZero() && localTip != remoteTip
+		sendLedger := !localTip.IsZero() && localTip != mine
 		if !sendLedger && len(specs) == 0 {
 			res.RunRefsPushed = 0
 			res.warnNoCode(res.firstPush)
@@ -389,7 +401,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			hook()
 		}
 		step := opts.progress().Start("pushing to "+rs.label, 0)
-		newTip := remoteTip
+		newTip := mine
 		if sendLedger {
 			newTip = localTip
 		}
@@ -398,7 +410,11 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			ref, _ := RunRef(id)
 			runs[plumbing.ReferenceName(ref)] = local[id]
 		}
-		err = g.pushLedger(ctx, rs, newTip, remoteTip, runs, remoteRuns)
+		haves := []plumbing.Hash{legacy}
+		for _, h := range res.machineTips {
+			haves = append(haves, h)
+		}
+		err = g.pushLedger(ctx, rs, myRef, newTip, mine, haves, runs, remoteRuns)
 		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
 			res.RunRefsPushed = len(missing)
@@ -411,24 +427,40 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if res.Attempts >= attempts {
 			return nil, fmt.Errorf("%w by %s after %d rounds of fetch and merge (%v): try again", ErrPushRejected, rs.label, res.Attempts, err)
 		}
-		// Rejected: someone pushed first. Back off, fetch their ledger,
-		// merge, retry.
+		// Rejected: this machine's own ref moved (a copy of this
+		// repository pushed). Back off, then list, fetch, merge and retry.
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(pushBackoff(res.Attempts)):
 		}
-		tip, err := g.fetchLedger(ctx, rs)
+	}
+}
+
+// mergeRemote fetches the remote ledger tips (legacy and per machine, as
+// listed in res) that this repository has not merged yet and folds and
+// merges them into the local ledger, then records them as merged. It
+// returns the remote handle to use next (the fetch reopens the repository).
+func (g *Repo) mergeRemote(ctx context.Context, s *Store, rs *remoteSpec, legacy plumbing.Hash, opts SyncOptions, res *SyncResult) (*remoteSpec, error) {
+	tips, err := g.newTips(rs, legacy, res)
+	if err != nil {
+		return nil, err
+	}
+	if len(tips) > 0 {
+		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
+		err := g.fetchTips(ctx, rs, tips)
+		step.Done()
 		if err != nil {
 			return nil, err
 		}
-		if err := g.foldAndMerge(ctx, s, tip, opts, res); err != nil {
-			return nil, err
-		}
-		if rs, err = g.resolveRemote(opts.Remote); err != nil {
-			return nil, err
-		}
 	}
+	if err := g.foldAndMerge(ctx, s, tips, opts, res); err != nil {
+		return nil, err
+	}
+	if err := g.markMerged(rs, legacy, res); err != nil {
+		return nil, err
+	}
+	return g.resolveRemote(opts.Remote) // the fetch and fold reopened the handle
 }
 
 // defaultPushAttempts is how many push rounds a contended push tries. With
@@ -531,9 +563,13 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	if err != nil {
 		return nil, err
 	}
-	if !remoteTip.IsZero() {
+	tips, err := g.newTips(rs, remoteTip, res)
+	if err != nil {
+		return nil, err
+	}
+	if len(tips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		remoteTip, err = g.knownTip(ctx, rs, remoteTip)
+		err = g.fetchTips(ctx, rs, tips)
 		step.Done()
 		if err != nil {
 			return nil, err
@@ -588,7 +624,10 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		_ = g.r.Storer.RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
 	}
-	if err := g.foldAndMerge(ctx, s, remoteTip, opts, res); err != nil {
+	if err := g.foldAndMerge(ctx, s, tips, opts, res); err != nil {
+		return nil, err
+	}
+	if err := g.markMerged(rs, remoteTip, res); err != nil {
 		return nil, err
 	}
 	_, headErr := g.r.Head()
@@ -640,11 +679,14 @@ func (g *Repo) RemoteConfig(ctx context.Context, remote string) (cfg Config, ok 
 	}
 	defer done()
 	remoteTip, _, err := g.remoteRefs(ctx, rs, res)
-	if err != nil || remoteTip.IsZero() {
+	if err != nil {
 		return Config{}, false, err
 	}
-	tip, err := g.knownTip(ctx, rs, remoteTip)
-	if err != nil || tip.IsZero() {
+	tip := newestTip(remoteTip, res.machineTips)
+	if tip.IsZero() {
+		return Config{}, false, nil
+	}
+	if err := g.fetchTips(ctx, rs, []plumbing.Hash{tip}); err != nil {
 		return Config{}, false, err
 	}
 	set, err := g.readLedgerSet(tip)
@@ -736,12 +778,12 @@ func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, 
 // first). Records logged meanwhile are simply folded by the next sync: the
 // ref never has to hold every JSONL line, only no line that is missing from
 // the JSONL (refused remote records aside, see mergeLedger).
-func (g *Repo) foldAndMerge(ctx context.Context, s *Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) error {
+func (g *Repo) foldAndMerge(ctx context.Context, s *Store, remoteTips []plumbing.Hash, opts SyncOptions, res *SyncResult) error {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		done, err := g.foldAndMergeOnce(ctx, s, remoteTip, opts, res)
+		done, err := g.foldAndMergeOnce(ctx, s, remoteTips, opts, res)
 		if err != nil || done {
 			return err
 		}
@@ -749,7 +791,7 @@ func (g *Repo) foldAndMerge(ctx context.Context, s *Store, remoteTip plumbing.Ha
 	return fmt.Errorf("unable to update %s: it keeps moving under another memorylab process; run the command again", LedgerRef)
 }
 
-func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) (bool, error) {
+func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTips []plumbing.Hash, opts SyncOptions, res *SyncResult) (bool, error) {
 	tip, err := g.localRef(LedgerRef)
 	if err != nil {
 		return false, err
@@ -825,8 +867,8 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 
 	// 2. Merge the remote tip.
 	m := mergeResult{kind: "", base: tip}
-	if !remoteTip.IsZero() {
-		if m, err = g.mergeLedger(ctx, s, tip, remoteTip, set, opts, res); err != nil {
+	if len(remoteTips) > 0 || res.remoteHasLedger() {
+		if m, err = g.mergeLedgers(ctx, s, tip, remoteTips, set, opts, res); err != nil {
 			return false, err
 		}
 	}
@@ -835,7 +877,13 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *Store, remoteTip plumbin
 	newTip := m.base
 	// A first push publishes the config even with no run yet, so a clone's
 	// first pull can create its store (issue 29.5).
-	if len(folded) > 0 || m.commit || (tip.IsZero() && remoteTip.IsZero() && (set.count() > 0 || opts.publish)) {
+	// Two machines that both merged each other's ledgers (diverged, with
+	// nothing new for this side) keep their own tips: a commit would only
+	// send the other one a new tip to merge, round after round.
+	if m.kind == MergeDiverged && !m.changed && set.version >= ledgerFormatVersion {
+		m.commit = false
+	}
+	if len(folded) > 0 || m.commit || (tip.IsZero() && len(remoteTips) == 0 && (set.count() > 0 || opts.publish)) {
 		msg := fmt.Sprintf("memorylab: fold %d local runs", len(folded))
 		if m.kind == MergeDiverged {
 			msg = fmt.Sprintf("memorylab: fold %d local runs, merge %d remote runs", len(folded), len(m.arrivals))
@@ -1136,10 +1184,18 @@ type mergeResult struct {
 	theirs   plumbing.Hash
 	commit   bool // the union differs from base: a commit is needed
 	arrivals []arrival
+	// changed: the merge changed the local set (arrivals, an archive, a
+	// conflict resolved the other way).
+	changed bool
+	// theirsAll are the tips of a merge of several remote ledgers.
+	theirsAll []plumbing.Hash
 }
 
 // parents of a new ledger commit made on top of tip.
 func (m mergeResult) parents(tip plumbing.Hash) []plumbing.Hash {
+	if len(m.theirsAll) > 0 {
+		return append([]plumbing.Hash{tip}, m.theirsAll...)
+	}
 	switch m.kind {
 	case MergeDiverged:
 		return []plumbing.Hash{tip, m.theirs}
@@ -1206,6 +1262,7 @@ func (g *Repo) mergeLedger(ctx context.Context, s *Store, ours, theirs plumbing.
 			ah, hasArchive := theirSet.archive(id)
 			if _, ok := set.archive(id); !ok && hasArchive {
 				set.putArchive(id, ah)
+				m.changed = true
 			}
 			if cur, ok := set.get(id); ok {
 				if cur != h {
@@ -1215,11 +1272,13 @@ func (g *Repo) mergeLedger(ctx context.Context, s *Store, ours, theirs plumbing.
 					// machine converges on one tree.
 					if h.String() < cur.String() {
 						set.put(id, h)
+						m.changed = true
 					}
 				}
 				continue
 			}
 			set.put(id, h)
+			m.changed = true
 			m.arrivals = append(m.arrivals, arrival{at: runIDTime(id), id: id, blob: h, archive: ah})
 		}
 	}

@@ -103,7 +103,7 @@ func remoteArchive(t *testing.T, remote string, id RunID, entries map[string][]b
 		t.Fatal(err)
 	}
 	rg := &Repo{r: rr}
-	tip := mustRef(t, rr, LedgerRef)
+	tip := mustRef(t, rr, remoteLedger(t, rr))
 	set, err := rg.readLedgerSet(tip)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func remoteArchive(t *testing.T, remote string, id RunID, entries map[string][]b
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rr.Storer.SetReference(plumbing.NewHashReference(LedgerRef, c)); err != nil {
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(remoteLedger(t, rr)), c)); err != nil {
 		t.Fatal(err)
 	}
 }
