@@ -173,6 +173,8 @@ type SyncResult struct {
 	// (format 3), as the last listing saw them.
 	machineTips map[string]plumbing.Hash
 	legacyTip   bool // the remote holds the format 1-2 single ledger ref
+	// pinTips are the remote's per-machine pin chains (sync_pins.go).
+	pinTips map[string]plumbing.Hash
 }
 
 // syncState is cache/sync.json: the ledger prefix already folded into the
@@ -289,6 +291,7 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 	runs := map[RunID]plumbing.Hash{}
 	prefix := RefNamespace + "runs/"
 	res.machineTips = map[string]plumbing.Hash{}
+	res.pinTips = map[string]plumbing.Hash{}
 	for _, ref := range refs {
 		name := ref.Name().String()
 		switch {
@@ -297,6 +300,8 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 			res.legacyTip = true
 		case strings.HasPrefix(name, MachineLedgerPrefix):
 			res.noteMachineLedger(ref)
+		case strings.HasPrefix(name, PinsPrefix):
+			res.notePins(ref)
 		case ref.Name().IsBranch():
 			res.remoteHasCode = true
 		case strings.HasPrefix(name, ClaimsPrefix):
@@ -367,32 +372,43 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			return nil, err
 		}
 		mine := res.machineTips[me]
-		var specs []config.RefSpec
+		pc := g.readPinCache(rs)
+		pins, err := g.readPins(ctx, rs, res, pc)
+		if err != nil {
+			return nil, err
+		}
+		if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
+			return nil, err
+		}
 		local, err := g.localRunRefs()
 		if err != nil {
+			return nil, err
+		}
+		// Runs another machine pinned become run refs here too: the cache
+		// now counts them as read.
+		if err := g.adoptPins(pins, local, res); err != nil {
 			return nil, err
 		}
 		var missing []RunID
 		for id, h := range local {
 			rh, ok := remoteRuns[id]
 			switch {
-			case !ok:
+			case !ok && !pc.runs[id]:
 				missing = append(missing, id)
-			case rh != h && res.Attempts == 1:
+			case ok && rh != h && res.Attempts == 1:
 				res.Warnings = append(res.Warnings, fmt.Sprintf("run %s is pinned to %s here but %s on %s: kept both as they are", id, Short(h.String()), Short(rh.String()), rs.label))
 			}
 		}
 		sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
-		for _, id := range missing {
-			ref, _ := RunRef(id)
-			specs = append(specs, config.RefSpec(ref+":"+ref))
-		}
 		localTip, err := g.localRef(LedgerRef)
 		if err != nil {
 			return nil, err
 		}
 		sendLedger := !localTip.IsZero() && localTip != mine
-		if !sendLedger && len(specs) == 0 {
+		if !sendLedger && len(missing) == 0 {
+			if err := g.writePinCache(rs, pc); err != nil {
+				return nil, err
+			}
 			res.RunRefsPushed = 0
 			res.warnNoCode(res.firstPush)
 			return res, nil
@@ -406,17 +422,53 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			newTip = localTip
 		}
 		runs := map[plumbing.ReferenceName]plumbing.Hash{}
-		for _, id := range missing {
-			ref, _ := RunRef(id)
-			runs[plumbing.ReferenceName(ref)] = local[id]
+		olds := map[plumbing.ReferenceName]plumbing.Hash{}
+		myPins := plumbing.ReferenceName(PinsPrefix + me)
+		if len(missing) > 0 {
+			entries := make([]pinEntry, len(missing))
+			for i, id := range missing {
+				entries[i] = pinEntry{id: id, commit: local[id]}
+			}
+			pinTip, err := g.pinBatches(res.pinTips[me], entries, opts.Now)
+			if err != nil {
+				step.Done()
+				return nil, err
+			}
+			if rs, err = g.resolveRemote(opts.Remote); err != nil {
+				step.Done()
+				return nil, err
+			}
+			runs[myPins] = pinTip
+			if old, ok := res.pinTips[me]; ok {
+				olds[myPins] = old
+			}
 		}
 		haves := []plumbing.Hash{legacy}
 		for _, h := range res.machineTips {
 			haves = append(haves, h)
 		}
-		err = g.pushLedger(ctx, rs, myRef, newTip, mine, haves, runs, remoteRuns)
+		var heads []plumbing.Hash
+		for _, h := range remoteRuns {
+			heads = append(heads, h)
+		}
+		for _, h := range res.pinTips {
+			heads = append(heads, h)
+		}
+		err = g.pushLedger(ctx, rs, myRef, newTip, mine, haves, runs, olds, heads)
 		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
+			if pinTip, ok := runs[myPins]; ok {
+				if err := g.trackPins(rs, me, pinTip); err != nil {
+					return nil, err
+				}
+				pc.tips[me] = pinTip
+				for _, id := range missing {
+					pc.runs[id] = true
+				}
+			}
+			if err := g.writePinCache(rs, pc); err != nil {
+				return nil, err
+			}
 			res.RunRefsPushed = len(missing)
 			res.warnNoCode(res.firstPush)
 			return res, nil
@@ -623,6 +675,23 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		// loose ref on each fetch and push.
 		_ = g.r.Storer.RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
+	}
+	pc := g.readPinCache(rs)
+	pins, err := g.readPins(ctx, rs, res, pc)
+	if err != nil {
+		return nil, err
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
+		return nil, err
+	}
+	if err := g.adoptPins(pins, local, res); err != nil {
+		return nil, err
+	}
+	for id := range remoteRuns {
+		pc.runs[id] = true
+	}
+	if err := g.writePinCache(rs, pc); err != nil {
+		return nil, err
 	}
 	if err := g.foldAndMerge(ctx, s, tips, opts, res); err != nil {
 		return nil, err

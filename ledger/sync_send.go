@@ -45,7 +45,10 @@ import (
 // other remote ledger tips haves, the pinned commits' by walking back to the
 // commits the remote's run refs reach (remoteRuns). A remote ref that moved
 // meanwhile is reported as errRefChangedOnRemote (a rejected push).
-func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.ReferenceName, newTip, oldTip plumbing.Hash, haves []plumbing.Hash, runs map[plumbing.ReferenceName]plumbing.Hash, remoteRuns map[RunID]plumbing.Hash) (err error) {
+// olds holds the value the remote's ref in runs is expected to have (absent:
+// the ref is created), and heads the commits the remote's refs already keep
+// (its run refs and pin chains).
+func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.ReferenceName, newTip, oldTip plumbing.Hash, haves []plumbing.Hash, runs, olds map[plumbing.ReferenceName]plumbing.Hash, heads []plumbing.Hash) (err error) {
 	if !oldTip.IsZero() {
 		if _, err := g.r.CommitObject(oldTip); err != nil {
 			// The remote moved after our last fetch: fetch and merge first.
@@ -65,12 +68,9 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 		}
 	}
 	if len(runs) > 0 {
-		var tips, heads []plumbing.Hash
+		var tips []plumbing.Hash
 		for _, h := range runs {
 			tips = append(tips, h)
-		}
-		for _, h := range remoteRuns {
-			heads = append(heads, h)
 		}
 		more, err := g.commitsMissing(tips, heads)
 		if err != nil {
@@ -96,6 +96,15 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 	if cur != oldTip {
 		return fmt.Errorf("%w: %s", errRefChangedOnRemote, ref)
 	}
+	for name := range runs {
+		var cur plumbing.Hash
+		if ar != nil {
+			cur = ar.References[name.String()]
+		}
+		if cur != olds[name] {
+			return fmt.Errorf("%w: %s", errRefChangedOnRemote, name)
+		}
+	}
 	req := packp.NewReferenceUpdateRequest()
 	if ar != nil {
 		req = packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
@@ -109,7 +118,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		req.Commands = append(req.Commands, &packp.Command{Name: plumbing.ReferenceName(name), New: runs[plumbing.ReferenceName(name)]})
+		req.Commands = append(req.Commands, &packp.Command{Name: plumbing.ReferenceName(name), Old: olds[plumbing.ReferenceName(name)], New: runs[plumbing.ReferenceName(name)]})
 	}
 	if len(req.Commands) == 0 {
 		return nil

@@ -947,3 +947,68 @@ func TestPullMigratesSingleLedgerRef(t *testing.T) {
 		t.Fatalf("a's pull after the migration: %+v", res)
 	}
 }
+
+// TestPushPinsRunsInBatches (issue 29.3): runs are pinned on the remote by
+// one chain per machine, not one ref per run, so the remote's refs grow
+// with machines; a pull still makes a run ref per run here, and a lost
+// cache of what the remote pins is rebuilt without re-fetching anything.
+func TestPushPinsRunsInBatches(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	for round := 0; round < 3; round++ {
+		for _, c := range []*syncClone{a, b} {
+			c.logRun(t)
+			c.logRun(t)
+			if res := c.push(t, ctx); res.RunRefsPushed != 2 {
+				t.Fatalf("%s push %d: %+v", c.name, round, res)
+			}
+		}
+	}
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iter, err := rr.References()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		if strings.HasPrefix(ref.Name().String(), RefNamespace) {
+			names = append(names, ref.Name().String())
+		}
+		return nil
+	})
+	if len(names) != 4 {
+		t.Fatalf("remote refs: %v, want one ledger and one pin chain per machine", names)
+	}
+	for _, c := range []*syncClone{a, b} {
+		c.pull(t, ctx)
+		if got := len(c.runRefs(t)); got != 12 {
+			t.Fatalf("%s holds %d run refs, want 12", c.name, got)
+		}
+	}
+	if !reflect.DeepEqual(a.runRefs(t), b.runRefs(t)) {
+		t.Fatal("a and b pin different commits")
+	}
+	g, err := OpenRepo(b.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caches, _ := filepath.Glob(filepath.Join(g.CommonDir, "memorylab-pinned-*"))
+	if len(caches) != 1 {
+		t.Fatalf("pin caches: %v", caches)
+	}
+	if err := os.WriteFile(caches[0], []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := b.pull(t, ctx); res.RunRefsFetched != 0 || len(res.Warnings) != 0 {
+		t.Fatalf("pull with a broken cache: %+v", res)
+	}
+	if res := b.push(t, ctx); res.RunRefsPushed != 0 {
+		t.Fatalf("push with a rebuilt cache re-pinned: %+v", res)
+	}
+}
