@@ -471,6 +471,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			}
 			res.RunRefsPushed = len(missing)
 			res.warnNoCode(res.firstPush)
+			g.consolidate(res)
 			return res, nil
 		}
 		if !isRejected(err) {
@@ -701,6 +702,7 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	}
 	_, headErr := g.r.Head()
 	res.warnNoCode(headErr != nil)
+	g.consolidate(res)
 	return res, nil
 }
 
