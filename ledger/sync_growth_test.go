@@ -20,11 +20,11 @@ func TestGeometricSplit(t *testing.T) {
 	}{
 		{nil, 0},
 		{[]int64{5}, 0},
-		{[]int64{1, 2}, 0},                // already a progression
-		{[]int64{1, 2, 4, 8, 16}, 0},      // already a progression
-		{[]int64{3, 3}, 2},                // two equal packs roll
-		{[]int64{1, 1, 1, 100}, 3},        // the small ones roll, the big one stays
-		{[]int64{1, 1, 1, 4}, 4},          // 3 rolled would not be half of 4: absorbed
+		{[]int64{1, 2}, 0},           // already a progression
+		{[]int64{1, 2, 4, 8, 16}, 0}, // already a progression
+		{[]int64{3, 3}, 2},           // two equal packs roll
+		{[]int64{1, 1, 1, 100}, 3},   // the small ones roll, the big one stays
+		{[]int64{1, 1, 1, 4}, 4},     // 3 rolled would not be half of 4: absorbed
 		{[]int64{10, 10, 10, 10, 1000}, 4},
 		{[]int64{1, 5, 5, 100, 1000}, 3},
 	} {
