@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -198,5 +199,41 @@ func TestRemoteGrowthIsBounded(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(remote, "packed-refs")); err == nil {
 		t.Log("refs are packed")
+	}
+}
+
+// BenchmarkNoOpSync (issue 29.3): a sync (pull then push) with nothing new,
+// from a clone that already merged a simulated swarm's remote (64 agents,
+// 100 runs each a night, see growthRemote). Target: under 0.5 s.
+//
+//	go test ./ledger -run '^$' -bench NoOpSync -benchtime 10x
+func BenchmarkNoOpSync(b *testing.B) {
+	for _, nights := range []int{1, 10} {
+		b.Run(fmt.Sprintf("runs=%d", nights*64*100), func(b *testing.B) {
+			remote, _ := growthRemote(b, nights, 64, 100)
+			c := newSyncClone(b, "bench", remote, time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
+			ctx := context.Background()
+			c.logRun(b)
+			if _, err := c.sync(ctx, false); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.sync(ctx, true); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				pr, err := c.sync(ctx, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ps, err := c.sync(ctx, true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if pr.Arrived != 0 || pr.RunRefsFetched != 0 || ps.Folded != 0 || ps.RunRefsPushed != 0 {
+					b.Fatalf("not a no-op: pull %+v push %+v", pr, ps)
+				}
+			}
+		})
 	}
 }
