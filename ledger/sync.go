@@ -380,7 +380,7 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
 			return nil, err
 		}
-		local, err := g.localRunRefs()
+		local, err := g.localRunNames()
 		if err != nil {
 			return nil, err
 		}
@@ -390,12 +390,23 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 			return nil, err
 		}
 		var missing []RunID
-		for id, h := range local {
+		for id := range local {
 			rh, ok := remoteRuns[id]
+			if !ok && pc.runs[id] {
+				continue
+			}
+			h, err := g.runRefValue(id)
+			if err != nil {
+				return nil, err
+			}
+			if h.IsZero() {
+				continue // removed meanwhile
+			}
+			local[id] = h
 			switch {
-			case !ok && !pc.runs[id]:
+			case !ok:
 				missing = append(missing, id)
-			case ok && rh != h && res.Attempts == 1:
+			case rh != h && res.Attempts == 1:
 				res.Warnings = append(res.Warnings, fmt.Sprintf("run %s is pinned to %s here but %s on %s: kept both as they are", id, Short(h.String()), Short(rh.String()), rs.label))
 			}
 		}
@@ -612,7 +623,7 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	if err != nil {
 		return nil, err
 	}
-	local, err := g.localRunRefs()
+	local, err := g.localRunNames()
 	if err != nil {
 		return nil, err
 	}
