@@ -126,7 +126,6 @@ type MachineSync struct {
 	Tip     string `json:"tip"`
 	// When is the commit time of the machine's ledger tip: its last push.
 	When string `json:"when"`
-	Runs int    `json:"runs"` // records its ledger holds
 }
 
 // newTips are the remote ledger tips (legacy and per machine) this
@@ -271,7 +270,7 @@ func (g *Repo) mergeLedgers(ctx context.Context, s *Store, ours plumbing.Hash, t
 
 // MachineSyncs lists the machines that pushed a ledger to remote ("" is
 // origin), newest first, from the tracking refs the last sync left (no
-// network): each machine's last push and how many runs its ledger holds.
+// network): each machine's last push.
 func (g *Repo) MachineSyncs(remote string) ([]MachineSync, error) {
 	rs, err := g.resolveRemote(remote)
 	if err != nil {
@@ -293,11 +292,7 @@ func (g *Repo) MachineSyncs(remote string) ([]MachineSync, error) {
 		if err != nil {
 			return nil
 		}
-		ms := MachineSync{Machine: id, Tip: ref.Hash().String(), When: c.Committer.When.UTC().Format("2006-01-02T15:04:05Z")}
-		if set, err := g.readLedgerSet(ref.Hash()); err == nil {
-			ms.Runs = set.count()
-		}
-		out = append(out, ms)
+		out = append(out, MachineSync{Machine: id, Tip: ref.Hash().String(), When: c.Committer.When.UTC().Format("2006-01-02T15:04:05Z")})
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool {

@@ -1012,3 +1012,47 @@ func TestPushPinsRunsInBatches(t *testing.T) {
 		t.Fatalf("push with a rebuilt cache re-pinned: %+v", res)
 	}
 }
+
+// TestMachineSyncs (issue 29.6): after a sync, each machine that pushed to
+// the remote is listed with its last push, from the tracking refs (no
+// network), newest first.
+func TestMachineSyncs(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start)
+	a.logRun(t)
+	a.clock = start.Add(time.Minute)
+	a.push(t, ctx)
+	b.logRun(t)
+	b.clock = start.Add(2 * time.Minute)
+	b.push(t, ctx)
+	a.pull(t, ctx)
+	g, err := OpenRepo(a.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.MachineSyncs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, _ := g.MachineID()
+	gb, _ := mustOpen(t, b.repo.Dir).MachineID()
+	if len(got) != 2 || got[0].Machine != gb || got[0].When != "2026-11-22T01:02:00Z" || got[1].Machine != ga || got[1].When != "2026-11-22T01:01:00Z" {
+		t.Fatalf("machine syncs: %+v (a %s, b %s)", got, ga, gb)
+	}
+	lone := newSyncClone(t, "lone", newBareRemote(t), start)
+	if got, err := mustOpen(t, lone.repo.Dir).MachineSyncs(""); err != nil || len(got) != 0 {
+		t.Fatalf("a clone that never synced: %+v %v", got, err)
+	}
+}
+
+func mustOpen(t *testing.T, dir string) *Repo {
+	t.Helper()
+	g, err := OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
