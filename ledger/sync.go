@@ -468,6 +468,11 @@ func (g *Repo) Push(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 		err = g.pushLedger(ctx, rs, myRef, newTip, mine, haves, runs, olds, heads)
 		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
+			if sendLedger { // merged here by definition; also this machine's last sync
+				if err := g.r.Storer.SetReference(plumbing.NewHashReference(rs.trackMachine(me), newTip)); err != nil {
+					return nil, fmt.Errorf("unable to set %s: %w", rs.trackMachine(me), err)
+				}
+			}
 			if pinTip, ok := runs[myPins]; ok {
 				if err := g.trackPins(rs, me, pinTip); err != nil {
 					return nil, err
