@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/internal/needtool"
+)
+
+// smartHTTPRemote serves a new bare repository over smart HTTP with git's
+// own server, `git http-backend` behind net/http/cgi (the server side may
+// be the git binary; memorylab is the client, through go-git), and returns
+// its URL.
+func smartHTTPRemote(t *testing.T) string {
+	t.Helper()
+	gitBin := needtool.Path(t, needtool.Git)
+	out, err := exec.Command(gitBin, "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Fatalf("git-http-backend: %v", err)
+	}
+	root := t.TempDir()
+	bare := filepath.Join(root, "lab.git")
+	if out, err := exec.Command(gitBin, "init", "-q", "--bare", bare).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(gitBin, "-C", bare, "config", "http.receivepack", "true").CombinedOutput(); err != nil {
+		t.Fatalf("git config: %v\n%s", err, out)
+	}
+	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1",
+		"HOME=" + root, "GIT_CONFIG_NOSYSTEM=1"}}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/lab.git"
+}
+
+// TestSyncOverSmartHTTP (issue 29.4): three machines log and sync at once
+// through a smart HTTP remote served by git itself; no push is retried
+// because another machine pushed, and all converge on the same records and
+// run refs.
+func TestSyncOverSmartHTTP(t *testing.T) {
+	ctx := context.Background()
+	remote := smartHTTPRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	clones := []*syncClone{
+		newSyncClone(t, "gpu0", remote, start),
+		newSyncClone(t, "gpu1", remote, start.Add(time.Millisecond)),
+		newSyncClone(t, "gpu2", remote, start.Add(2*time.Millisecond)),
+	}
+	const perClone = 12
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clones))
+	for _, c := range clones {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < perClone; k++ {
+				c.logRun(t)
+				if k%3 != 2 {
+					continue
+				}
+				if _, err := c.sync(ctx, false); err != nil {
+					errs <- fmt.Errorf("%s pull after run %d: %w", c.name, k+1, err)
+					return
+				}
+				res, err := c.sync(ctx, true)
+				if err != nil {
+					errs <- fmt.Errorf("%s push after run %d: %w", c.name, k+1, err)
+					return
+				}
+				if res.Attempts != 1 {
+					errs <- fmt.Errorf("%s push after run %d took %d rounds", c.name, k+1, res.Attempts)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, c := range clones {
+		c.push(t, ctx)
+	}
+	for _, c := range clones {
+		c.pull(t, ctx)
+	}
+	want := sorted(clones[0].ids(t))
+	wantRefs := clones[0].runRefs(t)
+	if len(want) != 3*perClone || len(wantRefs) != 3*perClone {
+		t.Fatalf("%s holds %d records and %d run refs, want %d", clones[0].name, len(want), len(wantRefs), 3*perClone)
+	}
+	for _, c := range clones[1:] {
+		if got := sorted(c.ids(t)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s holds %d records, differing from %s's", c.name, len(got), clones[0].name)
+		}
+		if got := c.runRefs(t); !reflect.DeepEqual(got, wantRefs) {
+			t.Errorf("%s run refs differ from %s's", c.name, clones[0].name)
+		}
+	}
+}
