@@ -52,8 +52,14 @@ func smartHTTPRemote(t *testing.T) string {
 // because another machine pushed, and all converge on the same records and
 // run refs.
 func TestSyncOverSmartHTTP(t *testing.T) {
+	syncConcurrently(t, smartHTTPRemote(t))
+}
+
+// syncConcurrently: three machines log 12 runs each and sync every third
+// run, all at once, through remote; every push goes through in one round
+// and all converge on the same records and run refs.
+func syncConcurrently(t *testing.T, remote string) {
 	ctx := context.Background()
-	remote := smartHTTPRemote(t)
 	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 	clones := []*syncClone{
 		newSyncClone(t, "gpu0", remote, start),
