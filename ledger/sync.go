@@ -226,7 +226,7 @@ func (rs *remoteSpec) receivePack(ctx context.Context) (sess transport.ReceivePa
 	if err != nil {
 		return nil, nil, err
 	}
-	if sess, err = cl.NewReceivePackSession(ep, nil); err != nil {
+	if sess, err = cl.NewReceivePackSession(ep, authFor(ep)); err != nil {
 		return nil, nil, err
 	}
 	ar, err = sess.AdvertisedReferencesContext(ctx)
@@ -266,7 +266,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
 	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
-	return &remoteSpec{remote: git.NewRemote(g.r.Storer, rc), push: git.NewRemote(undeltifiedStorer{g.r.Storer}, rc), track: track, label: url}, nil
+	return &remoteSpec{remote: git.NewRemote(g.r.Storer, rc), push: git.NewRemote(undeltifiedStorer{g.r.Storer}, rc), track: track, label: redactURL(url)}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {
@@ -280,7 +280,7 @@ func (rs *remoteSpec) trackRun(id RunID) plumbing.ReferenceName {
 // remoteRefs lists the remote's ledger tip (zero when absent) and its valid
 // run refs. Ref names that are not run ids are reported and ignored.
 func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) (plumbing.Hash, map[RunID]plumbing.Hash, error) {
-	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{})
+	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{Auth: rs.auth()})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return plumbing.ZeroHash, map[RunID]plumbing.Hash{}, nil
 	}

@@ -3,8 +3,11 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/memorylab/memorylab/internal/needtool"
 )
 
@@ -117,5 +122,78 @@ func syncConcurrently(t *testing.T, remote string) {
 		if got := c.runRefs(t); !reflect.DeepEqual(got, wantRefs) {
 			t.Errorf("%s run refs differ from %s's", c.name, clones[0].name)
 		}
+	}
+}
+
+func TestAuthFor(t *testing.T) {
+	for _, tc := range []struct {
+		url, token, user, pass string // user "" means no credential added
+	}{
+		{"https://git.example.com/lab.git", "tok", "memorylab", "tok"},
+		{"https://agent@git.example.com/lab.git", "tok", "agent", "tok"},
+		{"https://agent:secret@git.example.com/lab.git", "tok", "", ""}, // the URL's own
+		{"https://git.example.com/lab.git", "", "", ""},
+		{"http://git.example.com/lab.git", "tok", "", ""}, // never over plain http
+		{"ssh://git@git.example.com/lab.git", "tok", "", ""},
+		{"/mnt/shared/lab.git", "tok", "", ""},
+	} {
+		t.Setenv(TokenEnv, tc.token)
+		ep, err := transport.NewEndpoint(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := authFor(ep)
+		if tc.user == "" {
+			if got != nil {
+				t.Errorf("%s with token %q: %v, want none", tc.url, tc.token, got)
+			}
+			continue
+		}
+		ba, ok := got.(*githttp.BasicAuth)
+		if !ok || ba.Username != tc.user || ba.Password != tc.pass {
+			t.Errorf("%s with token %q: %#v, want %s:%s", tc.url, tc.token, got, tc.user, tc.pass)
+		}
+	}
+	if got := redactURL("https://agent:secret@git.example.com/lab.git"); strings.Contains(got, "secret") {
+		t.Errorf("redactURL kept the password: %s", got)
+	}
+}
+
+// TestSyncHTTPNeedsCredentials (issue 29.4): a smart HTTP remote that asks
+// for a password refuses a sync without one with a one-line error saying
+// so (the URL's password never printed), and takes it from the URL.
+func TestSyncHTTPNeedsCredentials(t *testing.T) {
+	open := smartHTTPRemote(t)
+	u, err := url.Parse(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: u.Host})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, pass, ok := r.BasicAuth(); !ok || user != "agent" || pass != "s3cret" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="lab"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	bad := newSyncClone(t, "bad", srv.URL+u.Path, start)
+	bad.logRun(t)
+	_, err = bad.sync(ctx, true)
+	if err == nil || !strings.Contains(err.Error(), "authentication required") || strings.Contains(strings.TrimSpace(err.Error()), "\n") {
+		t.Fatalf("push without credentials: %v", err)
+	}
+	wrong := newSyncClone(t, "wrong", strings.Replace(srv.URL, "http://", "http://agent:wrong@", 1)+u.Path, start)
+	wrong.logRun(t)
+	if _, err := wrong.sync(ctx, true); err == nil || strings.Contains(err.Error(), "wrong@") {
+		t.Fatalf("push with a wrong password: %v", err)
+	}
+	good := newSyncClone(t, "good", strings.Replace(srv.URL, "http://", "http://agent:s3cret@", 1)+u.Path, start)
+	good.logRun(t)
+	if res := good.push(t, ctx); res.Folded != 1 || res.RunRefsPushed != 1 || strings.Contains(res.Remote, "s3cret") {
+		t.Fatalf("push with credentials in the URL: %+v", res)
 	}
 }

@@ -209,7 +209,7 @@ func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Ha
 	if err != nil {
 		return err
 	}
-	sess, err := cl.NewUploadPackSession(ep, nil)
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
 	if err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbin
 	if err != nil {
 		return tip, err
 	}
-	sess, err := cl.NewUploadPackSession(ep, nil)
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
 	if err != nil {
 		return tip, err
 	}
@@ -196,7 +196,7 @@ func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []
 	if err != nil {
 		return err
 	}
-	sess, err := cl.NewUploadPackSession(ep, nil)
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
 	if err != nil {
 		return err
 	}
