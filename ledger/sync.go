@@ -517,7 +517,7 @@ func (g *Repo) mergeRemote(ctx context.Context, s *Store, rs *remoteSpec, legacy
 	}
 	if len(tips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		err := g.fetchTips(ctx, rs, tips)
+		tips, legacy, err = g.fetchNewTips(ctx, rs, legacy, res)
 		step.Done()
 		if err != nil {
 			return nil, err
@@ -638,7 +638,7 @@ func (g *Repo) Pull(ctx context.Context, s *Store, opts SyncOptions) (*SyncResul
 	}
 	if len(tips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		err = g.fetchTips(ctx, rs, tips)
+		tips, remoteTip, err = g.fetchNewTips(ctx, rs, remoteTip, res)
 		step.Done()
 		if err != nil {
 			return nil, err

@@ -26,7 +26,7 @@ import (
 // own server, `git http-backend` behind net/http/cgi (the server side may
 // be the git binary; memorylab is the client, through go-git), and returns
 // its URL.
-func smartHTTPRemote(t *testing.T) string {
+func smartHTTPRemote(t testing.TB) string {
 	t.Helper()
 	gitBin := needtool.Path(t, needtool.Git)
 	out, err := exec.Command(gitBin, "--exec-path").Output()

@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // MachineLedgerPrefix is where each machine's ledger lives on a remote:
@@ -318,4 +319,78 @@ func newestTip(legacy plumbing.Hash, machines map[string]plumbing.Hash) plumbing
 		return machines[best]
 	}
 	return legacy
+}
+
+// fetchNewTips fetches the remote ledgers this repository has not merged
+// yet, listing the remote's refs again in the fetch session itself: a tip
+// listed a moment before may have moved since, and git's upload-pack
+// serves only the tips it advertises ("not our ref"). res and the legacy
+// tip are updated from that listing; it returns the tips to merge and the
+// legacy tip.
+func (g *Repo) fetchNewTips(ctx context.Context, rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) ([]plumbing.Hash, plumbing.Hash, error) {
+	ep, cl, err := rs.client()
+	if err != nil {
+		return nil, legacy, err
+	}
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	if err != nil {
+		return nil, legacy, err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, legacy, nil
+	}
+	if err != nil {
+		return nil, legacy, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	if h, ok := ar.References[LedgerRef]; ok {
+		legacy = h
+	}
+	for name, h := range ar.References {
+		if id, ok := strings.CutPrefix(name, MachineLedgerPrefix); ok && ValidMachineID(id) {
+			if res.machineTips == nil {
+				res.machineTips = map[string]plumbing.Hash{}
+			}
+			res.machineTips[id] = h
+		}
+	}
+	tips, err := g.newTips(rs, legacy, res)
+	if err != nil {
+		return nil, legacy, err
+	}
+	var wants []plumbing.Hash
+	for _, h := range tips {
+		if _, err := g.r.CommitObject(h); err != nil {
+			wants = append(wants, h)
+		}
+	}
+	if len(wants) == 0 {
+		return tips, legacy, nil
+	}
+	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs), ledgerPackLimits); err != nil {
+		return nil, legacy, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	return tips, legacy, nil
+}
+
+// ledgerHaves are the ledger commits this repository holds: its ledger and
+// the remote's ledgers it tracks.
+func (g *Repo) ledgerHaves(rs *remoteSpec) []plumbing.Hash {
+	var haves []plumbing.Hash
+	if h, err := g.localRef(LedgerRef); err == nil && !h.IsZero() {
+		haves = append(haves, h)
+	}
+	iter, err := g.r.Storer.IterReferences()
+	if err == nil {
+		prefix := "refs/remotes/" + rs.track + "/memorylab/ledger"
+		_ = iter.ForEach(func(ref *plumbing.Reference) error {
+			if strings.HasPrefix(ref.Name().String(), prefix) && ref.Type() == plumbing.HashReference {
+				haves = append(haves, ref.Hash())
+			}
+			return nil
+		})
+		iter.Close()
+	}
+	return haves
 }

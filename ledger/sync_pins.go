@@ -127,22 +127,21 @@ func (g *Repo) writePinCache(rs *remoteSpec, pc *pinCache) error {
 // that is not one, or a commit that is not among their parents, are
 // reported and skipped.
 func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc *pinCache) ([]pinEntry, error) {
-	var wants []plumbing.Hash
+	for _, tip := range res.pinTips {
+		if _, err := g.r.CommitObject(tip); err != nil {
+			if err := g.fetchPins(ctx, rs, res); err != nil {
+				return nil, fmt.Errorf("unable to fetch the pinned runs from %s: %w", rs.label, err)
+			}
+			break
+		}
+	}
 	ms := make([]string, 0, len(res.pinTips))
 	for m, tip := range res.pinTips {
-		if _, err := g.r.CommitObject(tip); err != nil {
-			wants = append(wants, tip)
-		}
 		if pc.tips[m] != tip {
 			ms = append(ms, m)
 		}
 	}
 	sort.Strings(ms)
-	if len(wants) > 0 {
-		if err := g.fetchCommits(ctx, rs, wants, g.localCommitTips()); err != nil {
-			return nil, fmt.Errorf("unable to fetch the pinned runs from %s: %w", rs.label, err)
-		}
-	}
 	var out []pinEntry
 	for _, m := range ms {
 		tip, stop := res.pinTips[m], pc.tips[m]
@@ -172,6 +171,44 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
+}
+
+// fetchPins fetches the remote's pin chains this repository lacks, listing
+// the remote's refs again in the fetch session (a chain listed a moment
+// before may have moved: git's upload-pack serves only the tips it
+// advertises) and updating res.pinTips from that listing.
+func (g *Repo) fetchPins(ctx context.Context, rs *remoteSpec, res *SyncResult) error {
+	ep, cl, err := rs.client()
+	if err != nil {
+		return err
+	}
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	for name, h := range ar.References {
+		if id, ok := strings.CutPrefix(name, PinsPrefix); ok && ValidMachineID(id) {
+			if res.pinTips == nil {
+				res.pinTips = map[string]plumbing.Hash{}
+			}
+			res.pinTips[id] = h
+		}
+	}
+	var wants []plumbing.Hash
+	for _, tip := range res.pinTips {
+		if _, err := g.r.CommitObject(tip); err != nil {
+			wants = append(wants, tip)
+		}
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	return g.receiveFrom(ctx, sess, ar, wants, g.localCommitTips(), codePackLimits)
 }
 
 // trackPins sets refs/remotes/<remote>/memorylab/pins/<machine>, which keeps

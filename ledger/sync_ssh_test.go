@@ -20,7 +20,7 @@ import (
 // 127.0.0.1 on a free port, with a key of its own, and the client's key in
 // an ssh-agent (SSH_AUTH_SOCK) and the host key in SSH_KNOWN_HOSTS, which
 // is how memorylab (go-git) finds ssh credentials. It returns the URL.
-func sshRemote(t *testing.T) string {
+func sshRemote(t testing.TB) string {
 	t.Helper()
 	sshd := needtool.Path(t, needtool.Sshd)
 	keygen := needtool.Path(t, needtool.SSHKeygen)
