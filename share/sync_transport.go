@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -216,7 +217,15 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		}
 		req.Packfile = nil // stored: go-git's session only updates the refs
 	}
-	return s.ReceivePackSession.ReceivePack(ctx, req)
+	report, err := s.ReceivePackSession.ReceivePack(ctx, req)
+	if err == nil {
+		// Still under the receive lock: the remote's packs stay few
+		// (issue 29.3). A failure leaves them as they were.
+		if dir, derr := remoteGitDir(s.path); derr == nil {
+			_, _ = ConsolidatePacks(dir, time.Now())
+		}
+	}
+	return report, err
 }
 
 // lockRemote takes the exclusive lock on a path remote. go-git writes a ref
