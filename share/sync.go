@@ -548,22 +548,6 @@ func pushBackoff(n int) time.Duration {
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
 }
 
-// knownTip returns the remote ledger tip as a local commit: when this
-// repository already holds it, only the tracking ref is set; otherwise it is
-// fetched. Zero when the remote has no ledger.
-func (g *Repo) knownTip(ctx context.Context, rs *remoteSpec, remoteTip plumbing.Hash) (plumbing.Hash, error) {
-	if remoteTip.IsZero() {
-		return plumbing.ZeroHash, nil
-	}
-	if _, err := g.CommitObject(remoteTip); err == nil {
-		if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
-		}
-		return remoteTip, nil
-	}
-	return g.fetchLedger(ctx, rs)
-}
-
 // pushRoundHookKey carries a func that tests run before every push round
 // (to make another machine win the race deterministically).
 type pushRoundHookKey struct{}
@@ -824,22 +808,6 @@ func (g *Repo) localRunRefs() (map[ledger.RunID]plumbing.Hash, error) {
 		return nil
 	})
 	return out, err
-}
-
-// fetchLedger fetches the remote ledger ref into its remote-tracking ref and
-// returns the fetched tip (zero when the remote has none).
-func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, error) {
-	tip, err := g.fetchLedgerPack(ctx, rs)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
-	}
-	if tip.IsZero() {
-		return tip, nil
-	}
-	if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackLedger(), tip)); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
-	}
-	return tip, nil
 }
 
 // foldAndMerge folds the local JSONL into the local ledger ref, then merges

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
@@ -26,7 +25,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/gitwire"
@@ -139,55 +137,6 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 		return report.Error()
 	}
 	return nil
-}
-
-// fetchLedgerPack fetches the remote's ledger tip and the objects this
-// repository lacks, and stores them as one pack (receivePack): go-git's fetch
-// would parse the received pack again to index it. It returns the fetched
-// tip (zero when the remote has no ledger); the caller sets refs.
-func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbing.Hash, err error) {
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 {
-		return tip, fmt.Errorf("remote %s has no URL", rs.label)
-	}
-	ep, err := transport.NewEndpoint(urls[len(urls)-1])
-	if err != nil {
-		return tip, err
-	}
-	cl, err := client.NewClient(ep)
-	if err != nil {
-		return tip, err
-	}
-	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
-	if err != nil {
-		return tip, err
-	}
-	defer func() {
-		if cerr := sess.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return tip, nil
-	}
-	if err != nil {
-		return tip, err
-	}
-	tip, ok := ar.References[ledger.LedgerRef]
-	if !ok {
-		return plumbing.ZeroHash, nil
-	}
-	if _, err := g.CommitObject(tip); err == nil {
-		return tip, nil // already here
-	}
-	var haves []plumbing.Hash
-	for _, name := range []plumbing.ReferenceName{ledger.LedgerRef, rs.trackLedger()} {
-		if h, err := g.localRef(name); err == nil && !h.IsZero() {
-			haves = append(haves, h)
-		}
-	}
-	return tip, g.receiveFrom(ctx, sess, ar, []plumbing.Hash{tip}, haves, ledgerPackLimits)
 }
 
 // fetchCommits fetches the commits wants (pinned runs) with everything they

@@ -240,43 +240,6 @@ func lockRemote(path string) (*ledger.Lock, error) {
 	return ledger.LockAt(filepath.Join(dir, "memorylab-receive.lock"))
 }
 
-// noPushTurnKey marks a test's push as one that reaches the remote another
-// way (say over ssh), so it neither takes nor waits for the push turn.
-type noPushTurnKey struct{}
-
-// pushTurn serialises the pushes of memorylab processes that share a path
-// remote (a bare repository on a shared disk): each holds the remote's
-// push lock from its first fetch to its push, so in a swarm one pusher's
-// rounds are not lost to the others (8 processes pushing back to back
-// starved one for 32 rounds). The lock only spares work; the receive-side
-// compare-and-swap is what keeps a push safe, so a remote that is not a
-// path, or whose lock is not had within lockTimeout, pushes without it. A
-// lock file that cannot be opened (a symbolic link planted in the remote)
-// is an error, as for the receive lock.
-func pushTurn(ctx context.Context, rs *remoteSpec) (release func(), err error) {
-	none := func() {}
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 || ctx.Value(noPushTurnKey{}) != nil {
-		return none, nil
-	}
-	ep, err := transport.NewEndpoint(urls[0])
-	if err != nil || ep.Protocol != "file" {
-		return none, nil
-	}
-	dir, err := remoteGitDir(ep.Path)
-	if err != nil {
-		return none, nil // the push itself names the problem
-	}
-	lock, err := ledger.LockAtContext(ctx, filepath.Join(dir, "memorylab-push.lock"))
-	switch {
-	case errors.Is(err, ledger.ErrLocked):
-		return none, nil
-	case err != nil:
-		return nil, err
-	}
-	return func() { _ = lock.Unlock() }, nil
-}
-
 func (s *knownHavesUploadPack) AdvertisedReferences() (*packp.AdvRefs, error) {
 	return s.AdvertisedReferencesContext(context.Background())
 }
