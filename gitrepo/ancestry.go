@@ -110,7 +110,7 @@ func (ls *LineageSet) ReachableFromHEAD(commit string) Reach {
 		return ReachMissing
 	}
 	target, ok := ls.an.idx[plumbing.NewHash(commit)]
-	if !isFullHash(commit) || !ok {
+	if !IsFullHash(commit) || !ok {
 		return ReachMissing
 	}
 	return ls.an.reaches(ls.head, target)
@@ -147,7 +147,7 @@ func (g *Repo) Lineages(s *ledger.Store, recs []ledger.Record) (*LineageSet, err
 	var tips []plumbing.Hash
 	needRefs := false
 	for i := range recs {
-		if isFullHash(recs[i].CommitFull) {
+		if IsFullHash(recs[i].CommitFull) {
 			full[i] = plumbing.NewHash(recs[i].CommitFull)
 			tips = append(tips, full[i])
 		} else {
@@ -620,7 +620,7 @@ func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) {
 		scanned++
 		if r.Status == ledger.StatusKeep {
 			k := keptRun{id: r.RunID, short: r.Commit}
-			if isFullHash(r.CommitFull) {
+			if IsFullHash(r.CommitFull) {
 				k.commit = plumbing.NewHash(r.CommitFull)
 			}
 			an.kept = append(an.kept, k)

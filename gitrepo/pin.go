@@ -224,7 +224,7 @@ func (g *Repo) RunCommit(r *ledger.Record) (string, error) {
 	} else if !errors.Is(err, ledger.ErrNotFound) && !errors.Is(err, ledger.ErrBadInput) {
 		return "", err
 	}
-	if isFullHash(r.CommitFull) {
+	if IsFullHash(r.CommitFull) {
 		return r.CommitFull, nil
 	}
 	if r.Commit != "" {
@@ -243,7 +243,7 @@ func (g *Repo) ExpandShort(short string) (string, error) {
 	if len(short) < 4 || !ledger.IsHex(short) {
 		return "", fmt.Errorf("%w: %q is not an abbreviated commit", ledger.ErrBadInput, short)
 	}
-	if isFullHash(short) {
+	if IsFullHash(short) {
 		return short, nil
 	}
 	snap, err := g.refSnapshot()
@@ -283,10 +283,11 @@ func (g *Repo) ExpandShort(short string) (string, error) {
 }
 
 func (g *Repo) parseFullHash(s string) (plumbing.Hash, error) {
-	if !isFullHash(s) {
+	if !IsFullHash(s) {
 		return plumbing.ZeroHash, fmt.Errorf("%w: %q is not a full commit hash", ledger.ErrBadInput, s)
 	}
 	return plumbing.NewHash(s), nil
 }
 
-func isFullHash(s string) bool { return len(s) == 40 && ledger.IsHex(s) }
+// IsFullHash reports whether s is a full 40-digit hex commit hash.
+func IsFullHash(s string) bool { return len(s) == 40 && ledger.IsHex(s) }

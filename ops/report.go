@@ -123,6 +123,7 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 	} else {
 		m.Blocked = report.BlockedIn(blocked, m.WindowStart)
 	}
+	m.Swarm = swarmSection(env, cat.Records, m.WindowStart)
 	return m, nil
 }
 

@@ -77,6 +77,9 @@ type Morning struct {
 	// Blocked is the ideas the guard blocked in the window (filled by ops
 	// from blocked.jsonl); absent when there were none.
 	Blocked *Blocked `json:"blocked,omitempty"`
+	// Swarm is runs by machine, last syncs and claims in flight (filled by
+	// ops; nil for a lone machine that never synced).
+	Swarm *Swarm `json:"swarm,omitempty"`
 	// Curves are the champion's and the baseline's training curves (from
 	// their archives, filled by ops) that the HTML report draws.
 	Curves []RunCurve `json:"-"`

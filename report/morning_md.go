@@ -195,6 +195,7 @@ func (m *Morning) writeRest(b *bytes.Buffer) {
 		}
 	}
 	writeBlocked(b, m.Blocked)
+	writeSwarm(b, m.Swarm)
 	w("\n## Best Lineages\n")
 	if len(m.BestLineages) == 0 {
 		w("No lineages yet.\n")

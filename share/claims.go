@@ -265,7 +265,7 @@ func (g *Repo) claimRemote(remote string) (*remoteSpec, error) {
 
 // remoteClaimRefs lists the remote's claim refs by fingerprint.
 func (g *Repo) remoteClaimRefs(ctx context.Context, rs *remoteSpec) (map[string]plumbing.Hash, error) {
-	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{})
+	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{Auth: rs.auth()})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return map[string]plumbing.Hash{}, nil
 	}

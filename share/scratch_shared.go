@@ -2,6 +2,7 @@ package share
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -11,16 +12,43 @@ import (
 
 // SetSharedConfig rewrites the config.json of the shared ledger in the
 // repository at dir (a bare remote, say) to content, as a new commit on
-// LedgerRef: what a hostile teammate with push access can do without
-// memorylab. For tests of what a pull or a sync accepts.
+// every ledger ref there (each machine's, format 3, and the format 1-2
+// single LedgerRef): what a hostile teammate with push access can do
+// without memorylab. For tests of what a pull or a sync accepts.
 func SetSharedConfig(dir string, content []byte) error {
 	r, err := git.PlainOpen(dir)
 	if err != nil {
 		return err
 	}
-	ref, err := r.Reference(plumbing.ReferenceName(ledger.LedgerRef), true)
+	refs, err := r.References()
 	if err != nil {
-		return fmt.Errorf("no shared ledger in %s: %w", dir, err)
+		return err
+	}
+	var names []plumbing.ReferenceName
+	err = refs.ForEach(func(ref *plumbing.Reference) error {
+		if n := ref.Name().String(); n == ledger.LedgerRef || strings.HasPrefix(n, MachineLedgerPrefix) {
+			names = append(names, ref.Name())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("no shared ledger in %s", dir)
+	}
+	for _, name := range names {
+		if err := setConfigOn(r, name, content); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setConfigOn(r *git.Repository, name plumbing.ReferenceName, content []byte) error {
+	ref, err := r.Reference(name, true)
+	if err != nil {
+		return err
 	}
 	c, err := r.CommitObject(ref.Hash())
 	if err != nil {
@@ -70,5 +98,5 @@ func SetSharedConfig(dir string, content []byte) error {
 	if err != nil {
 		return err
 	}
-	return r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(ledger.LedgerRef), ch))
+	return r.Storer.SetReference(plumbing.NewHashReference(name, ch))
 }

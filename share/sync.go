@@ -12,7 +12,13 @@ package share
 //	   config version) and an optional "archives" tree, sharded like "runs",
 //	   holding one tree per run named <run_id> with its archive files
 //	   (files over the cap are kept as head and tail, see boundArchive).
-//	   Format 1 trees are read and merged; every new commit is format 2.
+//	   Format 1 trees are read and merged.
+//	3: the same tree (version blob "3\n"), but no longer one ref every
+//	   machine compare-and-swaps: each machine pushes its ledger to
+//	   refs/memorylab/ledgers/<machine-id> and readers merge the union of
+//	   every machine's ref (sync_machines.go). The format 1-2 single ref
+//	   refs/memorylab/ledger on a remote is still read and merged, never
+//	   written again; every new commit is format 3.
 //
 // Objects are written as one packfile per sync (packBuilder), never as one
 // loose object per run.
@@ -27,7 +33,9 @@ package share
 //   - A remote ledger whose config.json names another metric or goal is
 //     refused before anything is written.
 //   - The ref only grows: a fold or a merge adds blobs, nothing removes one.
-//     Every update is a compare-and-swap against the tip it was built from.
+//     Every update is a compare-and-swap against the tip it was built from;
+//     on a remote only the machine's own ref is updated, so no push is
+//     rejected because another machine pushed.
 //   - Remote data lands in refs/remotes/<remote>/memorylab/... first and is
 //     merged from there; local refs are never fetched over.
 //   - Records merge as a union keyed by run id; two different blobs for one
@@ -72,7 +80,7 @@ import (
 
 // ledgerFormatVersion is the version of the tree layout under LedgerRef; see
 // the comment at the top of this file for what each version holds.
-const ledgerFormatVersion = 2
+const ledgerFormatVersion = 3
 
 // syncStateVersion versions cache/sync.json (2: adds the last run's key).
 const syncStateVersion = 2
@@ -163,6 +171,12 @@ type SyncResult struct {
 	// claimRefs are the remote's claims on ideas in flight, by fingerprint,
 	// as the last listing saw them (CleanExpiredClaims).
 	claimRefs map[string]plumbing.Hash
+	// machineTips are the remote's per-machine ledger tips, by machine id
+	// (format 3), as the last listing saw them.
+	machineTips map[string]plumbing.Hash
+	legacyTip   bool // the remote holds the format 1-2 single ledger ref
+	// pinTips are the remote's per-machine pin chains (sync_pins.go).
+	pinTips map[string]plumbing.Hash
 }
 
 // syncState is cache/sync.json: the ledger prefix already folded into the
@@ -214,7 +228,7 @@ func (rs *remoteSpec) receivePack(ctx context.Context) (sess transport.ReceivePa
 	if err != nil {
 		return nil, nil, err
 	}
-	if sess, err = cl.NewReceivePackSession(ep, nil); err != nil {
+	if sess, err = cl.NewReceivePackSession(ep, authFor(ep)); err != nil {
 		return nil, nil, err
 	}
 	ar, err = sess.AdvertisedReferencesContext(ctx)
@@ -254,7 +268,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
 	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
-	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: url}, nil
+	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: redactURL(url)}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {
@@ -268,7 +282,7 @@ func (rs *remoteSpec) trackRun(id ledger.RunID) plumbing.ReferenceName {
 // remoteRefs lists the remote's ledger tip (zero when absent) and its valid
 // run refs. Ref names that are not run ids are reported and ignored.
 func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) (plumbing.Hash, map[ledger.RunID]plumbing.Hash, error) {
-	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{})
+	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{Auth: rs.auth()})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return plumbing.ZeroHash, map[ledger.RunID]plumbing.Hash{}, nil
 	}
@@ -278,11 +292,18 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 	var tip plumbing.Hash
 	runs := map[ledger.RunID]plumbing.Hash{}
 	prefix := ledger.RefNamespace + "runs/"
+	res.machineTips = map[string]plumbing.Hash{}
+	res.pinTips = map[string]plumbing.Hash{}
 	for _, ref := range refs {
 		name := ref.Name().String()
 		switch {
 		case name == ledger.LedgerRef:
 			tip = ref.Hash()
+			res.legacyTip = true
+		case strings.HasPrefix(name, MachineLedgerPrefix):
+			res.noteMachineLedger(ref)
+		case strings.HasPrefix(name, PinsPrefix):
+			res.notePins(ref)
 		case ref.Name().IsBranch():
 			res.remoteHasCode = true
 		case strings.HasPrefix(name, ClaimsPrefix):
@@ -310,13 +331,15 @@ func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// Push folds local records into refs/memorylab/ledger and pushes it, plus
-// every pinned run the remote lacks. A remote ledger this repository has not
-// seen is fetched and merged first, so a store with another metric is
-// refused before anything is pushed. A rejected (non-fast-forward) push
-// fetches the remote ledger, merges by run id (records that arrive are
-// appended to experiments.jsonl), backs off with jitter and retries, up to
-// MaxAttempts rounds.
+// Push folds local records into refs/memorylab/ledger, merges the remote's
+// ledgers this repository has not merged yet (every machine's, and the
+// format 2 single ref), and pushes the result to this machine's own ref
+// refs/memorylab/ledgers/<machine-id>, plus every pinned run the remote
+// lacks. A store with another metric is refused before anything is pushed.
+// No other machine writes that ref, so another machine's push never makes
+// this one fetch, merge and retry; a rejection (this machine's own ref moved,
+// say a copy of this repository pushed) fetches it, merges and retries, up
+// to MaxAttempts rounds.
 func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*SyncResult, error) {
 	rs, res, done, err := g.beginSync(opts)
 	if err != nil {
@@ -324,24 +347,12 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	}
 	defer done()
 	opts.publish = true
-	release, err := pushTurn(ctx, rs)
+	me, err := g.MachineID()
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+	myRef, err := MachineLedgerRef(me)
 	if err != nil {
-		return nil, err
-	}
-	res.firstPush = remoteTip.IsZero()
-	theirs, err := g.knownTip(ctx, rs, remoteTip)
-	if err != nil {
-		return nil, err
-	}
-	if err := g.foldAndMerge(ctx, s, theirs, opts, res); err != nil {
-		return nil, err
-	}
-	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fold reopened the handle
 		return nil, err
 	}
 	attempts := opts.MaxAttempts
@@ -352,19 +363,48 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if res.Attempts > 1 {
-			if remoteTip, remoteRuns, err = g.remoteRefs(ctx, rs, res); err != nil {
-				return nil, err
-			}
-		}
-		var specs []config.RefSpec
-		local, err := g.localRunRefs()
+		legacy, remoteRuns, err := g.remoteRefs(ctx, rs, res)
 		if err != nil {
 			return nil, err
 		}
+		if res.Attempts == 1 {
+			res.firstPush = legacy.IsZero() && len(res.machineTips) == 0
+		}
+		if rs, err = g.mergeRemote(ctx, s, rs, legacy, opts, res); err != nil {
+			return nil, err
+		}
+		mine := res.machineTips[me]
+		pc := g.readPinCache(rs)
+		pins, err := g.readPins(ctx, rs, res, pc)
+		if err != nil {
+			return nil, err
+		}
+		if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
+			return nil, err
+		}
+		local, err := g.localRunNames()
+		if err != nil {
+			return nil, err
+		}
+		// Runs another machine pinned become run refs here too: the cache
+		// now counts them as read.
+		if err := g.adoptPins(pins, local, res); err != nil {
+			return nil, err
+		}
 		var missing []ledger.RunID
-		for id, h := range local {
+		for id := range local {
 			rh, ok := remoteRuns[id]
+			if !ok && pc.runs[id] {
+				continue
+			}
+			h, err := g.runRefValue(id)
+			if err != nil {
+				return nil, err
+			}
+			if h.IsZero() {
+				continue // removed meanwhile
+			}
+			local[id] = h
 			switch {
 			case !ok:
 				missing = append(missing, id)
@@ -373,16 +413,15 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 			}
 		}
 		sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
-		for _, id := range missing {
-			ref, _ := ledger.RunRef(id)
-			specs = append(specs, config.RefSpec(ref+":"+ref))
-		}
 		localTip, err := g.localRef(ledger.LedgerRef)
 		if err != nil {
 			return nil, err
 		}
-		sendLedger := !localTip.IsZero() && localTip != remoteTip
-		if !sendLedger && len(specs) == 0 {
+		sendLedger := !localTip.IsZero() && localTip != mine
+		if !sendLedger && len(missing) == 0 {
+			if err := g.writePinCache(rs, pc); err != nil {
+				return nil, err
+			}
 			res.RunRefsPushed = 0
 			res.warnNoCode(res.firstPush)
 			return res, nil
@@ -391,20 +430,66 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 			hook()
 		}
 		step := opts.progress().Start("pushing to "+rs.label, 0)
-		newTip := remoteTip
+		newTip := mine
 		if sendLedger {
 			newTip = localTip
 		}
 		runs := map[plumbing.ReferenceName]plumbing.Hash{}
-		for _, id := range missing {
-			ref, _ := ledger.RunRef(id)
-			runs[plumbing.ReferenceName(ref)] = local[id]
+		olds := map[plumbing.ReferenceName]plumbing.Hash{}
+		myPins := plumbing.ReferenceName(PinsPrefix + me)
+		if len(missing) > 0 {
+			entries := make([]pinEntry, len(missing))
+			for i, id := range missing {
+				entries[i] = pinEntry{id: id, commit: local[id]}
+			}
+			pinTip, err := g.pinBatches(res.pinTips[me], entries, opts.Now)
+			if err != nil {
+				step.Done()
+				return nil, err
+			}
+			if rs, err = g.resolveRemote(opts.Remote); err != nil {
+				step.Done()
+				return nil, err
+			}
+			runs[myPins] = pinTip
+			if old, ok := res.pinTips[me]; ok {
+				olds[myPins] = old
+			}
 		}
-		err = g.pushLedger(ctx, rs, newTip, remoteTip, runs, remoteRuns)
+		haves := []plumbing.Hash{legacy}
+		for _, h := range res.machineTips {
+			haves = append(haves, h)
+		}
+		var heads []plumbing.Hash
+		for _, h := range remoteRuns {
+			heads = append(heads, h)
+		}
+		for _, h := range res.pinTips {
+			heads = append(heads, h)
+		}
+		err = g.pushLedger(ctx, rs, myRef, newTip, mine, haves, runs, olds, heads)
 		step.Done()
 		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
+			if sendLedger { // merged here by definition; also this machine's last sync
+				if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackMachine(me), newTip)); err != nil {
+					return nil, fmt.Errorf("unable to set %s: %w", rs.trackMachine(me), err)
+				}
+			}
+			if pinTip, ok := runs[myPins]; ok {
+				if err := g.trackPins(rs, me, pinTip); err != nil {
+					return nil, err
+				}
+				pc.tips[me] = pinTip
+				for _, id := range missing {
+					pc.runs[id] = true
+				}
+			}
+			if err := g.writePinCache(rs, pc); err != nil {
+				return nil, err
+			}
 			res.RunRefsPushed = len(missing)
 			res.warnNoCode(res.firstPush)
+			g.consolidate(res)
 			return res, nil
 		}
 		if !isRejected(err) {
@@ -413,24 +498,40 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		if res.Attempts >= attempts {
 			return nil, fmt.Errorf("%w by %s after %d rounds of fetch and merge (%v): try again", ErrPushRejected, rs.label, res.Attempts, err)
 		}
-		// Rejected: someone pushed first. Back off, fetch their ledger,
-		// merge, retry.
+		// Rejected: this machine's own ref moved (a copy of this
+		// repository pushed). Back off, then list, fetch, merge and retry.
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(pushBackoff(res.Attempts)):
 		}
-		tip, err := g.fetchLedger(ctx, rs)
+	}
+}
+
+// mergeRemote fetches the remote ledger tips (legacy and per machine, as
+// listed in res) that this repository has not merged yet and folds and
+// merges them into the local ledger, then records them as merged. It
+// returns the remote handle to use next (the fetch reopens the repository).
+func (g *Repo) mergeRemote(ctx context.Context, s *ledger.Store, rs *remoteSpec, legacy plumbing.Hash, opts SyncOptions, res *SyncResult) (*remoteSpec, error) {
+	tips, err := g.newTips(rs, legacy, res)
+	if err != nil {
+		return nil, err
+	}
+	if len(tips) > 0 {
+		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
+		tips, legacy, err = g.fetchNewTips(ctx, rs, legacy, res)
+		step.Done()
 		if err != nil {
 			return nil, err
 		}
-		if err := g.foldAndMerge(ctx, s, tip, opts, res); err != nil {
-			return nil, err
-		}
-		if rs, err = g.resolveRemote(opts.Remote); err != nil {
-			return nil, err
-		}
 	}
+	if err := g.foldAndMerge(ctx, s, tips, opts, res); err != nil {
+		return nil, err
+	}
+	if err := g.markMerged(rs, legacy, res); err != nil {
+		return nil, err
+	}
+	return g.resolveRemote(opts.Remote) // the fetch and fold reopened the handle
 }
 
 // defaultPushAttempts is how many push rounds a contended push tries. With
@@ -445,22 +546,6 @@ const defaultPushAttempts = 32
 func pushBackoff(n int) time.Duration {
 	d := 20 * time.Millisecond << min(n-1, 7)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
-}
-
-// knownTip returns the remote ledger tip as a local commit: when this
-// repository already holds it, only the tracking ref is set; otherwise it is
-// fetched. Zero when the remote has no ledger.
-func (g *Repo) knownTip(ctx context.Context, rs *remoteSpec, remoteTip plumbing.Hash) (plumbing.Hash, error) {
-	if remoteTip.IsZero() {
-		return plumbing.ZeroHash, nil
-	}
-	if _, err := g.CommitObject(remoteTip); err == nil {
-		if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackLedger(), remoteTip)); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
-		}
-		return remoteTip, nil
-	}
-	return g.fetchLedger(ctx, rs)
 }
 
 // pushRoundHookKey carries a func that tests run before every push round
@@ -529,13 +614,17 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	if err != nil {
 		return nil, err
 	}
-	local, err := g.localRunRefs()
+	local, err := g.localRunNames()
 	if err != nil {
 		return nil, err
 	}
-	if !remoteTip.IsZero() {
+	tips, err := g.newTips(rs, remoteTip, res)
+	if err != nil {
+		return nil, err
+	}
+	if len(tips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		remoteTip, err = g.knownTip(ctx, rs, remoteTip)
+		tips, remoteTip, err = g.fetchNewTips(ctx, rs, remoteTip, res)
 		step.Done()
 		if err != nil {
 			return nil, err
@@ -590,11 +679,32 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		_ = g.Storer().RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
 	}
-	if err := g.foldAndMerge(ctx, s, remoteTip, opts, res); err != nil {
+	pc := g.readPinCache(rs)
+	pins, err := g.readPins(ctx, rs, res, pc)
+	if err != nil {
+		return nil, err
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
+		return nil, err
+	}
+	if err := g.adoptPins(pins, local, res); err != nil {
+		return nil, err
+	}
+	for id := range remoteRuns {
+		pc.runs[id] = true
+	}
+	if err := g.writePinCache(rs, pc); err != nil {
+		return nil, err
+	}
+	if err := g.foldAndMerge(ctx, s, tips, opts, res); err != nil {
+		return nil, err
+	}
+	if err := g.markMerged(rs, remoteTip, res); err != nil {
 		return nil, err
 	}
 	_, headErr := g.HeadRef()
 	res.warnNoCode(headErr != nil)
+	g.consolidate(res)
 	return res, nil
 }
 
@@ -642,11 +752,14 @@ func (g *Repo) RemoteConfig(ctx context.Context, remote string) (cfg ledger.Conf
 	}
 	defer done()
 	remoteTip, _, err := g.remoteRefs(ctx, rs, res)
-	if err != nil || remoteTip.IsZero() {
+	if err != nil {
 		return ledger.Config{}, false, err
 	}
-	tip, err := g.knownTip(ctx, rs, remoteTip)
-	if err != nil || tip.IsZero() {
+	tip := newestTip(remoteTip, res.machineTips)
+	if tip.IsZero() {
+		return ledger.Config{}, false, nil
+	}
+	if err := g.fetchTips(ctx, rs, []plumbing.Hash{tip}); err != nil {
 		return ledger.Config{}, false, err
 	}
 	set, err := g.readLedgerSet(tip)
@@ -697,22 +810,6 @@ func (g *Repo) localRunRefs() (map[ledger.RunID]plumbing.Hash, error) {
 	return out, err
 }
 
-// fetchLedger fetches the remote ledger ref into its remote-tracking ref and
-// returns the fetched tip (zero when the remote has none).
-func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, error) {
-	tip, err := g.fetchLedgerPack(ctx, rs)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
-	}
-	if tip.IsZero() {
-		return tip, nil
-	}
-	if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackLedger(), tip)); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("unable to set %s: %w", rs.trackLedger(), err)
-	}
-	return tip, nil
-}
-
 // foldAndMerge folds the local JSONL into the local ledger ref, then merges
 // remoteTip (when not zero) into it, appending the records that arrive to
 // experiments.jsonl before the ref moves.
@@ -738,12 +835,12 @@ func (g *Repo) fetchLedger(ctx context.Context, rs *remoteSpec) (plumbing.Hash, 
 // first). Records logged meanwhile are simply folded by the next sync: the
 // ref never has to hold every JSONL line, only no line that is missing from
 // the JSONL (refused remote records aside, see mergeLedger).
-func (g *Repo) foldAndMerge(ctx context.Context, s *ledger.Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) error {
+func (g *Repo) foldAndMerge(ctx context.Context, s *ledger.Store, remoteTips []plumbing.Hash, opts SyncOptions, res *SyncResult) error {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		done, err := g.foldAndMergeOnce(ctx, s, remoteTip, opts, res)
+		done, err := g.foldAndMergeOnce(ctx, s, remoteTips, opts, res)
 		if err != nil || done {
 			return err
 		}
@@ -751,7 +848,7 @@ func (g *Repo) foldAndMerge(ctx context.Context, s *ledger.Store, remoteTip plum
 	return fmt.Errorf("unable to update %s: it keeps moving under another memorylab process; run the command again", ledger.LedgerRef)
 }
 
-func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTip plumbing.Hash, opts SyncOptions, res *SyncResult) (bool, error) {
+func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips []plumbing.Hash, opts SyncOptions, res *SyncResult) (bool, error) {
 	tip, err := g.localRef(ledger.LedgerRef)
 	if err != nil {
 		return false, err
@@ -827,8 +924,8 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTip 
 
 	// 2. Merge the remote tip.
 	m := mergeResult{kind: "", base: tip}
-	if !remoteTip.IsZero() {
-		if m, err = g.mergeLedger(ctx, s, tip, remoteTip, set, opts, res); err != nil {
+	if len(remoteTips) > 0 || res.remoteHasLedger() {
+		if m, err = g.mergeLedgers(ctx, s, tip, remoteTips, set, opts, res); err != nil {
 			return false, err
 		}
 	}
@@ -837,7 +934,13 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTip 
 	newTip := m.base
 	// A first push publishes the config even with no run yet, so a clone's
 	// first pull can create its store (issue 29.5).
-	if len(folded) > 0 || m.commit || (tip.IsZero() && remoteTip.IsZero() && (set.count() > 0 || opts.publish)) {
+	// Two machines that both merged each other's ledgers (diverged, with
+	// nothing new for this side) keep their own tips: a commit would only
+	// send the other one a new tip to merge, round after round.
+	if m.kind == MergeDiverged && !m.changed && set.version >= ledgerFormatVersion {
+		m.commit = false
+	}
+	if len(folded) > 0 || m.commit || (tip.IsZero() && len(remoteTips) == 0 && (set.count() > 0 || opts.publish)) {
 		msg := fmt.Sprintf("memorylab: fold %d local runs", len(folded))
 		if m.kind == MergeDiverged {
 			msg = fmt.Sprintf("memorylab: fold %d local runs, merge %d remote runs", len(folded), len(m.arrivals))
@@ -1113,10 +1216,18 @@ type mergeResult struct {
 	theirs   plumbing.Hash
 	commit   bool // the union differs from base: a commit is needed
 	arrivals []arrival
+	// changed: the merge changed the local set (arrivals, an archive, a
+	// conflict resolved the other way).
+	changed bool
+	// theirsAll are the tips of a merge of several remote ledgers.
+	theirsAll []plumbing.Hash
 }
 
 // parents of a new ledger commit made on top of tip.
 func (m mergeResult) parents(tip plumbing.Hash) []plumbing.Hash {
+	if len(m.theirsAll) > 0 {
+		return append([]plumbing.Hash{tip}, m.theirsAll...)
+	}
 	switch m.kind {
 	case MergeDiverged:
 		return []plumbing.Hash{tip, m.theirs}
@@ -1183,6 +1294,7 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 			ah, hasArchive := theirSet.archive(id)
 			if _, ok := set.archive(id); !ok && hasArchive {
 				set.putArchive(id, ah)
+				m.changed = true
 			}
 			if cur, ok := set.get(id); ok {
 				if cur != h {
@@ -1192,11 +1304,13 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 					// machine converges on one tree.
 					if h.String() < cur.String() {
 						set.put(id, h)
+						m.changed = true
 					}
 				}
 				continue
 			}
 			set.put(id, h)
+			m.changed = true
 			m.arrivals = append(m.arrivals, arrival{at: runIDTime(id), id: id, blob: h, archive: ah})
 		}
 	}

@@ -105,7 +105,7 @@ func remoteArchive(t *testing.T, remote string, id ledger.RunID, entries map[str
 		t.Fatal(err)
 	}
 	rg := Of(gitrepo.OverHandle(rr))
-	tip := mustRef(t, rr, ledger.LedgerRef)
+	tip := mustRef(t, rr, remoteLedger(t, rr))
 	set, err := rg.readLedgerSet(tip)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func remoteArchive(t *testing.T, remote string, id ledger.RunID, entries map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, c)); err != nil {
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(remoteLedger(t, rr)), c)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
@@ -26,7 +25,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/gitwire"
@@ -42,33 +40,39 @@ import (
 // copies each object's compressed bytes straight out of the local pack
 // when it is stored whole there (always so for packs memorylab writes).
 
-// pushLedger updates the remote's ledger ref from oldTip (zero: absent) to
-// newTip (unless they are equal) and creates the run refs runs (name →
-// commit) the remote lacks, in one session, sending the objects the remote
-// lacks: the ledger's by comparing trees, the pinned commits' by walking
-// back to the commits the remote's run refs reach (remoteRuns). A remote
-// ref that moved meanwhile is reported as errRefChangedOnRemote (a rejected
-// push).
-func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip plumbing.Hash, runs map[plumbing.ReferenceName]plumbing.Hash, remoteRuns map[ledger.RunID]plumbing.Hash) (err error) {
+// pushLedger updates the remote's ledger ref ref (this machine's) from oldTip
+// (zero: absent) to newTip (unless they are equal) and creates the run refs
+// runs (name → commit) the remote lacks, in one session, sending the objects
+// the remote lacks: the ledger's by comparing trees with oldTip and the
+// other remote ledger tips haves, the pinned commits' by walking back to the
+// commits the remote's run refs reach (remoteRuns). A remote ref that moved
+// meanwhile is reported as errRefChangedOnRemote (a rejected push).
+// olds holds the value the remote's ref in runs is expected to have (absent:
+// the ref is created), and heads the commits the remote's refs already keep
+// (its run refs and pin chains).
+func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.ReferenceName, newTip, oldTip plumbing.Hash, haves []plumbing.Hash, runs, olds map[plumbing.ReferenceName]plumbing.Hash, heads []plumbing.Hash) (err error) {
 	if !oldTip.IsZero() {
 		if _, err := g.CommitObject(oldTip); err != nil {
 			// The remote moved after our last fetch: fetch and merge first.
-			return fmt.Errorf("%w: %s", errRefChangedOnRemote, ledger.LedgerRef)
+			return fmt.Errorf("%w: %s", errRefChangedOnRemote, ref)
 		}
 	}
 	var objs []plumbing.Hash
 	if newTip != oldTip {
-		if objs, err = g.ledgerMissing(newTip, oldTip); err != nil {
+		olds := []plumbing.Hash{oldTip}
+		for _, h := range haves {
+			if _, err := g.CommitObject(h); err == nil {
+				olds = append(olds, h)
+			}
+		}
+		if objs, err = g.ledgerMissing(newTip, olds...); err != nil {
 			return err
 		}
 	}
 	if len(runs) > 0 {
-		var tips, heads []plumbing.Hash
+		var tips []plumbing.Hash
 		for _, h := range runs {
 			tips = append(tips, h)
-		}
-		for _, h := range remoteRuns {
-			heads = append(heads, h)
 		}
 		more, err := g.commitsMissing(tips, heads)
 		if err != nil {
@@ -87,19 +91,28 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 	}()
 	cur := plumbing.ZeroHash
 	if ar != nil {
-		if h, ok := ar.References[ledger.LedgerRef]; ok {
+		if h, ok := ar.References[ref.String()]; ok {
 			cur = h
 		}
 	}
 	if cur != oldTip {
-		return fmt.Errorf("%w: %s", errRefChangedOnRemote, ledger.LedgerRef)
+		return fmt.Errorf("%w: %s", errRefChangedOnRemote, ref)
+	}
+	for name := range runs {
+		var cur plumbing.Hash
+		if ar != nil {
+			cur = ar.References[name.String()]
+		}
+		if cur != olds[name] {
+			return fmt.Errorf("%w: %s", errRefChangedOnRemote, name)
+		}
 	}
 	req := packp.NewReferenceUpdateRequest()
 	if ar != nil {
 		req = packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	}
 	if newTip != oldTip {
-		req.Commands = append(req.Commands, &packp.Command{Name: ledger.LedgerRef, Old: oldTip, New: newTip})
+		req.Commands = append(req.Commands, &packp.Command{Name: ref, Old: oldTip, New: newTip})
 	}
 	names := make([]string, 0, len(runs))
 	for name := range runs {
@@ -107,7 +120,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		req.Commands = append(req.Commands, &packp.Command{Name: plumbing.ReferenceName(name), New: runs[plumbing.ReferenceName(name)]})
+		req.Commands = append(req.Commands, &packp.Command{Name: plumbing.ReferenceName(name), Old: olds[plumbing.ReferenceName(name)], New: runs[plumbing.ReferenceName(name)]})
 	}
 	if len(req.Commands) == 0 {
 		return nil
@@ -126,55 +139,6 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, newTip, oldTip pl
 	return nil
 }
 
-// fetchLedgerPack fetches the remote's ledger tip and the objects this
-// repository lacks, and stores them as one pack (receivePack): go-git's fetch
-// would parse the received pack again to index it. It returns the fetched
-// tip (zero when the remote has no ledger); the caller sets refs.
-func (g *Repo) fetchLedgerPack(ctx context.Context, rs *remoteSpec) (tip plumbing.Hash, err error) {
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 {
-		return tip, fmt.Errorf("remote %s has no URL", rs.label)
-	}
-	ep, err := transport.NewEndpoint(urls[len(urls)-1])
-	if err != nil {
-		return tip, err
-	}
-	cl, err := client.NewClient(ep)
-	if err != nil {
-		return tip, err
-	}
-	sess, err := cl.NewUploadPackSession(ep, nil)
-	if err != nil {
-		return tip, err
-	}
-	defer func() {
-		if cerr := sess.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return tip, nil
-	}
-	if err != nil {
-		return tip, err
-	}
-	tip, ok := ar.References[ledger.LedgerRef]
-	if !ok {
-		return plumbing.ZeroHash, nil
-	}
-	if _, err := g.CommitObject(tip); err == nil {
-		return tip, nil // already here
-	}
-	var haves []plumbing.Hash
-	for _, name := range []plumbing.ReferenceName{ledger.LedgerRef, rs.trackLedger()} {
-		if h, err := g.localRef(name); err == nil && !h.IsZero() {
-			haves = append(haves, h)
-		}
-	}
-	return tip, g.receiveFrom(ctx, sess, ar, []plumbing.Hash{tip}, haves, ledgerPackLimits)
-}
-
 // fetchCommits fetches the commits wants (pinned runs) with everything they
 // reach that this repository lacks, through receivePack like the ledger:
 // go-git's fetch holds every object of the pack in memory while indexing it
@@ -185,7 +149,7 @@ func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []
 	if err != nil {
 		return err
 	}
-	sess, err := cl.NewUploadPackSession(ep, nil)
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
 	if err != nil {
 		return err
 	}
@@ -232,13 +196,22 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 }
 
 // ledgerMissing lists the objects reachable from newTip that are not
-// reachable from oldTip, which this repository holds: the ledger commits
-// after oldTip, and the trees and blobs of their trees that oldTip's tree
-// does not hold.
-func (g *Repo) ledgerMissing(newTip, oldTip plumbing.Hash) ([]plumbing.Hash, error) {
+// reachable from any of oldTips (the remote's ledger tips), which this
+// repository holds: the ledger commits after them, and the trees and blobs
+// of their trees that their trees do not hold.
+func (g *Repo) ledgerMissing(newTip plumbing.Hash, oldTips ...plumbing.Hash) ([]plumbing.Hash, error) {
 	have := map[plumbing.Hash]bool{}
-	if !oldTip.IsZero() {
-		err := g.walkCommits(oldTip, func(c *object.Commit) bool { have[c.Hash] = true; return true })
+	for _, oldTip := range oldTips {
+		if oldTip.IsZero() || have[oldTip] {
+			continue
+		}
+		err := g.walkCommits(oldTip, func(c *object.Commit) bool {
+			if have[c.Hash] {
+				return false
+			}
+			have[c.Hash] = true
+			return true
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +219,14 @@ func (g *Repo) ledgerMissing(newTip, oldTip plumbing.Hash) ([]plumbing.Hash, err
 		if err != nil {
 			return nil, err
 		}
-		if err := g.walkTree(c.TreeHash, func(h plumbing.Hash, _ bool) bool { have[h] = true; return true }); err != nil {
+		err = g.walkTree(c.TreeHash, func(h plumbing.Hash, _ bool) bool {
+			if have[h] {
+				return false
+			}
+			have[h] = true
+			return true
+		})
+		if err != nil {
 			return nil, err
 		}
 	}

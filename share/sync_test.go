@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -244,10 +245,12 @@ func TestSyncThreeClonesConverge(t *testing.T) {
 	}
 }
 
-// TestPushRejectedFetchesMergesRetries: B pushes after A without pulling;
-// the first push is refused as non-fast-forward, B merges A's runs into its
-// JSONL and the retry goes through.
-func TestPushRejectedFetchesMergesRetries(t *testing.T) {
+// TestPushNeverWaitsOnAnother (issue 29.1): B pushes after A without
+// pulling, with A's push landing between B's look at the remote and B's
+// push. With one shared ledger ref B's push was refused and went through a
+// fetch-merge-retry round; now each machine pushes its own ref, so B's
+// first push goes through, and a pull on each side brings the other's runs.
+func TestPushNeverWaitsOnAnother(t *testing.T) {
 	ctx := context.Background()
 	remote := newBareRemote(t)
 	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
@@ -257,14 +260,11 @@ func TestPushRejectedFetchesMergesRetries(t *testing.T) {
 		a.logRun(t)
 		b.logRun(t)
 	}
-	// A pushes between B's look at the remote and B's push. A reaches the
-	// remote another way (say over ssh), so B's push turn on the path
-	// remote does not hold it back.
 	first := true
 	res, err := b.sync(ctxWithHook(ctx, func() {
 		if first {
 			first = false
-			if res := a.push(t, context.WithValue(ctx, noPushTurnKey{}, true)); res.Attempts != 1 || res.Folded != 3 || res.RunRefsPushed != 3 {
+			if res := a.push(t, ctx); res.Attempts != 1 || res.Folded != 3 || res.RunRefsPushed != 3 {
 				t.Errorf("first push: %+v", res)
 			}
 		}
@@ -272,23 +272,48 @@ func TestPushRejectedFetchesMergesRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Attempts != 2 || res.Arrived != 3 || !reflect.DeepEqual(res.Merges, []string{MergeDiverged}) || res.Records != 6 {
-		t.Fatalf("rejected push: attempts %d arrived %d merges %v records %d, want 2, 3, [diverged], 6", res.Attempts, res.Arrived, res.Merges, res.Records)
+	if res.Attempts != 1 || res.Arrived != 0 || res.Records != 3 || res.RunRefsPushed != 3 {
+		t.Fatalf("second push: attempts %d arrived %d records %d run refs %d, want 1, 0, 3, 3", res.Attempts, res.Arrived, res.Records, res.RunRefsPushed)
 	}
-	if got := len(b.ids(t)); got != 6 {
-		t.Fatalf("b holds %d records after the merge, want 6", got)
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pr := a.pull(t, ctx)
-	if pr.Arrived != 3 || pr.RunRefsFetched != 3 || !reflect.DeepEqual(pr.Merges, []string{MergeFastForward}) {
-		t.Fatalf("a pull: %+v", pr)
+	if got := machineLedgers(t, rr); len(got) != 2 {
+		t.Fatalf("remote machine ledgers: %v, want one per machine", got)
+	}
+	if _, err := rr.Reference(ledger.LedgerRef, false); err == nil {
+		t.Fatalf("the remote has the format 2 single ledger ref %s", ledger.LedgerRef)
+	}
+	for _, c := range []*syncClone{a, b} {
+		pr := c.pull(t, ctx)
+		if pr.Arrived != 3 || pr.RunRefsFetched != 3 || pr.Records != 6 {
+			t.Fatalf("%s pull: %+v", c.name, pr)
+		}
 	}
 	if !reflect.DeepEqual(sorted(a.ids(t)), sorted(b.ids(t))) {
 		t.Fatal("a and b differ after push and pull")
 	}
+	// Settled: further syncs move no ref and make no commit.
+	for round := 0; round < 2; round++ {
+		for _, c := range []*syncClone{a, b} {
+			c.push(t, ctx)
+		}
+	}
+	before := machineLedgers(t, rr)
+	for _, c := range []*syncClone{a, b} {
+		if pr := c.push(t, ctx); pr.Arrived != 0 || pr.Folded != 0 {
+			t.Fatalf("%s settled push: %+v", c.name, pr)
+		}
+	}
+	if after := machineLedgers(t, rr); !reflect.DeepEqual(before, after) {
+		t.Fatalf("settled pushes moved the machine ledgers: %v → %v", before, after)
+	}
 }
 
-// TestPushRetriesAreBounded: a remote that refuses every push makes Push
-// give up with ErrPushRejected after MaxAttempts rounds.
+// TestPushRetriesAreBounded: a remote whose copy of this machine's own
+// ledger ref keeps being replaced makes Push give up with ErrPushRejected
+// after MaxAttempts rounds.
 func TestPushRetriesAreBounded(t *testing.T) {
 	ctx := context.Background()
 	remote := newBareRemote(t)
@@ -298,24 +323,28 @@ func TestPushRetriesAreBounded(t *testing.T) {
 	a.logRun(t)
 	a.push(t, ctx)
 	b.logRun(t)
-	// Make the remote's ledger an unrelated history b can never descend
-	// from: after every merge the tip is replaced again by a hook-like goroutine.
 	g, err := gitrepo.OpenRepo(b.repo.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	me, err := Of(g).MachineID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := MachineLedgerRef(me)
 	remoteRepo, err := git.PlainOpen(remote)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rg := Of(gitrepo.OverHandle(remoteRepo))
-	set, err := rg.readLedgerSet(mustRef(t, remoteRepo, ledger.LedgerRef))
+	set, err := rg.readLedgerSet(mustRef(t, remoteRepo, remoteLedger(t, remoteRepo)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rounds := 0
 	_, err = Of(g).Push(ctxWithHook(ctx, func() {
-		// Each round, someone else pushes a fresh unrelated ledger commit.
+		// Each round, a copy of b pushes a fresh unrelated ledger commit
+		// to b's own ref.
 		rounds++
 		pb := rg.newPack()
 		h, err := pb.commitLedger(set, ledger.DefaultConfig(), nil, fmt.Sprintf("racer %d", rounds), start)
@@ -326,11 +355,42 @@ func TestPushRetriesAreBounded(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		_ = remoteRepo.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, h))
+		_ = remoteRepo.Storer.SetReference(plumbing.NewHashReference(mine, h))
 	}), b.store, SyncOptions{MaxAttempts: 3, Now: start})
 	if !errors.Is(err, ErrPushRejected) || rounds != 3 {
 		t.Fatalf("want ErrPushRejected after 3 rounds, got %v after %d", err, rounds)
 	}
+}
+
+// machineLedgers lists the remote's per-machine ledger refs: name → tip.
+func machineLedgers(t *testing.T, r *git.Repository) map[string]string {
+	t.Helper()
+	iter, err := r.References()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		if strings.HasPrefix(ref.Name().String(), MachineLedgerPrefix) {
+			out[ref.Name().String()] = ref.Hash().String()
+		}
+		return nil
+	})
+	return out
+}
+
+// remoteLedger names the remote's ledger ref a test tampers with: its one
+// machine ledger (the machine that pushed), else the format 2 single ref.
+func remoteLedger(t *testing.T, r *git.Repository) string {
+	t.Helper()
+	m := machineLedgers(t, r)
+	if len(m) > 1 {
+		t.Fatalf("the remote holds %d machine ledgers, want at most one: %v", len(m), m)
+	}
+	for name := range m {
+		return name
+	}
+	return ledger.LedgerRef
 }
 
 func ctxWithHook(ctx context.Context, fn func()) context.Context {
@@ -425,7 +485,7 @@ func TestPullRefusesHostileRemote(t *testing.T) {
 	rg := Of(gitrepo.OverHandle(rr))
 	// refs/memorylab/runs/evil is not a run id.
 	a.push(t, ctx)
-	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.RefNamespace+"runs/evil", mustRef(t, rr, ledger.LedgerRef))); err != nil {
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.RefNamespace+"runs/evil", mustRef(t, rr, remoteLedger(t, rr)))); err != nil {
 		t.Fatal(err)
 	}
 	b := newSyncClone(t, "b", remote, time.Date(2026, 11, 22, 2, 0, 0, 0, time.UTC))
@@ -450,7 +510,7 @@ func TestPullRefusesHostileRemote(t *testing.T) {
 	ver, _ := rg.writeBlob([]byte("1\n"))
 	root, _ := rg.writeTree([]object.TreeEntry{{Name: "runs", Mode: filemode.Dir, Hash: runs}, {Name: "version", Mode: filemode.Regular, Hash: ver}})
 	sig := object.Signature{Name: "x", Email: "x@x", When: time.Now()}
-	c := &object.Commit{Author: sig, Committer: sig, Message: "evil\n", TreeHash: root, ParentHashes: []plumbing.Hash{mustRef(t, rr, ledger.LedgerRef)}}
+	c := &object.Commit{Author: sig, Committer: sig, Message: "evil\n", TreeHash: root, ParentHashes: []plumbing.Hash{mustRef(t, rr, remoteLedger(t, rr))}}
 	obj := rr.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		t.Fatal(err)
@@ -459,7 +519,7 @@ func TestPullRefusesHostileRemote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, h)); err != nil {
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(remoteLedger(t, rr)), h)); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(b.store.LedgerPath())
@@ -676,7 +736,7 @@ func tamperRemote(t *testing.T, remote string, blobs map[ledger.RunID][]byte) {
 		t.Fatal(err)
 	}
 	rg := Of(gitrepo.OverHandle(rr))
-	tip := mustRef(t, rr, ledger.LedgerRef)
+	tip := mustRef(t, rr, remoteLedger(t, rr))
 	set, err := rg.readLedgerSet(tip)
 	if err != nil {
 		t.Fatal(err)
@@ -696,7 +756,7 @@ func tamperRemote(t *testing.T, remote string, blobs map[ledger.RunID][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, h)); err != nil {
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(remoteLedger(t, rr)), h)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -797,4 +857,201 @@ func TestSyncAfterConcurrentRepack(t *testing.T) {
 	if res.Records != 4 {
 		t.Fatalf("records %d, want 4", res.Records)
 	}
+}
+
+// TestPullMigratesSingleLedgerRef (issue 29.1): a remote written by a format 2
+// memorylab holds one ledger ref, refs/memorylab/ledger. It is read and
+// merged; new pushes go to each machine's own ref in format 3 and leave the
+// old ref as it was.
+func TestPullMigratesSingleLedgerRef(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	a.logRun(t)
+	a.logRun(t)
+	a.push(t, ctx)
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Make the remote what format 2 left: the same tree with version 2
+	// under the single ref, and no machine ref.
+	mine := remoteLedger(t, rr)
+	c, err := rr.CommitObject(mustRef(t, rr, mine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := c.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := Of(gitrepo.OverHandle(rr))
+	pb := rg.newPack()
+	v2, err := pb.add(plumbing.BlobObject, []byte("2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := append([]object.TreeEntry(nil), root.Entries...)
+	for i := range entries {
+		if entries[i].Name == treeVersion {
+			entries[i].Hash = v2
+		}
+	}
+	rootV2, err := pb.addTree(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := object.Signature{Name: "memorylab", Email: "memorylab@localhost", When: start}
+	old := &object.Commit{Author: sig, Committer: sig, Message: "format 2\n", TreeHash: rootV2}
+	obj := &plumbing.MemoryObject{}
+	if err := old.Encode(obj); err != nil {
+		t.Fatal(err)
+	}
+	rd, _ := obj.Reader()
+	data, _ := io.ReadAll(rd)
+	oldTip, err := pb.add(plumbing.CommitObject, data)
+	if err == nil {
+		err = pb.flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.Storer.SetReference(plumbing.NewHashReference(ledger.LedgerRef, oldTip)); err != nil {
+		t.Fatal(err)
+	}
+	if err := rr.Storer.RemoveReference(plumbing.ReferenceName(mine)); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	if res := b.pull(t, ctx); res.Arrived != 2 || res.Records != 2 {
+		t.Fatalf("pull of a format 2 remote: %+v", res)
+	}
+	b.logRun(t)
+	if res := b.push(t, ctx); res.Attempts != 1 || res.Folded != 1 {
+		t.Fatalf("push to a format 2 remote: %+v", res)
+	}
+	if got := mustRef(t, rr, ledger.LedgerRef); got != oldTip {
+		t.Fatalf("the format 2 ledger ref moved: %s → %s", oldTip, got)
+	}
+	ml := machineLedgers(t, rr)
+	if len(ml) != 1 {
+		t.Fatalf("machine ledgers after b's push: %v", ml)
+	}
+	for _, tip := range ml {
+		set, err := rg.readLedgerSet(plumbing.NewHash(tip))
+		if err != nil || set.version != ledgerFormatVersion || set.count() != 3 {
+			t.Fatalf("b's machine ledger: version %v, %v records, %v; want %d and 3", set.version, set.count(), err, ledgerFormatVersion)
+		}
+	}
+	if res := a.pull(t, ctx); res.Arrived != 1 || res.Records != 3 {
+		t.Fatalf("a's pull after the migration: %+v", res)
+	}
+}
+
+// TestPushPinsRunsInBatches (issue 29.3): runs are pinned on the remote by
+// one chain per machine, not one ref per run, so the remote's refs grow
+// with machines; a pull still makes a run ref per run here, and a lost
+// cache of what the remote pins is rebuilt without re-fetching anything.
+func TestPushPinsRunsInBatches(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	for round := 0; round < 3; round++ {
+		for _, c := range []*syncClone{a, b} {
+			c.logRun(t)
+			c.logRun(t)
+			if res := c.push(t, ctx); res.RunRefsPushed != 2 {
+				t.Fatalf("%s push %d: %+v", c.name, round, res)
+			}
+		}
+	}
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iter, err := rr.References()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		if strings.HasPrefix(ref.Name().String(), ledger.RefNamespace) {
+			names = append(names, ref.Name().String())
+		}
+		return nil
+	})
+	if len(names) != 4 {
+		t.Fatalf("remote refs: %v, want one ledger and one pin chain per machine", names)
+	}
+	for _, c := range []*syncClone{a, b} {
+		c.pull(t, ctx)
+		if got := len(c.runRefs(t)); got != 12 {
+			t.Fatalf("%s holds %d run refs, want 12", c.name, got)
+		}
+	}
+	if !reflect.DeepEqual(a.runRefs(t), b.runRefs(t)) {
+		t.Fatal("a and b pin different commits")
+	}
+	g, err := gitrepo.OpenRepo(b.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caches, _ := filepath.Glob(filepath.Join(g.CommonDir, "memorylab-pinned-*"))
+	if len(caches) != 1 {
+		t.Fatalf("pin caches: %v", caches)
+	}
+	if err := os.WriteFile(caches[0], []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := b.pull(t, ctx); res.RunRefsFetched != 0 || len(res.Warnings) != 0 {
+		t.Fatalf("pull with a broken cache: %+v", res)
+	}
+	if res := b.push(t, ctx); res.RunRefsPushed != 0 {
+		t.Fatalf("push with a rebuilt cache re-pinned: %+v", res)
+	}
+}
+
+// TestMachineSyncs (issue 29.6): after a sync, each machine that pushed to
+// the remote is listed with its last push, from the tracking refs (no
+// network), newest first.
+func TestMachineSyncs(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start)
+	a.logRun(t)
+	a.clock = start.Add(time.Minute)
+	a.push(t, ctx)
+	b.logRun(t)
+	b.clock = start.Add(2 * time.Minute)
+	b.push(t, ctx)
+	a.pull(t, ctx)
+	g := mustOpen(t, a.repo.Dir)
+	got, err := g.MachineSyncs("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ga, _ := g.MachineID()
+	gb, _ := mustOpen(t, b.repo.Dir).MachineID()
+	if len(got) != 2 || got[0].Machine != gb || got[0].When != "2026-11-22T01:02:00Z" || got[1].Machine != ga || got[1].When != "2026-11-22T01:01:00Z" {
+		t.Fatalf("machine syncs: %+v (a %s, b %s)", got, ga, gb)
+	}
+	lone := newSyncClone(t, "lone", newBareRemote(t), start)
+	if got, err := mustOpen(t, lone.repo.Dir).MachineSyncs(""); err != nil || len(got) != 0 {
+		t.Fatalf("a clone that never synced: %+v %v", got, err)
+	}
+}
+
+func mustOpen(t *testing.T, dir string) *Repo {
+	t.Helper()
+	g, err := gitrepo.OpenRepo(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Of(g)
 }

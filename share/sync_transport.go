@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -216,7 +217,15 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		}
 		req.Packfile = nil // stored: go-git's session only updates the refs
 	}
-	return s.ReceivePackSession.ReceivePack(ctx, req)
+	report, err := s.ReceivePackSession.ReceivePack(ctx, req)
+	if err == nil {
+		// Still under the receive lock: the remote's packs stay few
+		// (issue 29.3). A failure leaves them as they were.
+		if dir, derr := remoteGitDir(s.path); derr == nil {
+			_, _ = ConsolidatePacks(dir, time.Now())
+		}
+	}
+	return report, err
 }
 
 // lockRemote takes the exclusive lock on a path remote. go-git writes a ref
@@ -229,43 +238,6 @@ func lockRemote(path string) (*ledger.Lock, error) {
 		return nil, err
 	}
 	return ledger.LockAt(filepath.Join(dir, "memorylab-receive.lock"))
-}
-
-// noPushTurnKey marks a test's push as one that reaches the remote another
-// way (say over ssh), so it neither takes nor waits for the push turn.
-type noPushTurnKey struct{}
-
-// pushTurn serialises the pushes of memorylab processes that share a path
-// remote (a bare repository on a shared disk): each holds the remote's
-// push lock from its first fetch to its push, so in a swarm one pusher's
-// rounds are not lost to the others (8 processes pushing back to back
-// starved one for 32 rounds). The lock only spares work; the receive-side
-// compare-and-swap is what keeps a push safe, so a remote that is not a
-// path, or whose lock is not had within lockTimeout, pushes without it. A
-// lock file that cannot be opened (a symbolic link planted in the remote)
-// is an error, as for the receive lock.
-func pushTurn(ctx context.Context, rs *remoteSpec) (release func(), err error) {
-	none := func() {}
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 || ctx.Value(noPushTurnKey{}) != nil {
-		return none, nil
-	}
-	ep, err := transport.NewEndpoint(urls[0])
-	if err != nil || ep.Protocol != "file" {
-		return none, nil
-	}
-	dir, err := remoteGitDir(ep.Path)
-	if err != nil {
-		return none, nil // the push itself names the problem
-	}
-	lock, err := ledger.LockAtContext(ctx, filepath.Join(dir, "memorylab-push.lock"))
-	switch {
-	case errors.Is(err, ledger.ErrLocked):
-		return none, nil
-	case err != nil:
-		return nil, err
-	}
-	return func() { _ = lock.Unlock() }, nil
 }
 
 func (s *knownHavesUploadPack) AdvertisedReferences() (*packp.AdvRefs, error) {

@@ -146,6 +146,12 @@ func TestClaimsTwoClones(t *testing.T) {
 		t.Fatalf("the MCP check does not show the claim in flight: %v", mv)
 	}
 
+	// The report shows the swarm: the claim in flight (issue 29.6).
+	if out := must(dirs[loser], "memorylab report -o - 2>/dev/null"); !strings.Contains(out, "## The swarm") ||
+		!strings.Contains(out, "Claims in flight:") || !strings.Contains(out, "| "+host+" |") || !strings.Contains(out, "raise LR to 0.06") {
+		t.Fatalf("the report does not show the claim in flight:\n%s", out)
+	}
+
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -166,5 +172,17 @@ func TestClaimsTwoClones(t *testing.T) {
 	out := must(dirs[loser], check)
 	if !strings.Contains(out, "duplicate_code: same change as run="+string(recs[0].RunID)) || strings.Contains(out, "in flight") {
 		t.Fatalf("after the first logged, the second's check does not show its result (or still a claim):\n%s", out)
+	}
+	// Both machines' last syncs, the run by host, no claim left.
+	var rep struct {
+		Swarm struct {
+			Hosts  []struct{ Host string }
+			Syncs  []struct{ Machine, When string }
+			Claims []any
+		}
+	}
+	if out := must(dirs[loser], "memorylab report --json 2>/dev/null"); json.Unmarshal([]byte(out), &rep) != nil ||
+		len(rep.Swarm.Syncs) != 2 || len(rep.Swarm.Claims) != 0 || len(rep.Swarm.Hosts) != 1 || rep.Swarm.Hosts[0].Host != host {
+		t.Fatalf("the report's swarm after both synced: %+v\n%s", rep.Swarm, out)
 	}
 }

@@ -28,6 +28,10 @@ var (
 	Git       = Tool{"git", "apt-get install -y git"}
 	Python3   = Tool{"python3", "apt-get install -y python3"}
 	Inspector = Tool{"mcp-inspector", "npm install -g @modelcontextprotocol/inspector"}
+	Sshd      = Tool{"sshd", "apt-get install -y openssh-server"}
+	SSHKeygen = Tool{"ssh-keygen", "apt-get install -y openssh-client"}
+	SSHAgent  = Tool{"ssh-agent", "apt-get install -y openssh-client"}
+	SSHAdd    = Tool{"ssh-add", "apt-get install -y openssh-client"}
 )
 
 // TB is the part of testing.TB this package uses.

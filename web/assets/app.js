@@ -136,11 +136,27 @@ async function renderOverview(view) {
       el("td", { class: "num", text: String(p.values) }), el("td", { class: "mono", text: p.best_value }), el("td", { class: "num", text: fmt(p.best) }),
       el("td", { class: "mono", text: p.champion_value || "–" }))))
     : el("p", { class: "muted", text: "No parameter edits read from the code of the window's runs." }));
+  if (m.swarm) out.push(...swarmPanel(m.swarm)); // issue 29.6
   out.push(el("h2", { text: "Recent runs" }));
   out.push(table(["time", "run", "status", m.metric, "description"],
     (m.recent_ledger || []).map((r) => el("tr", {}, el("td", { class: "mono", text: time(r.timestamp_utc) }), el("td", {}, runLink(r.run_id)),
       el("td", {}, statusBadge(r.status), dirtyMark(r.dirty)), el("td", { class: "num", text: fmt(r.value) }), el("td", { text: r.description })))));
   view.replaceChildren(...out);
+}
+
+// The swarm: runs by host, each machine's last sync, the claims in flight.
+function swarmPanel(sw) {
+  const out = [el("h2", { text: "The swarm" })];
+  out.push(table(["host", "runs in window", "kept", "runs", "last run"],
+    sw.hosts.map((h) => el("tr", {}, el("td", { class: "mono", text: h.host || "(not recorded)" }), el("td", { class: "num", text: String(h.in_window) }),
+      el("td", { class: "num", text: String(h.kept_in_window) }), el("td", { class: "num", text: String(h.runs) }), el("td", { class: "mono", text: time(h.last_run_utc) })))));
+  if (sw.syncs.length) out.push(table(["machine", "last sync"],
+    sw.syncs.map((s) => el("tr", {}, el("td", { class: "mono", text: s.machine }), el("td", { class: "mono", text: time(s.when) })))));
+  out.push(sw.claims.length ? table(["claimed since", "host", "expires", "idea in flight"],
+    sw.claims.map((c) => el("tr", {}, el("td", { class: "mono", text: time(c.start) }), el("td", { class: "mono", text: c.host }),
+      el("td", { class: "mono", text: time(c.expires) }), el("td", { text: c.description }))))
+    : el("p", { class: "muted", text: "No claims in flight." }));
+  return out;
 }
 
 function runningPanel() {

@@ -1,0 +1,242 @@
+package share
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+func TestGeometricSplit(t *testing.T) {
+	for _, tc := range []struct {
+		sizes []int64
+		want  int
+	}{
+		{nil, 0},
+		{[]int64{5}, 0},
+		{[]int64{1, 2}, 0},           // already a progression
+		{[]int64{1, 2, 4, 8, 16}, 0}, // already a progression
+		{[]int64{3, 3}, 2},           // two equal packs roll
+		{[]int64{1, 1, 1, 100}, 3},   // the small ones roll, the big one stays
+		{[]int64{1, 1, 1, 4}, 4},     // 3 rolled would not be half of 4: absorbed
+		{[]int64{10, 10, 10, 10, 1000}, 4},
+		{[]int64{1, 5, 5, 100, 1000}, 3},
+	} {
+		if got := geometricSplit(tc.sizes); got != tc.want {
+			t.Errorf("geometricSplit(%v) = %d, want %d", tc.sizes, got, tc.want)
+		}
+	}
+}
+
+// growthRemote simulates nights × agents pushes of runs runs each to a bare
+// remote, the way a path remote receives them: per push one pack (a run
+// commit its runs share, a pin batch naming them, a ledger commit with one
+// record standing for the batch), the agent's two refs moved, and the packs
+// consolidated under the receive lock; the clock moves a minute per push.
+// Synthetic and cheap: the refs and packs grow as in a real swarm, the
+// objects do not.
+func growthRemote(t testing.TB, nights, agents, runs int) (string, int) {
+	remote := newBareRemote(t)
+	var rg *Repo
+	var sto *gitrepo.RefStorage
+	open := func() {
+		if sto != nil {
+			sto.Close()
+		}
+		sto = gitrepo.OpenStorage(remote, remote, true)
+		r, err := git.Open(sto, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rg = Of(gitrepo.OverHandle(r))
+	}
+	open()
+	clock := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	sets := make([]*ledgerSet, agents)
+	ledgerTips := make([]plumbing.Hash, agents)
+	pinTips := make([]plumbing.Hash, agents)
+	for i := range sets {
+		sets[i] = newLedgerSet()
+	}
+	pinned := 0
+	for night := 0; night < nights; night++ {
+		for a := 0; a < agents; a++ {
+			machine := fmt.Sprintf("gpu%02d-%08x", a, a)
+			pb := rg.newPack()
+			empty, err := pb.addTree(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig := object.Signature{Name: "agent", Email: "agent@localhost", When: clock}
+			run := encodeCommit(t, pb, &object.Commit{Author: sig, Committer: sig, TreeHash: empty, Message: fmt.Sprintf("%s night %d\n", machine, night)})
+			var msg strings.Builder
+			fmt.Fprintf(&msg, "%s (%d)\n\n", pinHeader, runs)
+			var first ledger.RunID
+			for k := 0; k < runs; k++ {
+				id := ledger.NewRunID(clock.Add(time.Duration(k)*time.Second), run.String())
+				if k == 0 {
+					first = id
+				}
+				fmt.Fprintf(&msg, "%s %s\n", id, run)
+			}
+			pin := &object.Commit{Author: sig, Committer: sig, TreeHash: empty, Message: msg.String(), ParentHashes: []plumbing.Hash{run}}
+			if !pinTips[a].IsZero() {
+				pin.ParentHashes = []plumbing.Hash{pinTips[a], run}
+			}
+			pinTips[a] = encodeCommit(t, pb, pin)
+			rec := fmt.Sprintf(`{"schema_version":1,"run_id":%q,"timestamp_utc":%q,"status":"discard","description":"night %d","metrics":{}}`+"\n", first, clock.Format(time.RFC3339), night)
+			h, err := pb.add(plumbing.BlobObject, []byte(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sets[a].put(first, h)
+			if ledgerTips[a], err = pb.commitLedger(sets[a], ledger.DefaultConfig(), []plumbing.Hash{ledgerTips[a]}, "synthetic", clock); err != nil {
+				t.Fatal(err)
+			}
+			if err := pb.flush(); err != nil {
+				t.Fatal(err)
+			}
+			for name, h := range map[string]plumbing.Hash{MachineLedgerPrefix + machine: ledgerTips[a], PinsPrefix + machine: pinTips[a]} {
+				if err := rg.Storer().SetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), h)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := ConsolidatePacks(remote, clock); err != nil {
+				t.Fatal(err)
+			}
+			open()
+			pinned += runs
+			clock = clock.Add(time.Minute)
+		}
+	}
+	sto.Close()
+	return remote, pinned
+}
+
+func encodeCommit(t testing.TB, pb *packBuilder, c *object.Commit) plumbing.Hash {
+	obj := &plumbing.MemoryObject{}
+	if err := c.Encode(obj); err != nil {
+		t.Fatal(err)
+	}
+	rd, _ := obj.Reader()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := rd.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	h, err := pb.add(plumbing.CommitObject, []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestRemoteGrowthIsBounded (issue 29.3): after 100 nights × 64 agents ×
+// 100 runs (640k runs, 6,400 pushes) the remote holds fewer than 10k refs
+// and 50 packs, and every run is still pinned: the refs grow with machines
+// (a ledger and a pin chain each), the packs with the log of the pushes.
+func TestRemoteGrowthIsBounded(t *testing.T) {
+	nights, agents, runs := 100, 64, 100
+	if testing.Short() {
+		nights = 10
+	}
+	remote, pinned := growthRemote(t, nights, agents, runs)
+	rr, err := git.PlainOpen(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iter, err := rr.References()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	var chains []plumbing.Hash
+	_ = iter.ForEach(func(ref *plumbing.Reference) error {
+		refs++
+		if strings.HasPrefix(ref.Name().String(), PinsPrefix) {
+			chains = append(chains, ref.Hash())
+		}
+		return nil
+	})
+	packs, _ := filepath.Glob(filepath.Join(remote, "objects", "pack", "*.pack"))
+	t.Logf("%d pushes, %d runs: %d refs, %d packs", nights*agents, pinned, refs, len(packs))
+	if refs >= 10000 || len(packs) >= 50 {
+		t.Fatalf("the remote holds %d refs and %d packs, want < 10000 and < 50", refs, len(packs))
+	}
+	loose, _ := filepath.Glob(filepath.Join(remote, "objects", "??", "*"))
+	if len(loose) != 0 {
+		t.Fatalf("%d loose objects", len(loose))
+	}
+	// Every run is still reachable through the chains.
+	rg := Of(gitrepo.OverHandle(rr))
+	res := &SyncResult{}
+	got := 0
+	for _, tip := range chains {
+		for h := tip; !h.IsZero(); {
+			c, err := rg.CommitObject(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += len(parsePinBatch(c, res))
+			h = plumbing.ZeroHash
+			if len(c.ParentHashes) > 1 {
+				h = c.ParentHashes[0]
+			}
+		}
+	}
+	if got != pinned || len(res.Warnings) != 0 {
+		t.Fatalf("the chains pin %d runs (warnings %v), want %d", got, res.Warnings, pinned)
+	}
+	if _, err := os.Stat(filepath.Join(remote, "packed-refs")); err == nil {
+		t.Log("refs are packed")
+	}
+}
+
+// BenchmarkNoOpSync (issue 29.3): a sync (pull then push) with nothing new,
+// from a clone that already merged a simulated swarm's remote (64 agents,
+// 100 runs each a night, see growthRemote). Target: under 0.5 s.
+//
+//	go test ./ledger -run '^$' -bench NoOpSync -benchtime 10x
+func BenchmarkNoOpSync(b *testing.B) {
+	for _, nights := range []int{1, 10} {
+		b.Run(fmt.Sprintf("runs=%d", nights*64*100), func(b *testing.B) {
+			remote, _ := growthRemote(b, nights, 64, 100)
+			c := newSyncClone(b, "bench", remote, time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
+			ctx := context.Background()
+			c.logRun(b)
+			if _, err := c.sync(ctx, false); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.sync(ctx, true); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				pr, err := c.sync(ctx, false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ps, err := c.sync(ctx, true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if pr.Arrived != 0 || pr.RunRefsFetched != 0 || ps.Folded != 0 || ps.RunRefsPushed != 0 {
+					b.Fatalf("not a no-op: pull %+v push %+v", pr, ps)
+				}
+			}
+		})
+	}
+}

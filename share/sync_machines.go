@@ -1,0 +1,397 @@
+package share
+
+// One ledger ref per machine (ledger format 3, issue 29.1).
+//
+// A single shared ledger ref made every push a compare-and-swap against
+// every other machine's push: with 16 machines over ssh, one push took 30
+// fetch-merge-retry rounds and syncs gave up. Now each repository (a
+// "machine") pushes only refs/memorylab/ledgers/<machine-id>, which no other
+// machine writes, so its compare-and-swap only fails when the same machine
+// moved it (never in practice). Readers take the union of every machine's
+// ref (plus the format 2 single ref refs/memorylab/ledger, read but never
+// written again: that is the migration), with the same merge by run id.
+//
+// A machine's pushed ref is its local refs/memorylab/ledger, which holds
+// everything it merged; so the remote keeps everything even if one machine
+// disappears, and a newcomer reading any one ref gets most of the history.
+// A pull costs in proportion to what is new: the tips a previous sync
+// already merged are remembered in refs/remotes/<remote>/memorylab/ledgers/
+// (set only after the merge landed) and skipped without a walk.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// MachineLedgerPrefix is where each machine's ledger lives on a remote:
+// refs/memorylab/ledgers/<machine-id>.
+const MachineLedgerPrefix = ledger.RefNamespace + "ledgers/"
+
+// machineFile holds this repository's machine id (shared by its worktrees).
+const machineFile = "memorylab-machine"
+
+var machineIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// ValidMachineID reports whether id can name a machine's ledger ref.
+func ValidMachineID(id string) bool { return machineIDPattern.MatchString(id) }
+
+// MachineLedgerRef is the remote ref machine id pushes its ledger to.
+func MachineLedgerRef(id string) (plumbing.ReferenceName, error) {
+	if !ValidMachineID(id) {
+		return "", fmt.Errorf("%w: %q is not a machine id", ledger.ErrBadInput, id)
+	}
+	return plumbing.ReferenceName(MachineLedgerPrefix + id), nil
+}
+
+// MachineID returns this repository's machine id, creating it on first use:
+// the host name (letters, digits, '-' and '_' kept) and 8 random hex
+// digits, so two clones on one host are two machines. It is stored in the
+// git directory, never shared, and never changes.
+func (g *Repo) MachineID() (string, error) {
+	path := filepath.Join(g.CommonDir, machineFile)
+	if b, err := readBoundedFile(path, 128); err == nil {
+		id := strings.TrimSpace(string(b))
+		if ValidMachineID(id) {
+			return id, nil
+		}
+		return "", fmt.Errorf("%s holds %q, not a machine id: delete it and a new one is made", path, id)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	host, _ := os.Hostname()
+	var b strings.Builder
+	for _, r := range host {
+		if b.Len() >= 40 {
+			break
+		}
+		if r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			b.WriteRune(r)
+		}
+	}
+	var rnd [4]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(rnd[:])
+	if s := strings.TrimLeft(b.String(), "-_"); s != "" {
+		id = s + "-" + id
+	}
+	if err := ledger.WriteFileAtomic(path, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("unable to write %s: %w", path, err)
+	}
+	return id, nil
+}
+
+func readBoundedFile(path string, limit int64) ([]byte, error) {
+	return ledger.ReadBounded(path, limit)
+}
+
+// trackMachine is the tracking ref of machine id's ledger: the tip this
+// repository last merged from it.
+func (rs *remoteSpec) trackMachine(id string) plumbing.ReferenceName {
+	return plumbing.ReferenceName("refs/remotes/" + rs.track + "/memorylab/ledgers/" + id)
+}
+
+// noteMachineLedger records a remote machine ledger ref from a listing.
+func (res *SyncResult) noteMachineLedger(ref *plumbing.Reference) {
+	id := strings.TrimPrefix(ref.Name().String(), MachineLedgerPrefix)
+	if !ValidMachineID(id) || ref.Type() != plumbing.HashReference {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("remote ref %q is not a machine ledger: ignored", ref.Name()))
+		return
+	}
+	if res.machineTips == nil {
+		res.machineTips = map[string]plumbing.Hash{}
+	}
+	res.machineTips[id] = ref.Hash()
+}
+
+// remoteHasLedger: the last listing saw a ledger on the remote (legacy or
+// per machine), so a sync with nothing new to merge is the "same" case.
+func (res *SyncResult) remoteHasLedger() bool { return res.legacyTip || len(res.machineTips) > 0 }
+
+// MachineSync is one machine's ledger on a remote: what `report` and the
+// dashboard show as the swarm's last syncs.
+type MachineSync struct {
+	Machine string `json:"machine"`
+	Tip     string `json:"tip"`
+	// When is the commit time of the machine's ledger tip: its last push.
+	When string `json:"when"`
+}
+
+// newTips are the remote ledger tips (legacy and per machine) this
+// repository has not merged yet, sorted, with the machine ids they come
+// from ("" for the legacy ref). A tip equal to what the tracking ref says
+// was merged, or to the local ledger, is skipped without a walk.
+func (g *Repo) newTips(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) ([]plumbing.Hash, error) {
+	local, err := g.localRef(ledger.LedgerRef)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[plumbing.Hash]bool{plumbing.ZeroHash: true}
+	var out []plumbing.Hash
+	add := func(h plumbing.Hash, track plumbing.ReferenceName) error {
+		if seen[h] || h == local {
+			return nil
+		}
+		seen[h] = true
+		if !local.IsZero() {
+			if t, err := g.localRef(track); err != nil {
+				return err
+			} else if t == h {
+				return nil // merged by an earlier sync
+			}
+		}
+		out = append(out, h)
+		return nil
+	}
+	if err := add(legacy, rs.trackLedger()); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(res.machineTips))
+	for id := range res.machineTips {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if err := add(res.machineTips[id], rs.trackMachine(id)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// markMerged sets the tracking refs of the remote ledgers listed in res
+// (and the legacy one) once their tips are merged into the local ledger.
+func (g *Repo) markMerged(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) error {
+	set := func(name plumbing.ReferenceName, h plumbing.Hash) error {
+		if h.IsZero() {
+			return nil
+		}
+		if err := g.Storer().SetReference(plumbing.NewHashReference(name, h)); err != nil {
+			return fmt.Errorf("unable to set %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := set(rs.trackLedger(), legacy); err != nil {
+		return err
+	}
+	for id, h := range res.machineTips {
+		if err := set(rs.trackMachine(id), h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetchTips fetches the ledger commits tips (with what they reach that this
+// repository lacks) in one session.
+func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Hash) error {
+	var wants []plumbing.Hash
+	for _, h := range tips {
+		if _, err := g.CommitObject(h); err != nil {
+			wants = append(wants, h)
+		}
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	ep, cl, err := rs.client()
+	if err != nil {
+		return err
+	}
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	var haves []plumbing.Hash
+	if h, err := g.localRef(ledger.LedgerRef); err == nil && !h.IsZero() {
+		haves = append(haves, h)
+	}
+	iter, err := g.Storer().IterReferences()
+	if err == nil {
+		prefix := "refs/remotes/" + rs.track + "/memorylab/ledger"
+		_ = iter.ForEach(func(ref *plumbing.Reference) error {
+			if strings.HasPrefix(ref.Name().String(), prefix) && ref.Type() == plumbing.HashReference {
+				haves = append(haves, ref.Hash())
+			}
+			return nil
+		})
+		iter.Close()
+	}
+	if err := g.receiveFrom(ctx, sess, ar, wants, haves, ledgerPackLimits); err != nil {
+		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	return nil
+}
+
+// mergeLedgers merges every remote tip into set: one tip is mergeLedger's
+// case analysis; several make one union commit whose parents are ours and
+// every tip (one another tip already reaches is a redundant parent, which
+// costs 41 bytes; finding it would cost a walk of the history per pair).
+func (g *Repo) mergeLedgers(ctx context.Context, s *ledger.Store, ours plumbing.Hash, tips []plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult) (mergeResult, error) {
+	switch len(tips) {
+	case 0:
+		return mergeResult{kind: MergeSame, base: ours}, nil
+	case 1:
+		return g.mergeLedger(ctx, s, ours, tips[0], set, opts, res)
+	}
+	all := mergeResult{kind: MergeDiverged, base: ours, commit: true, theirsAll: tips}
+	for _, t := range tips {
+		m, err := g.mergeLedger(ctx, s, ours, t, set, opts, res)
+		if err != nil {
+			return all, err
+		}
+		all.arrivals = append(all.arrivals, m.arrivals...)
+		all.changed = all.changed || m.changed
+	}
+	sort.Slice(all.arrivals, func(i, j int) bool {
+		if !all.arrivals[i].at.Equal(all.arrivals[j].at) {
+			return all.arrivals[i].at.Before(all.arrivals[j].at)
+		}
+		return all.arrivals[i].id < all.arrivals[j].id
+	})
+	return all, nil
+}
+
+// MachineSyncs lists the machines that pushed a ledger to remote ("" is
+// origin), newest first, from the tracking refs the last sync left (no
+// network): each machine's last push.
+func (g *Repo) MachineSyncs(remote string) ([]MachineSync, error) {
+	rs, err := g.resolveRemote(remote)
+	if err != nil {
+		return nil, err
+	}
+	iter, err := g.Storer().IterReferences()
+	if err != nil {
+		return nil, err
+	}
+	defer iter.Close()
+	prefix := "refs/remotes/" + rs.track + "/memorylab/ledgers/"
+	var out []MachineSync
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		id := strings.TrimPrefix(ref.Name().String(), prefix)
+		if id == ref.Name().String() || !ValidMachineID(id) || ref.Type() != plumbing.HashReference {
+			return nil
+		}
+		c, err := g.CommitObject(ref.Hash())
+		if err != nil {
+			return nil
+		}
+		out = append(out, MachineSync{Machine: id, Tip: ref.Hash().String(), When: c.Committer.When.UTC().Format("2006-01-02T15:04:05Z")})
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].When != out[j].When {
+			return out[i].When > out[j].When
+		}
+		return out[i].Machine < out[j].Machine
+	})
+	return out, err
+}
+
+// newestTip is the remote ledger a fresh clone reads its config from: the
+// machine ledger with the greatest id that is not zero, else the legacy one
+// (any will do: each carries the config).
+func newestTip(legacy plumbing.Hash, machines map[string]plumbing.Hash) plumbing.Hash {
+	best := ""
+	for id, h := range machines {
+		if !h.IsZero() && id > best {
+			best = id
+		}
+	}
+	if best != "" {
+		return machines[best]
+	}
+	return legacy
+}
+
+// fetchNewTips fetches the remote ledgers this repository has not merged
+// yet, listing the remote's refs again in the fetch session itself: a tip
+// listed a moment before may have moved since, and git's upload-pack
+// serves only the tips it advertises ("not our ref"). res and the legacy
+// tip are updated from that listing; it returns the tips to merge and the
+// legacy tip.
+func (g *Repo) fetchNewTips(ctx context.Context, rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) ([]plumbing.Hash, plumbing.Hash, error) {
+	ep, cl, err := rs.client()
+	if err != nil {
+		return nil, legacy, err
+	}
+	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	if err != nil {
+		return nil, legacy, err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, legacy, nil
+	}
+	if err != nil {
+		return nil, legacy, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	if h, ok := ar.References[ledger.LedgerRef]; ok {
+		legacy = h
+	}
+	for name, h := range ar.References {
+		if id, ok := strings.CutPrefix(name, MachineLedgerPrefix); ok && ValidMachineID(id) {
+			if res.machineTips == nil {
+				res.machineTips = map[string]plumbing.Hash{}
+			}
+			res.machineTips[id] = h
+		}
+	}
+	tips, err := g.newTips(rs, legacy, res)
+	if err != nil {
+		return nil, legacy, err
+	}
+	var wants []plumbing.Hash
+	for _, h := range tips {
+		if _, err := g.CommitObject(h); err != nil {
+			wants = append(wants, h)
+		}
+	}
+	if len(wants) == 0 {
+		return tips, legacy, nil
+	}
+	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs), ledgerPackLimits); err != nil {
+		return nil, legacy, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	return tips, legacy, nil
+}
+
+// ledgerHaves are the ledger commits this repository holds: its ledger and
+// the remote's ledgers it tracks.
+func (g *Repo) ledgerHaves(rs *remoteSpec) []plumbing.Hash {
+	var haves []plumbing.Hash
+	if h, err := g.localRef(ledger.LedgerRef); err == nil && !h.IsZero() {
+		haves = append(haves, h)
+	}
+	iter, err := g.Storer().IterReferences()
+	if err == nil {
+		prefix := "refs/remotes/" + rs.track + "/memorylab/ledger"
+		_ = iter.ForEach(func(ref *plumbing.Reference) error {
+			if strings.HasPrefix(ref.Name().String(), prefix) && ref.Type() == plumbing.HashReference {
+				haves = append(haves, ref.Hash())
+			}
+			return nil
+		})
+		iter.Close()
+	}
+	return haves
+}
