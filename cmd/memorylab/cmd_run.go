@@ -427,7 +427,10 @@ func runTraining(ctx context.Context, env *Env, opts runOptions, summary string)
 	case !opts.JSON:
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(env.Out, lf), io.MultiWriter(env.Err, lf)
 	case opts.Echo:
-		cmd.Stdout, cmd.Stderr = io.MultiWriter(env.Err, lf), io.MultiWriter(env.Err, lf)
+		// One writer for both, so os/exec copies them with one goroutine:
+		// two would write to env.Err at once (a race that lost output).
+		w := io.MultiWriter(env.Err, lf)
+		cmd.Stdout, cmd.Stderr = w, w
 	default:
 		cmd.Stdout, cmd.Stderr = lf, lf
 	}
