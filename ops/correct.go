@@ -136,26 +136,3 @@ func firstLineOf(runs ledger.RunKeys, name string) (int, error) {
 	}
 	return i, nil
 }
-
-// retractedTSVRows is results.tsv's rows of runs retracted by corrections
-// among recs (a pull's arrivals), found in recs or else in the ledger.
-func retractedTSVRows(s *ledger.Store, recs []*ledger.Record) ([]string, error) {
-	want := map[ledger.RunID]bool{}
-	for _, r := range recs {
-		if r.Correction != nil && r.Correction.Kind == ledger.CorrectionRetract {
-			want[r.Correction.RunID] = true
-		}
-	}
-	if len(want) == 0 {
-		return nil, nil
-	}
-	var rows []string
-	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		if want[r.RunID] && r.Correction == nil && r.HasTSVRow() {
-			rows = append(rows, results.RowFromRecord(r, s.Config.Metric).Format())
-			delete(want, r.RunID)
-		}
-		return nil
-	})
-	return rows, err
-}

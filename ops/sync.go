@@ -3,7 +3,6 @@ package ops
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
@@ -57,25 +56,6 @@ func Sync(env Env, in SyncInput) (*SyncOutput, error) {
 	}
 	so := share.SyncOptions{Remote: in.Remote, Now: env.Now(), NoArchives: in.NoArchives, ArchiveCap: in.ArchiveCap,
 		Progress: env.Progress}
-	so.OnArrive = func(recs []*ledger.Record) error {
-		var b strings.Builder
-		for _, r := range recs {
-			if r.HasTSVRow() {
-				b.WriteString(results.RowFromRecord(r, s.Config.Metric).Format())
-			}
-		}
-		if err := s.AppendTSVLocked(results.Header(s.Config.Metric), b.String()); err != nil {
-			return err
-		}
-		// A retraction that arrived takes its run's row out here too.
-		rows, err := retractedTSVRows(s, recs)
-		for _, row := range rows {
-			if err == nil {
-				_, err = s.RemoveTSVRowLocked(row)
-			}
-		}
-		return err
-	}
 	steps := []bool{in.Push}
 	if in.Both {
 		steps = []bool{false, true}

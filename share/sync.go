@@ -120,9 +120,6 @@ type SyncOptions struct {
 	// ArchiveCap is the largest archive file shared whole; bigger ones
 	// travel as head and tail with a note. 0 means DefaultArchiveCap.
 	ArchiveCap int64
-	// OnArrive is called under the store lock after each batch of arriving
-	// records is appended (cmd appends their results.tsv rows).
-	OnArrive func([]*ledger.Record) error
 	// Progress reports long steps; nil reports nothing.
 	Progress ledger.Progress
 	// publish is set by Push: a fold with no ledger here or there commits
@@ -1099,10 +1096,8 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 				}
 			}
 			arrived += len(batch)
-			if opts.OnArrive != nil {
-				if err := opts.OnArrive(batch); err != nil {
-					return arrived, err
-				}
+			if err := followTSV(s, batch); err != nil {
+				return arrived, err
 			}
 		}
 		i += n
