@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -19,45 +15,15 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/memorylab/memorylab/internal/needtool"
+	"github.com/memorylab/memorylab/internal/gitserve"
 )
-
-// smartHTTPRemote serves a new bare repository over smart HTTP with git's
-// own server, `git http-backend` behind net/http/cgi (the server side may
-// be the git binary; memorylab is the client, through go-git), and returns
-// its URL.
-func smartHTTPRemote(t testing.TB) string {
-	t.Helper()
-	gitBin := needtool.Path(t, needtool.Git)
-	out, err := exec.Command(gitBin, "--exec-path").Output()
-	if err != nil {
-		t.Fatalf("git --exec-path: %v", err)
-	}
-	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
-	if _, err := os.Stat(backend); err != nil {
-		t.Fatalf("git-http-backend: %v", err)
-	}
-	root := t.TempDir()
-	bare := filepath.Join(root, "lab.git")
-	if out, err := exec.Command(gitBin, "init", "-q", "--bare", bare).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(gitBin, "-C", bare, "config", "http.receivepack", "true").CombinedOutput(); err != nil {
-		t.Fatalf("git config: %v\n%s", err, out)
-	}
-	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1",
-		"HOME=" + root, "GIT_CONFIG_NOSYSTEM=1"}}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/lab.git"
-}
 
 // TestSyncOverSmartHTTP (issue 29.4): three machines log and sync at once
 // through a smart HTTP remote served by git itself; no push is retried
 // because another machine pushed, and all converge on the same records and
 // run refs.
 func TestSyncOverSmartHTTP(t *testing.T) {
-	syncConcurrently(t, smartHTTPRemote(t))
+	syncConcurrently(t, gitserve.SmartHTTP(t))
 }
 
 // syncConcurrently: three machines log 12 runs each and sync every third
@@ -163,7 +129,7 @@ func TestAuthFor(t *testing.T) {
 // for a password refuses a sync without one with a one-line error saying
 // so (the URL's password never printed), and takes it from the URL.
 func TestSyncHTTPNeedsCredentials(t *testing.T) {
-	open := smartHTTPRemote(t)
+	open := gitserve.SmartHTTP(t)
 	u, err := url.Parse(open)
 	if err != nil {
 		t.Fatal(err)

@@ -1,110 +1,15 @@
 package share
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/memorylab/memorylab/internal/needtool"
+	"github.com/memorylab/memorylab/internal/gitserve"
 )
-
-// sshRemote serves a new bare repository over ssh: OpenSSH's sshd bound to
-// 127.0.0.1 on a free port, with a key of its own, and the client's key in
-// an ssh-agent (SSH_AUTH_SOCK) and the host key in SSH_KNOWN_HOSTS, which
-// is how memorylab (go-git) finds ssh credentials. It returns the URL.
-func sshRemote(t testing.TB) string {
-	t.Helper()
-	sshd := needtool.Path(t, needtool.Sshd)
-	keygen := needtool.Path(t, needtool.SSHKeygen)
-	agentBin := needtool.Path(t, needtool.SSHAgent)
-	add := needtool.Path(t, needtool.SSHAdd)
-	gitBin := needtool.Path(t, needtool.Git)
-	dir := t.TempDir()
-	run := func(env []string, name string, args ...string) {
-		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-	}
-	for _, k := range []string{"host_key", "user_key"} {
-		run(nil, keygen, "-q", "-t", "ed25519", "-N", "", "-C", k, "-f", filepath.Join(dir, k))
-	}
-	pub, err := os.ReadFile(filepath.Join(dir, "user_key.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	u, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf("Port %d\nListenAddress 127.0.0.1\nHostKey %s\nAuthorizedKeysFile %s\nPidFile %s\n"+
-		"UsePAM no\nStrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nMaxStartups 64\nMaxSessions 64\n",
-		port, filepath.Join(dir, "host_key"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))
-	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory (as root)
-	var log bytes.Buffer
-	d := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	d.Stdout, d.Stderr = &log, &log
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Process.Kill(); _ = d.Wait() })
-	sock := filepath.Join(dir, "agent.sock")
-	a := exec.Command(agentBin, "-D", "-a", sock)
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Process.Kill(); _ = a.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		_, serr := os.Stat(sock)
-		if err == nil && serr == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sshd or ssh-agent did not start: %v %v\n%s", err, serr, log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	run([]string{"SSH_AUTH_SOCK=" + sock}, add, "-q", filepath.Join(dir, "user_key"))
-	hostPub, err := os.ReadFile(filepath.Join(dir, "host_key.pub"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(hostPub))
-	known := filepath.Join(dir, "known_hosts")
-	if err := os.WriteFile(known, []byte(fmt.Sprintf("[127.0.0.1]:%d %s %s\n", port, f[0], f[1])), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("SSH_AUTH_SOCK", sock)
-	t.Setenv("SSH_KNOWN_HOSTS", known)
-	bare := filepath.Join(dir, "lab.git")
-	run(nil, gitBin, "init", "-q", "--bare", bare)
-	return fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare)
-}
 
 // TestSyncOverSSH (issue 29.4): as TestSyncOverSmartHTTP, through OpenSSH
 // on 127.0.0.1 (git-upload-pack and git-receive-pack on the server side).
@@ -112,7 +17,7 @@ func sshRemote(t testing.TB) string {
 // Without an agent, or with the host missing from known_hosts, a sync fails
 // with a one-line error naming what is missing (as the README says).
 func TestSyncOverSSH(t *testing.T) {
-	remote := sshRemote(t)
+	remote := gitserve.SSH(t)
 	syncConcurrently(t, remote)
 
 	c := newSyncClone(t, "nocreds", remote, time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))

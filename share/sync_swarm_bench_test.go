@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memorylab/memorylab/internal/gitserve"
 )
 
 // BenchmarkSwarmTable (issue 29.4) prints the issue's table: K machines
@@ -46,9 +48,9 @@ func BenchmarkSwarmTable(b *testing.B) {
 				case "path":
 					remote = newBareRemote(b)
 				case "http":
-					remote = smartHTTPRemote(b)
+					remote = gitserve.SmartHTTP(b)
 				case "ssh":
-					remote = sshRemote(b)
+					remote = gitserve.SSH(b)
 				default:
 					b.Fatalf("unknown remote kind %q", kind)
 				}

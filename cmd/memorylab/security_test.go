@@ -59,9 +59,11 @@ func TestNothingExecutesLedgerText(t *testing.T) {
 // Each must pass its argv straight to exec.Command: no shell, and nothing
 // taken from the ledger.
 var execAllowed = map[string]string{
-	"cmd/memorylab/cmd_run.go":   "`memorylab run -- CMD...` runs the user's own training command from its argv",
-	"cmd/memorylab/cmd_serve.go": "`serve --open` asks the desktop (xdg-open, or open on macOS) to open the dashboard's own URL",
-	"cmd/mlbench/main.go":        "the benchmark harness (a developer tool, not memorylab) times memorylab and the Python tool as processes",
+	"cmd/memorylab/cmd_run.go":      "`memorylab run -- CMD...` runs the user's own training command from its argv",
+	"cmd/memorylab/cmd_serve.go":    "`serve --open` asks the desktop (xdg-open, or open on macOS) to open the dashboard's own URL",
+	"cmd/mlbench/main.go":           "the benchmark harness (a developer tool, not memorylab) times memorylab and the Python tool as processes",
+	"cmd/mlbench/dashboard.go":      "the benchmark harness starts `memorylab serve` to time the dashboard's first page",
+	"internal/gitserve/gitserve.go": "tests only: git's own server side (sshd, git http-backend) for the sync tests; memorylab stays the client",
 }
 
 // TestNoShellingOut guards the rule that memorylab never runs other programs
