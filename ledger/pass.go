@@ -17,10 +17,14 @@ import (
 // A Pass is read-only once made: its consumers may run side by side.
 type Pass struct {
 	// Runs are the slim records (SlimRecord) of every run line in ledger
-	// order, retracted runs included, with Tie kept (the novelty index
-	// reads it; the catalog does not keep it).
+	// order, retracted runs included. When they are in the one order of
+	// runs and none is retracted (the common case), the catalog built from
+	// the pass shares them (read only) rather than copying 100k records.
 	Runs    []Record
 	Offsets []int64 // ledger byte offset of each run
+	// Ties marks the runs whose record has tie set (the novelty index
+	// reads it; the catalog does not keep it); nil when none has.
+	Ties []bool
 	// Corrections are the correction lines in ledger order (slimCorrection).
 	Corrections []Record
 	Covers      Fingerprint // the ledger prefix read
@@ -65,9 +69,15 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 			p.Corrections = append(p.Corrections, slimCorrection(r))
 			return nil
 		}
-		slim := SlimRecord(r, metric)
-		slim.Tie = r.Tie
-		p.Runs = append(p.Runs, slim)
+		if r.Tie {
+			if p.Ties == nil {
+				p.Ties = make([]bool, len(p.Runs), cap(p.Runs))
+			}
+		}
+		if p.Ties != nil {
+			p.Ties = append(p.Ties, r.Tie)
+		}
+		p.Runs = append(p.Runs, SlimRecord(r, metric))
 		p.Offsets = append(p.Offsets, off)
 		return nil
 	})
@@ -81,6 +91,9 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 	return p, nil
 }
 
+// Tie reports whether run i's record has tie set.
+func (p *Pass) Tie(i int) bool { return p.Ties != nil && p.Ties[i] }
+
 // Retracted is the set of run ids the pass's corrections retract.
 func (p *Pass) Retracted() map[RunID]Correction {
 	return CollectCorrections(p.Corrections).Retracted
@@ -90,15 +103,20 @@ func (p *Pass) Retracted() map[RunID]Correction {
 // built from p instead of a read of the ledger (p is not changed), written
 // to the cache, then caught up with anything appended after p.
 func (s *Store) CatalogFromPass(p *Pass) (*Catalog, []Warning, error) {
-	c := &Catalog{Metric: p.Metric, Records: make([]Record, len(p.Runs)), Offsets: append([]int64(nil), p.Offsets...),
-		Corrections: append([]Record(nil), p.Corrections...)}
-	copy(c.Records, p.Runs)
-	for i := range c.Records {
-		c.Records[i].Tie = false // the catalog does not keep it (as when read back)
+	n := len(p.Runs)
+	c := &Catalog{Metric: p.Metric, Records: p.Runs[:n:n], Offsets: p.Offsets[:n:n], Corrections: append([]Record(nil), p.Corrections...),
+		Covers: p.Covers}
+	grew := true
+	if info, err := os.Stat(s.LedgerPath()); err == nil && info.Size() == p.Covers.Size {
+		grew = false // nothing to catch up with (log holds the store lock)
 	}
-	c.applyRetractions(0)
-	sortRecordsWith(c.Records, c.Offsets)
-	c.Covers = p.Covers
+	if len(p.Retracted()) > 0 || !keysOf(c.Records).sorted() || grew {
+		// Retractions, sorting and a catch-up change the records in place:
+		// on a copy, as others read the pass meanwhile.
+		c.Records, c.Offsets = append([]Record(nil), c.Records...), append([]int64(nil), c.Offsets...)
+		c.applyRetractions(0)
+		sortRecordsWith(c.Records, c.Offsets)
+	}
 	_ = s.WriteCache(CatalogFile, CatalogVersion, p.Covers, encodeCatalog(c))
 	// Runs appended since the pass was read (none under the store lock).
 	cat, warnings, err := s.catchUpCatalog(c)

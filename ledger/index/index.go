@@ -562,7 +562,9 @@ func (x *Index) groupsOfPass(p *ledger.Pass, into map[string]*novelty.Group) {
 			g = &novelty.Group{Norm: norm, Family: r.Family, Desc: x.opts.Normalize(r.Description)}
 			into[id] = g
 		}
-		g.Runs = append(g.Runs, x.runOf(r, p.Offsets[i]))
+		run := x.runOf(r, p.Offsets[i])
+		run.Tie = p.Tie(i) && r.Status == ledger.StatusDiscard
+		g.Runs = append(g.Runs, run)
 	}
 }
 
