@@ -207,11 +207,18 @@ func (g *Repo) Lineages(s *ledger.Store, recs []ledger.Record) (*LineageSet, err
 // replaced atomically and its entries are immutable or tied to the ledger
 // fingerprint they cover).
 func (g *Repo) LineageRootForNewRun(s *ledger.Store, id ledger.RunID, commit string, kept bool) (string, LineageState, error) {
+	return g.LineageRootForNewRunFrom(s, nil, id, commit, kept)
+}
+
+// LineageRootForNewRunFrom is LineageRootForNewRun where p, when not nil,
+// is a read of the ledger shared with the other caches of a first use
+// (ledger.Pass): a missing or stale kept-run table is built from it.
+func (g *Repo) LineageRootForNewRunFrom(s *ledger.Store, p *ledger.Pass, id ledger.RunID, commit string, kept bool) (string, LineageState, error) {
 	h, err := g.parseFullHash(commit)
 	if err != nil {
 		return "", LineageMissing, err
 	}
-	an, err := g.loadAncestry(s)
+	an, err := g.loadAncestryFrom(s, p)
 	if err != nil {
 		return "", LineageMissing, err
 	}
@@ -601,7 +608,12 @@ var ancestryMagic = []byte("MLANC")
 // loadAncestry reads the cache (an empty graph when it is missing, of
 // another version or damaged: it is only a cache) and catches the kept-run
 // table up with the ledger.
-func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) {
+func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) { return g.loadAncestryFrom(s, nil) }
+
+// loadAncestryFrom is loadAncestry where p, when not nil, is a read of the
+// ledger from its start (ledger.Pass): a kept-run table that covers less
+// than p is taken from p, and only the ledger after p is scanned.
+func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, error) {
 	an := &ancestry{idx: map[plumbing.Hash]int32{}}
 	path := s.Path(ledger.CacheDir, ancestryFile)
 	if b, err := os.ReadFile(path); err == nil {
@@ -615,15 +627,22 @@ func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) {
 	// Every cache write follows resolveKept, so the kept runs it holds were
 	// all tried against the graph it holds.
 	an.tried = len(an.kept)
+	if p != nil && p.Covers.Size > an.fp.Size && s.StillCovers(p.Covers) {
+		// Every record of the ledger, as ScanFrom gives them: retracted
+		// runs too, in ledger order.
+		an.kept = an.kept[:0]
+		for i := range p.Runs {
+			if r := &p.Runs[i]; r.Status == ledger.StatusKeep {
+				an.kept = append(an.kept, keptRunOf(r))
+			}
+		}
+		an.fp, an.dirty, an.tried = p.Covers, true, 0
+	}
 	keptBefore, scanned := len(an.kept), 0
 	end, _, err := s.ScanFrom(an.fp.Size, func(r *ledger.Record, _ int, _ int64) error {
 		scanned++
 		if r.Status == ledger.StatusKeep {
-			k := keptRun{id: r.RunID, short: r.Commit}
-			if IsFullHash(r.CommitFull) {
-				k.commit = plumbing.NewHash(r.CommitFull)
-			}
-			an.kept = append(an.kept, k)
+			an.kept = append(an.kept, keptRunOf(r))
 		}
 		return nil
 	})
@@ -643,6 +662,15 @@ func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) {
 		an.fp = fp
 	}
 	return an, nil
+}
+
+// keptRunOf is the kept-run entry of a kept record.
+func keptRunOf(r *ledger.Record) keptRun {
+	k := keptRun{id: r.RunID, short: r.Commit}
+	if IsFullHash(r.CommitFull) {
+		k.commit = plumbing.NewHash(r.CommitFull)
+	}
+	return k
 }
 
 // ancestryRescan bounds the ledger tail left for the next command to

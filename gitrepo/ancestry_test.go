@@ -350,3 +350,70 @@ func TestLineagesShortCommitRecords(t *testing.T) {
 		t.Errorf("unknown commit: %+v", l)
 	}
 }
+
+// TestAncestryFromPass: the kept-run table a first use takes from its one
+// read of the ledger (ledger.Pass) is the table a scan of the ledger
+// builds — every kept run in ledger order, retracted ones and runs with
+// only a short commit included — and a table the pass covers more of is
+// replaced, one it covers less of is caught up from the ledger (issue 30).
+func TestAncestryFromPass(t *testing.T) {
+	full := "0123456789abcdef0123456789abcdef01234567"
+	var lines strings.Builder
+	for i, tc := range []struct {
+		ts, status, commitFull string
+	}{
+		{"2026-11-22T03:00:00Z", ledger.StatusKeep, full},
+		{"2026-11-22T01:00:00Z", ledger.StatusKeep, ""}, // out of order, short commit only
+		{"2026-11-22T02:00:00Z", ledger.StatusDiscard, full},
+		{"2026-11-22T04:00:00Z", ledger.StatusKeep, full},
+	} {
+		lines.WriteString(ledger.TestRecordLine(t, fmt.Sprintf("20261122T0%d0000Z-0123456", i), full, func(r *ledger.Record) {
+			r.Timestamp, r.Status, r.CommitFull = tc.ts, tc.status, tc.commitFull
+		}))
+	}
+	lines.WriteString(ledger.TestRecordLine(t, "20261122T090000Z-corr001", "", func(r *ledger.Record) {
+		*r = ledger.Record{SchemaVersion: ledger.SchemaVersion, RunID: "20261122T090000Z-corr001", Timestamp: "2026-11-22T09:00:00Z",
+			Correction: &ledger.Correction{Kind: ledger.CorrectionRetract, RunID: "20261122T030000Z-0123456", Text: "bad"}}
+	}))
+	s := ledger.TestStore(t, lines.String())
+	g := &Repo{}
+	want, err := g.loadAncestry(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.kept) != 3 {
+		t.Fatalf("scan: %d kept runs, want 3", len(want.kept))
+	}
+	p, err := s.ReadPass(s.Config.Metric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.loadAncestryFrom(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.kept) != fmt.Sprint(want.kept) || got.fp != want.fp || !got.dirty || got.tried != 0 {
+		t.Errorf("from the pass: %v %v dirty %v tried %d; scanned: %v %v", got.kept, got.fp, got.dirty, got.tried, want.kept, want.fp)
+	}
+	// The ledger grew after the pass: the rest is scanned.
+	more := ledger.TestRecordLine(t, "20261122T100000Z-0123456", full, func(r *ledger.Record) { r.Timestamp, r.Status = "2026-11-22T10:00:00Z", ledger.StatusKeep })
+	f, err := os.OpenFile(s.LedgerPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(more); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, err = g.loadAncestryFrom(s, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err = g.loadAncestry(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.kept) != fmt.Sprint(want.kept) || got.fp != want.fp || len(got.kept) != 4 {
+		t.Errorf("after growing, from the pass: %v %v; scanned: %v %v", got.kept, got.fp, want.kept, want.fp)
+	}
+}

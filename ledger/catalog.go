@@ -254,6 +254,13 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 		}
 		c = &Catalog{Metric: metric}
 	}
+	return s.catchUpCatalog(c)
+}
+
+// catchUpCatalog appends the ledger's records after c.Covers to c and
+// rewrites the cache file when there were any.
+func (s *Store) catchUpCatalog(c *Catalog) (*Catalog, []Warning, error) {
+	metric := c.Metric
 	oldRuns, oldCorrections := len(c.Records), len(c.Corrections)
 	end, warnings, err := s.ScanFrom(c.Covers.Size, func(r *Record, _ int, off int64) error {
 		if r.Correction != nil { // not a run; a retraction takes its run out below

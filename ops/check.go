@@ -220,8 +220,14 @@ func noveltyOptions(s *ledger.Store, mode string, threshold float64) novelty.Opt
 // OpenNoveltyIndex opens the store's novelty index; notices go to
 // env.Notice.
 func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*index.Index, error) {
+	return openNoveltyIndex(env, s, writer, nil)
+}
+
+// openNoveltyIndex is OpenNoveltyIndex, rebuilding from pass (a first
+// use's one read of the ledger) when it is not nil.
+func openNoveltyIndex(env Env, s *ledger.Store, writer bool, pass *ledger.Pass) (*index.Index, error) {
 	return index.Open(s, index.Options{Normalize: novelty.Normalize,
-		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Notice, Progress: env.Progress, Writer: writer})
+		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Notice, Progress: env.Progress, Writer: writer, Pass: pass})
 }
 
 // checkExhaustive scores every record in the ledger.

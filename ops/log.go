@@ -317,11 +317,17 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	)
 	penv := env
 	penv.Notice = &syncWriter{w: env.Notice}
+	// On a first use (the caches deleted, a fresh clone) the ledger is
+	// read once for all of them (ledger.Pass), not once per cache.
+	pass, err := firstUsePass(s)
+	if err != nil {
+		return nil, err
+	}
 	err = ledger.Parallel(
 		func() error {
 			// Short form, as the Python tool wrote it; left empty when unknown
 			// (shallow clone). Never a reason to refuse the run.
-			root, state, err := loc.Repo.LineageRootForNewRun(s, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep)
+			root, state, err := loc.Repo.LineageRootForNewRunFrom(s, pass, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep)
 			if state == gitrepo.LineageKnown {
 				lineageRoot = ledger.Short(root)
 			}
@@ -330,7 +336,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		},
 		func() error {
 			var err error
-			if nix, err = OpenNoveltyIndex(penv, s, true); err != nil {
+			if nix, err = openNoveltyIndex(penv, s, true, pass); err != nil {
 				return err
 			}
 			vopts := noveltyOptions(s, in.Mode, in.Threshold)
@@ -340,11 +346,19 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 			return err
 		},
 		func() error {
+			var cat *ledger.Catalog
+			if pass != nil {
+				var err error
+				if cat, _, err = s.CatalogFromPass(pass); err != nil {
+					return err
+				}
+			}
 			var err error
-			st, _, behind, err = LoadRegistry(s, penv.Notice, nil)
+			st, _, behind, err = LoadRegistry(s, penv.Notice, cat)
 			return err
 		},
 	)
+	pass = nil // the caches hold what they need of it
 	if nix != nil {
 		defer nix.Close()
 	}

@@ -170,3 +170,13 @@ func RefreshRegistry(now time.Time, notice io.Writer, s *ledger.Store, outOfOrde
 	}
 	return SaveRegistry(s, st, fp, behind, RegistryCacheLag, now)
 }
+
+// firstUsePass is one read of the ledger for every cache when the store
+// looks like a first use (ledger.Store.NeedsPass: the catalog and another
+// cache missing), else nil and each cache catches up on its own.
+func firstUsePass(s *ledger.Store) (*ledger.Pass, error) {
+	if !s.NeedsPass() {
+		return nil, nil
+	}
+	return s.ReadPass(s.Config.Metric)
+}

@@ -206,13 +206,18 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 	fetched := make([]bool, len(recs)) // false: pulled without its archives
 	const chunk = 512
 	workers := max(2*runtime.GOMAXPROCS(0), 4) // stat calls wait on the disk
+	// One listing of runs/ answers whether each run's directory is there
+	// (its run_dir artifact), instead of a stat per run, and spares opening
+	// the directories that are not (100k runs: 0.5 s of system calls).
+	runsDir := s.Path(ledger.RunsDir)
+	runs := listDir(runsDir)
 	next := make(chan int)
 	fns := make([]func() error, workers)
 	for w := range fns {
 		fns[w] = func() error {
 			for start := range next {
 				for i := start; i < min(start+chunk, len(recs)); i++ {
-					found[i], fetched[i] = runArtifacts(s, &recs[i])
+					found[i], fetched[i] = runArtifacts(s, runsDir, runs, &recs[i])
 				}
 			}
 			return nil
@@ -245,10 +250,18 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 // Each directory is listed once (a run's files are one directory: one
 // listing instead of a stat per file, which was most of doctor's system
 // time at 100k runs).
-func runArtifacts(s *ledger.Store, r *doctorRec) (out []Finding, fetched bool) {
+//
+// runs is the listing of runsDir (nil when it could not be listed): it is
+// shared, read only, by every run's lister.
+func runArtifacts(s *ledger.Store, runsDir string, runs map[string]fs.FileMode, r *doctorRec) (out []Finding, fetched bool) {
 	dirs := dirLister{}
+	if runs != nil {
+		dirs[filepath.Clean(runsDir)+string(filepath.Separator)] = runs
+	}
 	if dir, err := s.RunDir(r.id); err == nil {
-		dirs.list(dir)
+		if t, listed := runs[string(r.id)]; runs == nil || listed && (t.IsDir() || t&fs.ModeSymlink != 0) {
+			dirs.list(dir) // else it is no directory: listing it would fail, and exists stats
+		}
 		if dirs.exists(filepath.Join(dir, ledger.NotFetchedMarker), os.Lstat) {
 			return nil, false
 		}

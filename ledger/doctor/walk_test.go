@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestDirListerAnswersAsStat: the one-listing-per-directory check answers
@@ -108,5 +110,46 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunsListingAnswersAsStat: with one listing of runs/ shared by every
+// run, a run's archived files are found or missed exactly as with a
+// listing and a stat per run (issue 30): a run directory, a file in its
+// place, links to a directory and to nowhere, a missing one, and a run
+// pulled without its archives.
+func TestRunsListingAnswersAsStat(t *testing.T) {
+	s := ledger.TestStore(t, "")
+	runsDir := s.Path(ledger.RunsDir)
+	must(t, os.MkdirAll(filepath.Join(runsDir, "20261122T010000Z-abc1234-0001"), 0o755))
+	must(t, os.WriteFile(filepath.Join(runsDir, "20261122T010000Z-abc1234-0001", "run.log"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(runsDir, "20261122T010000Z-abc1234-0002"), nil, 0o644))
+	must(t, os.Symlink("20261122T010000Z-abc1234-0001", filepath.Join(runsDir, "20261122T010000Z-abc1234-0003")))
+	must(t, os.Symlink("nowhere", filepath.Join(runsDir, "20261122T010000Z-abc1234-0004")))
+	must(t, os.MkdirAll(filepath.Join(runsDir, "20261122T010000Z-abc1234-0005"), 0o755))
+	must(t, os.WriteFile(filepath.Join(runsDir, "20261122T010000Z-abc1234-0005", ledger.NotFetchedMarker), nil, 0o644))
+	runs := listDir(runsDir)
+	for _, tc := range []struct {
+		id      string
+		missing int // findings
+		fetched bool
+	}{
+		{"20261122T010000Z-abc1234-0001", 0, true},
+		{"20261122T010000Z-abc1234-0002", 0, false}, // a file in its place: ENOTDIR is not "does not exist", for the marker too
+		{"20261122T010000Z-abc1234-0003", 0, true},
+		{"20261122T010000Z-abc1234-0004", 2, true},
+		{"20261122T010000Z-abc1234-0006", 2, true},
+		{"20261122T010000Z-abc1234-0005", 0, false},
+	} {
+		prefix := ledger.DefaultStoreDir + "/" + ledger.RunsDir + "/" + tc.id
+		r := &doctorRec{line: 1, id: ledger.RunID(tc.id), artifacts: map[string]string{"run_dir": prefix, "run_log_path": prefix + "/run.log"}}
+		got, gotFetched := runArtifacts(s, runsDir, runs, r)
+		want, wantFetched := runArtifacts(s, runsDir, nil, r) // a listing and a stat per run
+		if fmt.Sprint(got) != fmt.Sprint(want) || gotFetched != wantFetched {
+			t.Errorf("%s: with the runs/ listing %v %v, without %v %v", tc.id, got, gotFetched, want, wantFetched)
+		}
+		if len(got) != tc.missing || gotFetched != tc.fetched {
+			t.Errorf("%s: %d findings (fetched %v), want %d (%v): %v", tc.id, len(got), gotFetched, tc.missing, tc.fetched, got)
+		}
 	}
 }
