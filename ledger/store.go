@@ -474,117 +474,35 @@ func decodeLine(line []byte, lineNo int, start int64, torn bool) (*Record, *Warn
 	return &r, nil
 }
 
-// scanBatchLines is how many lines one decode job holds: big enough that
-// channel traffic is noise next to decoding ~4 KB records, small enough to
-// keep every core busy on a ledger of a few thousand lines.
-const scanBatchLines = 256
-
-type scanLine struct {
-	data   []byte
-	no     int
-	start  int64
-	torn   bool
-	long   int64 // the line's length when isLong
-	isLong bool  // over MaxRecordBytes: data is nil (readLine)
-}
-
-type scanItem struct {
-	rec  *Record
-	warn *Warning
-	line int
-	off  int64
-}
-
-type scanJob struct {
-	lines []scanLine
-	out   chan []scanItem
-}
-
 // ScanReaderParallel is ScanReader with JSON decoding spread over
 // GOMAXPROCS goroutines. fn is called from the calling goroutine in input
 // order with the same records, line numbers, offsets and warnings as
 // ScanReader; it may read ahead of the line where fn stops.
 func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64) error) ([]Warning, error) {
-	workers := runtime.GOMAXPROCS(0)
-	if workers < 2 {
+	if runtime.GOMAXPROCS(0) < 2 {
 		return ScanReader(rd, fn)
 	}
-	done := make(chan struct{})
-	defer close(done)
-	order := make(chan chan []scanItem, 2*workers)
-	jobs := make(chan scanJob, 2*workers)
-	var readErr error // written before order is closed
-	go func() {
-		defer close(jobs)
-		defer close(order)
-		br := bufio.NewReaderSize(rd, 1<<20)
-		var offset int64
-		batch := make([]scanLine, 0, scanBatchLines)
-		send := func() bool {
-			out := make(chan []scanItem, 1)
-			select {
-			case order <- out:
-			case <-done:
-				return false
-			}
-			select {
-			case jobs <- scanJob{lines: batch, out: out}:
-			case <-done:
-				return false
-			}
-			batch = make([]scanLine, 0, scanBatchLines)
-			return true
-		}
-		for lineNo := 1; ; lineNo++ {
-			line, n, long, err := ReadLine(br)
-			if n > 0 {
-				batch = append(batch, scanLine{data: line, no: lineNo, start: offset, torn: err == io.EOF, long: n, isLong: long})
-				offset += n
-			}
-			if err != nil {
-				if err != io.EOF {
-					readErr = fmt.Errorf("unable to read ledger: %w", err)
-				}
-				if len(batch) > 0 {
-					send()
-				}
-				return
-			}
-			if len(batch) == scanBatchLines && !send() {
-				return
-			}
-		}
-	}()
-	for range workers {
-		go func() {
-			for j := range jobs {
-				items := make([]scanItem, 0, len(j.lines))
-				for _, l := range j.lines {
-					r, w := decodeLine(l.data, l.no, l.start, l.torn)
-					if l.isLong {
-						r, w = nil, &Warning{Line: l.no, Offset: l.start, Reason: LongLineReason(l.long), Torn: l.torn}
-					}
-					if r != nil || w != nil {
-						items = append(items, scanItem{rec: r, warn: w, line: l.no, off: l.start})
-					}
-				}
-				j.out <- items
-			}
-		}()
+	type decoded struct {
+		rec  *Record
+		warn *Warning
 	}
 	var warnings []Warning
-	for out := range order {
-		for _, it := range <-out {
-			if it.warn != nil {
-				warnings = append(warnings, *it.warn)
-				continue
-			}
-			if err := fn(it.rec, it.line, it.off); err != nil {
-				return warnings, err
-			}
+	err := EachLineParallel(rd, func(l *Line) decoded {
+		if l.Long {
+			return decoded{warn: &Warning{Line: l.No, Offset: l.Offset, Reason: LongLineReason(l.Size), Torn: l.Torn}}
 		}
-	}
-	return warnings, readErr
+		r, w := decodeLine(l.Raw, l.No, l.Offset, l.Torn)
+		return decoded{r, w}
+	}, func(l *Line, d decoded) error {
+		switch {
+		case d.warn != nil:
+			warnings = append(warnings, *d.warn)
+		case d.rec != nil:
+			return fn(d.rec, l.No, l.Offset)
+		}
+		return nil
+	})
+	return warnings, err
 }
 
 func ShortReason(err error) string {

@@ -1,20 +1,14 @@
 package doctor
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"io"
-	"runtime"
 
 	"github.com/memorylab/memorylab/ledger"
 )
-
-// walkBatchLines is how many lines one classify job holds (as in
-// ledger.ScanReaderParallel: channel traffic is noise next to decoding).
-const walkBatchLines = 256
 
 // walkItem is one line with what a worker learns of it alone: its kind
 // before the rules that need earlier lines, its record and its body's hash.
@@ -29,88 +23,23 @@ type walkItem struct {
 // one process: they are never stored).
 var walkSeed = maphash.MakeSeed()
 
-type walkJob struct {
-	items []walkItem
-	out   chan []walkItem
-}
-
 // walkLedger reads the ledger line by line and classifies each line. It is
 // the single definition of "bad line" shared by Diagnose and Repair.
 //
-// Lines are decoded on all cores (decoding is most of doctor's time on a
+// Lines are decoded on all cores (ledger.EachLineParallel: decoding is most of doctor's time on a
 // large ledger); the rules that depend on earlier lines — a byte-identical
 // copy of an earlier record, the torn last line — are applied in ledger
 // order, and fn is called in ledger order.
 func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
-	workers := max(runtime.GOMAXPROCS(0), 1)
-	done := make(chan struct{})
-	defer close(done)
-	order := make(chan chan []walkItem, 2*workers)
-	jobs := make(chan walkJob, 2*workers)
-	var readErr error // written before order is closed
-	go func() {
-		defer close(jobs)
-		defer close(order)
-		br := bufio.NewReaderSize(rd, 1<<20)
-		var offset int64
-		batch := make([]walkItem, 0, walkBatchLines)
-		send := func() bool {
-			out := make(chan []walkItem, 1)
-			select {
-			case order <- out:
-			case <-done:
-				return false
-			}
-			select {
-			case jobs <- walkJob{items: batch, out: out}:
-			case <-done:
-				return false
-			}
-			batch = make([]walkItem, 0, walkBatchLines)
-			return true
-		}
-		for no := 1; ; no++ {
-			raw, n, long, err := ledger.ReadLine(br)
-			if n > 0 {
-				batch = append(batch, walkItem{l: ledgerLine{No: no, Offset: offset, Raw: raw, Size: n}, torn: err == io.EOF, long: long})
-				offset += n
-			}
-			if err != nil {
-				if err != io.EOF {
-					readErr = fmt.Errorf("unable to read ledger: %w", err)
-				}
-				if len(batch) > 0 {
-					send()
-				}
-				return
-			}
-			if len(batch) == walkBatchLines && !send() {
-				return
-			}
-		}
-	}()
-	for range workers {
-		go func() {
-			for j := range jobs {
-				for i := range j.items {
-					classify(&j.items[i])
-				}
-				j.out <- j.items
-			}
-		}()
-	}
 	seen := map[ledger.RunID]seenRec{}
-	for out := range order {
-		items := <-out
-		for i := range items {
-			it := &items[i]
-			inOrder(it, seen)
-			if err := fn(&it.l); err != nil {
-				return err
-			}
-		}
-	}
-	return readErr
+	return ledger.EachLineParallel(rd, func(l *ledger.Line) walkItem {
+		it := walkItem{l: ledgerLine{No: l.No, Offset: l.Offset, Raw: l.Raw, Size: l.Size}, torn: l.Torn, long: l.Long}
+		classify(&it)
+		return it
+	}, func(_ *ledger.Line, it walkItem) error {
+		inOrder(&it, seen)
+		return fn(&it.l)
+	})
 }
 
 // seenRec is the first line of a run id and the hash of its body.

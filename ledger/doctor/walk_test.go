@@ -55,21 +55,21 @@ func TestDirListerAnswersAsStat(t *testing.T) {
 }
 
 // TestWalkLedgerAcrossBatches: lines are classified in parallel batches of
-// walkBatchLines, yet an exact copy in a later batch is a duplicate of the
+// ledger.LineBatch, yet an exact copy in a later batch is a duplicate of the
 // first line, a different record with the same id is not, fn sees every
 // line in order, and the torn last line is torn.
 func TestWalkLedgerAcrossBatches(t *testing.T) {
 	var b bytes.Buffer
-	n := 3*walkBatchLines + 10
+	n := 3*ledger.LineBatch + 10
 	for i := 1; i <= n; i++ {
 		switch i {
-		case 2 * walkBatchLines: // an exact copy of line 1, two batches on
+		case 2 * ledger.LineBatch: // an exact copy of line 1, two batches on
 			fmt.Fprintf(&b, `{"run_id":"20261122T000001Z-abc1234","status":"keep"}`+"\n")
-		case 2*walkBatchLines + 1: // same id, other content
+		case 2*ledger.LineBatch + 1: // same id, other content
 			fmt.Fprintf(&b, `{"run_id":"20261122T000001Z-abc1234","status":"discard"}`+"\n")
-		case walkBatchLines + 3:
+		case ledger.LineBatch + 3:
 			b.WriteString("not json\n")
-		case walkBatchLines + 4:
+		case ledger.LineBatch + 4:
 			b.WriteString("   \n")
 		default:
 			fmt.Fprintf(&b, `{"run_id":"20261122T%06dZ-abc1234","status":"keep"}`+"\n", i)
@@ -90,8 +90,8 @@ func TestWalkLedgerAcrossBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int]lineKind{2 * walkBatchLines: lineDuplicate, 2*walkBatchLines + 1: lineRecord,
-		walkBatchLines + 3: lineGarbage, walkBatchLines + 4: lineBlank, n + 1: lineTorn}
+	want := map[int]lineKind{2 * ledger.LineBatch: lineDuplicate, 2*ledger.LineBatch + 1: lineRecord,
+		ledger.LineBatch + 3: lineGarbage, ledger.LineBatch + 4: lineBlank, n + 1: lineTorn}
 	if len(kinds) != n+1 {
 		t.Fatalf("%d lines, want %d", len(kinds), n+1)
 	}
