@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -20,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // corpusDir is the ArcMemo corpus in the module's testdata/arcmemo.
 func corpusDir(t testing.TB) string {
 	t.Helper()
-	return ledger.TestCorpus(t, "arcmemo")
+	return ledgertest.Corpus(t, "arcmemo")
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -367,15 +368,15 @@ func TestAncestryFromPass(t *testing.T) {
 		{"2026-11-22T02:00:00Z", ledger.StatusDiscard, full},
 		{"2026-11-22T04:00:00Z", ledger.StatusKeep, full},
 	} {
-		lines.WriteString(ledger.TestRecordLine(t, fmt.Sprintf("20261122T0%d0000Z-0123456", i), full, func(r *ledger.Record) {
+		lines.WriteString(ledgertest.RecordLine(t, fmt.Sprintf("20261122T0%d0000Z-0123456", i), full, func(r *ledger.Record) {
 			r.Timestamp, r.Status, r.CommitFull = tc.ts, tc.status, tc.commitFull
 		}))
 	}
-	lines.WriteString(ledger.TestRecordLine(t, "20261122T090000Z-corr001", "", func(r *ledger.Record) {
+	lines.WriteString(ledgertest.RecordLine(t, "20261122T090000Z-corr001", "", func(r *ledger.Record) {
 		*r = ledger.Record{SchemaVersion: ledger.SchemaVersion, RunID: "20261122T090000Z-corr001", Timestamp: "2026-11-22T09:00:00Z",
 			Correction: &ledger.Correction{Kind: ledger.CorrectionRetract, RunID: "20261122T030000Z-0123456", Text: "bad"}}
 	}))
-	s := ledger.TestStore(t, lines.String())
+	s := ledgertest.Store(t, lines.String())
 	g := &Repo{}
 	want, err := g.loadAncestry(s)
 	if err != nil {
@@ -396,7 +397,7 @@ func TestAncestryFromPass(t *testing.T) {
 		t.Errorf("from the pass: %v %v dirty %v tried %d; scanned: %v %v", got.kept, got.fp, got.dirty, got.tried, want.kept, want.fp)
 	}
 	// The ledger grew after the pass: the rest is scanned.
-	more := ledger.TestRecordLine(t, "20261122T100000Z-0123456", full, func(r *ledger.Record) { r.Timestamp, r.Status = "2026-11-22T10:00:00Z", ledger.StatusKeep })
+	more := ledgertest.RecordLine(t, "20261122T100000Z-0123456", full, func(r *ledger.Record) { r.Timestamp, r.Status = "2026-11-22T10:00:00Z", ledger.StatusKeep })
 	f, err := os.OpenFile(s.LedgerPath(), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

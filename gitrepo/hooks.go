@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -170,7 +171,7 @@ func (g *Repo) InstallHook(name, program string, block bool) (HookState, error) 
 			return st, fmt.Errorf("unable to move your hook aside: %w", err)
 		}
 	}
-	if err := ledger.WriteFileAtomic(st.Path, []byte(HookScript(name, program, block)), 0o755); err != nil {
+	if err := atomicfile.WriteFileAtomic(st.Path, []byte(HookScript(name, program, block)), 0o755); err != nil {
 		return st, err
 	}
 	return hookState(dir, name)

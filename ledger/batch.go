@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // AppendBatchLocked appends the records next yields (nil ends them) as one
@@ -33,7 +35,7 @@ func (s *Store) AppendBatchLocked(step Step, next func() (*Record, error)) (n in
 	removeLedgerTemps(s.Dir)
 	now := time.Now()
 	var recErr error // a record's own error, returned as it is
-	err = WriteFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
+	err = atomicfile.WriteFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
 		if _, err := io.Copy(w, &io.LimitedReader{R: old.f, N: old.size}); err != nil {
 			return fmt.Errorf("unable to copy the ledger: %w", err)
 		}

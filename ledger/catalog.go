@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // The catalog is a cache of slim records: the fields registry, packets,
@@ -199,7 +201,7 @@ func (s *Store) WriteCache(name string, version int, fp Fingerprint, payload []b
 	b = AppendString(b, fp.TailHash)
 	hdr.Write(b)
 	hdr.Write(payload)
-	return WriteFileAtomic(s.CachePath(name), hdr.Bytes(), 0o644)
+	return atomicfile.WriteFileAtomic(s.CachePath(name), hdr.Bytes(), 0o644)
 }
 
 // ErrCacheInvalid means a cache file is missing, of another version or
@@ -358,15 +360,42 @@ func encodeCatalog(c *Catalog) []byte {
 	b = AppendString(b, c.Metric)
 	b = appendSlimRecords(b, c.Records, c.Offsets)
 	b = appendSlimRecords(b, c.Retracted, c.RetractedOffsets)
-	b = binary.AppendUvarint(b, uint64(len(c.Corrections)))
-	for i := range c.Corrections {
-		r := &c.Corrections[i]
+	return appendCorrections(b, c.Corrections)
+}
+
+// appendCorrections encodes correction lines for a cache (the catalog and
+// the run index): what CollectCorrections reads of each.
+func appendCorrections(b []byte, recs []Record) []byte {
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	for i := range recs {
+		r := &recs[i]
 		b = binary.AppendUvarint(b, uint64(r.SchemaVersion))
 		for _, s := range []string{string(r.RunID), r.Timestamp, r.Correction.Kind, string(r.Correction.RunID), r.Correction.Text} {
 			b = AppendString(b, s)
 		}
 	}
 	return b
+}
+
+// decodeCorrections reads what appendCorrections wrote; a damaged payload
+// is d's error.
+func decodeCorrections(d *Decoder) []Record {
+	n := d.Count()
+	if n == 0 {
+		return nil
+	}
+	recs := make([]Record, n)
+	for i := range recs {
+		r := &recs[i]
+		r.SchemaVersion = int(d.Uvarint())
+		r.RunID = RunID(d.Str())
+		r.Timestamp = d.Str()
+		r.Correction = &Correction{Kind: d.Str(), RunID: RunID(d.Str()), Text: d.Str()}
+		if d.Err() != nil {
+			return nil
+		}
+	}
+	return recs
 }
 
 // appendSlimRecords encodes slim records and their offsets.
@@ -458,20 +487,7 @@ func decodeCatalog(payload []byte) (*Catalog, error) {
 	if c.Retracted, c.RetractedOffsets, err = decodeSlimRecords(d, len(payload)); err != nil {
 		return nil, err
 	}
-	n := d.Count()
-	if n > 0 {
-		c.Corrections = make([]Record, n)
-	}
-	for i := range c.Corrections {
-		r := &c.Corrections[i]
-		r.SchemaVersion = int(d.Uvarint())
-		r.RunID = RunID(d.Str())
-		r.Timestamp = d.Str()
-		r.Correction = &Correction{Kind: d.Str(), RunID: RunID(d.Str()), Text: d.Str()}
-		if d.Err() != nil {
-			break
-		}
-	}
+	c.Corrections = decodeCorrections(d)
 	if d.Err() != nil {
 		return nil, d.Err()
 	}

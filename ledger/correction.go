@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // Corrections are append-only: `memorylab retract RUN --reason TEXT` and
@@ -162,7 +164,7 @@ func (s *Store) RemoveTSVRowLocked(row string) (bool, error) {
 	for i := len(lines) - 1; i >= 1; i-- { // line 0 is the header
 		if strings.TrimRight(lines[i], "\r\n") == row {
 			out := strings.Join(lines[:i], "") + strings.Join(lines[i+1:], "")
-			return true, WriteFileAtomic(s.TSVPath, []byte(out), 0o644)
+			return true, atomicfile.WriteFileAtomic(s.TSVPath, []byte(out), 0o644)
 		}
 	}
 	return false, nil

@@ -1,34 +1,37 @@
-package ledger
+package ledger_test
 
 import (
 	"bytes"
 	"os"
 	"reflect"
 	"testing"
+
+	"github.com/memorylab/memorylab/internal/ledgertest"
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestCatalogFromPassIsTheCatalog: the catalog a first use builds from its
-// one read of the ledger (Pass) is the catalog OpenCatalog reads from the
+// one read of the ledger (ledger.Pass) is the catalog OpenCatalog reads from the
 // ledger, file for file, whether the pass's runs are shared (in order,
 // none retracted) or copied (out of order, retracted runs, a ledger that
 // grew after the pass); the pass itself is left as it was, tie marks
 // included, for the other caches that read it.
 func TestCatalogFromPassIsTheCatalog(t *testing.T) {
 	line := func(id, ts, status string, tie bool) string {
-		return TestRecordLine(t, id, "0123456789abcdef0123456789abcdef01234567", func(r *Record) {
+		return ledgertest.RecordLine(t, id, "0123456789abcdef0123456789abcdef01234567", func(r *ledger.Record) {
 			r.Timestamp, r.Status, r.Tie = ts, status, tie
 		})
 	}
 	retract := func(id, ts, run string) string {
-		return TestRecordLine(t, id, "", func(r *Record) {
-			*r = Record{SchemaVersion: SchemaVersion, RunID: RunID(id), Timestamp: ts,
-				Correction: &Correction{Kind: CorrectionRetract, RunID: RunID(run), Text: "bad data"}}
+		return ledgertest.RecordLine(t, id, "", func(r *ledger.Record) {
+			*r = ledger.Record{SchemaVersion: ledger.SchemaVersion, RunID: ledger.RunID(id), Timestamp: ts,
+				Correction: &ledger.Correction{Kind: ledger.CorrectionRetract, RunID: ledger.RunID(run), Text: "bad data"}}
 		})
 	}
-	a := line("20261122T010000Z-aaaaaaa", "2026-11-22T01:00:00Z", StatusKeep, false)
-	b := line("20261122T020000Z-bbbbbbb", "2026-11-22T02:00:00Z", StatusDiscard, true)
-	c := line("20261122T030000Z-ccccccc", "2026-11-22T03:00:00Z", StatusDiscard, false)
-	later := line("20261122T040000Z-ddddddd", "2026-11-22T04:00:00Z", StatusKeep, false)
+	a := line("20261122T010000Z-aaaaaaa", "2026-11-22T01:00:00Z", ledger.StatusKeep, false)
+	b := line("20261122T020000Z-bbbbbbb", "2026-11-22T02:00:00Z", ledger.StatusDiscard, true)
+	c := line("20261122T030000Z-ccccccc", "2026-11-22T03:00:00Z", ledger.StatusDiscard, false)
+	later := line("20261122T040000Z-ddddddd", "2026-11-22T04:00:00Z", ledger.StatusKeep, false)
 	for _, tc := range []struct {
 		name, ledger, after string
 	}{
@@ -39,12 +42,12 @@ func TestCatalogFromPassIsTheCatalog(t *testing.T) {
 		{"grew after the pass", a + b + c, later},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := TestStore(t, tc.ledger)
+			s := ledgertest.Store(t, tc.ledger)
 			p, err := s.ReadPass(s.Config.Metric)
 			if err != nil {
 				t.Fatal(err)
 			}
-			runs := append([]Record(nil), p.Runs...)
+			runs := append([]ledger.Record(nil), p.Runs...)
 			offsets := append([]int64(nil), p.Offsets...)
 			if tc.after != "" {
 				f, err := os.OpenFile(s.LedgerPath(), os.O_APPEND|os.O_WRONLY, 0)
@@ -60,18 +63,18 @@ func TestCatalogFromPassIsTheCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gotFile, err := os.ReadFile(s.CachePath(CatalogFile))
+			gotFile, err := os.ReadFile(s.CachePath(ledger.CatalogFile))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Remove(s.CachePath(CatalogFile)); err != nil {
+			if err := os.Remove(s.CachePath(ledger.CatalogFile)); err != nil {
 				t.Fatal(err)
 			}
 			want, _, err := s.OpenCatalog(s.Config.Metric, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantFile, err := os.ReadFile(s.CachePath(CatalogFile))
+			wantFile, err := os.ReadFile(s.CachePath(ledger.CatalogFile))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -130,7 +130,7 @@ func (s *Store) Archive(r *Record, files []ArchiveFile) error {
 	}
 	if errors.Is(statErr, fs.ErrNotExist) {
 		// The new directory's entry in runs/ must survive a power loss too.
-		if err := SyncDir(filepath.Dir(dir)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(dir)); err != nil {
 			return err
 		}
 	}

@@ -157,14 +157,7 @@ func (s *Store) WriteRunIndex(x *RunIndex) error {
 		b = AppendString(b, name)
 		b = binary.AppendUvarint(b, uint64(x.Names[name]))
 	}
-	b = binary.AppendUvarint(b, uint64(len(x.Corrections)))
-	for i := range x.Corrections {
-		r := &x.Corrections[i]
-		b = binary.AppendUvarint(b, uint64(r.SchemaVersion))
-		for _, s := range []string{string(r.RunID), r.Timestamp, r.Correction.Kind, string(r.Correction.RunID), r.Correction.Text} {
-			b = AppendString(b, s)
-		}
-	}
+	b = appendCorrections(b, x.Corrections)
 	b = AppendString(b, string(x.Extra))
 	return s.WriteCache(RunIndexFile, RunIndexVersion, x.Covers, b)
 }
@@ -204,16 +197,7 @@ func (s *Store) ReadRunIndex(metric, goal string) (*RunIndex, error) {
 		}
 		x.Names[name] = pos
 	}
-	if k := d.Count(); k > 0 {
-		x.Corrections = make([]Record, k)
-	}
-	for i := range x.Corrections {
-		r := &x.Corrections[i]
-		r.SchemaVersion = int(d.Uvarint())
-		r.RunID = RunID(d.Str())
-		r.Timestamp = d.Str()
-		r.Correction = &Correction{Kind: d.Str(), RunID: RunID(d.Str()), Text: d.Str()}
-	}
+	x.Corrections = decodeCorrections(d)
 	x.Extra = []byte(d.Str())
 	if err := d.Done(); err != nil {
 		return nil, err

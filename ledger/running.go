@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // RunningDir, under the store, holds one small file per `memorylab run` in
@@ -52,7 +54,7 @@ func (s *Store) PublishRun(st RunState) (*RunStateHandle, error) {
 		return nil, err
 	}
 	p := filepath.Join(dir, fmt.Sprintf("%s-%d.json", SafeHost(st.Host), st.PID))
-	if err := WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.WriteFileAtomic(p, append(b, '\n'), 0o644); err != nil {
 		return nil, err
 	}
 	return &RunStateHandle{path: p}, nil

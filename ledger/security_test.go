@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"errors"
@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/internal/ledgertest"
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // hostileIDs are run ids an attacker could put in a ledger line, a flag or
@@ -30,24 +33,24 @@ var hostileIDs = []string{
 }
 
 func TestHostileRunIDs(t *testing.T) {
-	s := TestStore(t, "")
+	s := ledgertest.Store(t, "")
 	for _, id := range hostileIDs {
 		t.Run(strings.ReplaceAll(id, "/", "|"), func(t *testing.T) {
-			if ref, err := RunRef(RunID(id)); err == nil {
+			if ref, err := ledger.RunRef(ledger.RunID(id)); err == nil {
 				t.Errorf("RunRef(%q) = %q, want an error", id, ref)
-			} else if !errors.Is(err, ErrBadInput) {
-				t.Errorf("RunRef(%q): %v is not ErrBadInput", id, err)
+			} else if !errors.Is(err, ledger.ErrBadInput) {
+				t.Errorf("RunRef(%q): %v is not ledger.ErrBadInput", id, err)
 			}
-			if dir, err := s.RunDir(RunID(id)); err == nil {
-				rel, rerr := filepath.Rel(s.Path(RunsDir), dir)
+			if dir, err := s.RunDir(ledger.RunID(id)); err == nil {
+				rel, rerr := filepath.Rel(s.Path(ledger.RunsDir), dir)
 				if rerr != nil || strings.HasPrefix(rel, "..") || strings.Contains(rel, string(filepath.Separator)) {
 					t.Errorf("RunDir(%q) = %q escapes runs/", id, dir)
 				}
 			}
-			r := &Record{RunID: RunID(id), Artifacts: map[string]string{}}
-			if err := s.Archive(r, []ArchiveFile{{Key: "k", Name: "run.log", Data: []byte("x")}}); err == nil {
+			r := &ledger.Record{RunID: ledger.RunID(id), Artifacts: map[string]string{}}
+			if err := s.Archive(r, []ledger.ArchiveFile{{Key: "k", Name: "run.log", Data: []byte("x")}}); err == nil {
 				// Accepted ids must have landed inside runs/.
-				if _, err := os.Stat(s.Path(RunsDir, id, "run.log")); err != nil || strings.Contains(id, "..") || strings.ContainsAny(id, "/\\") {
+				if _, err := os.Stat(s.Path(ledger.RunsDir, id, "run.log")); err != nil || strings.Contains(id, "..") || strings.ContainsAny(id, "/\\") {
 					t.Errorf("Archive accepted %q", id)
 				}
 			}
@@ -55,20 +58,20 @@ func TestHostileRunIDs(t *testing.T) {
 	}
 	// Ids that are fine stay fine.
 	for _, id := range []string{"20261122T022416Z-ec1d813", "20261122T022416Z-ec1d813-0a1b", "20261122T022416Z-nocommit-0a1b2c3d"} {
-		if _, err := RunRef(RunID(id)); err != nil {
+		if _, err := ledger.RunRef(ledger.RunID(id)); err != nil {
 			t.Errorf("RunRef(%q): %v", id, err)
 		}
 	}
 }
 
 func TestArchiveNamesStayInRunDir(t *testing.T) {
-	s := TestStore(t, "")
-	id := RunID("20261122T010000Z-abc1234-0001")
+	s := ledgertest.Store(t, "")
+	id := ledger.RunID("20261122T010000Z-abc1234-0001")
 	for _, name := range []string{"../escape", "..", ".", "", "sub/file", `sub\file`, "/etc/passwd"} {
-		r := &Record{RunID: id, Artifacts: map[string]string{}}
-		err := s.Archive(r, []ArchiveFile{{Key: "k", Name: name, Data: []byte("x")}})
-		if !errors.Is(err, ErrBadInput) {
-			t.Errorf("Archive name %q: %v, want ErrBadInput", name, err)
+		r := &ledger.Record{RunID: id, Artifacts: map[string]string{}}
+		err := s.Archive(r, []ledger.ArchiveFile{{Key: "k", Name: name, Data: []byte("x")}})
+		if !errors.Is(err, ledger.ErrBadInput) {
+			t.Errorf("Archive name %q: %v, want ledger.ErrBadInput", name, err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(s.Dir, "escape")); err == nil {

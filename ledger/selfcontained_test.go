@@ -1,4 +1,4 @@
-package ledger
+package ledger_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/internal/ledgertest"
 )
 
 // outsidePath matches a path literal reaching outside the module: an
@@ -21,7 +23,7 @@ var outsidePath = regexp.MustCompile(`"/(` + strings.Join([]string{"home", "root
 // files inside the module, so a clone anywhere passes go test ./... .
 // /dev/null, /tmp and the like are not matched.
 func TestNoPathsOutsideModule(t *testing.T) {
-	root := filepath.Dir(TestCorpus(t))
+	root := filepath.Dir(ledgertest.Corpus(t))
 	var bad []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

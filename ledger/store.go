@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // File and directory names inside a store.
@@ -139,7 +141,7 @@ func InitStore(dir, tsvPath string, cfg Config, tsvHeader string) (s *Store, cre
 	cfgPath := filepath.Join(dir, ConfigFile)
 	if _, err := os.Stat(cfgPath); errors.Is(err, fs.ErrNotExist) {
 		b, _ := json.MarshalIndent(cfg, "", "  ")
-		if err := WriteFileAtomic(cfgPath, append(b, '\n'), 0o644); err != nil {
+		if err := atomicfile.WriteFileAtomic(cfgPath, append(b, '\n'), 0o644); err != nil {
 			return nil, nil, err
 		}
 		created = append(created, cfgPath)

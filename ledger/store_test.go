@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 func readAllIDs(t *testing.T, s *Store) ([]RunID, []Warning) {
@@ -180,8 +182,8 @@ func TestLockTimeoutNamesHolder(t *testing.T) {
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "champion_challenger.json")
-	ok(t, WriteFileAtomic(p, []byte("old"), 0o644))
-	ok(t, WriteFileAtomic(p, []byte("new"), 0o600))
+	ok(t, atomicfile.WriteFileAtomic(p, []byte("old"), 0o644))
+	ok(t, atomicfile.WriteFileAtomic(p, []byte("new"), 0o600))
 	b, err := os.ReadFile(p)
 	ok(t, err)
 	equals(t, "new", string(b))
@@ -191,7 +193,7 @@ func TestWriteFileAtomic(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	ok(t, err)
 	equals(t, 1, len(entries)) // no temp files left behind
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil, 0o644); err == nil {
+	if err := atomicfile.WriteFileAtomic(filepath.Join(dir, "missing", "x"), nil, 0o644); err == nil {
 		t.Fatal("write into a missing directory succeeded")
 	}
 }

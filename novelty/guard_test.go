@@ -7,11 +7,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
 func pythonLedger(t testing.TB) string {
-	return ledger.TestCorpus(t, "memorylab-python", "experiments.jsonl")
+	return ledgertest.Corpus(t, "memorylab-python", "experiments.jsonl")
 }
 
 func readCorpus(t *testing.T) []*ledger.Record {

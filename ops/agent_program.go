@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -87,7 +88,7 @@ func SetupAgentProgram(env Env, loc gitrepo.Location, cfg ledger.Config) (*Progr
 	b, err := os.ReadFile(res.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := ledger.WriteFileAtomic(res.Path, []byte("# autoresearch\n\n"+res.Section), 0o644); err != nil {
+		if err := atomicfile.WriteFileAtomic(res.Path, []byte("# autoresearch\n\n"+res.Section), 0o644); err != nil {
 			return nil, fmt.Errorf("unable to write %s: %w", res.Path, err)
 		}
 		res.Action = ProgramWritten

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -20,7 +21,7 @@ import (
 // it was: the ledger, results.tsv and runs/ (the good passes' archives,
 // written before the batch, are removed again).
 func TestArcMemoImportIsAllOrNothing(t *testing.T) {
-	corpus := ledger.TestCorpus(t, "arcmemo")
+	corpus := ledgertest.Corpus(t, "arcmemo")
 	dir := t.TempDir()
 	env := Env{Dir: dir, Store: filepath.Join(dir, "store"), Notice: io.Discard,
 		Now: func() time.Time { return time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC) }}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/results"
@@ -464,7 +465,7 @@ func saveImportKeys(env Env, store *ledger.Store, metric string, keys results.Ke
 		err = os.MkdirAll(store.Path(ledger.CacheDir), 0o755)
 	}
 	if err == nil {
-		err = ledger.WriteFileAtomicFunc(store.Path(ledger.CacheDir, ImportKeysFile), 0o644, func(w io.Writer) error {
+		err = atomicfile.WriteFileAtomicFunc(store.Path(ledger.CacheDir, ImportKeysFile), 0o644, func(w io.Writer) error {
 			head, err := json.Marshal(importKeysCache{Version: importKeysVersion, Metric: metric, Ledger: fp, Keys: results.KeyCounts{}})
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/packets"
 	"github.com/memorylab/memorylab/registry"
@@ -117,7 +118,7 @@ func writeRegistryJSON(s *ledger.Store, st *registry.State, now time.Time) error
 	if err != nil {
 		return err
 	}
-	return ledger.WriteFileAtomic(s.Path(ledger.RegistryFile), append(out, '\n'), 0o644)
+	return atomicfile.WriteFileAtomic(s.Path(ledger.RegistryFile), append(out, '\n'), 0o644)
 }
 
 // DecisionPacket folds rec into st and builds its packet from the champions

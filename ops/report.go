@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
@@ -232,7 +233,7 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 			return nil, fmt.Errorf("unable to create %s: %w", filepath.Dir(p), err)
 		}
 		res.Paths = []string{p}
-		return res, ledger.WriteFileAtomic(p, res.Data, 0o644)
+		return res, atomicfile.WriteFileAtomic(p, res.Data, 0o644)
 	}
 	dir := s.Path(ledger.ReportsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -240,7 +241,7 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 	}
 	res.Paths = []string{filepath.Join(dir, "latest."+in.Format), filepath.Join(dir, env.Now().UTC().Format("20060102T150405Z")+"."+in.Format)}
 	for _, p := range res.Paths {
-		if err := ledger.WriteFileAtomic(p, res.Data, 0o644); err != nil {
+		if err := atomicfile.WriteFileAtomic(p, res.Data, 0o644); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 )
@@ -16,10 +17,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // corpusDir is the registry package's copy of shared/corpus/memorylab-python.
-func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "memorylab-python") }
+func corpusDir(t testing.TB) string { return ledgertest.Corpus(t, "memorylab-python") }
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	return ledger.TestRecords(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
+	return ledgertest.Records(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
 }
 
 // BuildAll folds recs and builds each run's packet as `log` does.
@@ -88,7 +89,7 @@ func TestCorpusPackets(t *testing.T) {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	ledger.TestGolden(t, filepath.Join("testdata", name), got, *update)
+	ledgertest.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // TestRules covers every packet rule in both metric directions. Values are

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -18,10 +19,10 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // corpusDir holds a copy of shared/corpus/memorylab-python (ledger, registry,
 // report and decision packets written by the Python tool).
-func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "memorylab-python") }
+func corpusDir(t testing.TB) string { return ledgertest.Corpus(t, "memorylab-python") }
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	return ledger.TestRecords(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
+	return ledgertest.Records(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
 }
 
 var minGoal = Goal{Metric: "val_bpb"}
@@ -116,7 +117,7 @@ func mustJSON(t testing.TB, v any) []byte {
 
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	ledger.TestGolden(t, filepath.Join("testdata", name), got, *update)
+	ledgertest.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // synthetic makes n records with repeated, near-duplicate ideas.

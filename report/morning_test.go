@@ -12,18 +12,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
 )
 
 // corpusDir is the registry package's copy of shared/corpus/memorylab-python.
-func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "memorylab-python") }
+func corpusDir(t testing.TB) string { return ledgertest.Corpus(t, "memorylab-python") }
 
 // corpusNow is when the Python tool wrote its report.
 var corpusNow = time.Date(2026, 11, 22, 2, 24, 18, 0, time.UTC)
 
 func corpusRecords(t testing.TB) []ledger.Record {
-	return ledger.TestRecords(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
+	return ledgertest.Records(t, filepath.Join(corpusDir(t), "experiments.jsonl"))
 }
 
 func morningOf(recs []ledger.Record, g registry.Goal, now time.Time) Morning {
@@ -37,7 +38,7 @@ func corpusMorning(t testing.TB) Morning {
 
 func writeGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	ledger.TestGolden(t, filepath.Join("testdata", name), got, *update)
+	ledgertest.Golden(t, filepath.Join("testdata", name), got, *update)
 }
 
 // pythonSection returns the run ids listed in a section of the Python

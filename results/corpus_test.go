@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/internal/ledgertest"
 )
 
 // corpusDir holds the real results.tsv files collected from public forks.
-func corpusDir(t testing.TB) string { return ledger.TestCorpus(t, "results-tsv") }
+func corpusDir(t testing.TB) string { return ledgertest.Corpus(t, "results-tsv") }
 
 func corpusFiles(t testing.TB) []string {
 	t.Helper()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/internal/ledgertest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -44,7 +44,7 @@ func TestRowFormatGolden(t *testing.T) {
 
 // TestRowsMatchPythonTSV re-renders the rows the Python MemoryLab wrote.
 func TestRowsMatchPythonTSV(t *testing.T) {
-	raw, err := os.ReadFile(ledger.TestCorpus(t, "memorylab-python", "results.tsv"))
+	raw, err := os.ReadFile(ledgertest.Corpus(t, "memorylab-python", "results.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}

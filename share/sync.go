@@ -74,6 +74,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage"
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitwire"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -1418,5 +1419,5 @@ func (g *Repo) writeSyncState(s *ledger.Store, st *syncState) {
 	if err := s.EnsureCacheDir(); err != nil {
 		return
 	}
-	_ = ledger.WriteFileAtomic(g.syncStatePath(s), append(b, '\n'), 0o644)
+	_ = atomicfile.WriteFileAtomic(g.syncStatePath(s), append(b, '\n'), 0o644)
 }

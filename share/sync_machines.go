@@ -32,6 +32,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -88,7 +89,7 @@ func (g *Repo) MachineID() (string, error) {
 	if s := strings.TrimLeft(b.String(), "-_"); s != "" {
 		id = s + "-" + id
 	}
-	if err := ledger.WriteFileAtomic(path, []byte(id+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFileAtomic(path, []byte(id+"\n"), 0o644); err != nil {
 		return "", fmt.Errorf("unable to write %s: %w", path, err)
 	}
 	return id, nil

@@ -31,6 +31,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -120,7 +121,7 @@ func (g *Repo) writePinCache(rs *remoteSpec, pc *pinCache) error {
 	for _, id := range ids {
 		fmt.Fprintf(&buf, "run %s\n", id)
 	}
-	return ledger.WriteFileAtomic(g.pinCachePath(rs), buf.Bytes(), 0o644)
+	return atomicfile.WriteFileAtomic(g.pinCachePath(rs), buf.Bytes(), 0o644)
 }
 
 // readPins fetches the remote pin chains that moved since pc was written

@@ -28,6 +28,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -207,7 +208,7 @@ func writeRolled(packDir string, lines []string) error {
 		}
 		return nil
 	}
-	return ledger.WriteFileAtomic(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return atomicfile.WriteFileAtomic(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 // packObjects lists the objects a pack index names.

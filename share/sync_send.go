@@ -833,7 +833,7 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 	}
 	f.Close()
 	f = nil
-	return ledger.SyncDir(packDir)
+	return atomicfile.SyncDir(packDir)
 }
 
 // maxLedgerObject is the largest object a ledger pack may hold: an archive

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ledger/doctor"
@@ -504,7 +505,7 @@ func TestSurvivesStoreTrouble(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, rest, _ := strings.Cut(string(b), "\n")
-	if err := ledger.WriteFileAtomic(st.LedgerPath(), []byte(rest), 0o644); err != nil {
+	if err := atomicfile.WriteFileAtomic(st.LedgerPath(), []byte(rest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitEvent(t, ch, "reset", "size")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -21,7 +22,7 @@ var updateArcmemo = flag.Bool("update-arcmemo", false, "rewrite cmd/memorylab/te
 
 func arcmemoCorpus(t *testing.T) string {
 	t.Helper()
-	return ledger.TestCorpus(t, "arcmemo")
+	return ledgertest.Corpus(t, "arcmemo")
 }
 
 type cliResult struct {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/results"
 )
@@ -56,7 +57,7 @@ func runExportTSV(env *Env, opts exportTSVOptions) error {
 		_, err := env.Out.Write(data)
 		return err
 	}
-	if err := ledger.WriteFileAtomic(env.abs(opts.Output), data, 0o644); err != nil {
+	if err := atomicfile.WriteFileAtomic(env.abs(opts.Output), data, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Err, "memorylab: wrote %d rows to %s\n", len(recs), opts.Output)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -58,7 +59,7 @@ func TestDoctorHealthyAfterDocumentedUse(t *testing.T) {
 	writeFile(t, tsv, "commit\tval_bpb\tmemory_gb\tstatus\tdescription\na1b2c3d\t0.9979\t44.0\tkeep\tbaseline\nb2c3d4e\t0.9932\t44.2\tkeep\tincrease LR\n")
 	mustOK(a.Dir, "import", tsv)
 	arc := filepath.Join(a.Dir, "arc-store")
-	mustOK(a.Dir, "--store", arc, "arcmemo", "import", "--init", ledger.TestCorpus(t, "arcmemo", "mem2-mock-run"))
+	mustOK(a.Dir, "--store", arc, "arcmemo", "import", "--init", ledgertest.Corpus(t, "arcmemo", "mem2-mock-run"))
 	mustOK(a.Dir, "report")
 	mustOK(a.Dir, "push")
 	doctor(a.Dir)

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -564,7 +565,7 @@ func Repair(s *ledger.Store, now time.Time, repo *gitrepo.Repo) (*RepairResult, 
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, err
 		}
-		err = ledger.WriteFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
+		err = atomicfile.WriteFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
 			return walkLedger(f, func(l *ledgerLine) error {
 				if l.Kind != lineRecord {
 					return nil

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -25,7 +26,7 @@ const (
 )
 
 func TestDiagnoseLedgerLines(t *testing.T) {
-	a, b, c := ledger.TestRecordLine(t, idA, "abc1234", nil), ledger.TestRecordLine(t, idB, "abc1234", nil), ledger.TestRecordLine(t, idC, "def5678", nil)
+	a, b, c := ledgertest.RecordLine(t, idA, "abc1234", nil), ledgertest.RecordLine(t, idB, "abc1234", nil), ledgertest.RecordLine(t, idC, "def5678", nil)
 	tests := []struct {
 		name       string
 		content    string
@@ -42,18 +43,18 @@ func TestDiagnoseLedgerLines(t *testing.T) {
 		{name: "JSON that is not an object", content: "[1,2,3]\n" + a, want: []string{"error ledger 1"}, repairable: 1, records: 1},
 		{name: "object without run_id", content: a + `{"status":"keep"}` + "\n", want: []string{"error ledger 2"}, repairable: 1, records: 1},
 		{name: "exact duplicate line", content: a + b + a, want: []string{"error run_id 3"}, repairable: 1, records: 2},
-		{name: "same id, other content", content: a + ledger.TestRecordLine(t, idA, "abc1234", func(r *ledger.Record) { r.Description = "other" }),
+		{name: "same id, other content", content: a + ledgertest.RecordLine(t, idA, "abc1234", func(r *ledger.Record) { r.Description = "other" }),
 			want: []string{"error run_id 2"}, records: 2},
-		{name: "newer schema", content: a + ledger.TestRecordLine(t, idB, "abc1234", func(r *ledger.Record) { r.SchemaVersion = ledger.SchemaVersion + 1 }),
+		{name: "newer schema", content: a + ledgertest.RecordLine(t, idB, "abc1234", func(r *ledger.Record) { r.SchemaVersion = ledger.SchemaVersion + 1 }),
 			want: []string{"error schema 2"}, records: 2},
-		{name: "bad status and time", content: ledger.TestRecordLine(t, idA, "abc1234", func(r *ledger.Record) { r.Status = "maybe"; r.Timestamp = "yesterday" }),
+		{name: "bad status and time", content: ledgertest.RecordLine(t, idA, "abc1234", func(r *ledger.Record) { r.Status = "maybe"; r.Timestamp = "yesterday" }),
 			want: []string{"error schema 1", "error schema 1"}, records: 1},
-		{name: "run id that is a path", content: ledger.TestRecordLine(t, "../../etc", "abc1234", nil), want: []string{"error schema 1"}, records: 1},
-		{name: "python record (schema 0)", content: ledger.TestRecordLine(t, "20261122T022416Z-ec1d813", "ec1d813", func(r *ledger.Record) { r.SchemaVersion = 0; r.CommitFull = "" }), records: 1},
+		{name: "run id that is a path", content: ledgertest.RecordLine(t, "../../etc", "abc1234", nil), want: []string{"error schema 1"}, records: 1},
+		{name: "python record (schema 0)", content: ledgertest.RecordLine(t, "20261122T022416Z-ec1d813", "ec1d813", func(r *ledger.Record) { r.SchemaVersion = 0; r.CommitFull = "" }), records: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := ledger.TestStore(t, tc.content)
+			s := ledgertest.Store(t, tc.content)
 			before, _ := os.ReadFile(s.LedgerPath())
 			rep, err := Diagnose(s, nil, nil)
 			if err != nil {
@@ -82,10 +83,10 @@ func TestDiagnoseLedgerLines(t *testing.T) {
 }
 
 func TestRepair(t *testing.T) {
-	a, b, c := ledger.TestRecordLine(t, idA, "abc1234", nil), ledger.TestRecordLine(t, idB, "abc1234", nil), ledger.TestRecordLine(t, idC, "def5678", nil)
-	bad := ledger.TestRecordLine(t, idC, "def5678", func(r *ledger.Record) { r.Status = "maybe" })
+	a, b, c := ledgertest.RecordLine(t, idA, "abc1234", nil), ledgertest.RecordLine(t, idB, "abc1234", nil), ledgertest.RecordLine(t, idC, "def5678", nil)
+	bad := ledgertest.RecordLine(t, idC, "def5678", func(r *ledger.Record) { r.Status = "maybe" })
 	content := a + "garbage\n" + b + "\n" + a + bad + c[:20]
-	s := ledger.TestStore(t, content)
+	s := ledgertest.Store(t, content)
 	for _, d := range []string{ledger.IndexDir, ledger.CacheDir} {
 		if err := os.MkdirAll(s.Path(d, "sub"), 0o755); err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func TestRepair(t *testing.T) {
 }
 
 func TestRepairWaitsForTheLock(t *testing.T) {
-	s := ledger.TestStore(t, "torn")
+	s := ledgertest.Store(t, "torn")
 	defer ledger.TestSetLockTimeout(50 * time.Millisecond)()
 	l, err := s.Lock()
 	if err != nil {
@@ -155,7 +156,7 @@ func TestRepairWaitsForTheLock(t *testing.T) {
 }
 
 func TestDiagnoseArtifacts(t *testing.T) {
-	line := ledger.TestRecordLine(t, idA, "abc1234", func(r *ledger.Record) {
+	line := ledgertest.RecordLine(t, idA, "abc1234", func(r *ledger.Record) {
 		r.Artifacts = map[string]string{
 			"run_dir":           "results/memorylab/runs/" + idA,
 			"archived_log_path": "results/memorylab/runs/" + idA + "/run.log",
@@ -164,7 +165,7 @@ func TestDiagnoseArtifacts(t *testing.T) {
 			"source_log_path":   "/nonexistent/run.log",
 		}
 	})
-	s := ledger.TestStore(t, line)
+	s := ledgertest.Store(t, line)
 	if err := os.MkdirAll(s.Path(ledger.RunsDir, idA), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestDiagnoseArtifacts(t *testing.T) {
 }
 
 func TestDiagnoseConfig(t *testing.T) {
-	s := ledger.TestStore(t, "")
+	s := ledgertest.Store(t, "")
 	if err := os.WriteFile(s.Path(ledger.ConfigFile), []byte(`{"version":1,"goal":"sideways"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -222,11 +223,11 @@ func TestDiagnoseRefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := ledger.TestRecordLine(t, "20261122T000000Z-"+ledger.Short(c1), c1, func(r *ledger.Record) { r.SchemaVersion = 0; r.CommitFull = "" })
-	pinned := ledger.TestRecordLine(t, idA, c1, nil)
-	unpinned := ledger.TestRecordLine(t, idB, c2, nil)
-	wrong := ledger.TestRecordLine(t, idC, c2, nil)
-	s := ledger.TestStore(t, old+pinned+unpinned+wrong)
+	old := ledgertest.RecordLine(t, "20261122T000000Z-"+ledger.Short(c1), c1, func(r *ledger.Record) { r.SchemaVersion = 0; r.CommitFull = "" })
+	pinned := ledgertest.RecordLine(t, idA, c1, nil)
+	unpinned := ledgertest.RecordLine(t, idB, c2, nil)
+	wrong := ledgertest.RecordLine(t, idC, c2, nil)
+	s := ledgertest.Store(t, old+pinned+unpinned+wrong)
 
 	findings := func() []string {
 		rep, err := Diagnose(s, repo, nil)
@@ -273,7 +274,7 @@ func TestDiagnoseRefs(t *testing.T) {
 // TestDiagnosePythonStore checks the Python tool's real store from the
 // shared corpus: every line reads, every archived file is there.
 func TestDiagnosePythonStore(t *testing.T) {
-	src := ledger.TestCorpus(t, "memorylab-python")
+	src := ledgertest.Corpus(t, "memorylab-python")
 	dst := t.TempDir()
 	if err := copyTree(src, dst); err != nil {
 		t.Fatal(err)
@@ -327,7 +328,7 @@ func copyTree(src, dst string) error {
 func TestOverLongLine(t *testing.T) {
 	const bigSize = 200 << 20
 	c := "0123456789abcdef0123456789abcdef01234567"
-	s := ledger.TestStore(t, "")
+	s := ledgertest.Store(t, "")
 	f, err := os.OpenFile(s.LedgerPath(), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -337,12 +338,12 @@ func TestOverLongLine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write([]byte(ledger.TestRecordLine(t, idA, c, nil) + ledger.TestRecordLine(t, idB, c, nil)))
+	write([]byte(ledgertest.RecordLine(t, idA, c, nil) + ledgertest.RecordLine(t, idB, c, nil)))
 	chunk := bytes.Repeat([]byte("x"), 1<<20)
 	for range bigSize >> 20 {
 		write(chunk)
 	}
-	write([]byte("\n" + ledger.TestRecordLine(t, idC, c, nil)))
+	write([]byte("\n" + ledgertest.RecordLine(t, idC, c, nil)))
 	for range 40 {
 		write(chunk)
 	}
@@ -360,7 +361,7 @@ func TestOverLongLine(t *testing.T) {
 	}
 	var fromWarn []ledger.Warning
 	if got := allocated(func() {
-		_, fromWarn, err = s.ScanFrom(int64(len(ledger.TestRecordLine(t, idA, c, nil))), func(*ledger.Record, int, int64) error { return nil })
+		_, fromWarn, err = s.ScanFrom(int64(len(ledgertest.RecordLine(t, idA, c, nil))), func(*ledger.Record, int, int64) error { return nil })
 	}); got > limit || err != nil {
 		t.Fatalf("ScanFrom allocated %d MiB (%v)", got>>20, err)
 	}
@@ -439,7 +440,7 @@ func TestDoctorRemovesBrokenRefs(t *testing.T) {
 	if _, err := repo.Pins(); err == nil || !strings.Contains(err.Error(), "doctor --repair") {
 		t.Fatalf("listing refs with an empty one: %v, want a pointer to doctor --repair", err)
 	}
-	s := ledger.TestStore(t, ledger.TestRecordLine(t, idA, c1, nil))
+	s := ledgertest.Store(t, ledgertest.RecordLine(t, idA, c1, nil))
 	rep, err := Diagnose(s, repo, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -504,7 +505,7 @@ func allocated(fn func()) uint64 {
 func TestArchivePermissions(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
-	s := ledger.TestStore(t, "garbage\n")
+	s := ledgertest.Store(t, "garbage\n")
 	r := &ledger.Record{RunID: "20261122T010000Z-abc1234-0001", Artifacts: map[string]string{}}
 	if err := s.Archive(r, []ledger.ArchiveFile{{Key: "archived_log_path", Name: "run.log", Data: []byte("x")}}); err != nil {
 		t.Fatal(err)
@@ -532,7 +533,7 @@ func TestArchivePermissions(t *testing.T) {
 // corpusFile reads a file of the Python MemoryLab's store in testdata/.
 func corpusFile(t testing.TB, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(ledger.TestCorpus(t, "memorylab-python", rel))
+	b, err := os.ReadFile(ledgertest.Corpus(t, "memorylab-python", rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,10 +551,10 @@ func TestSpecialLedgerDoctor(t *testing.T) {
 		{"Diagnose", func(s *ledger.Store) error { _, err := Diagnose(s, nil, nil); return err }},
 		{"Repair", func(s *ledger.Store) error { _, err := Repair(s, time.Now(), nil); return err }},
 	}
-	for _, sp := range ledger.SpecialLedgers {
+	for _, sp := range ledgertest.SpecialLedgers {
 		for _, op := range ops {
 			t.Run(sp.Name+"/"+op.name, func(t *testing.T) {
-				s := ledger.TestStore(t, "")
+				s := ledgertest.Store(t, "")
 				if err := os.Remove(s.LedgerPath()); err != nil {
 					t.Fatal(err)
 				}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -119,7 +120,7 @@ func must(t *testing.T, err error) {
 // place, links to a directory and to nowhere, a missing one, and a run
 // pulled without its archives.
 func TestRunsListingAnswersAsStat(t *testing.T) {
-	s := ledger.TestStore(t, "")
+	s := ledgertest.Store(t, "")
 	runsDir := s.Path(ledger.RunsDir)
 	must(t, os.MkdirAll(filepath.Join(runsDir, "20261122T010000Z-abc1234-0001"), 0o755))
 	must(t, os.WriteFile(filepath.Join(runsDir, "20261122T010000Z-abc1234-0001", "run.log"), nil, 0o644))

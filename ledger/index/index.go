@@ -30,6 +30,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	bindex "github.com/blevesearch/bleve_index_api"
 
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 )
@@ -755,7 +756,7 @@ func swapDir(tmp, live string) error {
 	if old != "" {
 		os.RemoveAll(old)
 	}
-	return ledger.SyncDir(filepath.Dir(live))
+	return atomicfile.SyncDir(filepath.Dir(live))
 }
 
 // indexDeferBytes is how much ledger may pile up after the index before

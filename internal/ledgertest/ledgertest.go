@@ -1,4 +1,9 @@
-package ledger
+// Package ledgertest holds the ledger fixtures tests of many packages
+// share: reading a ledger file, golden files, the module's corpora, a store
+// with given content, a record line, and the special files a ledger path
+// can be instead of a regular file. Tests only (restic's TestRepository
+// pattern), kept out of ledger so the binary never links package testing.
+package ledgertest
 
 import (
 	"os"
@@ -6,21 +11,21 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/memorylab/memorylab/ledger"
 )
 
-// TestRecords reads every well-formed record of a JSONL ledger file for a
-// test, failing it when the file cannot be read. It is the shared fixture
-// loader of the registry, packets and report tests (restic's
-// TestRepository pattern: fixtures in a non-test file).
-func TestRecords(t testing.TB, path string) []Record {
+// Records reads every well-formed record of a JSONL ledger file for a
+// test, failing it when the file cannot be read.
+func Records(t testing.TB, path string) []ledger.Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var recs []Record
-	if _, err := ScanReader(f, func(r *Record, _ int, _ int64) error {
+	var recs []ledger.Record
+	if _, err := ledger.ScanReader(f, func(r *ledger.Record, _ int, _ int64) error {
 		recs = append(recs, *r)
 		return nil
 	}); err != nil {
@@ -29,10 +34,10 @@ func TestRecords(t testing.TB, path string) []Record {
 	return recs
 }
 
-// TestGolden compares got with the golden file at path, rewriting the file
+// Golden compares got with the golden file at path, rewriting the file
 // first when update is set (each package's -update flag). It is shared by
 // the registry, packets and report golden tests.
-func TestGolden(t testing.TB, path string, got []byte, update bool) {
+func Golden(t testing.TB, path string, got []byte, update bool) {
 	t.Helper()
 	if update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
@@ -48,16 +53,16 @@ func TestGolden(t testing.TB, path string, got []byte, update bool) {
 	}
 }
 
-// ModulePath is this module's import path; TestCorpus finds the module root
+// ModulePath is this module's import path; Corpus finds the module root
 // by it.
 const ModulePath = "github.com/memorylab/memorylab"
 
-// TestCorpus returns the path of elem under the module's top-level
+// Corpus returns the path of elem under the module's top-level
 // testdata/ (the corpora copied into the repository: results-tsv,
 // memorylab-python, arcmemo; see testdata/README.md). It looks for this
 // module's go.mod from the working directory up, so a package at any depth
 // finds it, and it never leaves the module: a missing corpus fails the test.
-func TestCorpus(t testing.TB, elem ...string) string {
+func Corpus(t testing.TB, elem ...string) string {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
@@ -80,11 +85,11 @@ func TestCorpus(t testing.TB, elem ...string) string {
 	}
 }
 
-// TestStore makes a store in a temp dir whose ledger holds content.
-func TestStore(t testing.TB, content string) *Store {
+// Store makes a store in a temp dir whose ledger holds content.
+func Store(t testing.TB, content string) *ledger.Store {
 	t.Helper()
 	dir := t.TempDir()
-	s, _, err := InitStore(dir, filepath.Join(dir, TSVFile), DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
+	s, _, err := ledger.InitStore(dir, filepath.Join(dir, ledger.TSVFile), ledger.DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,17 +99,17 @@ func TestStore(t testing.TB, content string) *Store {
 	return s
 }
 
-// TestRecordLine is one ledger line for a run with the given id and commit.
-func TestRecordLine(t testing.TB, id, commit string, edit func(r *Record)) string {
+// RecordLine is one ledger line for a run with the given id and commit.
+func RecordLine(t testing.TB, id, commit string, edit func(r *ledger.Record)) string {
 	t.Helper()
 	v := 0.99
-	r := &Record{SchemaVersion: SchemaVersion, RunID: RunID(id), Timestamp: "2026-11-22T01:00:00Z", Branch: "main",
-		Commit: Short(commit), CommitFull: commit, Status: StatusDiscard, Description: "idea " + id, Tags: []string{},
-		Metrics: Metrics{"val_bpb": &v}, Artifacts: map[string]string{}}
+	r := &ledger.Record{SchemaVersion: ledger.SchemaVersion, RunID: ledger.RunID(id), Timestamp: "2026-11-22T01:00:00Z", Branch: "main",
+		Commit: ledger.Short(commit), CommitFull: commit, Status: ledger.StatusDiscard, Description: "idea " + id, Tags: []string{},
+		Metrics: ledger.Metrics{"val_bpb": &v}, Artifacts: map[string]string{}}
 	if edit != nil {
 		edit(r)
 	}
-	b, err := MarshalRecord(r)
+	b, err := ledger.MarshalRecord(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,19 +128,19 @@ var SpecialLedgers = []struct {
 }{
 	{"link to /dev/zero", func(t testing.TB, path string) {
 		fixtureOK(t, os.Symlink("/dev/zero", path))
-	}, ErrSymlink},
+	}, ledger.ErrSymlink},
 	{"link to a regular file", func(t testing.TB, path string) {
 		other := filepath.Join(t.TempDir(), "other.jsonl")
-		line := TestRecordLine(t, "20261122T010000Z-abc1234-0001", "0123456789abcdef0123456789abcdef01234567", nil)
+		line := RecordLine(t, "20261122T010000Z-abc1234-0001", "0123456789abcdef0123456789abcdef01234567", nil)
 		fixtureOK(t, os.WriteFile(other, []byte(line), 0o644))
 		fixtureOK(t, os.Symlink(other, path))
-	}, ErrSymlink},
+	}, ledger.ErrSymlink},
 	{"FIFO without a writer", func(t testing.TB, path string) {
 		fixtureOK(t, syscall.Mkfifo(path, 0o644))
-	}, ErrNotRegular},
+	}, ledger.ErrNotRegular},
 	{"directory", func(t testing.TB, path string) {
 		fixtureOK(t, os.Mkdir(path, 0o755))
-	}, ErrNotRegular},
+	}, ledger.ErrNotRegular},
 }
 
 func fixtureOK(t testing.TB, err error) {
