@@ -10,9 +10,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// corpusDir is the Python MemoryLab's store (ledger, results.tsv, run
-// archives) in the module's testdata/memorylab-python.
-const corpusDir = "../testdata/memorylab-python"
 
 func ok(t *testing.T, err error) {
 	t.Helper()
@@ -43,38 +40,7 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// corpusFile reads a file of the shared corpus; the corpus is part of the
-// test fixture, so its absence is a failure, not a skip.
-func corpusFile(t testing.TB, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(corpusDir, rel))
-	if err != nil {
-		t.Fatalf("corpus missing: %v", err)
-	}
-	return b
-}
-
-// corpusRunLogs returns every archived run.log of the Python corpus.
-func corpusRunLogs(t testing.TB) map[string][]byte {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(corpusDir, "runs", "*", "run.log"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("corpus run logs missing: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(filepath.Dir(p))] = b
-	}
-	return out
-}
-
 // Run ids the tests share.
 const (
 	idA = "20261122T010000Z-abc1234-0001"
-	idB = "20261122T010100Z-abc1234-0002"
-	idC = "20261122T010200Z-def5678-0003"
 )

@@ -1,14 +1,10 @@
 package share
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 // corpusDir is the Python MemoryLab's store (ledger, results.tsv, run
 // archives) in the module's testdata/memorylab-python.
@@ -18,28 +14,6 @@ func ok(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("unexpected error: %v", err)
-	}
-}
-
-func equals[T comparable](t *testing.T, want, got T) {
-	t.Helper()
-	if want != got {
-		t.Fatalf("want %v, got %v", want, got)
-	}
-}
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		ok(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	ok(t, err)
-	w := strings.ReplaceAll(string(want), "\r\n", "\n")
-	if w != string(got) {
-		t.Fatalf("%s differs from golden (run with -update to accept):\n--- want\n%s\n--- got\n%s", path, w, got)
 	}
 }
 
@@ -53,28 +27,3 @@ func corpusFile(t testing.TB, rel string) []byte {
 	}
 	return b
 }
-
-// corpusRunLogs returns every archived run.log of the Python corpus.
-func corpusRunLogs(t testing.TB) map[string][]byte {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(corpusDir, "runs", "*", "run.log"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("corpus run logs missing: %v", err)
-	}
-	out := map[string][]byte{}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(filepath.Dir(p))] = b
-	}
-	return out
-}
-
-// Run ids the tests share.
-const (
-	idA = "20261122T010000Z-abc1234-0001"
-	idB = "20261122T010100Z-abc1234-0002"
-	idC = "20261122T010200Z-def5678-0003"
-)
