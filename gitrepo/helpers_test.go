@@ -10,7 +10,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-
 func ok(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
