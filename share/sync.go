@@ -219,6 +219,17 @@ func (rs *remoteSpec) client() (*transport.Endpoint, transport.Transport, error)
 	return ep, cl, nil
 }
 
+// uploadPack opens a fetch session on the remote, with the credentials
+// authFor finds; the caller reads its advertised refs (an empty remote is
+// each caller's own case) and closes it.
+func (rs *remoteSpec) uploadPack() (transport.UploadPackSession, error) {
+	ep, cl, err := rs.client()
+	if err != nil {
+		return nil, err
+	}
+	return cl.NewUploadPackSession(ep, authFor(ep))
+}
+
 // receivePack opens a receive-pack session with the remote and reads the
 // refs it advertises (nil for an empty remote). The caller closes sess.
 func (rs *remoteSpec) receivePack(ctx context.Context) (sess transport.ReceivePackSession, ar *packp.AdvRefs, err error) {

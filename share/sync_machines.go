@@ -208,11 +208,7 @@ func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Ha
 	if len(wants) == 0 {
 		return nil
 	}
-	ep, cl, err := rs.client()
-	if err != nil {
-		return err
-	}
-	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	sess, err := rs.uploadPack()
 	if err != nil {
 		return err
 	}
@@ -221,22 +217,7 @@ func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Ha
 	if err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
-	var haves []plumbing.Hash
-	if h, err := g.localRef(ledger.LedgerRef); err == nil && !h.IsZero() {
-		haves = append(haves, h)
-	}
-	iter, err := g.Storer().IterReferences()
-	if err == nil {
-		prefix := "refs/remotes/" + rs.track + "/memorylab/ledger"
-		_ = iter.ForEach(func(ref *plumbing.Reference) error {
-			if strings.HasPrefix(ref.Name().String(), prefix) && ref.Type() == plumbing.HashReference {
-				haves = append(haves, ref.Hash())
-			}
-			return nil
-		})
-		iter.Close()
-	}
-	if err := g.receiveFrom(ctx, sess, ar, wants, haves, ledgerPackLimits); err != nil {
+	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs), ledgerPackLimits); err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
 	return nil
@@ -330,11 +311,7 @@ func newestTip(legacy plumbing.Hash, machines map[string]plumbing.Hash) plumbing
 // tip are updated from that listing; it returns the tips to merge and the
 // legacy tip.
 func (g *Repo) fetchNewTips(ctx context.Context, rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) ([]plumbing.Hash, plumbing.Hash, error) {
-	ep, cl, err := rs.client()
-	if err != nil {
-		return nil, legacy, err
-	}
-	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	sess, err := rs.uploadPack()
 	if err != nil {
 		return nil, legacy, err
 	}

@@ -181,11 +181,7 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 // before may have moved: git's upload-pack serves only the tips it
 // advertises) and updating res.pinTips from that listing.
 func (g *Repo) fetchPins(ctx context.Context, rs *remoteSpec, res *SyncResult) error {
-	ep, cl, err := rs.client()
-	if err != nil {
-		return err
-	}
-	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	sess, err := rs.uploadPack()
 	if err != nil {
 		return err
 	}

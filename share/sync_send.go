@@ -145,11 +145,7 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 // (a pinned commit with a 128 MiB file cost 133 MiB; issue 24.5). haves are
 // commits this repository holds.
 func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []plumbing.Hash) (err error) {
-	ep, cl, err := rs.client()
-	if err != nil {
-		return err
-	}
-	sess, err := cl.NewUploadPackSession(ep, authFor(ep))
+	sess, err := rs.uploadPack()
 	if err != nil {
 		return err
 	}
