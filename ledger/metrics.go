@@ -55,30 +55,39 @@ func (m *Metrics) UnmarshalJSON(b []byte) error {
 	}
 	out := make(Metrics, len(raw))
 	for k, v := range raw {
-		v = bytes.TrimSpace(v)
-		switch {
-		case bytes.Equal(v, []byte("null")):
-			out[k] = nil
-		case len(v) > 0 && v[0] == '"':
-			var s string
-			if json.Unmarshal(v, &s) == nil {
-				if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-					out[k] = &f
-				}
-			}
-		case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
-			// A JSON number (the outer Unmarshal checked the syntax):
-			// ParseFloat reads it as json.Unmarshal into a float64 would,
-			// and fails where it does (out of range), without a second
-			// syntax check per value (issue 30: this was a tenth of
-			// doctor's and first use's decoding).
-			if f, err := strconv.ParseFloat(string(v), 64); err == nil {
-				out[k] = &f
-			}
+		if f, keep := metricValue(v); keep {
+			out[k] = f
 		}
 	}
 	*m = out
 	return nil
+}
+
+// metricValue is the value a metric's raw JSON v stands for (nil for
+// null) and whether it is kept: numbers, null and numeric strings are,
+// anything else is dropped. (decodeFast reads metrics with it too.)
+func metricValue(v []byte) (*float64, bool) {
+	v = bytes.TrimSpace(v)
+	switch {
+	case bytes.Equal(v, []byte("null")):
+		return nil, true
+	case len(v) > 0 && v[0] == '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+				return &f, true
+			}
+		}
+	case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+		// A JSON number (the caller checked the syntax): ParseFloat reads
+		// it as json.Unmarshal into a float64 would, and fails where it
+		// does (out of range), without a second syntax check per value
+		// (issue 30: this was a tenth of doctor's and first use's decoding).
+		if f, err := strconv.ParseFloat(string(v), 64); err == nil {
+			return &f, true
+		}
+	}
+	return nil, false
 }
 
 // maxDisplayDecimals caps the decimals FormatMetric shows.
