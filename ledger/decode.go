@@ -19,6 +19,20 @@ import (
 // caller decodes the line with encoding/json as before, which gives the
 // same record or the same warning. FuzzDecodeFast holds it to that.
 
+// DecodeBulk decodes body, a trimmed ledger line, into r (zero) for a
+// reader of every line that needs neither the notes, nor a crash's
+// traceback (Error.Tail), nor NoveltyGuard and DecisionPacket beyond this
+// call (they alias body): it accepts and refuses what json.Unmarshal does,
+// with the same error, and fills every other field alike, several times
+// faster (decodeFast). doctor's walk uses it.
+func DecodeBulk(body []byte, r *Record) error {
+	if decodeFast(body, r, fastFields{artifacts: true}) {
+		return nil
+	}
+	*r = Record{}
+	return json.Unmarshal(body, r)
+}
+
 // fastFields says what decodeFast decodes besides the fields every bulk
 // reader needs: artifacts (doctor checks the archive).
 type fastFields struct {

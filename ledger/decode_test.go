@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -153,4 +154,99 @@ func TestDecodeFastSeedLedgers(t *testing.T) {
 			t.Errorf("seed line %d deferred to encoding/json: %.200s", i, l)
 		}
 	}
+}
+
+// BenchmarkDecodeLine compares a ledger line's decode by encoding/json
+// (every reader but the bulk ones) with decodeFast (the Pass, doctor),
+// on the generator's lines.
+func BenchmarkDecodeLine(b *testing.B) {
+	raw, err := os.ReadFile("testdata/decode/gen_ledger.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(raw), []byte("\n"))
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			for _, l := range lines {
+				var r Record
+				if err := json.Unmarshal(l, &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("decodeFast", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			for _, l := range lines {
+				var r Record
+				if !decodeFast(l, &r, fastFields{}) {
+					b.Fatal("deferred")
+				}
+			}
+		}
+	})
+}
+
+// TestReadPassMatchesFullDecode: the Pass, decoded with decodeFast and
+// slimmed on every core, holds what the full encoding/json decode of each
+// line gives (SlimRecord, slimCorrection, tie marks, offsets, warnings),
+// on the seed ledgers plus lines decodeFast defers (a field twice, an
+// escaped key), garbage, an over-long line and a torn tail.
+func TestReadPassMatchesFullDecode(t *testing.T) {
+	var ledgerText bytes.Buffer
+	for _, l := range seedLines(t) {
+		ledgerText.Write(l)
+		ledgerText.WriteByte('\n')
+	}
+	ledgerText.WriteString(`{"run_id":"20260101T000000Z-abc1234","status":"keep","status":"discard","tie":true,"metrics":{"val_bpb":1.5}}` + "\n")
+	ledgerText.WriteString(`{"run_\u0069d":"20260101T000001Z-abc1234","status":"crash"}` + "\n")
+	ledgerText.WriteString(`{"run_id":"20260101T000002Z-retract-0001","timestamp_utc":"2026-01-01T00:00:02Z","correction":{"kind":"retract","run_id":"20260101T000000Z-abc1234","text":"t"}}` + "\n")
+	ledgerText.WriteString("not json\n\n   \n")
+	ledgerText.WriteString(`{"run_id":"20260101T000003Z-abc1234","notes":"` + strings.Repeat("x", int(MaxRecordBytes)) + "\"}\n")
+	ledgerText.WriteString(`{"schema_version":99,"run_id":"20260101T000004Z-abc1234"}` + "\n")
+	ledgerText.WriteString(`{"run_id":"20260101T000005Z-abc1234"`)
+	dir := t.TempDir()
+	ok(t, os.WriteFile(filepath.Join(dir, LedgerFile), ledgerText.Bytes(), 0o644))
+	s, err := OpenStore(dir, "")
+	ok(t, err)
+
+	want := &Pass{Metric: "val_bpb"}
+	warnings, err := ScanReader(bytes.NewReader(ledgerText.Bytes()), func(r *Record, _ int, off int64) error {
+		if r.Correction != nil {
+			want.Corrections = append(want.Corrections, slimCorrection(r))
+			return nil
+		}
+		want.Ties = append(want.Ties, r.Tie)
+		want.Runs = append(want.Runs, SlimRecord(r, want.Metric))
+		want.Offsets = append(want.Offsets, off)
+		return nil
+	})
+	ok(t, err)
+	want.Warnings = warnings
+
+	got, err := s.ReadPass("val_bpb")
+	ok(t, err)
+	equals(t, len(want.Runs), len(got.Runs))
+	for i := range want.Runs {
+		if !reflect.DeepEqual(got.Runs[i], want.Runs[i]) || got.Offsets[i] != want.Offsets[i] || got.Tie(i) != want.Ties[i] {
+			t.Fatalf("run %d:\n pass %+v (offset %d, tie %v)\n json %+v (offset %d, tie %v)", i,
+				got.Runs[i], got.Offsets[i], got.Tie(i), want.Runs[i], want.Offsets[i], want.Ties[i])
+		}
+	}
+	if !reflect.DeepEqual(got.Corrections, want.Corrections) {
+		t.Errorf("corrections:\n pass %+v\n json %+v", got.Corrections, want.Corrections)
+	}
+	if !reflect.DeepEqual(got.Warnings, want.Warnings) {
+		t.Errorf("warnings:\n pass %v\n json %v", got.Warnings, want.Warnings)
+	}
+	if len(want.Warnings) != 4 {
+		t.Errorf("%d warnings, want 4 (garbage, long, newer schema, torn): %v", len(want.Warnings), want.Warnings)
+	}
+	torn := want.Warnings[len(want.Warnings)-1]
+	equals(t, true, torn.Torn)
+	equals(t, torn.Offset, got.Covers.Size)
 }

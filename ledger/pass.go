@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -61,29 +62,64 @@ func missing(path string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// ReadPass reads the whole ledger once into a Pass for metric.
+// ReadPass reads the whole ledger once into a Pass for metric. Each line
+// is decoded (decodeFast, the fields a slim record keeps) and slimmed on
+// every core; the warnings and the prefix covered are ScanFromParallel's.
 func (s *Store) ReadPass(metric string) (*Pass, error) {
-	p := &Pass{Metric: metric}
-	end, warnings, err := s.ScanFromParallel(0, func(r *Record, _ int, off int64) error {
-		if r.Correction != nil {
-			p.Corrections = append(p.Corrections, slimCorrection(r))
-			return nil
-		}
-		if r.Tie {
-			if p.Ties == nil {
-				p.Ties = make([]bool, len(p.Runs), cap(p.Runs))
-			}
-		}
-		if p.Ties != nil {
-			p.Ties = append(p.Ties, r.Tie)
-		}
-		p.Runs = append(p.Runs, SlimRecord(r, metric))
-		p.Offsets = append(p.Offsets, off)
-		return nil
-	})
-	p.Warnings = warnings
+	f, err := s.OpenLedger()
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	size := f.Size()
+	p := &Pass{Metric: metric}
+	type slimLine struct {
+		rec  *Record // the slim record (nil: none)
+		tie  bool
+		warn *Warning
+	}
+	err = EachLineParallel(io.NewSectionReader(f, 0, size), func(l *Line) slimLine {
+		if l.Long {
+			return slimLine{warn: &Warning{Line: l.No, Offset: l.Offset, Reason: LongLineReason(l.Size), Torn: l.Torn}}
+		}
+		r, w := decodeLineAs(l.Raw, l.No, l.Offset, l.Torn, &fastFields{})
+		if r == nil {
+			return slimLine{warn: w}
+		}
+		if r.Correction != nil {
+			c := slimCorrection(r)
+			return slimLine{rec: &c}
+		}
+		slim := SlimRecord(r, metric)
+		return slimLine{rec: &slim, tie: r.Tie}
+	}, func(l *Line, d slimLine) error {
+		switch {
+		case d.warn != nil:
+			p.Warnings = append(p.Warnings, *d.warn)
+		case d.rec == nil:
+		case d.rec.Correction != nil:
+			p.Corrections = append(p.Corrections, *d.rec)
+		default:
+			if d.tie && p.Ties == nil {
+				p.Ties = make([]bool, len(p.Runs), cap(p.Runs))
+			}
+			if p.Ties != nil {
+				p.Ties = append(p.Ties, d.tie)
+			}
+			p.Runs = append(p.Runs, *d.rec)
+			p.Offsets = append(p.Offsets, l.Offset)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	end := size
+	for _, w := range p.Warnings {
+		// Do not claim to cover a torn tail: a writer may still be finishing it.
+		if w.Torn {
+			end = w.Offset
+		}
 	}
 	if p.Covers, err = s.FingerprintAt(end); err != nil {
 		return nil, err

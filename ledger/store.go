@@ -458,14 +458,23 @@ var recordsDecoded atomic.Int64
 func RecordsDecoded() int64 { return recordsDecoded.Load() }
 
 func decodeLine(line []byte, lineNo int, start int64, torn bool) (*Record, *Warning) {
+	return decodeLineAs(line, lineNo, start, torn, nil)
+}
+
+// decodeLineAs is decodeLine trying decodeFast first when fast is not nil
+// (the bulk readers: the record then lacks what decodeFast leaves out).
+func decodeLineAs(line []byte, lineNo int, start int64, torn bool, fast *fastFields) (*Record, *Warning) {
 	body := bytes.TrimSpace(line)
 	if len(body) == 0 {
 		return nil, nil
 	}
 	recordsDecoded.Add(1)
 	var r Record
-	if perr := json.Unmarshal(body, &r); perr != nil {
-		return nil, &Warning{Line: lineNo, Offset: start, Reason: ShortReason(perr), Torn: torn}
+	if fast == nil || !decodeFast(body, &r, *fast) {
+		r = Record{}
+		if perr := json.Unmarshal(body, &r); perr != nil {
+			return nil, &Warning{Line: lineNo, Offset: start, Reason: ShortReason(perr), Torn: torn}
+		}
 	}
 	if r.RunID == "" {
 		return nil, &Warning{Line: lineNo, Offset: start, Reason: "record has no run_id", Torn: torn}

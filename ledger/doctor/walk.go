@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -62,7 +61,9 @@ func classify(it *walkItem) {
 		return
 	}
 	var r ledger.Record
-	if perr := json.Unmarshal(body, &r); perr != nil {
+	// The notes and the novelty guard and packet are no doctor check's:
+	// DecodeBulk leaves them out, refusing what json.Unmarshal refuses.
+	if perr := ledger.DecodeBulk(body, &r); perr != nil {
 		l.Kind, l.Reason = lineGarbage, ledger.ShortReason(perr)
 		return
 	}
@@ -70,6 +71,7 @@ func classify(it *walkItem) {
 		l.Kind, l.Reason = lineGarbage, "JSON without a run_id is not a record"
 		return
 	}
+	r.NoveltyGuard, r.DecisionPacket = nil, nil // they alias the line
 	l.Kind, l.Rec, it.hash = lineRecord, &r, maphash.Bytes(walkSeed, body)
 }
 
