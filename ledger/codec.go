@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 	"unsafe"
 )
 
@@ -207,11 +206,15 @@ func pickStrings(obj []byte, names []string, dst []*string) (ok, scanned bool) {
 			return false, false
 		}
 		rawKey := obj[i+1 : end-1]
-		key := string(rawKey)
-		if bytes.IndexByte(rawKey, '\\') >= 0 {
-			if json.Unmarshal(obj[i:end], &key) != nil {
+		var key []byte
+		if plainASCII(rawKey) {
+			key = rawKey
+		} else {
+			var k string
+			if json.Unmarshal(obj[i:end], &k) != nil {
 				return false, false
 			}
+			key = []byte(k)
 		}
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
@@ -223,8 +226,8 @@ func pickStrings(obj []byte, names []string, dst []*string) (ok, scanned bool) {
 			return false, false
 		}
 		for k, name := range names {
-			if strings.EqualFold(key, name) {
-				if json.Unmarshal(obj[i:vend], dst[k]) != nil {
+			if bytes.EqualFold(key, []byte(name)) {
+				if !pickString(obj[i:vend], dst[k]) {
 					ok = false
 				}
 				break
@@ -243,6 +246,28 @@ func pickStrings(obj []byte, names []string, dst []*string) (ok, scanned bool) {
 			return false, false
 		}
 	}
+}
+
+// plainASCII reports whether b holds only printable ASCII without a
+// backslash: a key that is its own unquoted form.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// pickString is json.Unmarshal(v, dst) for a string field: a string is
+// unquoted into *dst, null changes nothing, anything else is an error
+// (false). Plain strings are copied without going through encoding/json.
+func pickString(v []byte, dst *string) bool {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && plainASCII(v[1:len(v)-1]) {
+		*dst = string(v[1 : len(v)-1])
+		return true
+	}
+	return json.Unmarshal(v, dst) == nil
 }
 
 func skipSpace(b []byte, i int) int {

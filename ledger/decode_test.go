@@ -189,6 +189,19 @@ func BenchmarkDecodeLine(b *testing.B) {
 			}
 		}
 	})
+	b.Run("decodeFast+SlimRecord", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			for _, l := range lines {
+				var r Record
+				if !decodeFast(l, &r, fastFields{}) {
+					b.Fatal("deferred")
+				}
+				_ = SlimRecord(&r, "val_bpb")
+			}
+		}
+	})
 }
 
 // TestReadPassMatchesFullDecode: the Pass, decoded with decodeFast and
