@@ -328,8 +328,18 @@ func (d dirLister) exists(p string, stat func(string) (fs.FileInfo, error)) bool
 }
 
 // listDir returns the names and types in dir, or nil when it cannot be
-// listed (missing, not a directory, no permission: stat decides).
+// listed (missing, not a directory, no permission: stat decides). Where the
+// system allows (listdir_linux.go) it lists with raw system calls: doctor
+// lists every run's directory, 100k of them on a large store.
 func listDir(dir string) map[string]fs.FileMode {
+	if names, ok := listDirRaw(dir); ok {
+		return names
+	}
+	return listDirOS(dir)
+}
+
+// listDirOS is listDir through os.ReadDir.
+func listDirOS(dir string) map[string]fs.FileMode {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil
