@@ -205,15 +205,19 @@ func BenchmarkDecodeLine(b *testing.B) {
 }
 
 // TestReadPassMatchesFullDecode: the Pass, decoded with decodeFast and
-// slimmed on every core, holds what the full encoding/json decode of each
+// slimmed on every core from reused line buffers, holds what the full encoding/json decode of each
 // line gives (SlimRecord, slimCorrection, tie marks, offsets, warnings),
 // on the seed ledgers plus lines decodeFast defers (a field twice, an
 // escaped key), garbage, an over-long line and a torn tail.
 func TestReadPassMatchesFullDecode(t *testing.T) {
 	var ledgerText bytes.Buffer
-	for _, l := range seedLines(t) {
-		ledgerText.Write(l)
-		ledgerText.WriteByte('\n')
+	// 10 MiB of lines: batches enough that line buffers are reused
+	// (eachLineParallel) must leave nothing behind in the pass.
+	for ledgerText.Len() < 10*lineChunkSize {
+		for _, l := range seedLines(t) {
+			ledgerText.Write(l)
+			ledgerText.WriteByte('\n')
+		}
 	}
 	ledgerText.WriteString(`{"run_id":"20260101T000000Z-abc1234","status":"keep","status":"discard","tie":true,"metrics":{"val_bpb":1.5}}` + "\n")
 	ledgerText.WriteString(`{"run_\u0069d":"20260101T000001Z-abc1234","status":"crash"}` + "\n")

@@ -37,6 +37,27 @@ func ReadLine(br *bufio.Reader) (line []byte, n int64, long bool, err error) {
 	}
 }
 
+// readLineAppend is ReadLine appending the line to buf (unchanged but for
+// its length when the line is long) and returning it grown.
+func readLineAppend(br *bufio.Reader, buf []byte) (out []byte, n int64, long bool, err error) {
+	start := len(buf)
+	for {
+		frag, ferr := br.ReadSlice('\n')
+		n += int64(len(frag))
+		if !long {
+			if int64(len(buf)-start+len(frag)) > MaxRecordBytes {
+				long, buf = true, buf[:start]
+			} else {
+				buf = append(buf, frag...)
+			}
+		}
+		if errors.Is(ferr, bufio.ErrBufferFull) {
+			continue
+		}
+		return buf, n, long, ferr
+	}
+}
+
 // longLineReason is the warning for a line over MaxRecordBytes.
 func LongLineReason(n int64) string {
 	return fmt.Sprintf("a line of %d bytes, over the %d bytes a record may have: skipped", n, MaxRecordBytes)

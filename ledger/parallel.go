@@ -65,18 +65,33 @@ const LineBatch = 256
 // returns the read error, if any. It may read ahead of the line where fn
 // stops. ScanReaderParallel and doctor's walk are this one pipeline.
 func EachLineParallel[T any](rd io.Reader, work func(*Line) T, fn func(*Line, T) error) error {
+	return eachLineParallel(rd, false, work, fn)
+}
+
+// lineChunks are the line buffers of eachLineParallel's reused batches.
+var lineChunks = sync.Pool{New: func() any { return new([]byte) }}
+
+// lineChunkSize is what one batch's lines are read into when reused.
+const lineChunkSize = 1 << 20
+
+// eachLineParallel is EachLineParallel; with reuse, a batch's lines share
+// one buffer that is used again once fn has seen the batch, so neither
+// work's T nor fn may keep a line's Raw (a full read of a 428 MB ledger
+// otherwise allocates 428 MB of lines for the collector: the Pass).
+func eachLineParallel[T any](rd io.Reader, reuse bool, work func(*Line) T, fn func(*Line, T) error) error {
 	type item struct {
 		l Line
 		v T
 	}
 	type job struct {
 		items []item
-		out   chan []item
+		chunk *[]byte // the batch's line buffer (reuse)
+		out   chan job
 	}
 	workers := max(runtime.GOMAXPROCS(0), 1)
 	done := make(chan struct{})
 	defer close(done)
-	order := make(chan chan []item, 2*workers)
+	order := make(chan chan job, 2*workers)
 	jobs := make(chan job, 2*workers)
 	var readErr error // written before order is closed
 	go func() {
@@ -85,23 +100,47 @@ func EachLineParallel[T any](rd io.Reader, work func(*Line) T, fn func(*Line, T)
 		br := bufio.NewReaderSize(rd, 1<<20)
 		var offset int64
 		batch := make([]item, 0, LineBatch)
+		var chunk *[]byte
+		newChunk := func() {
+			if reuse {
+				chunk = lineChunks.Get().(*[]byte)
+				if cap(*chunk) < lineChunkSize {
+					*chunk = make([]byte, 0, lineChunkSize)
+				}
+				*chunk = (*chunk)[:0]
+			}
+		}
+		newChunk()
 		send := func() bool {
-			out := make(chan []item, 1)
+			out := make(chan job, 1)
 			select {
 			case order <- out:
 			case <-done:
 				return false
 			}
 			select {
-			case jobs <- job{items: batch, out: out}:
+			case jobs <- job{items: batch, chunk: chunk, out: out}:
 			case <-done:
 				return false
 			}
 			batch = make([]item, 0, LineBatch)
+			newChunk()
 			return true
 		}
 		for no := 1; ; no++ {
-			raw, n, long, err := ReadLine(br)
+			var raw []byte
+			var n int64
+			var long bool
+			var err error
+			if reuse {
+				start := len(*chunk)
+				*chunk, n, long, err = readLineAppend(br, *chunk)
+				if !long {
+					raw = (*chunk)[start:len(*chunk):len(*chunk)]
+				}
+			} else {
+				raw, n, long, err = ReadLine(br)
+			}
 			if n > 0 {
 				batch = append(batch, item{l: Line{No: no, Offset: offset, Size: n, Raw: raw, Long: long, Torn: err == io.EOF}})
 				offset += n
@@ -115,7 +154,7 @@ func EachLineParallel[T any](rd io.Reader, work func(*Line) T, fn func(*Line, T)
 				}
 				return
 			}
-			if len(batch) == LineBatch && !send() {
+			if (len(batch) == LineBatch || reuse && len(*chunk) >= lineChunkSize) && !send() {
 				return
 			}
 		}
@@ -126,16 +165,19 @@ func EachLineParallel[T any](rd io.Reader, work func(*Line) T, fn func(*Line, T)
 				for i := range j.items {
 					j.items[i].v = work(&j.items[i].l)
 				}
-				j.out <- j.items
+				j.out <- j
 			}
 		}()
 	}
 	for out := range order {
-		items := <-out
-		for i := range items {
-			if err := fn(&items[i].l, items[i].v); err != nil {
+		j := <-out
+		for i := range j.items {
+			if err := fn(&j.items[i].l, j.items[i].v); err != nil {
 				return err
 			}
+		}
+		if j.chunk != nil && cap(*j.chunk) <= 2*lineChunkSize {
+			lineChunks.Put(j.chunk) // a chunk a long line grew is left to the collector
 		}
 	}
 	return readErr

@@ -78,7 +78,9 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 		tie  bool
 		warn *Warning
 	}
-	err = EachLineParallel(io.NewSectionReader(f, 0, size), func(l *Line) slimLine {
+	// The lines' buffers are reused: nothing below keeps a line's bytes
+	// (slim records copy what they hold).
+	err = eachLineParallel(io.NewSectionReader(f, 0, size), true, func(l *Line) slimLine {
 		if l.Long {
 			return slimLine{warn: &Warning{Line: l.No, Offset: l.Offset, Reason: LongLineReason(l.Size), Torn: l.Torn}}
 		}
