@@ -457,7 +457,10 @@ func (d *fastDec) str(dst *string) bool {
 		*dst = string(raw)
 		return true
 	}
-	return json.Unmarshal(d.b[start:end], dst) == nil
+	var u string // not dst: handing it to encoding/json would put every caller's string on the heap
+	err := json.Unmarshal(d.b[start:end], &u)
+	*dst = u
+	return err == nil
 }
 
 func hasEscape(b []byte) bool {
