@@ -74,7 +74,8 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 	size := f.Size()
 	p := &Pass{Metric: metric}
 	type slimLine struct {
-		rec  *Record // the slim record (nil: none)
+		rec  Record // the slim record, when have (a value: no allocation per line)
+		have bool
 		tie  bool
 		warn *Warning
 	}
@@ -84,23 +85,21 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 		if l.Long {
 			return slimLine{warn: &Warning{Line: l.No, Offset: l.Offset, Reason: LongLineReason(l.Size), Torn: l.Torn}}
 		}
-		r, w := decodeLineAs(l.Raw, l.No, l.Offset, l.Torn, &fastFields{})
-		if r == nil {
+		var r Record
+		if have, w := decodeLineInto(&r, l.Raw, l.No, l.Offset, l.Torn, &fastFields{}); !have {
 			return slimLine{warn: w}
 		}
 		if r.Correction != nil {
-			c := slimCorrection(r)
-			return slimLine{rec: &c}
+			return slimLine{rec: slimCorrection(&r), have: true}
 		}
-		slim := SlimRecord(r, metric)
-		return slimLine{rec: &slim, tie: r.Tie}
+		return slimLine{rec: SlimRecord(&r, metric), have: true, tie: r.Tie}
 	}, func(l *Line, d slimLine) error {
 		switch {
 		case d.warn != nil:
 			p.Warnings = append(p.Warnings, *d.warn)
-		case d.rec == nil:
+		case !d.have:
 		case d.rec.Correction != nil:
-			p.Corrections = append(p.Corrections, *d.rec)
+			p.Corrections = append(p.Corrections, d.rec)
 		default:
 			if d.tie && p.Ties == nil {
 				p.Ties = make([]bool, len(p.Runs), cap(p.Runs))
@@ -108,7 +107,7 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 			if p.Ties != nil {
 				p.Ties = append(p.Ties, d.tie)
 			}
-			p.Runs = append(p.Runs, *d.rec)
+			p.Runs = append(p.Runs, d.rec)
 			p.Offsets = append(p.Offsets, l.Offset)
 		}
 		return nil

@@ -458,31 +458,43 @@ var recordsDecoded atomic.Int64
 func RecordsDecoded() int64 { return recordsDecoded.Load() }
 
 func decodeLine(line []byte, lineNo int, start int64, torn bool) (*Record, *Warning) {
-	return decodeLineAs(line, lineNo, start, torn, nil)
+	r := new(Record)
+	if have, w := decodeLineInto(r, line, lineNo, start, torn, nil); !have {
+		return nil, w
+	}
+	return r, nil
 }
 
-// decodeLineAs is decodeLine trying decodeFast first when fast is not nil
-// (the bulk readers: the record then lacks what decodeFast leaves out).
-func decodeLineAs(line []byte, lineNo int, start int64, torn bool, fast *fastFields) (*Record, *Warning) {
+// decodeLineInto is decodeLine into *r (zero), trying decodeFast first
+// when fast is not nil (the bulk readers: the record then lacks what
+// decodeFast leaves out); have reports whether *r is a record.
+func decodeLineInto(r *Record, line []byte, lineNo int, start int64, torn bool, fast *fastFields) (have bool, w *Warning) {
 	body := bytes.TrimSpace(line)
 	if len(body) == 0 {
-		return nil, nil
+		return false, nil
 	}
 	recordsDecoded.Add(1)
-	var r Record
-	if fast == nil || !decodeFast(body, &r, *fast) {
-		r = Record{}
-		if perr := json.Unmarshal(body, &r); perr != nil {
-			return nil, &Warning{Line: lineNo, Offset: start, Reason: ShortReason(perr), Torn: torn}
+	if fast == nil || !decodeFast(body, r, *fast) {
+		var perr error
+		if *r, perr = unmarshalRecord(body); perr != nil {
+			return false, &Warning{Line: lineNo, Offset: start, Reason: ShortReason(perr), Torn: torn}
 		}
 	}
 	if r.RunID == "" {
-		return nil, &Warning{Line: lineNo, Offset: start, Reason: "record has no run_id", Torn: torn}
+		return false, &Warning{Line: lineNo, Offset: start, Reason: "record has no run_id", Torn: torn}
 	}
 	if r.SchemaVersion > SchemaVersion {
-		return nil, &Warning{Line: lineNo, Offset: start, Reason: fmt.Sprintf("schema_version %d is newer than this memorylab (%d): upgrade memorylab", r.SchemaVersion, SchemaVersion)}
+		return false, &Warning{Line: lineNo, Offset: start, Reason: fmt.Sprintf("schema_version %d is newer than this memorylab (%d): upgrade memorylab", r.SchemaVersion, SchemaVersion)}
 	}
-	return &r, nil
+	return true, nil
+}
+
+// unmarshalRecord is json.Unmarshal of a record, returned by value so
+// that only this fallback's record goes to the heap, not every caller's.
+func unmarshalRecord(body []byte) (Record, error) {
+	var r Record
+	err := json.Unmarshal(body, &r)
+	return r, err
 }
 
 // ScanReaderParallel is ScanReader with JSON decoding spread over
