@@ -204,21 +204,48 @@ func BenchmarkDecodeLine(b *testing.B) {
 	})
 }
 
+// reuseLedger is 10 MiB of the seed lines: batches enough that
+// eachLineParallel reuses its line buffers, which must leave nothing
+// behind in what its callers keep.
+func reuseLedger(t *testing.T) *bytes.Buffer {
+	var b bytes.Buffer
+	for b.Len() < 10*lineChunkSize {
+		for _, l := range seedLines(t) {
+			b.Write(l)
+			b.WriteByte('\n')
+		}
+	}
+	return &b
+}
+
+// TestScanParallelReusesLines: ScanReaderParallel, which reads into reused
+// line buffers, hands fn the records ScanReader decodes, and none of them
+// changes when later lines are read (issue 30).
+func TestScanParallelReusesLines(t *testing.T) {
+	text := reuseLedger(t).Bytes()
+	var want, got []*Record
+	_, err := ScanReader(bytes.NewReader(text), func(r *Record, _ int, _ int64) error {
+		want = append(want, r)
+		return nil
+	})
+	ok(t, err)
+	_, err = ScanReaderParallel(bytes.NewReader(text), func(r *Record, _ int, _ int64) error {
+		got = append(got, r)
+		return nil
+	})
+	ok(t, err)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("ScanReaderParallel's records differ from ScanReader's")
+	}
+}
+
 // TestReadPassMatchesFullDecode: the Pass, decoded with decodeFast and
 // slimmed on every core from reused line buffers, holds what the full encoding/json decode of each
 // line gives (SlimRecord, slimCorrection, tie marks, offsets, warnings),
 // on the seed ledgers plus lines decodeFast defers (a field twice, an
 // escaped key), garbage, an over-long line and a torn tail.
 func TestReadPassMatchesFullDecode(t *testing.T) {
-	var ledgerText bytes.Buffer
-	// 10 MiB of lines: batches enough that line buffers are reused
-	// (eachLineParallel) must leave nothing behind in the pass.
-	for ledgerText.Len() < 10*lineChunkSize {
-		for _, l := range seedLines(t) {
-			ledgerText.Write(l)
-			ledgerText.WriteByte('\n')
-		}
-	}
+	ledgerText := reuseLedger(t)
 	ledgerText.WriteString(`{"run_id":"20260101T000000Z-abc1234","status":"keep","status":"discard","tie":true,"metrics":{"val_bpb":1.5}}` + "\n")
 	ledgerText.WriteString(`{"run_\u0069d":"20260101T000001Z-abc1234","status":"crash"}` + "\n")
 	ledgerText.WriteString(`{"run_id":"20260101T000002Z-retract-0001","timestamp_utc":"2026-01-01T00:00:02Z","correction":{"kind":"retract","run_id":"20260101T000000Z-abc1234","text":"t"}}` + "\n")

@@ -510,7 +510,9 @@ func ScanReaderParallel(rd io.Reader, fn func(r *Record, line int, offset int64)
 		warn *Warning
 	}
 	var warnings []Warning
-	err := EachLineParallel(rd, func(l *Line) decoded {
+	// Lines are read into reused buffers: encoding/json copies what a
+	// record keeps (RawJSON included), so no record aliases a line.
+	err := eachLineParallel(rd, true, func(l *Line) decoded {
 		if l.Long {
 			return decoded{warn: &Warning{Line: l.No, Offset: l.Offset, Reason: LongLineReason(l.Size), Torn: l.Torn}}
 		}
