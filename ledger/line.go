@@ -45,9 +45,15 @@ func readLineAppend(br *bufio.Reader, buf []byte) (out []byte, n int64, long boo
 		frag, ferr := br.ReadSlice('\n')
 		n += int64(len(frag))
 		if !long {
-			if int64(len(buf)-start+len(frag)) > MaxRecordBytes {
+			switch need := len(buf) + len(frag); {
+			case int64(need-start) > MaxRecordBytes:
 				long, buf = true, buf[:start]
-			} else {
+			case need > cap(buf):
+				// Double, as ReadLine does (append grows large slices by a quarter).
+				grown := make([]byte, len(buf), max(2*cap(buf), need))
+				copy(grown, buf)
+				buf = append(grown, frag...)
+			default:
 				buf = append(buf, frag...)
 			}
 		}
