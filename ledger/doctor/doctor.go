@@ -207,18 +207,14 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 	fetched := make([]bool, len(recs)) // false: pulled without its archives
 	const chunk = 512
 	workers := max(2*runtime.GOMAXPROCS(0), 4) // stat calls wait on the disk
-	// One listing of runs/ answers whether each run's directory is there
-	// (its run_dir artifact), instead of a stat per run, and spares opening
-	// the directories that are not (100k runs: 0.5 s of system calls).
-	runsDir := s.Path(ledger.RunsDir)
-	runs := listDir(runsDir)
+	sh := sharedListings(s)
 	next := make(chan int)
 	fns := make([]func() error, workers)
 	for w := range fns {
 		fns[w] = func() error {
 			for start := range next {
 				for i := start; i < min(start+chunk, len(recs)); i++ {
-					found[i], fetched[i] = runArtifacts(s, runsDir, runs, &recs[i])
+					found[i], fetched[i] = runArtifacts(s, sh, &recs[i])
 				}
 			}
 			return nil
@@ -252,12 +248,15 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 // listing instead of a stat per file, which was most of doctor's system
 // time at 100k runs).
 //
-// runs is the listing of runsDir (nil when it could not be listed): it is
-// shared, read only, by every run's lister.
-func runArtifacts(s *ledger.Store, runsDir string, runs map[string]fs.FileMode, r *doctorRec) (out []Finding, fetched bool) {
+// sh holds the listings every run's lister shares, read only.
+func runArtifacts(s *ledger.Store, sh listings, r *doctorRec) (out []Finding, fetched bool) {
 	dirs := dirLister{}
+	runs := sh.runs
 	if runs != nil {
-		dirs[filepath.Clean(runsDir)+string(filepath.Separator)] = runs
+		dirs[filepath.Clean(sh.runsDir)+string(filepath.Separator)] = runs
+	}
+	if sh.store != nil {
+		dirs[filepath.Clean(s.Dir)+string(filepath.Separator)] = sh.store
 	}
 	if dir, err := s.RunDir(r.id); err == nil {
 		if t, listed := runs[string(r.id)]; runs == nil || listed && (t.IsDir() || t&fs.ModeSymlink != 0) {
@@ -293,6 +292,23 @@ func runArtifacts(s *ledger.Store, runsDir string, runs map[string]fs.FileMode, 
 		}
 	}
 	return out, true
+}
+
+// listings are the directories listed once for every run's check: runs/,
+// whose listing answers whether each run's directory is there (its run_dir
+// artifact) instead of a stat per run and spares opening the directories
+// that are not (100k runs: 0.5 s of system calls), and the store's own
+// directory, for files every record names (latest_summary.json: a stat per
+// run). A listing is nil when the directory could not be listed.
+type listings struct {
+	runsDir string
+	runs    map[string]fs.FileMode
+	store   map[string]fs.FileMode
+}
+
+func sharedListings(s *ledger.Store) listings {
+	runsDir := s.Path(ledger.RunsDir)
+	return listings{runsDir: runsDir, runs: listDir(runsDir), store: listDir(s.Dir)}
 }
 
 // dirLister answers "does this path exist" from the listing of the

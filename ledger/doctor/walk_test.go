@@ -129,23 +129,28 @@ func TestRunsListingAnswersAsStat(t *testing.T) {
 	must(t, os.Symlink("nowhere", filepath.Join(runsDir, "20261122T010000Z-abc1234-0004")))
 	must(t, os.MkdirAll(filepath.Join(runsDir, "20261122T010000Z-abc1234-0005"), 0o755))
 	must(t, os.WriteFile(filepath.Join(runsDir, "20261122T010000Z-abc1234-0005", ledger.NotFetchedMarker), nil, 0o644))
-	runs := listDir(runsDir)
+	must(t, os.WriteFile(s.Path("latest_summary.json"), nil, 0o644))
+	must(t, os.Symlink("nowhere", s.Path("dangling.json")))
+	sh := sharedListings(s)
 	for _, tc := range []struct {
 		id      string
 		missing int // findings
 		fetched bool
 	}{
-		{"20261122T010000Z-abc1234-0001", 0, true},
+		{"20261122T010000Z-abc1234-0001", 2, true},
 		{"20261122T010000Z-abc1234-0002", 0, false}, // a file in its place: ENOTDIR is not "does not exist", for the marker too
-		{"20261122T010000Z-abc1234-0003", 0, true},
-		{"20261122T010000Z-abc1234-0004", 2, true},
-		{"20261122T010000Z-abc1234-0006", 2, true},
+		{"20261122T010000Z-abc1234-0003", 2, true},
+		{"20261122T010000Z-abc1234-0004", 4, true},
+		{"20261122T010000Z-abc1234-0006", 4, true},
 		{"20261122T010000Z-abc1234-0005", 0, false},
 	} {
 		prefix := ledger.DefaultStoreDir + "/" + ledger.RunsDir + "/" + tc.id
-		r := &doctorRec{line: 1, id: ledger.RunID(tc.id), artifacts: map[string]string{"run_dir": prefix, "run_log_path": prefix + "/run.log"}}
-		got, gotFetched := runArtifacts(s, runsDir, runs, r)
-		want, wantFetched := runArtifacts(s, runsDir, nil, r) // a listing and a stat per run
+		r := &doctorRec{line: 1, id: ledger.RunID(tc.id), artifacts: map[string]string{"run_dir": prefix, "run_log_path": prefix + "/run.log",
+			// In the store's directory, listed once too: there, a dangling link, missing.
+			"source_summary_path": ledger.DefaultStoreDir + "/latest_summary.json",
+			"dangling":            ledger.DefaultStoreDir + "/dangling.json", "gone": ledger.DefaultStoreDir + "/gone.json"}}
+		got, gotFetched := runArtifacts(s, sh, r)
+		want, wantFetched := runArtifacts(s, listings{runsDir: runsDir}, r) // a listing and a stat per run
 		if fmt.Sprint(got) != fmt.Sprint(want) || gotFetched != wantFetched {
 			t.Errorf("%s: with the runs/ listing %v %v, without %v %v", tc.id, got, gotFetched, want, wantFetched)
 		}
