@@ -132,7 +132,8 @@ func Diagnose(s *ledger.Store, repo *gitrepo.Repo, configErr error) (*Report, er
 	var recs []doctorRec
 	firstLine := map[ledger.RunID]int{}
 	retracted := map[ledger.RunID]bool{}
-	err = walkLedger(f, func(l *ledgerLine) error {
+	// Nothing here keeps a line (records are decoded copies): reused buffers.
+	err = walkLedger(f, true, func(l *ledgerLine) error {
 		if l.Kind != lineBlank {
 			rep.Lines++
 		}
@@ -542,7 +543,7 @@ func Repair(s *ledger.Store, now time.Time, repo *gitrepo.Repo) (*RepairResult, 
 	}
 	defer f.Close()
 	var bad []backupLine
-	err = walkLedger(f, func(l *ledgerLine) error {
+	err = walkLedger(f, false, func(l *ledgerLine) error {
 		switch l.Kind {
 		case lineTorn, lineGarbage, lineDuplicate:
 			res.Moved++
@@ -592,7 +593,7 @@ func Repair(s *ledger.Store, now time.Time, repo *gitrepo.Repo) (*RepairResult, 
 			return nil, err
 		}
 		err = atomicfile.WriteFileAtomicFunc(s.LedgerPath(), 0o644, func(w io.Writer) error {
-			return walkLedger(f, func(l *ledgerLine) error {
+			return walkLedger(f, false, func(l *ledgerLine) error {
 				if l.Kind != lineRecord {
 					return nil
 				}

@@ -48,7 +48,7 @@ func FuzzDoctorRepair(f *testing.F) {
 		}
 		var keep bytes.Buffer
 		moved := 0
-		if err := walkLedger(bytes.NewReader(content), func(l *ledgerLine) error {
+		if err := walkLedger(bytes.NewReader(content), false, func(l *ledgerLine) error {
 			switch l.Kind {
 			case lineRecord:
 				keep.Write(l.Raw)

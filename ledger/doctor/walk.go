@@ -29,9 +29,16 @@ var walkSeed = maphash.MakeSeed()
 // large ledger); the rules that depend on earlier lines — a byte-identical
 // copy of an earlier record, the torn last line — are applied in ledger
 // order, and fn is called in ledger order.
-func walkLedger(rd io.Reader, fn func(l *ledgerLine) error) error {
+//
+// With reuse, a line's Raw is valid only until fn returns for it
+// (ledger.EachLineParallelReused): for a caller that keeps no line.
+func walkLedger(rd io.Reader, reuse bool, fn func(l *ledgerLine) error) error {
 	seen := map[ledger.RunID]seenRec{}
-	return ledger.EachLineParallel(rd, func(l *ledger.Line) walkItem {
+	each := ledger.EachLineParallel[walkItem]
+	if reuse {
+		each = ledger.EachLineParallelReused[walkItem]
+	}
+	return each(rd, func(l *ledger.Line) walkItem {
 		it := walkItem{l: ledgerLine{No: l.No, Offset: l.Offset, Raw: l.Raw, Size: l.Size}, torn: l.Torn, long: l.Long}
 		classify(&it)
 		return it

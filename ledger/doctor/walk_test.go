@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestWalkLedgerAcrossBatches(t *testing.T) {
 	}
 	b.WriteString(`{"run_id":"20261122T999999Z-abc1234"`) // torn
 	var kinds []lineKind
-	err := walkLedger(bytes.NewReader(b.Bytes()), func(l *ledgerLine) error {
+	err := walkLedger(bytes.NewReader(b.Bytes()), false, func(l *ledgerLine) error {
 		if l.No != len(kinds)+1 {
 			t.Fatalf("line %d after %d lines", l.No, len(kinds))
 		}
@@ -157,5 +158,45 @@ func TestRunsListingAnswersAsStat(t *testing.T) {
 		if len(got) != tc.missing || gotFetched != tc.fetched {
 			t.Errorf("%s: %d findings (fetched %v), want %d (%v): %v", tc.id, len(got), gotFetched, tc.missing, tc.fetched, got)
 		}
+	}
+}
+
+// TestWalkLedgerReusedLines: Diagnose's walk, which reads lines into reused
+// buffers, classifies every line and decodes every record as the walk
+// with fresh lines does, on 10 MiB of the Python tool's ledger with
+// garbage, copies and a torn tail (enough batches that buffers are used
+// again while the records of earlier ones are kept).
+func TestWalkLedgerReusedLines(t *testing.T) {
+	corpus, err := os.ReadFile(ledgertest.Corpus(t, "memorylab-python", ledger.LedgerFile))
+	must(t, err)
+	var b bytes.Buffer
+	for k := 0; b.Len() < 10<<20; k++ {
+		// Other run ids each time, or the copies are duplicates without records.
+		b.Write(bytes.ReplaceAll(corpus, []byte(`"run_id": "`), fmt.Appendf(nil, `"run_id": "%d-`, k)))
+		b.WriteString("not json\n\n")
+	}
+	b.WriteString(`{"run_id":"20261122T999999Z-abc1234"`)
+	walk := func(reuse bool) []ledgerLine {
+		var out []ledgerLine
+		must(t, walkLedger(bytes.NewReader(b.Bytes()), reuse, func(l *ledgerLine) error {
+			c := *l
+			c.Raw = nil // valid only during fn with reuse
+			out = append(out, c)
+			return nil
+		}))
+		return out
+	}
+	fresh, reused := walk(false), walk(true)
+	records := 0
+	for _, l := range fresh {
+		if l.Kind == lineRecord {
+			records++
+		}
+	}
+	if records < 1000 {
+		t.Fatalf("only %d records", records)
+	}
+	if !reflect.DeepEqual(fresh, reused) {
+		t.Fatal("the walk with reused lines differs from the walk with fresh ones")
 	}
 }
