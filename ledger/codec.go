@@ -277,10 +277,29 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// stringStops are the bytes skipString looks at: the quote, the escape
+// and control characters; structural those skipValue counts nesting by.
+var stringStops, structural = func() (stops, structural [256]bool) {
+	for c := range 0x20 {
+		stops[c] = true
+	}
+	stops['"'], stops['\\'] = true, true
+	for _, c := range `"{}[]` {
+		structural[c] = true
+	}
+	return stops, structural
+}()
+
 // skipString returns the index after the string starting at b[i] (a
 // quote), or -1.
 func skipString(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
+		for j < len(b) && !stringStops[b[j]] {
+			j++ // the plain run of the string, a table lookup a byte
+		}
+		if j == len(b) {
+			break
+		}
 		switch b[j] {
 		case '\\':
 			j++
@@ -308,6 +327,12 @@ func skipValue(b []byte, i int) int {
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
+			for j < len(b) && !structural[b[j]] {
+				j++
+			}
+			if j == len(b) {
+				break
+			}
 			switch b[j] {
 			case '"':
 				e := skipString(b, j)
