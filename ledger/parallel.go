@@ -84,8 +84,9 @@ const lineChunkSize = 1 << 20
 
 // eachLineParallel is EachLineParallel; with reuse, a batch's lines share
 // one buffer that is used again once fn has seen the batch, as is the
-// batch, so neither work's T nor fn may keep a *Line or a line's Raw (a full read of a 428 MB ledger
-// otherwise allocates 428 MB of lines for the collector: the Pass).
+// batch, so neither work's T nor fn may keep a *Line or a line's Raw (a
+// full read of a 428 MB ledger otherwise allocates 428 MB of lines for
+// the collector: the Pass).
 func eachLineParallel[T any](rd io.Reader, reuse bool, work func(*Line) T, fn func(*Line, T) error) error {
 	type item struct {
 		l Line
