@@ -325,6 +325,7 @@ func (g *Repo) fetchNewTips(ctx context.Context, rs *remoteSpec, legacy plumbing
 	}
 	if h, ok := ar.References[ledger.LedgerRef]; ok {
 		legacy = h
+		res.legacyTip, res.legacy = true, h
 	}
 	for name, h := range ar.References {
 		if id, ok := strings.CutPrefix(name, MachineLedgerPrefix); ok && ValidMachineID(id) {

@@ -77,6 +77,7 @@ func (g *Repo) pinCachePath(rs *remoteSpec) string {
 // readPinCache reads the cache; anything unreadable gives an empty one (the
 // chains are then read whole).
 func (g *Repo) readPinCache(rs *remoteSpec) *pinCache {
+	g.work.pinCaches++
 	pc := &pinCache{tips: map[string]plumbing.Hash{}, runs: map[ledger.RunID]bool{}}
 	b, err := ledger.ReadBounded(g.pinCachePath(rs), 1<<30)
 	if err != nil {
@@ -152,6 +153,7 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 			c, err := g.CommitObject(h)
 			if err != nil {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("pins of %s: commit %s did not arrive: its runs are not pinned here", m, ledger.Short(h.String())))
+				res.incomplete = true
 				break
 			}
 			for _, e := range parsePinBatch(c, res) {
@@ -233,6 +235,7 @@ func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, 
 		}
 		if _, err := g.CommitObject(e.commit); err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("run %s: pinned commit %s did not arrive: not pinned here", e.id, ledger.Short(e.commit.String())))
+			res.incomplete = true
 			continue
 		}
 		ref, _ := ledger.RunRef(e.id)
@@ -337,6 +340,7 @@ func (g *Repo) pinBatches(parent plumbing.Hash, entries []pinEntry, now time.Tim
 // was most of a no-op sync's time in a swarm of thousands of runs. A
 // directory that cannot be read falls back to localRunRefs.
 func (g *Repo) localRunNames() (map[ledger.RunID]plumbing.Hash, error) {
+	g.work.runRefScans++
 	out := map[ledger.RunID]plumbing.Hash{}
 	dir := filepath.Join(g.GitDirOfStorage(), "refs", "memorylab", "runs")
 	entries, err := os.ReadDir(dir)
