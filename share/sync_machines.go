@@ -180,6 +180,9 @@ func (g *Repo) markMerged(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult)
 		if h.IsZero() {
 			return nil
 		}
+		if cur, err := g.localRef(name); err == nil && cur == h {
+			return nil // one ref file read, not a write and an fsync per machine
+		}
 		if err := g.Storer().SetReference(plumbing.NewHashReference(name, h)); err != nil {
 			return fmt.Errorf("unable to set %s: %w", name, err)
 		}
