@@ -45,7 +45,9 @@ package share
 // Read and write order: fold (JSONL → pack) and merge (tracking ref → pack)
 // run without the store lock; appending arrivals and moving the ref run
 // under it; network I/O (list, fetch,
-// push) runs outside it so `log` never waits for the network.
+// push) runs outside it so `log` never waits for the network. A pull or push
+// with nothing new stops after the listing, reading no tree and no run ref
+// (sync_noop.go).
 
 import (
 	"bytes"
