@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,5 +206,38 @@ func TestNoOpSyncReadsNothingThatGrows(t *testing.T) {
 	noOp(t, b, nil)
 	if got, want := a.ids(t), b.ids(t); len(got) != 9 || len(want) != 9 {
 		t.Fatalf("a holds %d runs, b %d, want 9 each", len(got), len(want))
+	}
+}
+
+// TestSyncedStateUnreadable: a state that is not this version's JSON is no
+// state (the sync takes the full path), never an error.
+func TestSyncedStateUnreadable(t *testing.T) {
+	c := newSyncClone(t, "a", newBareRemote(t), time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC))
+	path := c.syncedStateFile(t)
+	r := mustOpen(t, c.repo.Dir)
+	rs, err := r.resolveRemote("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, content string
+		ok            bool
+	}{
+		{"valid", `{"version":1,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true}`, true},
+		{"empty", "", false},
+		{"torn", `{"version":1,"store":"x","rem`, false},
+		{"newer", `{"version":2,"store":"x"}`, false},
+		{"older", `{"store":"x"}`, false},
+		{"not json", "tip a b\n", false},
+		{"too big", `{"version":1,"store":"` + strings.Repeat("a", 70<<10) + `"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.readSyncedState(rs); (got != nil) != tc.ok {
+				t.Fatalf("readSyncedState = %+v, want ok %v", got, tc.ok)
+			}
+		})
 	}
 }
