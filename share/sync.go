@@ -651,9 +651,14 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		return res, nil
 	}
 	prev := g.readSyncedState(rs)
-	local, err := g.localRunNames()
-	if err != nil {
-		return nil, err
+	// The local run refs are listed (one file per run) only when a format
+	// 2 remote's per-run refs or many new pins need them; a few new pins
+	// are looked up one by one (adoptPins).
+	var local map[ledger.RunID]plumbing.Hash
+	if len(remoteRuns) > 0 {
+		if local, err = g.localRunNames(); err != nil {
+			return nil, err
+		}
 	}
 	tips, err := g.newTips(rs, remoteTip, res)
 	if err != nil {
@@ -724,6 +729,11 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	}
 	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
 		return nil, err
+	}
+	if local == nil && len(pins) > pinLookups {
+		if local, err = g.localRunNames(); err != nil {
+			return nil, err
+		}
 	}
 	if err := g.adoptPins(pins, local, res); err != nil {
 		return nil, err

@@ -127,18 +127,22 @@ func TestNoOpSyncReadsNothingThatGrows(t *testing.T) {
 		// change makes the next pull of a not a no-op; want checks what
 		// the pull and the push then did.
 		change func(t *testing.T)
-		want   func(t *testing.T, pull, push *SyncResult)
+		want   func(t *testing.T, pull, push *SyncResult, pullWork workCount)
 	}{
 		{"a logs a run", func(t *testing.T) { a.logRun(t) },
-			func(t *testing.T, pull, push *SyncResult) {
+			func(t *testing.T, pull, push *SyncResult, _ workCount) {
 				if pull.Folded != 1 || push.RunRefsPushed != 1 {
 					t.Fatalf("folded %d, pushed %d run refs, want 1 and 1", pull.Folded, push.RunRefsPushed)
 				}
 			}},
 		{"b pushes a run", func(t *testing.T) { b.logRun(t); b.pull(t, ctx); b.push(t, ctx) },
-			func(t *testing.T, pull, push *SyncResult) {
+			func(t *testing.T, pull, push *SyncResult, work workCount) {
 				if pull.Arrived != 1 || pull.RunRefsFetched != 1 {
 					t.Fatalf("arrived %d, fetched %d run refs, want 1 and 1", pull.Arrived, pull.RunRefsFetched)
+				}
+				// One new pin is looked up, not found among every run ref.
+				if work.runRefScans != 0 {
+					t.Fatalf("the pull listed the local run refs %d times, want 0", work.runRefScans)
 				}
 			}},
 		{"the state is gone", func(t *testing.T) {
@@ -167,7 +171,7 @@ func TestNoOpSyncReadsNothingThatGrows(t *testing.T) {
 			if err := r.casRef(ledger.LedgerRef, next, tip); err != nil {
 				t.Fatal(err)
 			}
-		}, func(t *testing.T, pull, push *SyncResult) {
+		}, func(t *testing.T, pull, push *SyncResult, _ workCount) {
 			if push.Attempts != 1 || push.Folded != 0 {
 				t.Fatalf("push: %+v, want one attempt sending the moved ref", push)
 			}
@@ -195,7 +199,7 @@ func TestNoOpSyncReadsNothingThatGrows(t *testing.T) {
 			}
 			push, _ := a.syncCounted(t, true)
 			if tc.want != nil {
-				tc.want(t, pull, push)
+				tc.want(t, pull, push, work)
 			}
 			noOp(t, a, nil)
 		})

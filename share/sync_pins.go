@@ -226,11 +226,23 @@ func (g *Repo) trackPins(rs *remoteSpec, machine string, tip plumbing.Hash) erro
 	return nil
 }
 
+// pinLookups is the most new pins adoptPins looks up one ref at a time;
+// more, and the local run refs are listed once instead (a lookup that misses
+// the loose ref reads packed-refs, which can hold a line per run).
+const pinLookups = 1000
+
 // adoptPins creates the local run refs of pinned runs not pinned here
-// (local: this repository's run refs, updated).
+// (local: this repository's run refs, updated; nil: each pin's ref is
+// looked up).
 func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, res *SyncResult) error {
 	for _, e := range pins {
-		if _, ok := local[e.id]; ok {
+		if local == nil {
+			if h, err := g.runRefValue(e.id); err != nil {
+				return err
+			} else if !h.IsZero() {
+				continue
+			}
+		} else if _, ok := local[e.id]; ok {
 			continue
 		}
 		if _, err := g.CommitObject(e.commit); err != nil {
@@ -242,7 +254,9 @@ func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, 
 		if err := g.createRef(plumbing.ReferenceName(ref), e.commit); err != nil {
 			return err
 		}
-		local[e.id] = e.commit
+		if local != nil {
+			local[e.id] = e.commit
+		}
 		res.RunRefsFetched++
 	}
 	return nil
