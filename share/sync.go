@@ -499,6 +499,7 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 					return nil, err
 				}
 				pc.tips[me] = pinTip
+				pc.dirty = true
 				for _, id := range missing {
 					pc.runs[id] = true
 				}
@@ -739,7 +740,10 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		return nil, err
 	}
 	for id := range remoteRuns {
-		pc.runs[id] = true
+		if !pc.runs[id] {
+			pc.runs[id] = true
+			pc.dirty = true
+		}
 	}
 	if err := g.writePinCache(rs, pc); err != nil {
 		return nil, err

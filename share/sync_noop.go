@@ -200,5 +200,7 @@ type workCount struct {
 	ledgerTrees int // ledger trees decoded (readLedgerSet)
 	runRefScans int // listings of the local run refs
 	pinCaches   int // pin caches read
-	noOps       int // pulls and pushes that found nothing to do
+	// pin caches written (a line per run the remote pins)
+	pinCacheWrites int
+	noOps          int // pulls and pushes that found nothing to do
 }

@@ -130,9 +130,13 @@ func TestNoOpSyncReadsNothingThatGrows(t *testing.T) {
 		want   func(t *testing.T, pull, push *SyncResult, pullWork workCount)
 	}{
 		{"a logs a run", func(t *testing.T) { a.logRun(t) },
-			func(t *testing.T, pull, push *SyncResult, _ workCount) {
+			func(t *testing.T, pull, push *SyncResult, work workCount) {
 				if pull.Folded != 1 || push.RunRefsPushed != 1 {
 					t.Fatalf("folded %d, pushed %d run refs, want 1 and 1", pull.Folded, push.RunRefsPushed)
+				}
+				// Nothing new on the remote: its pins are as cached.
+				if work.pinCacheWrites != 0 || work.runRefScans != 0 {
+					t.Fatalf("the pull did %+v, want no pin cache written and no run ref listing", work)
 				}
 			}},
 		{"b pushes a run", func(t *testing.T) { b.logRun(t); b.pull(t, ctx); b.push(t, ctx) },

@@ -68,6 +68,9 @@ func (res *SyncResult) notePins(ref *plumbing.Reference) {
 type pinCache struct {
 	tips map[string]plumbing.Hash
 	runs map[ledger.RunID]bool
+	// dirty: changed since read, so writePinCache rewrites the file (a
+	// line per run the remote pins; most syncs add none).
+	dirty bool
 }
 
 func (g *Repo) pinCachePath(rs *remoteSpec) string {
@@ -105,6 +108,10 @@ func (g *Repo) readPinCache(rs *remoteSpec) *pinCache {
 // writePinCache writes the cache atomically: a killed sync leaves the old
 // one, which only makes the next sync read a few batches again.
 func (g *Repo) writePinCache(rs *remoteSpec, pc *pinCache) error {
+	if !pc.dirty {
+		return nil
+	}
+	g.work.pinCacheWrites++
 	var buf bytes.Buffer
 	ms := make([]string, 0, len(pc.tips))
 	for m := range pc.tips {
@@ -159,6 +166,7 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 			for _, e := range parsePinBatch(c, res) {
 				if !pc.runs[e.id] {
 					pc.runs[e.id] = true
+					pc.dirty = true
 					out = append(out, e)
 				}
 			}
@@ -168,6 +176,7 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 			}
 		}
 		pc.tips[m] = tip
+		pc.dirty = true
 	}
 	for m, tip := range res.pinTips {
 		if err := g.trackPins(rs, m, tip); err != nil {
