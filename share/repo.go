@@ -6,6 +6,7 @@ import "github.com/memorylab/memorylab/gitrepo"
 // lineages and claims over the shared ledger tree.
 type Repo struct {
 	*gitrepo.Repo
+	work workCount // what this view's syncs read (sync_noop.go)
 }
 
 // Of is the sync view of g; nil for a nil g.

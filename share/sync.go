@@ -45,7 +45,9 @@ package share
 // Read and write order: fold (JSONL → pack) and merge (tracking ref → pack)
 // run without the store lock; appending arrivals and moving the ref run
 // under it; network I/O (list, fetch,
-// push) runs outside it so `log` never waits for the network.
+// push) runs outside it so `log` never waits for the network. A pull or push
+// with nothing new stops after the listing, reading no tree and no run ref
+// (sync_noop.go).
 
 import (
 	"bytes"
@@ -172,7 +174,11 @@ type SyncResult struct {
 	// machineTips are the remote's per-machine ledger tips, by machine id
 	// (format 3), as the last listing saw them.
 	machineTips map[string]plumbing.Hash
-	legacyTip   bool // the remote holds the format 1-2 single ledger ref
+	legacyTip   bool          // the remote holds the format 1-2 single ledger ref
+	legacy      plumbing.Hash // and its tip
+	// incomplete: a commit the remote names did not arrive, so the next
+	// sync must not take the no-op path (sync_noop.go).
+	incomplete bool
 	// pinTips are the remote's per-machine pin chains (sync_pins.go).
 	pinTips map[string]plumbing.Hash
 }
@@ -308,7 +314,7 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 		switch {
 		case name == ledger.LedgerRef:
 			tip = ref.Hash()
-			res.legacyTip = true
+			res.legacyTip, res.legacy = true, tip
 		case strings.HasPrefix(name, MachineLedgerPrefix):
 			res.noteMachineLedger(ref)
 		case strings.HasPrefix(name, PinsPrefix):
@@ -378,6 +384,9 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		}
 		if res.Attempts == 1 {
 			res.firstPush = legacy.IsZero() && len(res.machineTips) == 0
+			if g.noOp(s, rs, res, remoteRuns, true, me) {
+				return res, nil
+			}
 		}
 		if rs, err = g.mergeRemote(ctx, s, rs, legacy, opts, res); err != nil {
 			return nil, err
@@ -433,6 +442,7 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 			}
 			res.RunRefsPushed = 0
 			res.warnNoCode(res.firstPush)
+			g.recordSynced(s, rs, res, remoteRuns, !localTip.IsZero())
 			return res, nil
 		}
 		if hook, ok := ctx.Value(pushRoundHookKey{}).(func()); ok {
@@ -489,6 +499,7 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 					return nil, err
 				}
 				pc.tips[me] = pinTip
+				pc.dirty = true
 				for _, id := range missing {
 					pc.runs[id] = true
 				}
@@ -499,6 +510,18 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 			res.RunRefsPushed = len(missing)
 			res.warnNoCode(res.firstPush)
 			g.consolidate(res)
+			// What the remote holds now, as this push left it.
+			if res.machineTips == nil {
+				res.machineTips = map[string]plumbing.Hash{}
+			}
+			res.machineTips[me] = newTip
+			if pinTip, ok := runs[myPins]; ok {
+				if res.pinTips == nil {
+					res.pinTips = map[string]plumbing.Hash{}
+				}
+				res.pinTips[me] = pinTip
+			}
+			g.recordSynced(s, rs, res, remoteRuns, !newTip.IsZero())
 			return res, nil
 		}
 		if !isRejected(err) {
@@ -623,9 +646,20 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	if err != nil {
 		return nil, err
 	}
-	local, err := g.localRunNames()
-	if err != nil {
-		return nil, err
+	if g.noOp(s, rs, res, remoteRuns, false, "") {
+		_, headErr := g.HeadRef()
+		res.warnNoCode(headErr != nil)
+		return res, nil
+	}
+	prev := g.readSyncedState(rs)
+	// The local run refs are listed (one file per run) only when a format
+	// 2 remote's per-run refs or many new pins need them; a few new pins
+	// are looked up one by one (adoptPins).
+	var local map[ledger.RunID]plumbing.Hash
+	if len(remoteRuns) > 0 {
+		if local, err = g.localRunNames(); err != nil {
+			return nil, err
+		}
 	}
 	tips, err := g.newTips(rs, remoteTip, res)
 	if err != nil {
@@ -676,6 +710,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		}
 		if _, err := g.CommitObject(h); err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("run %s: pinned commit %s did not arrive: not pinned here", id, ledger.Short(h.String())))
+			res.incomplete = true
 			continue
 		}
 		ref, _ := ledger.RunRef(id)
@@ -696,11 +731,19 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
 		return nil, err
 	}
+	if local == nil && len(pins) > pinLookups {
+		if local, err = g.localRunNames(); err != nil {
+			return nil, err
+		}
+	}
 	if err := g.adoptPins(pins, local, res); err != nil {
 		return nil, err
 	}
 	for id := range remoteRuns {
-		pc.runs[id] = true
+		if !pc.runs[id] {
+			pc.runs[id] = true
+			pc.dirty = true
+		}
 	}
 	if err := g.writePinCache(rs, pc); err != nil {
 		return nil, err
@@ -714,6 +757,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	_, headErr := g.HeadRef()
 	res.warnNoCode(headErr != nil)
 	g.consolidate(res)
+	g.recordSynced(s, rs, res, remoteRuns, g.stillPushed(prev, res))
 	return res, nil
 }
 
@@ -798,6 +842,7 @@ func (g *Repo) createRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 
 // localRunRefs returns every valid refs/memorylab/runs/<id> of this repository.
 func (g *Repo) localRunRefs() (map[ledger.RunID]plumbing.Hash, error) {
+	g.work.runRefScans++
 	iter, err := g.Storer().IterReferences()
 	if err != nil {
 		return nil, fmt.Errorf("unable to list refs: %w", err)

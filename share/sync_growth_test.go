@@ -207,36 +207,67 @@ func TestRemoteGrowthIsBounded(t *testing.T) {
 
 // BenchmarkNoOpSync (issue 29.3): a sync (pull then push) with nothing new,
 // from a clone that already merged a simulated swarm's remote (64 agents,
-// 100 runs each a night, see growthRemote). Target: under 0.5 s.
+// 100 runs each a night, see growthRemote; the clone holds one local run ref
+// per run). Target: under 0.5 s at 640,000 runs. Reports the pull's and the
+// push's share (pull-s/op, push-s/op) and fails if either took the full path.
+// The 640,000-run remote and clone take about 45 minutes to build (8 for the
+// remote, the rest the clone's first pull writing a run ref per run):
 //
-//	go test ./ledger -run '^$' -bench NoOpSync -benchtime 10x
+//	go test ./share -run '^$' -bench 'NoOpSync/runs=64000$' -benchtime 10x
+//	go test ./share -run '^$' -bench 'NoOpSync/runs=640000' -benchtime 10x -timeout 2h
 func BenchmarkNoOpSync(b *testing.B) {
-	for _, nights := range []int{1, 10} {
+	for _, nights := range []int{1, 10, 100} {
 		b.Run(fmt.Sprintf("runs=%d", nights*64*100), func(b *testing.B) {
 			remote, _ := growthRemote(b, nights, 64, 100)
 			c := newSyncClone(b, "bench", remote, time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
 			ctx := context.Background()
 			c.logRun(b)
+			for i := 0; i < 2; i++ { // the second round ends at the no-op state
+				if _, err := c.sync(ctx, false); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.sync(ctx, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var pull, push time.Duration
+			n := 0
+			for b.Loop() { // runs the set-up above once, untimed
+				n++
+				g, err := gitrepo.OpenRepo(c.repo.Dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := Of(g)
+				t0 := time.Now()
+				pr, err := r.Pull(ctx, c.store, SyncOptions{Now: c.clock})
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				ps, err := r.Push(ctx, c.store, SyncOptions{Now: c.clock})
+				if err != nil {
+					b.Fatal(err)
+				}
+				pull += t1.Sub(t0)
+				push += time.Since(t1)
+				if pr.Arrived != 0 || pr.RunRefsFetched != 0 || ps.Folded != 0 || ps.RunRefsPushed != 0 || r.work != (workCount{noOps: 2}) {
+					b.Fatalf("not a no-op: pull %+v push %+v work %+v", pr, ps, r.work)
+				}
+			}
+			b.ReportMetric(pull.Seconds()/float64(n), "pull-s/op")
+			b.ReportMetric(push.Seconds()/float64(n), "push-s/op")
+			// For comparison, untimed by the loop: a sync with one new
+			// local run, the smallest sync that is not a no-op.
+			t0 := time.Now()
+			c.logRun(b)
 			if _, err := c.sync(ctx, false); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := c.sync(ctx, true); err != nil {
-				b.Fatal(err)
+			if ps, err := c.sync(ctx, true); err != nil || ps.RunRefsPushed != 1 {
+				b.Fatalf("one-run sync: %+v %v", ps, err)
 			}
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				pr, err := c.sync(ctx, false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ps, err := c.sync(ctx, true)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if pr.Arrived != 0 || pr.RunRefsFetched != 0 || ps.Folded != 0 || ps.RunRefsPushed != 0 {
-					b.Fatalf("not a no-op: pull %+v push %+v", pr, ps)
-				}
-			}
+			b.ReportMetric(time.Since(t0).Seconds(), "one-run-sync-s")
 		})
 	}
 }

@@ -180,6 +180,9 @@ func (g *Repo) markMerged(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult)
 		if h.IsZero() {
 			return nil
 		}
+		if cur, err := g.localRef(name); err == nil && cur == h {
+			return nil // one ref file read, not a write and an fsync per machine
+		}
 		if err := g.Storer().SetReference(plumbing.NewHashReference(name, h)); err != nil {
 			return fmt.Errorf("unable to set %s: %w", name, err)
 		}
@@ -325,6 +328,7 @@ func (g *Repo) fetchNewTips(ctx context.Context, rs *remoteSpec, legacy plumbing
 	}
 	if h, ok := ar.References[ledger.LedgerRef]; ok {
 		legacy = h
+		res.legacyTip, res.legacy = true, h
 	}
 	for name, h := range ar.References {
 		if id, ok := strings.CutPrefix(name, MachineLedgerPrefix); ok && ValidMachineID(id) {

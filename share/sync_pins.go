@@ -68,6 +68,9 @@ func (res *SyncResult) notePins(ref *plumbing.Reference) {
 type pinCache struct {
 	tips map[string]plumbing.Hash
 	runs map[ledger.RunID]bool
+	// dirty: changed since read, so writePinCache rewrites the file (a
+	// line per run the remote pins; most syncs add none).
+	dirty bool
 }
 
 func (g *Repo) pinCachePath(rs *remoteSpec) string {
@@ -77,6 +80,7 @@ func (g *Repo) pinCachePath(rs *remoteSpec) string {
 // readPinCache reads the cache; anything unreadable gives an empty one (the
 // chains are then read whole).
 func (g *Repo) readPinCache(rs *remoteSpec) *pinCache {
+	g.work.pinCaches++
 	pc := &pinCache{tips: map[string]plumbing.Hash{}, runs: map[ledger.RunID]bool{}}
 	b, err := ledger.ReadBounded(g.pinCachePath(rs), 1<<30)
 	if err != nil {
@@ -104,6 +108,10 @@ func (g *Repo) readPinCache(rs *remoteSpec) *pinCache {
 // writePinCache writes the cache atomically: a killed sync leaves the old
 // one, which only makes the next sync read a few batches again.
 func (g *Repo) writePinCache(rs *remoteSpec, pc *pinCache) error {
+	if !pc.dirty {
+		return nil
+	}
+	g.work.pinCacheWrites++
 	var buf bytes.Buffer
 	ms := make([]string, 0, len(pc.tips))
 	for m := range pc.tips {
@@ -152,11 +160,13 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 			c, err := g.CommitObject(h)
 			if err != nil {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("pins of %s: commit %s did not arrive: its runs are not pinned here", m, ledger.Short(h.String())))
+				res.incomplete = true
 				break
 			}
 			for _, e := range parsePinBatch(c, res) {
 				if !pc.runs[e.id] {
 					pc.runs[e.id] = true
+					pc.dirty = true
 					out = append(out, e)
 				}
 			}
@@ -166,6 +176,7 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 			}
 		}
 		pc.tips[m] = tip
+		pc.dirty = true
 	}
 	for m, tip := range res.pinTips {
 		if err := g.trackPins(rs, m, tip); err != nil {
@@ -224,22 +235,37 @@ func (g *Repo) trackPins(rs *remoteSpec, machine string, tip plumbing.Hash) erro
 	return nil
 }
 
+// pinLookups is the most new pins adoptPins looks up one ref at a time;
+// more, and the local run refs are listed once instead (a lookup that misses
+// the loose ref reads packed-refs, which can hold a line per run).
+const pinLookups = 1000
+
 // adoptPins creates the local run refs of pinned runs not pinned here
-// (local: this repository's run refs, updated).
+// (local: this repository's run refs, updated; nil: each pin's ref is
+// looked up).
 func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, res *SyncResult) error {
 	for _, e := range pins {
-		if _, ok := local[e.id]; ok {
+		if local == nil {
+			if h, err := g.runRefValue(e.id); err != nil {
+				return err
+			} else if !h.IsZero() {
+				continue
+			}
+		} else if _, ok := local[e.id]; ok {
 			continue
 		}
 		if _, err := g.CommitObject(e.commit); err != nil {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("run %s: pinned commit %s did not arrive: not pinned here", e.id, ledger.Short(e.commit.String())))
+			res.incomplete = true
 			continue
 		}
 		ref, _ := ledger.RunRef(e.id)
 		if err := g.createRef(plumbing.ReferenceName(ref), e.commit); err != nil {
 			return err
 		}
-		local[e.id] = e.commit
+		if local != nil {
+			local[e.id] = e.commit
+		}
 		res.RunRefsFetched++
 	}
 	return nil
@@ -337,6 +363,7 @@ func (g *Repo) pinBatches(parent plumbing.Hash, entries []pinEntry, now time.Tim
 // was most of a no-op sync's time in a swarm of thousands of runs. A
 // directory that cannot be read falls back to localRunRefs.
 func (g *Repo) localRunNames() (map[ledger.RunID]plumbing.Hash, error) {
+	g.work.runRefScans++
 	out := map[ledger.RunID]plumbing.Hash{}
 	dir := filepath.Join(g.GitDirOfStorage(), "refs", "memorylab", "runs")
 	entries, err := os.ReadDir(dir)

@@ -93,6 +93,7 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 	if commit.IsZero() {
 		return ls, nil
 	}
+	g.work.ledgerTrees++
 	c, err := g.CommitObject(commit)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read ledger commit %s: %w", ledger.Short(commit.String()), err)
