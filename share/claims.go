@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -265,7 +264,7 @@ func (g *Repo) claimRemote(remote string) (*remoteSpec, error) {
 
 // remoteClaimRefs lists the remote's claim refs by fingerprint.
 func (g *Repo) remoteClaimRefs(ctx context.Context, rs *remoteSpec) (map[string]plumbing.Hash, error) {
-	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{Auth: rs.auth()})
+	refs, err := rs.listRefs(ctx)
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return map[string]plumbing.Hash{}, nil
 	}

@@ -72,6 +72,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	formatcfg "github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -205,6 +206,11 @@ type remoteSpec struct {
 	push   *git.Remote // the same remote over undeltifiedStorer
 	track  string
 	label  string
+
+	// config is the repository's own git config (credential helpers).
+	config   func() *formatcfg.Config
+	httpOnce sync.Once
+	http     transport.Transport // the http(s) client, with helperTransport
 }
 
 // client is the remote's endpoint (its last URL, as git uses) and the
@@ -217,6 +223,9 @@ func (rs *remoteSpec) client() (*transport.Endpoint, transport.Transport, error)
 	ep, err := transport.NewEndpoint(urls[len(urls)-1])
 	if err != nil {
 		return nil, nil, err
+	}
+	if ep.Protocol == "http" || ep.Protocol == "https" {
+		return ep, rs.httpClient(urls[len(urls)-1]), nil
 	}
 	cl, err := client.NewClient(ep)
 	if err != nil {
@@ -234,6 +243,31 @@ func (rs *remoteSpec) uploadPack() (transport.UploadPackSession, error) {
 		return nil, err
 	}
 	return cl.NewUploadPackSession(ep, authFor(ep))
+}
+
+// listRefs lists the remote's refs through uploadPack (so with the
+// credentials and the http client of this remote, which go-git's
+// Remote.List would not use). An empty remote is
+// transport.ErrEmptyRemoteRepository.
+func (rs *remoteSpec) listRefs(ctx context.Context) ([]*plumbing.Reference, error) {
+	sess, err := rs.uploadPack()
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := ar.AllReferences()
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]*plumbing.Reference, 0, len(all))
+	for _, ref := range all {
+		refs = append(refs, ref)
+	}
+	return refs, nil
 }
 
 // receivePack opens a receive-pack session with the remote and reads the
@@ -263,7 +297,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	}
 	if remoteNamePattern.MatchString(name) && !strings.Contains(name, "..") {
 		if rem, err := g.Remote(name); err == nil {
-			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rem.Config()), track: name, label: name}, nil
+			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rem.Config()), track: name, label: name, config: g.rawConfig}, nil
 		}
 	}
 	url := name
@@ -283,7 +317,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
 	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
-	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: redactURL(url)}, nil
+	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: redactURL(url), config: g.rawConfig}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {
@@ -297,7 +331,7 @@ func (rs *remoteSpec) trackRun(id ledger.RunID) plumbing.ReferenceName {
 // remoteRefs lists the remote's ledger tip (zero when absent) and its valid
 // run refs. Ref names that are not run ids are reported and ignored.
 func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) (plumbing.Hash, map[ledger.RunID]plumbing.Hash, error) {
-	refs, err := rs.remote.ListContext(ctx, &git.ListOptions{Auth: rs.auth()})
+	refs, err := rs.listRefs(ctx)
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) || errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return plumbing.ZeroHash, map[ledger.RunID]plumbing.Hash{}, nil
 	}

@@ -7,8 +7,8 @@ package share
 //     SSH_KNOWN_HOSTS or ~/.ssh/known_hosts, and HostName and Port from
 //     ~/.ssh/config; keys on disk that are not in the agent are not read.
 //   - https: a user and password (or token) in the URL, else the token in
-//     MEMORYLAB_GIT_TOKEN (sent as the password, over https only); git's
-//     credential helpers are not consulted.
+//     MEMORYLAB_GIT_TOKEN (sent as the password, over https only), else,
+//     after a 401, git's credential helpers (credential.go).
 
 import (
 	"net/url"
@@ -37,19 +37,6 @@ func authFor(ep *transport.Endpoint) transport.AuthMethod {
 		user = "memorylab" // GitHub and GitLab take any user name with a token
 	}
 	return &githttp.BasicAuth{Username: user, Password: tok}
-}
-
-// auth is authFor of the remote's endpoint (nil when it has no URL).
-func (rs *remoteSpec) auth() transport.AuthMethod {
-	urls := rs.remote.Config().URLs
-	if len(urls) == 0 {
-		return nil
-	}
-	ep, err := transport.NewEndpoint(urls[len(urls)-1])
-	if err != nil {
-		return nil
-	}
-	return authFor(ep)
 }
 
 // redactURL hides the password (or token) of a URL that carries one, for

@@ -129,6 +129,33 @@ func TestAuthFor(t *testing.T) {
 // for a password refuses a sync without one with a one-line error saying
 // so (the URL's password never printed), and takes it from the URL.
 func TestSyncHTTPNeedsCredentials(t *testing.T) {
+	srv, u := passwordRemote(t)
+	isolateGitConfig(t)
+	ctx := context.Background()
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	bad := newSyncClone(t, "bad", srv.URL+u.Path, start)
+	bad.logRun(t)
+	_, err := bad.sync(ctx, true)
+	if err == nil || !strings.Contains(err.Error(), "authentication required") || strings.Contains(strings.TrimSpace(err.Error()), "\n") {
+		t.Fatalf("push without credentials: %v", err)
+	}
+	wrong := newSyncClone(t, "wrong", strings.Replace(srv.URL, "http://", "http://agent:wrong@", 1)+u.Path, start)
+	wrong.logRun(t)
+	if _, err := wrong.sync(ctx, true); err == nil || strings.Contains(err.Error(), "wrong@") {
+		t.Fatalf("push with a wrong password: %v", err)
+	}
+	good := newSyncClone(t, "good", strings.Replace(srv.URL, "http://", "http://agent:s3cret@", 1)+u.Path, start)
+	good.logRun(t)
+	if res := good.push(t, ctx); res.Folded != 1 || res.RunRefsPushed != 1 || strings.Contains(res.Remote, "s3cret") {
+		t.Fatalf("push with credentials in the URL: %+v", res)
+	}
+}
+
+// passwordRemote serves a smart HTTP remote that answers 401 to any request
+// without the user agent and the password s3cret. It returns the server
+// and the URL of the git server behind it (whose path is the repository's).
+func passwordRemote(t testing.TB) (*httptest.Server, *url.URL) {
+	t.Helper()
 	open := gitserve.SmartHTTP(t)
 	u, err := url.Parse(open)
 	if err != nil {
@@ -144,22 +171,5 @@ func TestSyncHTTPNeedsCredentials(t *testing.T) {
 		backend.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	ctx := context.Background()
-	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	bad := newSyncClone(t, "bad", srv.URL+u.Path, start)
-	bad.logRun(t)
-	_, err = bad.sync(ctx, true)
-	if err == nil || !strings.Contains(err.Error(), "authentication required") || strings.Contains(strings.TrimSpace(err.Error()), "\n") {
-		t.Fatalf("push without credentials: %v", err)
-	}
-	wrong := newSyncClone(t, "wrong", strings.Replace(srv.URL, "http://", "http://agent:wrong@", 1)+u.Path, start)
-	wrong.logRun(t)
-	if _, err := wrong.sync(ctx, true); err == nil || strings.Contains(err.Error(), "wrong@") {
-		t.Fatalf("push with a wrong password: %v", err)
-	}
-	good := newSyncClone(t, "good", strings.Replace(srv.URL, "http://", "http://agent:s3cret@", 1)+u.Path, start)
-	good.logRun(t)
-	if res := good.push(t, ctx); res.Folded != 1 || res.RunRefsPushed != 1 || strings.Contains(res.Remote, "s3cret") {
-		t.Fatalf("push with credentials in the URL: %+v", res)
-	}
+	return srv, u
 }
