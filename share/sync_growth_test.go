@@ -271,3 +271,37 @@ func BenchmarkNoOpSync(b *testing.B) {
 		})
 	}
 }
+
+// TestFreshPullPacksRunRefs (issue 29): a clone adopting more than
+// pinLookups pins writes their run refs into packed-refs in one write, not
+// a synced file each (a fresh pull of 640,000 runs took 37 minutes), and
+// reads them all back as run refs.
+func TestFreshPullPacksRunRefs(t *testing.T) {
+	remote, pinned := growthRemote(t, 1, 12, 100)
+	if pinned <= pinLookups {
+		t.Fatalf("%d pins: the test needs more than %d", pinned, pinLookups)
+	}
+	c := newSyncClone(t, "fresh", remote, time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
+	res := c.pull(t, context.Background())
+	if res.RunRefsFetched != pinned {
+		t.Fatalf("fetched %d run refs, want %d", res.RunRefsFetched, pinned)
+	}
+	gitDir := filepath.Join(c.repo.Dir, ".git")
+	loose, _ := filepath.Glob(filepath.Join(gitDir, "refs", "memorylab", "runs", "*"))
+	if len(loose) != 0 {
+		t.Fatalf("%d loose run refs, want them packed", len(loose))
+	}
+	packed, err := os.ReadFile(filepath.Join(gitDir, "packed-refs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(packed), " refs/memorylab/runs/"); n != pinned {
+		t.Fatalf("packed-refs holds %d run refs, want %d", n, pinned)
+	}
+	if local := c.runRefs(t); len(local) != pinned {
+		t.Fatalf("%d local run refs, want %d", len(local), pinned)
+	}
+	if again := c.pull(t, context.Background()); again.RunRefsFetched != 0 {
+		t.Fatalf("a second pull fetched %d run refs", again.RunRefsFetched)
+	}
+}

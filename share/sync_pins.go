@@ -21,6 +21,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -244,6 +245,11 @@ const pinLookups = 1000
 // (local: this repository's run refs, updated; nil: each pin's ref is
 // looked up).
 func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, res *SyncResult) error {
+	// Many new pins (a fresh clone of a big lab) go into packed-refs in one
+	// write rather than a synced file each (gitrepo.CreatePackedRefs).
+	var packed []*plumbing.Reference
+	sto, bulk := g.Storer().(*gitrepo.RefStorage)
+	bulk = bulk && local != nil && len(pins) > pinLookups
 	for _, e := range pins {
 		if local == nil {
 			if h, err := g.runRefValue(e.id); err != nil {
@@ -260,6 +266,11 @@ func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, 
 			continue
 		}
 		ref, _ := ledger.RunRef(e.id)
+		if bulk {
+			packed = append(packed, plumbing.NewHashReference(plumbing.ReferenceName(ref), e.commit))
+			local[e.id] = e.commit
+			continue
+		}
 		if err := g.createRef(plumbing.ReferenceName(ref), e.commit); err != nil {
 			return err
 		}
@@ -268,6 +279,23 @@ func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, 
 		}
 		res.RunRefsFetched++
 	}
+	if len(packed) == 0 {
+		return nil
+	}
+	n, err := sto.CreatePackedRefs(packed)
+	if errors.Is(err, gitrepo.ErrPackedRefsBusy) {
+		// git holds packed-refs: one loose ref each, as for a few pins.
+		for _, ref := range packed {
+			if err := g.createRef(ref.Name(), ref.Hash()); err != nil {
+				return err
+			}
+		}
+		n, err = len(packed), nil
+	}
+	if err != nil {
+		return err
+	}
+	res.RunRefsFetched += n
 	return nil
 }
 
