@@ -196,7 +196,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	full, err := s.ReadRunsAt([]ledger.RunID{x.IDs[i]}, []int64{x.Offsets[i]})
+	full, err := s.ReadRunsAt([]ledger.RunID{x.RunID(i)}, []int64{x.Offset(i)})
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	if out.Curve, err = ArchivedCurve(s, rec.RunID); err != nil {
 		env.notef("warning: training curve unreadable: %v", err)
 	}
-	if x.Flags[i]&ledger.RunCounted != 0 { // a retracted run is in no replicate group
+	if x.Flags(i)&ledger.RunCounted != 0 { // a retracted run is in no replicate group
 		if sp, ok := spreadOf(x.Extra, rec); ok {
 			out.Replicates = &sp
 		}
@@ -226,7 +226,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 		var ls *gitrepo.LineageSet
 		var err error
 		switch {
-		case x.Flags[i]&ledger.RunCounted == 0:
+		case x.Flags(i)&ledger.RunCounted == 0:
 		case env.Catalog != nil:
 			ls, err = env.lineages(s, loc.Repo, cat.Records)
 		default:
@@ -298,9 +298,9 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 		return nil, err
 	}
 	if ia == ib {
-		env.notef("note: %s and %s are the same run (%s): nothing differs", in.A, in.B, x.IDs[ia])
+		env.notef("note: %s and %s are the same run (%s): nothing differs", in.A, in.B, x.RunID(ia))
 	}
-	full, err := s.ReadRunsAt([]ledger.RunID{x.IDs[ia], x.IDs[ib]}, []int64{x.Offsets[ia], x.Offsets[ib]})
+	full, err := s.ReadRunsAt([]ledger.RunID{x.RunID(ia), x.RunID(ib)}, []int64{x.Offset(ia), x.Offset(ib)})
 	if err != nil {
 		return nil, err
 	}
