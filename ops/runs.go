@@ -89,19 +89,74 @@ func List(env Env, in ListInput) (*ListResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	if in.Since > 0 && in.Best == 0 {
+		// A window of runs: found in the run index, and only its runs
+		// decoded (issue 30: through the catalog, 4.5 s and 1.2 GB at 1M
+		// runs). A stale index is rebuilt from the catalog, then used.
+		x, cat, err := env.runIndex(s)
+		if err != nil {
+			return nil, err
+		}
+		if cat == nil {
+			return listWindow(env, s, x, in)
+		}
+	}
 	cat, err := env.catalog(s)
 	if err != nil {
 		return nil, err
 	}
 	sel := filterRuns(cat.Records, in, s.Config, env.Now())
-	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: len(cat.Records), Metric: s.Config.Metric}
 	rp := registry.CollectReplicates(cat.Records, registry.GoalOf(s.Config))
+	return listResult(sel, len(cat.Records), s.Config.Metric, rp.Spread), nil
+}
+
+// listResult is list's answer for the selected runs sel of total runs that
+// count; spread gives a run's replicate group.
+func listResult(sel []*ledger.Record, total int, metric string, spread func(*ledger.Record) (evidence.Spread, bool)) *ListResult {
+	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: total, Metric: metric}
 	for _, r := range sel {
-		it := listItemOf(r, s.Config.Metric, rp)
+		it := listItemOf(r, metric, spread)
 		it.PuzzleSet = registry.PuzzleSetOf(r)
 		out.Items = append(out.Items, it)
 	}
-	return out, nil
+	return out
+}
+
+// listWindow is List of a window (in.Since, without Best) through the run
+// index: the runs that count whose timestamps can be in the window are
+// decoded, slimmed as the catalog does, and filtered by filterRuns, the one
+// rule. A canonical timestamp (2006-01-02T15:04:05Z) before the window's
+// first second or after its last is left out unread: it is outside the
+// window, or not a time at all (which no window holds); any other form is
+// read and judged by filterRuns.
+func listWindow(env Env, s *ledger.Store, x *ledger.RunIndex, in ListInput) (*ListResult, error) {
+	now := env.Now()
+	const canonical = "2006-01-02T15:04:05Z"
+	first := now.Add(-in.Since).UTC().Format(canonical)
+	last := now.Add(ledger.MaxClockSkew).UTC().Format(canonical)
+	var ids []ledger.RunID
+	var offs []int64
+	total := 0
+	for i := range x.Len() {
+		if x.Flags(i)&ledger.RunCounted == 0 {
+			continue
+		}
+		total++
+		if ts := x.Timestamp(i); len(ts) == len(canonical) && ts[len(ts)-1] == 'Z' && ts[10] == 'T' && (ts < first || ts > last) {
+			continue
+		}
+		ids, offs = append(ids, x.RunID(i)), append(offs, x.Offset(i))
+	}
+	full, err := s.ReadRunsAt(ids, offs)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]ledger.Record, len(full))
+	for i, r := range full {
+		recs[i] = ledger.SlimRecord(r, s.Config.Metric)
+	}
+	sel := filterRuns(recs, in, s.Config, now)
+	return listResult(sel, total, s.Config.Metric, func(r *ledger.Record) (evidence.Spread, bool) { return spreadOf(x.Extra, r) }), nil
 }
 
 // filterRuns applies list's filters; the result is in ledger order, or best
