@@ -363,4 +363,26 @@ func TestListWindowDecodesOnlyItsRuns(t *testing.T) {
 			}
 		})
 	}
+	// A window of more runs than MaxWindowReads is read from the catalog,
+	// with the same answer.
+	defer func(n int) { ops.MaxWindowReads = n }(ops.MaxWindowReads)
+	ops.MaxWindowReads = 2
+	in := ops.ListInput{Since: 2 * time.Hour}
+	catBefore := ledger.CatalogReads()
+	got, err := ops.List(env, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ledger.CatalogReads() == catBefore {
+		t.Errorf("a window of 5 runs over MaxWindowReads = 2 did not read the catalog")
+	}
+	want, err := ops.List(viaCatalog, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if len(got.Items) != 5 || string(gj) != string(wj) {
+		t.Errorf("over MaxWindowReads: %s, through the catalog: %s", gj, wj)
+	}
 }
