@@ -363,12 +363,26 @@ func TestListWindowDecodesOnlyItsRuns(t *testing.T) {
 			}
 		})
 	}
+	// A run appended: the index is stale, rebuilt from the catalog, which
+	// is read once and answers (the new run in the window).
+	late := novelty.SyntheticRecords(1, 11)
+	late[0].RunID, late[0].Timestamp = "20261122T025900Z-1a7e000", "2026-11-22T02:59:00Z"
+	if err := s.Append(late...); err != nil {
+		t.Fatal(err)
+	}
+	catBefore := ledger.CatalogReads()
+	if got, err := ops.List(env, ops.ListInput{Since: time.Hour}); err != nil || len(got.Items) != 4 || got.Items[1].RunID != string(late[0].RunID) {
+		t.Fatalf("list after a new run: %+v, %v", got, err)
+	}
+	if n := ledger.CatalogReads() - catBefore; n != 1 {
+		t.Errorf("list with a stale run index read the catalog %d times, want 1", n)
+	}
 	// A window of more runs than MaxWindowReads is read from the catalog,
 	// with the same answer.
 	defer func(n int) { ops.MaxWindowReads = n }(ops.MaxWindowReads)
 	ops.MaxWindowReads = 2
 	in := ops.ListInput{Since: 2 * time.Hour}
-	catBefore := ledger.CatalogReads()
+	catBefore = ledger.CatalogReads()
 	got, err := ops.List(env, in)
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +396,7 @@ func TestListWindowDecodesOnlyItsRuns(t *testing.T) {
 	}
 	gj, _ := json.Marshal(got)
 	wj, _ := json.Marshal(want)
-	if len(got.Items) != 5 || string(gj) != string(wj) {
+	if len(got.Items) != 6 || string(gj) != string(wj) {
 		t.Errorf("over MaxWindowReads: %s, through the catalog: %s", gj, wj)
 	}
 }
