@@ -449,7 +449,7 @@ func TestCodeSetAllOfAWindow(t *testing.T) {
 		{"20261124T000003Z-c": true, "20261124T000004Z-d": true, "20261124T000009Z-z": true},
 		{"20261124T000001Z-a": true, "20261124T000002Z-b": true, "20261124T000004Z-d": true, "20261124T000005Z-e": true, "20261124T000006Z-f": true},
 	} {
-		var want []RunCode
+		want := []RunCode{}
 		for _, c := range cs.all() {
 			if window[c.Run] {
 				want = append(want, c)
