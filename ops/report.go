@@ -143,7 +143,7 @@ func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) [
 	}
 	inWindow := map[ledger.RunID]bool{}
 	for i := range recs {
-		if !recs[i].Time().Before(start) {
+		if ledger.AtOrAfter(recs[i].Timestamp, windowStart, start) {
 			inWindow[recs[i].RunID] = true
 		}
 	}
