@@ -141,7 +141,7 @@ func (s *Store) ReadRunsAt(ids []RunID, offs []int64) ([]*Record, error) {
 		}
 		// A small buffer: a record is a few KB, and ReadLine grows it for
 		// a longer line.
-		_, err := scanReader(io.LimitReader(f, MaxRecordBytes+1), 64<<10, func(r *Record, _ int, _ int64) error {
+		_, err := scanReader(io.LimitReader(f, MaxRecordBytes+1), 16<<10, func(r *Record, _ int, _ int64) error {
 			out[i] = r
 			return io.EOF
 		})

@@ -104,3 +104,17 @@ func (s *Store) ReadOrdered() ([]Record, []Warning, error) {
 	SortRecords(recs)
 	return recs, w, err
 }
+
+// AtOrAfter reports whether timestamp ts is an RFC 3339 time at or after
+// t, where tStr is t in memorylab's own form (2006-01-02T15:04:05Z: a
+// whole second, UTC). A timestamp in that form is compared as a string and
+// parsed only when it is not before tStr (the few runs of a window, out of
+// a million); any other form is parsed. A timestamp that does not parse is
+// never at or after t.
+func AtOrAfter(ts, tStr string, t time.Time) bool {
+	if canonicalTimestamp(ts) && canonicalTimestamp(tStr) && ts < tStr {
+		return false
+	}
+	p, err := time.Parse(time.RFC3339, ts)
+	return err == nil && !p.Before(t)
+}

@@ -1,41 +1,53 @@
 package ledger
 
 import (
-	"reflect"
 	"testing"
+	"time"
 )
 
-func TestSortRecords(t *testing.T) {
-	rec := func(ts, id string) Record { return Record{Timestamp: ts, RunID: RunID(id)} }
-	cases := []struct {
-		name string
-		in   []Record
-		want []string
+// atOrAfterSlow is the rule AtOrAfter keeps: parse, compare.
+func atOrAfterSlow(ts string, t time.Time) bool {
+	p, err := time.Parse(time.RFC3339, ts)
+	return err == nil && !p.Before(t)
+}
+
+// TestAtOrAfter: the string fast path of AtOrAfter answers as parsing
+// does, for canonical timestamps, other RFC 3339 forms and non-times.
+func TestAtOrAfter(t *testing.T) {
+	start := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		ts   string
+		want bool
 	}{
-		{"already ordered", []Record{rec("2026-11-22T01:00:00Z", "a"), rec("2026-11-22T01:00:01Z", "b")}, []string{"a", "b"}},
-		{"pulled after local", []Record{rec("2026-11-22T02:00:00Z", "local"), rec("2026-11-22T01:00:00Z", "pulled")}, []string{"pulled", "local"}},
-		{"equal timestamps by run id", []Record{rec("2026-11-22T01:00:00Z", "z"), rec("2026-11-22T01:00:00Z", "m"), rec("2026-11-22T01:00:00Z", "a")}, []string{"a", "m", "z"}},
-		{"offsets compare as instants", []Record{rec("2026-11-22T03:00:00+02:00", "b"), rec("2026-11-22T02:00:00Z", "a")}, []string{"b", "a"}},
-		{"unparsable first", []Record{rec("2026-11-22T01:00:00Z", "a"), rec("garbage", "b")}, []string{"b", "a"}},
+		{"2026-11-25T06:00:00Z", true},
+		{"2026-11-25T05:59:59Z", false},
+		{"2026-11-25T06:00:01Z", true},
+		{"2026-11-25T07:00:00+01:00", true},
+		{"2026-11-25T06:59:59+01:00", false},
+		{"2026-11-25T05:59:59.999Z", false},
+		{"2026-11-25T06:00:00.001Z", true},
+		{"2026-13-25T06:00:00Z", false}, // canonical in form, not a time
+		{"2026-11-25T99:00:00Z", false},
+		{"", false},
+		{"yesterday", false},
+		{"9999-12-31T23:59:59Z", true},
+	} {
+		if got := AtOrAfter(tc.ts, start.Format(time.RFC3339), start); got != tc.want || got != atOrAfterSlow(tc.ts, start) {
+			t.Errorf("AtOrAfter(%q) = %v, want %v", tc.ts, got, tc.want)
+		}
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			offsets := make([]int64, len(tc.in))
-			for i := range offsets {
-				offsets[i] = int64(i)
-			}
-			in := append([]Record(nil), tc.in...)
-			sortRecordsWith(in, offsets)
-			var got []string
-			for i, r := range in {
-				got = append(got, string(r.RunID))
-				if tc.in[offsets[i]].RunID != r.RunID {
-					t.Fatalf("offset %d did not move with record %s", offsets[i], r.RunID)
-				}
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %v, want %v", got, tc.want)
-			}
-		})
+}
+
+// FuzzAtOrAfter holds AtOrAfter to parsing's answer.
+func FuzzAtOrAfter(f *testing.F) {
+	for _, s := range []string{"2026-11-25T06:00:00Z", "2026-11-25T05:59:59Z", "2026-11-25T07:00:00+01:00", "2026-13-25T06:00:00Z", "x"} {
+		f.Add(s)
 	}
+	start := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	startStr := start.Format(time.RFC3339)
+	f.Fuzz(func(t *testing.T, ts string) {
+		if got, want := AtOrAfter(ts, startStr, start), atOrAfterSlow(ts, start); got != want {
+			t.Fatalf("AtOrAfter(%q) = %v, parsing says %v", ts, got, want)
+		}
+	})
 }

@@ -74,8 +74,8 @@ func TestRunIndexIsUsedOnlyWhileFresh(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Len() != 2 || got.IDs[1] != cat.Records[1].RunID || got.Offsets[1] != cat.Offsets[1] || got.Names["latest"] != 1 ||
-				got.Flags[0]&RunCounted == 0 || got.Flags[0]&RunKept != 0 != (cat.Records[0].Status == StatusKeep) || string(got.Extra) != "\x00" || got.Counted().Len() != 2 {
+			if got.Len() != 2 || got.RunID(1) != cat.Records[1].RunID || got.Offset(1) != cat.Offsets[1] || got.Timestamp(1) != cat.Records[1].Timestamp || got.Names["latest"] != 1 ||
+				got.Flags(0)&RunCounted == 0 || got.Flags(0)&RunKept != 0 != (cat.Records[0].Status == StatusKeep) || string(got.Extra) != "\x00" || got.Counted().Len() != 2 {
 				t.Fatalf("read back: %+v", got)
 			}
 		})
@@ -121,7 +121,9 @@ func FuzzReadRunIndex(f *testing.F) {
 			return
 		}
 		for _, p := range got.Names {
-			_ = got.IDs[p]
+			_ = got.RunID(p)
+			_, _ = got.Commit(p)
+			_, _, _ = got.Status(p), got.Timestamp(p), got.Offset(p)
 		}
 		_ = got.Counted()
 	})

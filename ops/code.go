@@ -377,17 +377,32 @@ func (cs *codeSet) keepsAfter(id ledger.RunID) int {
 }
 
 // all parses every run of the set, in ledger order.
-func (cs *codeSet) all() []RunCode {
-	var out []RunCode
-	seen := map[ledger.RunID]bool{}
-	for _, line := range bytes.Split(cs.base, []byte("\n")) {
+func (cs *codeSet) all() []RunCode { return cs.allOf(nil) }
+
+// allOf is all for the runs keep keeps (every run when keep is nil): a
+// line is parsed only when its run is kept (the report's window of a
+// 1M-run cache is a few lines of a million).
+func (cs *codeSet) allOf(keep map[ledger.RunID]bool) []RunCode {
+	n := len(keep)
+	if keep == nil { // every line: sized once (growing them was a third of params at 1M runs)
+		n = bytes.Count(cs.base, []byte("\n")) + len(cs.tail)
+	}
+	out := make([]RunCode, 0, n)
+	seen := make(map[ledger.RunID]bool, n)
+	for line := range bytes.SplitSeq(cs.base, []byte("\n")) {
+		if keep != nil {
+			id, _, _ := bytes.Cut(line, []byte("\t"))
+			if !keep[ledger.RunID(id)] {
+				continue
+			}
+		}
 		if c, ok := parseRunCode(line); ok && !seen[c.Run] {
 			seen[c.Run] = true
 			out = append(out, c)
 		}
 	}
 	for _, id := range cs.tailOrder() {
-		if c := cs.tail[id]; !seen[c.Run] {
+		if c := cs.tail[id]; !seen[c.Run] && (keep == nil || keep[c.Run]) {
 			seen[c.Run] = true
 			out = append(out, c)
 		}

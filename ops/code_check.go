@@ -320,16 +320,7 @@ func ParamsOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in ParamsInput) (*Pa
 	if err != nil {
 		return nil, err
 	}
-	all := cs.all()
-	if in.window != nil {
-		kept := make([]RunCode, 0, len(all))
-		for _, c := range all {
-			if in.window[c.Run] {
-				kept = append(kept, c)
-			}
-		}
-		all = kept
-	}
+	all := cs.allOf(in.window)
 	for i := range all {
 		if all[i].HasCode() {
 			out.RunsWithCode++

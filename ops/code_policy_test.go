@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -421,5 +422,41 @@ func TestCodeSetHolding(t *testing.T) {
 	merged := mergeRuns(append(cs.holding(sweepKey{"train.py", "LR"}), cs.holding(sweepKey{"train.py", "DEPTH"})...))
 	if len(merged) != 2 || len(merged[1].Values) != 2 || len(merged[1].Edits) != 1 {
 		t.Fatalf("merged: %+v", merged)
+	}
+}
+
+// TestCodeSetAllOfAWindow: the report's window of the code cache (allOf)
+// is every run's code filtered to the window, in the same order, the
+// first line of a run logged twice winning, for base lines and the tail.
+func TestCodeSetAllOfAWindow(t *testing.T) {
+	line := func(id, status string) []byte {
+		return (&RunCode{Run: ledger.RunID(id), Status: status, Code: change.Code{Values: []change.Value{{File: "t", Name: "x", Value: status}}}}).line()
+	}
+	var base []byte
+	for _, r := range [][2]string{{"20261124T000001Z-a", "keep"}, {"20261124T000002Z-b", "discard"}, {"20261124T000001Z-a", "crash"}, {"20261124T000004Z-d", "crash"}} {
+		base = append(base, line(r[0], r[1])...)
+	}
+	base = append(base, "20261124T000003Z-c\tbroken line\n"...)
+	tail := map[ledger.RunID]RunCode{}
+	for _, r := range [][2]string{{"20261124T000005Z-e", "keep"}, {"20261124T000006Z-f", "discard"}} {
+		c, _ := parseRunCode(line(r[0], r[1]))
+		tail[c.Run] = c
+	}
+	cs := &codeSet{base: base, tail: tail, order: []ledger.RunID{"20261124T000005Z-e", "20261124T000006Z-f"}}
+	for _, window := range []map[ledger.RunID]bool{
+		{},
+		{"20261124T000001Z-a": true, "20261124T000006Z-f": true},
+		{"20261124T000003Z-c": true, "20261124T000004Z-d": true, "20261124T000009Z-z": true},
+		{"20261124T000001Z-a": true, "20261124T000002Z-b": true, "20261124T000004Z-d": true, "20261124T000005Z-e": true, "20261124T000006Z-f": true},
+	} {
+		want := []RunCode{}
+		for _, c := range cs.all() {
+			if window[c.Run] {
+				want = append(want, c)
+			}
+		}
+		if got := cs.allOf(window); !reflect.DeepEqual(got, want) {
+			t.Errorf("window %v:\n got %v\nwant %v", window, got, want)
+		}
 	}
 }

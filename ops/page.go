@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/registry"
@@ -102,7 +103,7 @@ func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Tim
 	from := min((in.Page-1)*in.Size, len(sel))
 	rp := registry.CollectReplicates(cat.Records, registry.GoalOf(cfg))
 	for _, r := range sel[from:min(from+in.Size, len(sel))] {
-		row := PageRow{ListItem: listItemOf(r, cfg.Metric, rp), Tags: r.Tags, MemoryGB: results.RowFromRecord(r, cfg.Metric).MemoryGB}
+		row := PageRow{ListItem: listItemOf(r, cfg.Metric, rp.Spread), Tags: r.Tags, MemoryGB: results.RowFromRecord(r, cfg.Metric).MemoryGB}
 		if row.Tags == nil {
 			row.Tags = []string{}
 		}
@@ -227,11 +228,12 @@ func listItem(r *ledger.Record, metric string) ListItem {
 }
 
 // listItemOf is listItem with the run's seed, hardware, items and
-// replicate group.
-func listItemOf(r *ledger.Record, metric string, rp *registry.Replicates) ListItem {
+// replicate group (spread: registry.Replicates.Spread, or the run index's
+// copy of it).
+func listItemOf(r *ledger.Record, metric string, spread func(*ledger.Record) (evidence.Spread, bool)) ListItem {
 	it := listItem(r, metric)
 	it.Seed, it.Hardware, it.Items = r.Seed, r.Hardware.Key(), r.Items
-	if sp, ok := rp.Spread(r); ok {
+	if sp, ok := spread(r); ok {
 		it.Replicates = &sp
 	}
 	return it

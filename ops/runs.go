@@ -89,20 +89,90 @@ func List(env Env, in ListInput) (*ListResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	cat, err := env.catalog(s)
-	if err != nil {
-		return nil, err
+	var cat *ledger.Catalog
+	if in.Since > 0 && in.Best == 0 {
+		// A window of runs: found in the run index, and only its runs
+		// decoded (issue 30: through the catalog, 4.5 s and 1.2 GB at 1M
+		// runs). A stale index is rebuilt from the catalog, which then
+		// answers.
+		var x *ledger.RunIndex
+		if x, cat, err = env.runIndex(s); err != nil {
+			return nil, err
+		}
+		if cat == nil {
+			if res, ok, err := listWindow(env, s, x, in); ok || err != nil {
+				return res, err
+			}
+		}
+	}
+	if cat == nil {
+		if cat, err = env.catalog(s); err != nil {
+			return nil, err
+		}
 	}
 	sel := filterRuns(cat.Records, in, s.Config, env.Now())
-	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: len(cat.Records), Metric: s.Config.Metric}
 	rp := registry.CollectReplicates(cat.Records, registry.GoalOf(s.Config))
+	return listResult(sel, len(cat.Records), s.Config.Metric, rp.Spread), nil
+}
+
+// listResult is list's answer for the selected runs sel of total runs that
+// count; spread gives a run's replicate group.
+func listResult(sel []*ledger.Record, total int, metric string, spread func(*ledger.Record) (evidence.Spread, bool)) *ListResult {
+	out := &ListResult{Items: make([]ListItem, 0, len(sel)), Total: total, Metric: metric}
 	for _, r := range sel {
-		it := listItemOf(r, s.Config.Metric, rp)
+		it := listItemOf(r, metric, spread)
 		it.PuzzleSet = registry.PuzzleSetOf(r)
 		out.Items = append(out.Items, it)
 	}
-	return out, nil
+	return out
 }
+
+// listWindow is List of a window (in.Since, without Best) through the run
+// index: the runs that count whose timestamps can be in the window are
+// decoded, slimmed as the catalog does, and filtered by filterRuns, the one
+// rule. A canonical timestamp (2006-01-02T15:04:05Z) before the window's
+// first second or after its last is left out unread: it is outside the
+// window, or not a time at all (which no window holds); any other form is
+// read and judged by filterRuns. A window of more than MaxWindowReads runs
+// is left to the catalog (ok false): one read of it costs less than
+// decoding that many lines one by one.
+func listWindow(env Env, s *ledger.Store, x *ledger.RunIndex, in ListInput) (res *ListResult, ok bool, err error) {
+	now := env.Now()
+	const canonical = "2006-01-02T15:04:05Z"
+	first := now.Add(-in.Since).UTC().Format(canonical)
+	last := now.Add(ledger.MaxClockSkew).UTC().Format(canonical)
+	var ids []ledger.RunID
+	var offs []int64
+	total := 0
+	for i := range x.Len() {
+		if x.Flags(i)&ledger.RunCounted == 0 {
+			continue
+		}
+		total++
+		if ts := x.Timestamp(i); len(ts) == len(canonical) && ts[len(ts)-1] == 'Z' && ts[10] == 'T' && (ts < first || ts > last) {
+			continue
+		}
+		if len(ids) == MaxWindowReads {
+			return nil, false, nil
+		}
+		ids, offs = append(ids, x.RunID(i)), append(offs, x.Offset(i))
+	}
+	full, err := s.ReadRunsAt(ids, offs)
+	if err != nil {
+		return nil, false, err
+	}
+	recs := make([]ledger.Record, len(full))
+	for i, r := range full {
+		recs[i] = ledger.SlimRecord(r, s.Config.Metric)
+	}
+	sel := filterRuns(recs, in, s.Config, now)
+	return listResult(sel, total, s.Config.Metric, func(r *ledger.Record) (evidence.Spread, bool) { return spreadOf(x.Extra, r) }), true, nil
+}
+
+// MaxWindowReads is the most runs list reads one by one for a window
+// (listWindow). Decoding a line costs ~25 µs; at 10,000 that is a quarter
+// of a second, about what reading the catalog of 100k runs costs.
+var MaxWindowReads = 10000
 
 // filterRuns applies list's filters; the result is in ledger order, or best
 // first with Best.
@@ -196,7 +266,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	full, err := s.ReadRunsAt([]ledger.RunID{x.IDs[i]}, []int64{x.Offsets[i]})
+	full, err := s.ReadRunsAt([]ledger.RunID{x.RunID(i)}, []int64{x.Offset(i)})
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +280,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 	if out.Curve, err = ArchivedCurve(s, rec.RunID); err != nil {
 		env.notef("warning: training curve unreadable: %v", err)
 	}
-	if x.Flags[i]&ledger.RunCounted != 0 { // a retracted run is in no replicate group
+	if x.Flags(i)&ledger.RunCounted != 0 { // a retracted run is in no replicate group
 		if sp, ok := spreadOf(x.Extra, rec); ok {
 			out.Replicates = &sp
 		}
@@ -226,7 +296,7 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 		var ls *gitrepo.LineageSet
 		var err error
 		switch {
-		case x.Flags[i]&ledger.RunCounted == 0:
+		case x.Flags(i)&ledger.RunCounted == 0:
 		case env.Catalog != nil:
 			ls, err = env.lineages(s, loc.Repo, cat.Records)
 		default:
@@ -298,9 +368,9 @@ func Compare(env Env, in CompareInput) (*report.Comparison, error) {
 		return nil, err
 	}
 	if ia == ib {
-		env.notef("note: %s and %s are the same run (%s): nothing differs", in.A, in.B, x.IDs[ia])
+		env.notef("note: %s and %s are the same run (%s): nothing differs", in.A, in.B, x.RunID(ia))
 	}
-	full, err := s.ReadRunsAt([]ledger.RunID{x.IDs[ia], x.IDs[ib]}, []int64{x.Offsets[ia], x.Offsets[ib]})
+	full, err := s.ReadRunsAt([]ledger.RunID{x.RunID(ia), x.RunID(ib)}, []int64{x.Offset(ia), x.Offset(ib)})
 	if err != nil {
 		return nil, err
 	}

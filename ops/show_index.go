@@ -82,7 +82,7 @@ func (env Env) resolveIndexed(s *ledger.Store, x *ledger.RunIndex, name string) 
 		if !ok {
 			return -1, env.nameError(s, name)
 		}
-		name = string(x.IDs[p])
+		name = string(x.RunID(p))
 	}
 	return firstLineOf(x, name)
 }
@@ -159,19 +159,20 @@ func spreadOf(extra []byte, r *ledger.Record) (evidence.Spread, bool) {
 // counts and is not kept. Only ids, commits and statuses are read.
 func lineageInput(x *ledger.RunIndex, p int) []ledger.Record {
 	in := func(i int) bool {
-		f := x.Flags[i]
+		f := x.Flags(i)
 		return f&ledger.RunCounted != 0 && (f&ledger.RunKept != 0 || i == p)
 	}
 	n := 0
-	for i := range x.IDs {
+	for i := range x.Len() {
 		if in(i) {
 			n++
 		}
 	}
 	recs := make([]ledger.Record, 0, n) // a Record is large: one allocation of the exact size
-	for i := range x.IDs {
+	for i := range x.Len() {
 		if in(i) {
-			recs = append(recs, ledger.Record{RunID: x.IDs[i], Commit: x.Commits[i], CommitFull: x.CommitFulls[i], Status: x.Statuses[i]})
+			c, cf := x.Commit(i)
+			recs = append(recs, ledger.Record{RunID: x.RunID(i), Commit: c, CommitFull: cf, Status: x.Status(i)})
 		}
 	}
 	return recs

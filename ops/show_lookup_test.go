@@ -293,3 +293,110 @@ func TestShowThroughAKeptCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestListWindowDecodesOnlyItsRuns pins issue 30's bounded `list --since`:
+// with a fresh run index, a window of runs is found from the index's
+// timestamps and only the runs in it are decoded (the catalog is not read),
+// and the answer is the catalog's, byte for byte, whatever the filters —
+// a timestamp in another RFC 3339 form (an offset, a fraction) included.
+func TestListWindowDecodesOnlyItsRuns(t *testing.T) {
+	l, _, _ := lookupLab(t)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := novelty.SyntheticRecords(2, 9)
+	odd[0].RunID, odd[0].Timestamp = "20261122T023000Z-0ddf00d", "2026-11-22T04:30:00.5+02:00" // 02:30:00.5Z
+	odd[1].RunID, odd[1].Timestamp = "20261122T005959Z-0ddf00e", "2026-11-21T23:59:59-01:00"   // 2026-11-22T00:59:59Z
+	if err := s.Append(odd...); err != nil {
+		t.Fatal(err)
+	}
+	env := l.env
+	now := time.Date(2026, 11, 22, 3, 0, 0, 500, time.UTC)
+	env.Now = func() time.Time { return now }
+	viaCatalog := env
+	viaCatalog.Catalog = func(st *ledger.Store) (*ledger.Catalog, error) {
+		c, _, err := st.OpenCatalog(st.Config.Metric, nil)
+		return c, err
+	}
+	// Warm the catalog and the run index.
+	if _, err := ops.Show(env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		in   ops.ListInput
+		want int // runs listed
+	}{
+		{name: "2h", in: ops.ListInput{Since: 2 * time.Hour}, want: 5},
+		{name: "90m", in: ops.ListInput{Since: 90 * time.Minute}, want: 3},
+		{name: "2h kept", in: ops.ListInput{Since: 2 * time.Hour, Status: []string{"keep"}}, want: 2},
+		{name: "2h last 1", in: ops.ListInput{Since: 2 * time.Hour, Limit: 1}, want: 1},
+		{name: "2h family", in: ops.ListInput{Since: 2 * time.Hour, Family: "no-such-family"}, want: 0},
+		{name: "1s", in: ops.ListInput{Since: time.Second}, want: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, catBefore := ledger.RecordsDecoded(), ledger.CatalogReads()
+			got, err := ops.List(env, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// At most the 5 runs of the widest window and the one in another
+			// form outside it (read to be judged).
+			if n := ledger.RecordsDecoded() - before; n > 6 {
+				t.Errorf("decoded %d records of a 10,007-line ledger, want at most 6", n)
+			}
+			if n := ledger.CatalogReads() - catBefore; n > 0 {
+				t.Errorf("read the catalog %d times, want none (the run index is fresh)", n)
+			}
+			want, err := ops.List(viaCatalog, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			if string(gj) != string(wj) {
+				t.Errorf("through the index:\n%s\nthrough the catalog:\n%s", gj, wj)
+			}
+			if len(got.Items) != tc.want {
+				t.Errorf("listed %d runs, want %d: %s", len(got.Items), tc.want, gj)
+			}
+		})
+	}
+	// A run appended: the index is stale, rebuilt from the catalog, which
+	// is read once and answers (the new run in the window).
+	late := novelty.SyntheticRecords(1, 11)
+	late[0].RunID, late[0].Timestamp = "20261122T025900Z-1a7e000", "2026-11-22T02:59:00Z"
+	if err := s.Append(late...); err != nil {
+		t.Fatal(err)
+	}
+	catBefore := ledger.CatalogReads()
+	if got, err := ops.List(env, ops.ListInput{Since: time.Hour}); err != nil || len(got.Items) != 4 || got.Items[1].RunID != string(late[0].RunID) {
+		t.Fatalf("list after a new run: %+v, %v", got, err)
+	}
+	if n := ledger.CatalogReads() - catBefore; n != 1 {
+		t.Errorf("list with a stale run index read the catalog %d times, want 1", n)
+	}
+	// A window of more runs than MaxWindowReads is read from the catalog,
+	// with the same answer.
+	defer func(n int) { ops.MaxWindowReads = n }(ops.MaxWindowReads)
+	ops.MaxWindowReads = 2
+	in := ops.ListInput{Since: 2 * time.Hour}
+	catBefore = ledger.CatalogReads()
+	got, err := ops.List(env, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ledger.CatalogReads() == catBefore {
+		t.Errorf("a window of 5 runs over MaxWindowReads = 2 did not read the catalog")
+	}
+	want, err := ops.List(viaCatalog, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if len(got.Items) != 6 || string(gj) != string(wj) {
+		t.Errorf("over MaxWindowReads: %s, through the catalog: %s", gj, wj)
+	}
+}

@@ -66,7 +66,7 @@ func SwarmOf(recs []ledger.Record, windowStart string, syncs []SwarmSync, claims
 		if r.Timestamp > h.LastRun {
 			h.LastRun = r.Timestamp
 		}
-		if t, err := time.Parse(time.RFC3339, r.Timestamp); err == nil && !t.Before(start) {
+		if ledger.AtOrAfter(r.Timestamp, windowStart, start) {
 			h.InWindow++
 			if r.Status == ledger.StatusKeep {
 				h.Kept++

@@ -60,6 +60,10 @@ type Server struct {
 	mux  *http.ServeMux
 	live *live
 
+	// overMu makes one overview of the default window at a time: the
+	// first page's request and the warm-up tick used to build the same
+	// overview side by side (issue 30: at 1M runs each one is seconds).
+	overMu  sync.Mutex
 	mu      sync.Mutex // guards the caches below
 	catKey  fileKey
 	cat     *ledger.Catalog
@@ -363,6 +367,8 @@ func (s *Server) overviewJSON(st *ledger.Store, sinceHours string) ([]byte, erro
 		return nil, err
 	}
 	if sinceHours == "" {
+		s.overMu.Lock()
+		defer s.overMu.Unlock()
 		s.mu.Lock()
 		cached, ok := s.over, key == s.overKey && time.Since(s.overAt) < overviewTTL
 		s.mu.Unlock()

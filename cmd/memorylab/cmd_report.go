@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
@@ -51,9 +52,21 @@ func reportCommand(env *Env) *cli.Command {
 // 300 MB goal (warm reports use ~170 MB and never reach it).
 const reportMemoryLimit = 200 << 20
 
+// reportLimitLedgerBytes is the ledger size from which report's soft limit
+// grows with the ledger (half its size): the catalog of a larger ledger
+// (1 GiB is ~250k runs) is bigger in memory than reportMemoryLimit, and a
+// limit below the live heap only keeps the collector running (issue 30: at
+// 1M runs, a 4 GB ledger, 8.4 s of CPU instead of 2.0 s).
+const reportLimitLedgerBytes = 1 << 30
+
 func runReport(env *Env, store string, in ops.ReportInput) error {
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(reportMemoryLimit))
-	res, err := ops.Report(env.opsWith(store, (in.Output == "" && in.Format == "json") || in.Output == ops.ToStdout), in)
+	oe := env.opsWith(store, (in.Output == "" && in.Format == "json") || in.Output == ops.ToStdout)
+	limit := int64(reportMemoryLimit)
+	if n, err := ledgerSize(oe); err == nil && n >= reportLimitLedgerBytes {
+		limit = n / 2
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+	res, err := ops.Report(oe, in)
 	if err != nil {
 		return err
 	}
@@ -65,4 +78,17 @@ func runReport(env *Env, store string, in ops.ReportInput) error {
 		fmt.Fprintf(env.Out, "wrote %s\n", p)
 	}
 	return nil
+}
+
+// ledgerSize is the size of the store's ledger file.
+func ledgerSize(oe ops.Env) (int64, error) {
+	s, _, err := oe.Open()
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(s.LedgerPath())
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
 }

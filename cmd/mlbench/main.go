@@ -347,9 +347,10 @@ func run(sizesFlag string, reps int, keep, only string) error {
 			fmt.Printf("| %d | %s | %s | %s | %s | %.1f MB |\n", n, c.name, ms(median(walls)), ms(minimum(walls)), ms(median(cpus)), float64(rss)/1024)
 		}
 		// After the commands: the caches are warm, as for a server started
-		// on a lab that has been running.
+		// on a lab that has been running, in its repository (the overview's
+		// swept parameters and champion-on-HEAD read git).
 		if only == "" || selected(dashboardRowName, only) {
-			if err := dashboardBench(bin, filepath.Dir(store), store, n); err != nil {
+			if err := dashboardBench(bin, repo, store, n); err != nil {
 				return fmt.Errorf("dashboard at %d runs: %w", n, err)
 			}
 		}
