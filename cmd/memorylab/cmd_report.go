@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 
@@ -65,7 +64,7 @@ func runReport(env *Env, store string, in ops.ReportInput) error {
 	if n, err := ledgerSize(oe); err == nil && n >= reportLimitLedgerBytes {
 		limit = n / 2
 	}
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+	setMemoryFloor(limit)
 	res, err := ops.Report(oe, in)
 	if err != nil {
 		return err
