@@ -190,7 +190,7 @@ type syncState struct {
 	LastRunID     ledger.RunID `json:"last_run_id"`
 }
 
-var installFileTransport sync.Once
+var installFileTransport, installSSHTransport sync.Once
 
 // remoteSpec is a resolved remote: the go-git remote and the name used in
 // refs/remotes/<track>/memorylab/....
@@ -199,6 +199,9 @@ type remoteSpec struct {
 	push   *git.Remote // the same remote over undeltifiedStorer
 	track  string
 	label  string
+	// dir is the repository's common dir: its syncs share one ssh
+	// connection (sync_ssh.go).
+	dir string
 }
 
 // client is the remote's endpoint (its last URL, as git uses) and the
@@ -227,7 +230,7 @@ func (rs *remoteSpec) uploadPack() (transport.UploadPackSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cl.NewUploadPackSession(ep, authFor(ep))
+	return cl.NewUploadPackSession(ep, rs.authFor(ep))
 }
 
 // receivePack opens a receive-pack session with the remote and reads the
@@ -237,7 +240,7 @@ func (rs *remoteSpec) receivePack(ctx context.Context) (sess transport.ReceivePa
 	if err != nil {
 		return nil, nil, err
 	}
-	if sess, err = cl.NewReceivePackSession(ep, authFor(ep)); err != nil {
+	if sess, err = cl.NewReceivePackSession(ep, rs.authFor(ep)); err != nil {
 		return nil, nil, err
 	}
 	ar, err = sess.AdvertisedReferencesContext(ctx)
@@ -252,12 +255,13 @@ var remoteNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	installFileTransport.Do(useInProcessFileTransport)
+	installSSHTransport.Do(useSSHTransport)
 	if name == "" {
 		name = "origin"
 	}
 	if remoteNamePattern.MatchString(name) && !strings.Contains(name, "..") {
 		if rem, err := g.Remote(name); err == nil {
-			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rem.Config()), track: name, label: name}, nil
+			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rem.Config()), track: name, label: name, dir: g.CommonDir}, nil
 		}
 	}
 	url := name
@@ -277,7 +281,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
 	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
-	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: redactURL(url)}, nil
+	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: redactURL(url), dir: g.CommonDir}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {

@@ -39,7 +39,17 @@ func authFor(ep *transport.Endpoint) transport.AuthMethod {
 	return &githttp.BasicAuth{Username: user, Password: tok}
 }
 
-// auth is authFor of the remote's endpoint (nil when it has no URL).
+// authFor is what the remote's sessions with ep authenticate with: for
+// ssh, the repository's scope, so that its sessions share one connection
+// (sync_ssh.go; the credentials are go-git's defaults); otherwise authFor.
+func (rs *remoteSpec) authFor(ep *transport.Endpoint) transport.AuthMethod {
+	if ep != nil && ep.Protocol == "ssh" && rs.dir != "" {
+		return sshScope{dir: rs.dir}
+	}
+	return authFor(ep)
+}
+
+// auth is rs.authFor of the remote's endpoint (nil when it has no URL).
 func (rs *remoteSpec) auth() transport.AuthMethod {
 	urls := rs.remote.Config().URLs
 	if len(urls) == 0 {
@@ -49,7 +59,7 @@ func (rs *remoteSpec) auth() transport.AuthMethod {
 	if err != nil {
 		return nil
 	}
-	return authFor(ep)
+	return rs.authFor(ep)
 }
 
 // redactURL hides the password (or token) of a URL that carries one, for

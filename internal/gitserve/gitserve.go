@@ -18,6 +18,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,46 @@ import (
 // an ssh-agent (SSH_AUTH_SOCK) and the host key in SSH_KNOWN_HOSTS, which
 // is how memorylab (go-git) finds ssh credentials. It returns the URL.
 func SSH(t testing.TB) string {
+	t.Helper()
+	return SSHServer(t).URL
+}
+
+// SSHRemote is a repository served by SSHServer.
+type SSHRemote struct {
+	URL string
+	log *lockedBuffer // sshd's log (-e: to stderr)
+}
+
+// Connections is how many ssh connections sshd has authenticated so far
+// (its "Accepted publickey" log lines).
+func (r *SSHRemote) Connections() int {
+	return strings.Count(r.log.String(), "Accepted publickey for ")
+}
+
+// Log is sshd's log so far.
+func (r *SSHRemote) Log() string { return r.log.String() }
+
+// lockedBuffer is a bytes.Buffer that sshd's output (copied by os/exec's
+// goroutine) and the test read at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// SSHServer is SSH, with sshd's log to count connections by.
+func SSHServer(t testing.TB) *SSHRemote {
 	t.Helper()
 	sshd := needtool.Path(t, needtool.Sshd)
 	keygen := needtool.Path(t, needtool.SSHKeygen)
@@ -71,9 +112,9 @@ func SSH(t testing.TB) string {
 		t.Fatal(err)
 	}
 	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory (as root)
-	var log bytes.Buffer
+	log := &lockedBuffer{}
 	d := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	d.Stdout, d.Stderr = &log, &log
+	d.Stdout, d.Stderr = log, log
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +152,7 @@ func SSH(t testing.TB) string {
 	t.Setenv("SSH_KNOWN_HOSTS", known)
 	bare := filepath.Join(dir, "lab.git")
 	run(nil, gitBin, "init", "-q", "--bare", bare)
-	return fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare)
+	return &SSHRemote{URL: fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare), log: log}
 }
 
 // SmartHTTP serves a new bare repository over smart HTTP with git's
