@@ -124,9 +124,9 @@ func snapshot(t *testing.T, dir string) swarmSnapshot {
 // for its test cache grew to 2 GB and the go command then spent minutes
 // and 5.6 GB reading it. Issue 29.4: the same swarm runs over a path, over
 // smart HTTP (internal/gitserve serves git's own http-backend) and over ssh
-// (OpenSSH's sshd on 127.0.0.1). Over ssh it once lost a fetch at a load of
-// 15-25, "closing input: EOF": the server had closed the channel before the
-// client closed its stdin (share/sync_ssh.go,
+// (OpenSSH's sshd on 127.0.0.1; 298 s under a load of 9-18). Over ssh it
+// once lost a fetch at a load of 15-25, "closing input: EOF": the server had
+// closed the channel before the client closed its stdin (share/sync_ssh.go,
 // TestSSHStdinCloseAfterServerClose).
 func TestSwarmConverges(t *testing.T) {
 	for _, tc := range []struct {
