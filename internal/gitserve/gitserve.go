@@ -120,6 +120,12 @@ func SSHServer(t testing.TB) *SSHRemote {
 	log := &lockedBuffer{}
 	d := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
 	d.Stdout, d.Stderr = log, log
+	// sshd serves each connection in a child process of its own session
+	// (setsid), which lives as long as the connection and holds the log
+	// pipe: without WaitDelay the cleanup's d.Wait would wait for the
+	// client to close its idle connection (share keeps one for 15 s).
+	// Once the pipe is closed, such a child dies on its next log line.
+	d.WaitDelay = 100 * time.Millisecond
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
