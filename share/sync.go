@@ -223,7 +223,7 @@ func (rs *remoteSpec) client() (*transport.Endpoint, transport.Transport, error)
 }
 
 // uploadPack opens a fetch session on the remote, with the credentials
-// authFor finds; the caller reads its advertised refs (an empty remote is
+// rs.authFor finds; the caller reads its advertised refs (an empty remote is
 // each caller's own case) and closes it.
 func (rs *remoteSpec) uploadPack() (transport.UploadPackSession, error) {
 	ep, cl, err := rs.client()

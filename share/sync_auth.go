@@ -6,6 +6,7 @@ package share
 //   - ssh: the keys of the user's ssh-agent (SSH_AUTH_SOCK), the host keys of
 //     SSH_KNOWN_HOSTS or ~/.ssh/known_hosts, and HostName and Port from
 //     ~/.ssh/config; keys on disk that are not in the agent are not read.
+//     The syncs of one repository share one connection (sync_ssh.go).
 //   - https: a user and password (or token) in the URL, else the token in
 //     MEMORYLAB_GIT_TOKEN (sent as the password, over https only); git's
 //     credential helpers are not consulted.
