@@ -222,3 +222,51 @@ func closingSSHServer(t *testing.T) string {
 	}()
 	return l.Addr().String()
 }
+
+// TestSSHSessionsAtOnce: sessions of one repository opened at once (a
+// claim renewed while a sync runs) all run on the connection its push left
+// open, each in an ssh session of its own, and all succeed.
+func TestSSHSessionsAtOnce(t *testing.T) {
+	srv := gitserve.SSHServer(t)
+	ctx := context.Background()
+	a := newSyncClone(t, "a", srv.URL, time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC))
+	a.logRun(t)
+	a.push(t, ctx)
+	g, err := gitrepo.OpenRepo(a.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sshConns.closeScope(g.CommonDir)
+	rs, err := Of(g).resolveRemote("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dials := sshConns.dialCount()
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			sess, err := rs.uploadPack()
+			if err != nil {
+				errs <- err
+				return
+			}
+			ar, err := sess.AdvertisedReferencesContext(ctx)
+			if err == nil && len(ar.References) == 0 {
+				err = errors.New("no refs advertised")
+			}
+			if cerr := sess.Close(); err == nil {
+				err = cerr
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if d := sshConns.dialCount() - dials; d != 0 {
+		t.Errorf("%d sessions at once dialled %d connections; want them all on the push's connection", n, d)
+	}
+}
