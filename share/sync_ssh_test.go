@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -225,9 +226,20 @@ func closingSSHServer(t *testing.T) string {
 
 // TestSSHSessionsAtOnce: sessions of one repository opened at once (a
 // claim renewed while a sync runs) all run on the connection its push left
-// open, each in an ssh session of its own, and all succeed.
+// open, each in an ssh session of its own, and all succeed. A server that
+// allows one session per connection (sshd's MaxSessions 1) gets a
+// connection more for each session it refuses.
 func TestSSHSessionsAtOnce(t *testing.T) {
-	srv := gitserve.SSHServer(t)
+	for _, tc := range []struct {
+		name        string
+		maxSessions int
+	}{{"MaxSessions 64", 64}, {"MaxSessions 1", 1}} {
+		t.Run(tc.name, func(t *testing.T) { sessionsAtOnce(t, tc.maxSessions) })
+	}
+}
+
+func sessionsAtOnce(t *testing.T, maxSessions int) {
+	srv := gitserve.SSHServer(t, fmt.Sprintf("MaxSessions %d", maxSessions))
 	ctx := context.Background()
 	a := newSyncClone(t, "a", srv.URL, time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC))
 	a.logRun(t)
@@ -266,7 +278,11 @@ func TestSSHSessionsAtOnce(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if d := sshConns.dialCount() - dials; d != 0 {
+	d := sshConns.dialCount() - dials
+	if maxSessions >= n && d != 0 {
 		t.Errorf("%d sessions at once dialled %d connections; want them all on the push's connection", n, d)
+	}
+	if maxSessions == 1 && d == 0 {
+		t.Errorf("%d sessions at once on a server allowing one per connection dialled no connection", n)
 	}
 }

@@ -68,8 +68,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// SSHServer is SSH, with sshd's log to count connections by.
-func SSHServer(t testing.TB) *SSHRemote {
+// SSHServer is SSH, with sshd's log to count connections by; config
+// lines (e.g. "MaxSessions 1") override the defaults.
+func SSHServer(t testing.TB, config ...string) *SSHRemote {
 	t.Helper()
 	sshd := needtool.Path(t, needtool.Sshd)
 	keygen := needtool.Path(t, needtool.SSHKeygen)
@@ -113,6 +114,9 @@ func SSHServer(t testing.TB) *SSHRemote {
 	cfg := fmt.Sprintf("Port %d\nListenAddress 127.0.0.1\nSetEnv SHLVL=1\nHostKey %s\nAuthorizedKeysFile %s\nPidFile %s\n"+
 		"UsePAM no\nStrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nMaxStartups 64\nMaxSessions 64\n",
 		port, filepath.Join(dir, "host_key"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))
+	if len(config) > 0 { // sshd takes the first value of a keyword
+		cfg = strings.Join(config, "\n") + "\n" + cfg
+	}
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
