@@ -197,7 +197,7 @@ type syncState struct {
 	LastRunID     ledger.RunID `json:"last_run_id"`
 }
 
-var installFileTransport sync.Once
+var installFileTransport, installSSHTransport sync.Once
 
 // remoteSpec is a resolved remote: the go-git remote and the name used in
 // refs/remotes/<track>/memorylab/....
@@ -206,6 +206,9 @@ type remoteSpec struct {
 	push   *git.Remote // the same remote over undeltifiedStorer
 	track  string
 	label  string
+	// dir is the repository's common dir: its syncs share one ssh
+	// connection (sync_ssh.go).
+	dir string
 
 	// config is the repository's own git config (credential helpers).
 	config   func() *formatcfg.Config
@@ -235,14 +238,14 @@ func (rs *remoteSpec) client() (*transport.Endpoint, transport.Transport, error)
 }
 
 // uploadPack opens a fetch session on the remote, with the credentials
-// authFor finds; the caller reads its advertised refs (an empty remote is
+// rs.authFor finds; the caller reads its advertised refs (an empty remote is
 // each caller's own case) and closes it.
 func (rs *remoteSpec) uploadPack() (transport.UploadPackSession, error) {
 	ep, cl, err := rs.client()
 	if err != nil {
 		return nil, err
 	}
-	return cl.NewUploadPackSession(ep, authFor(ep))
+	return cl.NewUploadPackSession(ep, rs.authFor(ep))
 }
 
 // listRefs lists the remote's refs through uploadPack (so with the
@@ -277,7 +280,7 @@ func (rs *remoteSpec) receivePack(ctx context.Context) (sess transport.ReceivePa
 	if err != nil {
 		return nil, nil, err
 	}
-	if sess, err = cl.NewReceivePackSession(ep, authFor(ep)); err != nil {
+	if sess, err = cl.NewReceivePackSession(ep, rs.authFor(ep)); err != nil {
 		return nil, nil, err
 	}
 	ar, err = sess.AdvertisedReferencesContext(ctx)
@@ -292,12 +295,13 @@ var remoteNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	installFileTransport.Do(useInProcessFileTransport)
+	installSSHTransport.Do(useSSHTransport)
 	if name == "" {
 		name = "origin"
 	}
 	if remoteNamePattern.MatchString(name) && !strings.Contains(name, "..") {
 		if rem, err := g.Remote(name); err == nil {
-			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rem.Config()), track: name, label: name, config: g.rawConfig}, nil
+			return &remoteSpec{remote: rem, push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rem.Config()), track: name, label: name, dir: g.CommonDir, config: g.rawConfig}, nil
 		}
 	}
 	url := name
@@ -317,7 +321,7 @@ func (g *Repo) resolveRemote(name string) (*remoteSpec, error) {
 	sum := sha1.Sum([]byte(url))
 	track := "url-" + hex.EncodeToString(sum[:6])
 	rc := &config.RemoteConfig{Name: track, URLs: []string{url}}
-	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: redactURL(url), config: g.rawConfig}, nil
+	return &remoteSpec{remote: git.NewRemote(g.Storer(), rc), push: git.NewRemote(gitwire.UndeltifiedStorer{Storer: g.Storer()}, rc), track: track, label: redactURL(url), dir: g.CommonDir, config: g.rawConfig}, nil
 }
 
 func (rs *remoteSpec) trackLedger() plumbing.ReferenceName {

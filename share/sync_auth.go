@@ -6,6 +6,7 @@ package share
 //   - ssh: the keys of the user's ssh-agent (SSH_AUTH_SOCK), the host keys of
 //     SSH_KNOWN_HOSTS or ~/.ssh/known_hosts, and HostName and Port from
 //     ~/.ssh/config; keys on disk that are not in the agent are not read.
+//     The syncs of one repository share one connection (sync_ssh.go).
 //   - https: a user and password (or token) in the URL, else the token in
 //     MEMORYLAB_GIT_TOKEN (sent as the password, over https only), else,
 //     after a 401, git's credential helpers (credential.go).
@@ -37,6 +38,16 @@ func authFor(ep *transport.Endpoint) transport.AuthMethod {
 		user = "memorylab" // GitHub and GitLab take any user name with a token
 	}
 	return &githttp.BasicAuth{Username: user, Password: tok}
+}
+
+// authFor is what the remote's sessions with ep authenticate with: for
+// ssh, the repository's scope, so that its sessions share one connection
+// (sync_ssh.go; the credentials are go-git's defaults); otherwise authFor.
+func (rs *remoteSpec) authFor(ep *transport.Endpoint) transport.AuthMethod {
+	if ep != nil && ep.Protocol == "ssh" && rs.dir != "" {
+		return sshScope{dir: rs.dir}
+	}
+	return authFor(ep)
 }
 
 // redactURL hides the password (or token) of a URL that carries one, for

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/internal/gitserve"
 )
 
@@ -19,9 +20,11 @@ import (
 // push) back to back, all through one remote, over a path, smart HTTP
 // (git http-backend) and ssh (OpenSSH on 127.0.0.1). K comes from
 // MEMORYLAB_SWARM_K (default 4,8,16,32,64), the transports from
-// MEMORYLAB_SWARM_REMOTES (default path,http,ssh).
+// MEMORYLAB_SWARM_REMOTES (default path,http,ssh). Each sync starts
+// without an ssh connection, as a `memorylab sync` process does (the
+// clones share this process's connection pool otherwise).
 //
-//	go test ./ledger -run '^$' -bench SwarmTable -benchtime 1x
+//	go test ./share -run '^$' -bench SwarmTable -benchtime 1x
 func BenchmarkSwarmTable(b *testing.B) {
 	ks := []int{4, 8, 16, 32, 64}
 	if v := os.Getenv("MEMORYLAB_SWARM_K"); v != "" {
@@ -56,8 +59,14 @@ func BenchmarkSwarmTable(b *testing.B) {
 				}
 				start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 				clones := make([]*syncClone, k)
+				dirs := make([]string, k)
 				for j := range clones {
 					clones[j] = newSyncClone(b, fmt.Sprintf("m%02d", j), remote, start.Add(time.Duration(j)*time.Millisecond))
+					g, err := gitrepo.OpenRepo(clones[j].repo.Dir)
+					if err != nil {
+						b.Fatal(err)
+					}
+					dirs[j] = g.CommonDir
 				}
 				var mu sync.Mutex
 				var durs []time.Duration
@@ -66,7 +75,7 @@ func BenchmarkSwarmTable(b *testing.B) {
 				ctx := context.Background()
 				began := time.Now()
 				var wg sync.WaitGroup
-				for _, c := range clones {
+				for j, c := range clones {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
@@ -76,6 +85,7 @@ func BenchmarkSwarmTable(b *testing.B) {
 							_, perr := c.sync(ctx, false)
 							res, err := c.sync(ctx, true)
 							d := time.Since(t0)
+							sshConns.closeScope(dirs[j])
 							mu.Lock()
 							durs = append(durs, d)
 							if perr != nil || err != nil {

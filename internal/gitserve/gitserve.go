@@ -18,6 +18,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,47 @@ import (
 // an ssh-agent (SSH_AUTH_SOCK) and the host key in SSH_KNOWN_HOSTS, which
 // is how memorylab (go-git) finds ssh credentials. It returns the URL.
 func SSH(t testing.TB) string {
+	t.Helper()
+	return SSHServer(t).URL
+}
+
+// SSHRemote is a repository served by SSHServer.
+type SSHRemote struct {
+	URL string
+	log *lockedBuffer // sshd's log (-e: to stderr)
+}
+
+// Connections is how many ssh connections sshd has authenticated so far
+// (its "Accepted publickey" log lines).
+func (r *SSHRemote) Connections() int {
+	return strings.Count(r.log.String(), "Accepted publickey for ")
+}
+
+// Log is sshd's log so far.
+func (r *SSHRemote) Log() string { return r.log.String() }
+
+// lockedBuffer is a bytes.Buffer that sshd's output (copied by os/exec's
+// goroutine) and the test read at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// SSHServer is SSH, with sshd's log to count connections by; config
+// lines (e.g. "MaxSessions 1") override the defaults.
+func SSHServer(t testing.TB, config ...string) *SSHRemote {
 	t.Helper()
 	sshd := needtool.Path(t, needtool.Sshd)
 	keygen := needtool.Path(t, needtool.SSHKeygen)
@@ -64,16 +106,30 @@ func SSH(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("Port %d\nListenAddress 127.0.0.1\nHostKey %s\nAuthorizedKeysFile %s\nPidFile %s\n"+
+	// SetEnv SHLVL=1: the git commands run without the user's shell
+	// start-up files. sshd runs each command with the user's shell, and
+	// bash reads ~/.bashrc when SSH_CLIENT is set at SHLVL < 2; on the test
+	// machine that file starts pyenv, 250 ms per git command, more than
+	// everything else a session does (4-18 ms). A git server runs git-shell.
+	cfg := fmt.Sprintf("Port %d\nListenAddress 127.0.0.1\nSetEnv SHLVL=1\nHostKey %s\nAuthorizedKeysFile %s\nPidFile %s\n"+
 		"UsePAM no\nStrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nMaxStartups 64\nMaxSessions 64\n",
 		port, filepath.Join(dir, "host_key"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))
+	if len(config) > 0 { // sshd takes the first value of a keyword
+		cfg = strings.Join(config, "\n") + "\n" + cfg
+	}
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_ = os.MkdirAll("/run/sshd", 0o755) // privilege separation directory (as root)
-	var log bytes.Buffer
+	log := &lockedBuffer{}
 	d := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
-	d.Stdout, d.Stderr = &log, &log
+	d.Stdout, d.Stderr = log, log
+	// sshd serves each connection in a child process of its own session
+	// (setsid), which lives as long as the connection and holds the log
+	// pipe: without WaitDelay the cleanup's d.Wait would wait for the
+	// client to close its idle connection (share keeps one for 15 s).
+	// Once the pipe is closed, such a child dies on its next log line.
+	d.WaitDelay = 100 * time.Millisecond
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +167,7 @@ func SSH(t testing.TB) string {
 	t.Setenv("SSH_KNOWN_HOSTS", known)
 	bare := filepath.Join(dir, "lab.git")
 	run(nil, gitBin, "init", "-q", "--bare", bare)
-	return fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare)
+	return &SSHRemote{URL: fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare), log: log}
 }
 
 // SmartHTTP serves a new bare repository over smart HTTP with git's
