@@ -10,8 +10,9 @@ package share
 //     $XDG_CONFIG_HOME/git/credentials);
 //   - `cache` is a daemon inside git's own binary and cannot be asked;
 //   - any other helper is a program of its own (git-credential-NAME on
-//     PATH, an absolute path, or `!shell command`), run as git runs it, with
-//     `get` and git's credential protocol on stdin and stdout.
+//     PATH, or an absolute path), run with its arguments and `get`, and
+//     git's credential protocol on stdin and stdout — directly, never
+//     through a shell, so a `!shell command` helper is not run.
 // Nothing is stored or erased: a helper's `store` and `erase` are git's to
 // call.
 
@@ -211,7 +212,7 @@ func (h credentialHelpers) ask(ctx context.Context, q credentialQuery) (credenti
 			break
 		}
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("credential helper %q: %v", helper, err))
+			notes = append(notes, fmt.Sprintf("credential helper %q: %v", helperName(helper), err))
 			continue
 		}
 		if c.username != "" && q.username == "" {
@@ -227,6 +228,15 @@ func (h credentialHelpers) ask(ctx context.Context, q credentialQuery) (credenti
 	return credential{}, notes
 }
 
+// helperName is what a message names a helper by: its first word only, as
+// its arguments may hold a secret.
+func helperName(helper string) string {
+	if f := strings.Fields(helper); len(f) > 0 {
+		return truncate(f[0], 60)
+	}
+	return ""
+}
+
 // runHelper asks one helper for q.
 func runHelper(ctx context.Context, helper string, q credentialQuery) (credential, error) {
 	name, args, _ := strings.Cut(strings.TrimSpace(helper), " ")
@@ -236,19 +246,25 @@ func runHelper(ctx context.Context, helper string, q credentialQuery) (credentia
 	if name == "cache" {
 		return credential{}, errors.New("git's credential cache lives inside the git binary, which memorylab does not run: use the store helper, a helper program, or " + TokenEnv)
 	}
-	var script string
+	// As git does, with `get` as the last argument; but never through a
+	// shell (memorylab runs none): the line is split at spaces into argv,
+	// and a `!shell` helper is not run.
+	if strings.HasPrefix(helper, "!") {
+		return credential{}, errors.New("shell helpers (!…) are not run: memorylab runs no shell; name a helper program instead")
+	}
+	argv := strings.Fields(helper)
 	switch {
-	case strings.HasPrefix(helper, "!"):
-		script = strings.TrimPrefix(helper, "!")
-	case filepath.IsAbs(name):
-		script = helper
+	case len(argv) == 0:
+		return credential{}, nil
+	case filepath.IsAbs(argv[0]):
+	case strings.ContainsRune(argv[0], '/'):
+		return credential{}, errors.New("a helper is a name (git-credential-NAME on PATH) or an absolute path")
 	default:
-		script = "git-credential-" + helper
+		argv[0] = "git-credential-" + argv[0]
 	}
 	ctx, cancel := context.WithTimeout(ctx, credentialTimeout)
 	defer cancel()
-	// As git does: the helper line is shell, `get` its last argument.
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script+` "$@"`, script, "get")
+	cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "get")...)
 	cmd.Stdin = strings.NewReader(q.encode())
 	cmd.Stderr = os.Stderr // a helper may prompt there, as under git
 	var out bytes.Buffer

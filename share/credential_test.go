@@ -74,7 +74,12 @@ func TestSyncWithCredentialHelpers(t *testing.T) {
 			remote:   "http://agent@" + origin.Host + u.Path,
 			helper:   "cat > \"$HOME/asked\"\necho password=s3cret\n",
 			wantSeen: "protocol=http\nhost=HOST\nusername=agent\n\n"},
-		{name: "shell helper in the repository's config", local: map[string]string{"helper": "!f() { test \"$1\" = get && printf 'username=agent\\npassword=s3cret\\n'; }; f"}},
+		{name: "a helper by absolute path, with arguments, in the repository's config", local: map[string]string{"helper": "HOME/bin/git-credential-labtest --lab x"},
+			helper: "echo \"$@\" > \"$HOME/asked\"\necho username=agent\necho password=s3cret", wantSeen: "--lab x get\n"},
+		{name: "a shell helper is not run", global: "[credential]\n\thelper = !echo password=s3cret\n",
+			wantErr: "shell helpers (!…) are not run: memorylab runs no shell"},
+		{name: "a relative path is not a helper", global: "[credential]\n\thelper = ../bin/labtest\n",
+			wantErr: "a helper is a name (git-credential-NAME on PATH) or an absolute path"},
 		{name: "credential.username and a helper for the password", global: "[credential]\n\tusername = agent\n\thelper = labtest\n",
 			helper: "cat > \"$HOME/asked\"\necho password=s3cret\n", wantSeen: "protocol=http\nhost=HOST\nusername=agent\n\n"},
 		{name: "a URL-scoped helper that matches", global: "[credential \"http://HOST\"]\n\thelper = labtest\n",
@@ -120,7 +125,7 @@ func TestSyncWithCredentialHelpers(t *testing.T) {
 					t.Fatal(err)
 				}
 				for k, v := range tc.local {
-					cfg.Raw.AddOption("credential", config.NoSubsection, k, v)
+					cfg.Raw.AddOption("credential", config.NoSubsection, k, strings.ReplaceAll(v, "HOME", home))
 				}
 				if err := c.repo.Git().SetConfig(cfg); err != nil {
 					t.Fatal(err)

@@ -63,6 +63,7 @@ var execAllowed = map[string]string{
 	"cmd/memorylab/cmd_serve.go":    "`serve --open` asks the desktop (xdg-open, or open on macOS) to open the dashboard's own URL",
 	"cmd/mlbench/main.go":           "the benchmark harness (a developer tool, not memorylab) times memorylab and the Python tool as processes",
 	"cmd/mlbench/dashboard.go":      "the benchmark harness starts `memorylab serve` to time the dashboard's first page",
+	"share/credential.go":           "git's credential helpers for an https remote that asks for a password: the helper program the user's own git config names (git-credential-NAME or an absolute path), as git runs it; never a `!shell` helper",
 	"internal/gitserve/gitserve.go": "tests only: git's own server side (sshd, git http-backend) for the sync tests; memorylab stays the client",
 }
 
