@@ -12,33 +12,17 @@ import (
 // costs every reader one pass, not a gigabyte. err is io.EOF for the last
 // line when it has no newline (and for the end, with n 0).
 func ReadLine(br *bufio.Reader) (line []byte, n int64, long bool, err error) {
-	for {
-		frag, ferr := br.ReadSlice('\n')
-		n += int64(len(frag))
-		if !long {
-			need := len(line) + len(frag)
-			switch {
-			case int64(need) > MaxRecordBytes:
-				long, line = true, nil
-			case need > cap(line):
-				// Double: append grows large slices by a quarter, which
-				// allocated 80 MiB to learn that a line is over 16 MiB.
-				grown := make([]byte, len(line), max(2*cap(line), need))
-				copy(grown, line)
-				line = append(grown, frag...)
-			default:
-				line = append(line, frag...)
-			}
-		}
-		if errors.Is(ferr, bufio.ErrBufferFull) {
-			continue
-		}
-		return line, n, long, ferr
+	line, n, long, err = readLineAppend(br, nil)
+	if long {
+		line = nil
 	}
+	return line, n, long, err
 }
 
 // readLineAppend is ReadLine appending the line to buf (unchanged but for
-// its length when the line is long) and returning it grown.
+// its length when the line is long) and returning it grown. Slices grow by
+// doubling: append grows large ones by a quarter, which allocated 80 MiB to
+// learn that a line is over 16 MiB.
 func readLineAppend(br *bufio.Reader, buf []byte) (out []byte, n int64, long bool, err error) {
 	start := len(buf)
 	for {
@@ -49,7 +33,6 @@ func readLineAppend(br *bufio.Reader, buf []byte) (out []byte, n int64, long boo
 			case int64(need-start) > MaxRecordBytes:
 				long, buf = true, buf[:start]
 			case need > cap(buf):
-				// Double, as ReadLine does (append grows large slices by a quarter).
 				grown := make([]byte, len(buf), max(2*cap(buf), need))
 				copy(grown, buf)
 				buf = append(grown, frag...)
