@@ -12,12 +12,13 @@ import (
 	"testing"
 
 	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/internal/arcmemotest"
 	"github.com/memorylab/memorylab/ledger"
 )
 
 // Issue 28 tests: run identity, per-puzzle outcomes, memory checks, diff,
 // board, usage, parity and prices, on the corpus runs and on hand-made
-// variants of them (TestRunVariant).
+// variants of them (arcmemotest.RunVariant).
 
 func readRun(t *testing.T, dir string) *Run {
 	t.Helper()
@@ -116,8 +117,8 @@ func TestPuzzleOutcomesCorpus(t *testing.T) {
 // not warned about, and the hint characters are counted per puzzle.
 func TestMemoryReachedTheSolver(t *testing.T) {
 	root := corpusDir(t)
-	hinted := TestRunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-replay"), t.TempDir(), "hinted000001", func(cfg map[string]any) {
-		SetConfig(cfg, "components.inference_engine.prompt_options.include_hint", true)
+	hinted := arcmemotest.RunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-replay"), t.TempDir(), "hinted000001", func(cfg map[string]any) {
+		arcmemotest.SetConfig(cfg, "components.inference_engine.prompt_options.include_hint", true)
 	})
 	p := filepath.Join(hinted, "iteration_1", "prompts.json")
 	var prompts []string
@@ -166,8 +167,8 @@ func TestConfigIdentity(t *testing.T) {
 	src := filepath.Join(root, "mem2-mock-run-synthetic-replay")
 	tmp := t.TempDir()
 	base := readRun(t, src)
-	loose := readRun(t, TestRunVariant(t, src, tmp, "loose0000001", func(cfg map[string]any) {
-		SetConfig(cfg, "components.evaluator.require_all_tests", false)
+	loose := readRun(t, arcmemotest.RunVariant(t, src, tmp, "loose0000001", func(cfg map[string]any) {
+		arcmemotest.SetConfig(cfg, "components.evaluator.require_all_tests", false)
 	}))
 	diff := DiffConfig(base.Config, loose.Config)
 	if len(diff) != 1 || diff[0].Key != "components.evaluator.require_all_tests" || !diff[0].Scoring || diff[0].A != "true" || diff[0].B != "false" {
@@ -176,19 +177,19 @@ func TestConfigIdentity(t *testing.T) {
 	if base.ConfigFingerprint == loose.ConfigFingerprint {
 		t.Error("require_all_tests does not change the fingerprint")
 	}
-	rep := readRun(t, TestRunVariant(t, src, tmp, "rep000000002", func(cfg map[string]any) {
-		SetConfig(cfg, "run.run_type", "mock_synthetic_replay_rep2")
-		SetConfig(cfg, "run.seed", 99)
-		SetConfig(cfg, "run.output_root", "/elsewhere/outputs")
-		SetConfig(cfg, "components.benchmark.data_root", "/copy/of/synthetic_puzzles")
+	rep := readRun(t, arcmemotest.RunVariant(t, src, tmp, "rep000000002", func(cfg map[string]any) {
+		arcmemotest.SetConfig(cfg, "run.run_type", "mock_synthetic_replay_rep2")
+		arcmemotest.SetConfig(cfg, "run.seed", 99)
+		arcmemotest.SetConfig(cfg, "run.output_root", "/elsewhere/outputs")
+		arcmemotest.SetConfig(cfg, "components.benchmark.data_root", "/copy/of/synthetic_puzzles")
 	}))
 	// A seed memory file of another name is another memory: another
 	// configuration; the same file in another folder is not.
-	moved := readRun(t, TestRunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "moved0000001", func(cfg map[string]any) {
-		SetConfig(cfg, "components.memory_builder.seed_memory_file", "/mnt/copies/compressed_v1.json")
+	moved := readRun(t, arcmemotest.RunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "moved0000001", func(cfg map[string]any) {
+		arcmemotest.SetConfig(cfg, "components.memory_builder.seed_memory_file", "/mnt/copies/compressed_v1.json")
 	}))
-	other := readRun(t, TestRunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "other0000001", func(cfg map[string]any) {
-		SetConfig(cfg, "components.memory_builder.seed_memory_file", "/opt/mem2/data/arc_agi/concept_memory/compressed_v2.json")
+	other := readRun(t, arcmemotest.RunVariant(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"), tmp, "other0000001", func(cfg map[string]any) {
+		arcmemotest.SetConfig(cfg, "components.memory_builder.seed_memory_file", "/opt/mem2/data/arc_agi/concept_memory/compressed_v2.json")
 	}))
 	concepts := readRun(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts"))
 	if moved.ConfigFingerprint != concepts.ConfigFingerprint || other.ConfigFingerprint == concepts.ConfigFingerprint {
@@ -232,9 +233,9 @@ func TestBoardReplicatesAndPuzzleSets(t *testing.T) {
 	tmp := t.TempDir()
 	var runs []*Run
 	for i, rt := range []string{"lessons", "lessons_rep2", "lessons_rep3"} {
-		runs = append(runs, readRun(t, TestRunVariant(t, src, tmp, "lessons00000"+itoa(i), func(cfg map[string]any) {
-			SetConfig(cfg, "run.run_type", rt)
-			SetConfig(cfg, "run.seed", i)
+		runs = append(runs, readRun(t, arcmemotest.RunVariant(t, src, tmp, "lessons00000"+itoa(i), func(cfg map[string]any) {
+			arcmemotest.SetConfig(cfg, "run.run_type", rt)
+			arcmemotest.SetConfig(cfg, "run.seed", i)
 		})))
 	}
 	runs = append(runs, readRun(t, filepath.Join(root, "mem2-mock-run-synthetic-concepts")), readRun(t, filepath.Join(root, "mem2-mock-run")))

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorylab/memorylab/arcmemo"
+	"github.com/memorylab/memorylab/internal/arcmemotest"
 	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -47,7 +47,7 @@ func TestArcMemoImportIsAllOrNothing(t *testing.T) {
 	before := state()
 
 	run := filepath.Join(t.TempDir(), "run")
-	arcmemo.TestCopyRun(t, filepath.Join(corpus, "mem2-mock-run-synthetic-replay"), run)
+	arcmemotest.CopyRun(t, filepath.Join(corpus, "mem2-mock-run-synthetic-replay"), run)
 	events := filepath.Join(run, "events.jsonl")
 	data, err := os.ReadFile(events)
 	if err != nil {

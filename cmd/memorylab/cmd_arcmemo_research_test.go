@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/internal/arcmemotest"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
 )
@@ -175,9 +175,9 @@ func TestArcmemoResearchCLI(t *testing.T) {
 	src := filepath.Join(corpus, "mem2-mock-run-synthetic-replay")
 	runs := []string{src, filepath.Join(corpus, "mem2-mock-run-synthetic-concepts")}
 	for i, rt := range []string{"lessons_rep2", "lessons_rep3"} {
-		runs = append(runs, arcmemo.TestRunVariant(t, src, dir, "lessonsrep0"+itoa(i), func(cfg map[string]any) {
-			arcmemo.SetConfig(cfg, "run.run_type", rt)
-			arcmemo.SetConfig(cfg, "run.seed", 100+i)
+		runs = append(runs, arcmemotest.RunVariant(t, src, dir, "lessonsrep0"+itoa(i), func(cfg map[string]any) {
+			arcmemotest.SetConfig(cfg, "run.run_type", rt)
+			arcmemotest.SetConfig(cfg, "run.seed", 100+i)
 		}))
 	}
 	for _, r := range runs {

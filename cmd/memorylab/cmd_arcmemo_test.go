@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/internal/arcmemotest"
 	"github.com/memorylab/memorylab/internal/ledgertest"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/ops"
@@ -46,7 +46,7 @@ func runArcCLI(t *testing.T, dir string, args ...string) cliResult {
 func copyRun(t *testing.T, src string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	arcmemo.TestCopyRun(t, src, dst)
+	arcmemotest.CopyRun(t, src, dst)
 	return dst
 }
 

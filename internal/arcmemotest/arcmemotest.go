@@ -1,4 +1,8 @@
-package arcmemo
+// Package arcmemotest holds the ArcMemo fixtures tests of several packages
+// share: copying a corpus run into a test's directory and making variants
+// of it. Tests only, kept out of arcmemo so the binary never links package
+// testing.
+package arcmemotest
 
 import (
 	"encoding/json"
@@ -9,7 +13,7 @@ import (
 	"testing"
 )
 
-// TestRunVariant copies the mem2 run directory src to a new directory
+// RunVariant copies the mem2 run directory src to a new directory
 // named runID under parent (a test's temporary directory) and rewrites its
 // identity and config: run_context.json's run_id, and the config in
 // frozen_config.json and run_context.json after edit (set keys with
@@ -17,10 +21,10 @@ import (
 // value changes run_id and config_hash but not what the mock answers.
 // It builds hand-made fixtures shaped like real sweeps: replicates named
 // _repN, configs that differ in one key.
-func TestRunVariant(t testing.TB, src, parent, runID string, edit func(cfg map[string]any)) string {
+func RunVariant(t testing.TB, src, parent, runID string, edit func(cfg map[string]any)) string {
 	t.Helper()
 	dst := filepath.Join(parent, runID)
-	TestCopyRun(t, src, dst)
+	CopyRun(t, src, dst)
 	var cfg map[string]any
 	readJSON := func(name string, v any) {
 		b, err := os.ReadFile(filepath.Join(dst, name))
@@ -73,9 +77,9 @@ func SetConfig(cfg map[string]any, key string, v any) {
 	m[parts[len(parts)-1]] = v
 }
 
-// TestCopyRun copies the run directory src (a corpus run) to dst, so a
+// CopyRun copies the run directory src (a corpus run) to dst, so a
 // test can change or import it without touching testdata/.
-func TestCopyRun(t testing.TB, src, dst string) {
+func CopyRun(t testing.TB, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
