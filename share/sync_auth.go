@@ -3,10 +3,11 @@ package share
 // Credentials for a remote (issue 29.4). memorylab reaches remotes through
 // go-git, never the git binary, so it finds credentials as go-git does, plus
 // one variable for https tokens:
-//   - ssh: the keys of the user's ssh-agent (SSH_AUTH_SOCK), the host keys of
-//     SSH_KNOWN_HOSTS or ~/.ssh/known_hosts, and HostName and Port from
-//     ~/.ssh/config; keys on disk that are not in the agent are not read.
-//     The syncs of one repository share one connection (sync_ssh.go).
+//   - ssh: as OpenSSH's client finds them (sync_sshkeys.go): the user, the
+//     keys of the user's ssh-agent (SSH_AUTH_SOCK) and key files
+//     (IdentityFile, ~/.ssh/id_*), HostName and Port from ~/.ssh/config; the
+//     host keys of SSH_KNOWN_HOSTS or ~/.ssh/known_hosts. The syncs of one
+//     repository share one connection (sync_ssh.go).
 //   - https: a user and password (or token) in the URL, else the token in
 //     MEMORYLAB_GIT_TOKEN (sent as the password, over https only), else,
 //     after a 401, git's credential helpers (credential.go).

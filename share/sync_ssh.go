@@ -26,10 +26,10 @@ package share
 //     from origin: closing input: EOF"), and a push could report a failure
 //     after the remote took it.
 //
-// Credentials are found as go-git finds them (see sync_auth.go): the
-// agent's keys through ssh.DefaultAuthBuilder, known_hosts through
-// ssh.NewKnownHostsDb, HostName and Port from ~/.ssh/config through
-// ssh.DefaultSSHConfig, a proxy from the endpoint. go-git exposes no way to
+// Credentials are found as OpenSSH's client finds them (sync_sshkeys.go:
+// the user, the agent's keys and key files, HostName and Port), the host
+// keys of known_hosts through go-git's ssh.NewKnownHostsDb, a proxy from
+// the endpoint. go-git exposes no way to
 // reuse a connection (its Commander interface is in an internal package),
 // so the session protocol, a port of internal/common's, is written here.
 
@@ -41,7 +41,6 @@ import (
 	"io"
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -218,10 +217,16 @@ func (p *sshPool) session(ep *transport.Endpoint, auth transport.AuthMethod) (*s
 		}
 	}
 	if creds == nil {
-		var err error
-		if creds, err = gitssh.DefaultAuthBuilder(ep.User); err != nil {
+		h, err := readSSHHost(ep.Host, sshConfigFiles())
+		if err != nil {
 			return nil, nil, err
 		}
+		keys, err := sshCredentials(ep.Host, ep.User, h)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer keys.Close() // the agent is needed for the handshake only
+		creds = keys
 	}
 	cl, err := sshDial(ep, addr, creds)
 	if err != nil {
@@ -316,24 +321,12 @@ func (p *sshPool) breakScope(dir string) {
 	}
 }
 
-// sshAddr is ep's host:port, after ~/.ssh/config's HostName and Port as
-// go-git reads them (ssh/common.go getHostWithPort).
+// sshAddr is ep's host:port, after the ssh configuration's HostName and
+// Port (sync_sshkeys.go); an unreadable configuration is reported when the
+// credentials are read, and leaves the URL's host and port here.
 func sshAddr(ep *transport.Endpoint) string {
-	host, port := ep.Host, ep.Port
-	if cfg := gitssh.DefaultSSHConfig; cfg != nil {
-		if h := cfg.Get(ep.Host, "Hostname"); h != "" {
-			host = h
-			if v := cfg.Get(ep.Host, "Port"); v != "" {
-				if i, err := strconv.Atoi(v); err == nil {
-					port = i
-				}
-			}
-		}
-	}
-	if port <= 0 {
-		port = gitssh.DefaultPort
-	}
-	return net.JoinHostPort(host, strconv.Itoa(port))
+	h, _ := readSSHHost(ep.Host, sshConfigFiles())
+	return h.addr(ep.Host, ep.Port)
 }
 
 // sshDial connects and authenticates to addr as go-git does (ssh/common.go

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,12 +32,14 @@ func TestSyncOverSSH(t *testing.T) {
 	c := newSyncClone(t, "nocreds", remote, time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
 	c.logRun(t)
 	sock, known := os.Getenv("SSH_AUTH_SOCK"), os.Getenv("SSH_KNOWN_HOSTS")
+	t.Setenv("HOME", t.TempDir()) // no key files, no ~/.ssh/config
 	empty := filepath.Join(t.TempDir(), "known_hosts")
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ sock, known, want string }{
-		{"", known, "SSH_AUTH_SOCK not-specified"},
+		{"", known, "no ssh key to log in to 127.0.0.1 as "},
+		{"", known, "SSH_AUTH_SOCK is not set; no key file ~/.ssh/id_* (id_rsa, "},
 		{sock, empty, "knownhosts: key is unknown"},
 	} {
 		t.Setenv("SSH_AUTH_SOCK", tc.sock)
@@ -46,6 +49,84 @@ func TestSyncOverSSH(t *testing.T) {
 			t.Errorf("push with SSH_AUTH_SOCK=%q SSH_KNOWN_HOSTS=%q: %v, want one line naming %q", tc.sock, tc.known, err, tc.want)
 		}
 	}
+}
+
+// TestSyncOverSSHKeyFiles (issue 29.4): without an agent, a sync logs in
+// with the key files ssh would use — ~/.ssh/config's IdentityFile for the
+// host, else ~/.ssh/id_* — as ~/.ssh/config's User when the URL names no
+// user; a key it cannot use is one line saying why.
+func TestSyncOverSSHKeyFiles(t *testing.T) {
+	srv := gitserve.SSHServer(t)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noUser := "ssh://" + u.Host + u.Path
+	key, err := os.ReadFile(srv.UserKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	for i, tc := range []struct {
+		name, remote, config string
+		files                map[string][]byte // under ~/.ssh
+		err                  string            // "" when the sync succeeds
+	}{
+		{name: "IdentityFile", remote: srv.URL, config: "Host 127.0.0.1\n  IdentityFile " + srv.UserKey + "\n"},
+		{name: "a default key file", remote: srv.URL, files: map[string][]byte{"id_ed25519": key}},
+		{name: "User of ~/.ssh/config", remote: noUser, config: "Host 127.0.0.1\n  User " + u.User.Username() + "\n", files: map[string][]byte{"id_ed25519": key}},
+		{name: "a wrong User of ~/.ssh/config", remote: noUser, config: "Host 127.0.0.1\n  User memorylab-nobody\n", files: map[string][]byte{"id_ed25519": key},
+			err: "unable to authenticate"},
+		{name: "the key is not the server's", remote: srv.URL, config: "Host 127.0.0.1\n  IdentityFile ~/.ssh/other\n", files: map[string][]byte{"other": otherKey(t)},
+			err: "unable to authenticate"},
+		{name: "a named key file missing", remote: srv.URL, config: "Host 127.0.0.1\n  IdentityFile ~/.ssh/gone\n",
+			err: "/.ssh/gone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			t.Setenv("HOME", home)
+			t.Setenv("SSH_AUTH_SOCK", "")
+			if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if tc.config != "" {
+				if err := os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte(tc.config), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, b := range tc.files {
+				if err := os.WriteFile(filepath.Join(home, ".ssh", name), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := newSyncClone(t, fmt.Sprintf("k%d", i), tc.remote, start.Add(time.Duration(i)*time.Minute))
+			c.logRun(t)
+			_, err := c.sync(context.Background(), true)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("push: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(strings.TrimSpace(err.Error()), "\n")):
+				t.Fatalf("push: %v, want one line naming %q", err, tc.err)
+			}
+			g, err := gitrepo.OpenRepo(c.repo.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sshConns.closeScope(g.CommonDir)
+		})
+	}
+}
+
+// otherKey is an unencrypted ed25519 key in OpenSSH's format that no
+// server knows.
+func otherKey(t *testing.T) []byte {
+	path := filepath.Join(t.TempDir(), "other")
+	testKey(t, path, "")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestSyncOverSSHOneConnection (issue 29.4): one `memorylab sync` (a pull,

@@ -36,7 +36,8 @@ func SSH(t testing.TB) string {
 
 // SSHRemote is a repository served by SSHServer.
 type SSHRemote struct {
-	URL string
+	URL     string
+	UserKey string // the client's private key file (also in the agent)
 	log *lockedBuffer // sshd's log (-e: to stderr)
 }
 
@@ -167,7 +168,7 @@ func SSHServer(t testing.TB, config ...string) *SSHRemote {
 	t.Setenv("SSH_KNOWN_HOSTS", known)
 	bare := filepath.Join(dir, "lab.git")
 	run(nil, gitBin, "init", "-q", "--bare", bare)
-	return &SSHRemote{URL: fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare), log: log}
+	return &SSHRemote{URL: fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare), UserKey: filepath.Join(dir, "user_key"), log: log}
 }
 
 // SmartHTTP serves a new bare repository over smart HTTP with git's
