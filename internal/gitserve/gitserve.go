@@ -37,8 +37,8 @@ func SSH(t testing.TB) string {
 // SSHRemote is a repository served by SSHServer.
 type SSHRemote struct {
 	URL     string
-	UserKey string // the client's private key file (also in the agent)
-	log *lockedBuffer // sshd's log (-e: to stderr)
+	UserKey string        // the client's private key file (also in the agent)
+	log     *lockedBuffer // sshd's log (-e: to stderr)
 }
 
 // Connections is how many ssh connections sshd has authenticated so far
