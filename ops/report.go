@@ -1,11 +1,14 @@
 package ops
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/memorylab/memorylab/atomicfile"
@@ -89,8 +92,28 @@ func Report(env Env, in ReportInput) (*ReportResult, error) {
 	return WriteReport(env, s, in)
 }
 
-// Morning builds the morning report of an open store.
+// Morning builds the morning report of an open store: from the run index,
+// the morning cache and the lines of the window alone when they can answer
+// (issue 30), else from the catalog (MorningOf), which then rebuilds the
+// morning cache.
 func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
+	if err := CheckWindowHours(in.SinceHours); err != nil {
+		return report.Morning{}, err
+	}
+	if env.Catalog == nil {
+		x, cat, err := env.runIndex(s)
+		if err != nil {
+			return report.Morning{}, err
+		}
+		if cat != nil { // the index was stale: rebuilt from the catalog, which answers
+			return MorningOf(env, s, cat, in)
+		}
+		if m, ok, err := morningBounded(env, s, x, in); ok || err != nil {
+			return m, err
+		}
+	} else if m, ok, err := MorningFromCaches(env, s, in); ok || err != nil {
+		return m, err
+	}
 	cat, err := env.catalog(s)
 	if err != nil {
 		return report.Morning{}, err
@@ -98,40 +121,86 @@ func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
 	return MorningOf(env, s, cat, in)
 }
 
+// MorningFromCaches is the morning report without the catalog: from the
+// run index and the morning cache as they are on disk, and the lines of
+// the window. ok is false when they cannot answer (one of them stale or
+// missing, a window of more than MaxMorningReads runs): the caller then
+// reads the catalog (MorningOf). The dashboard's first page.
+func MorningFromCaches(env Env, s *ledger.Store, in ReportInput) (report.Morning, bool, error) {
+	if err := CheckWindowHours(in.SinceHours); err != nil {
+		return report.Morning{}, false, err
+	}
+	x, err := s.ReadRunIndex(s.Config.Metric, s.Config.Goal)
+	if err != nil {
+		return report.Morning{}, false, nil
+	}
+	return morningBounded(env, s, x, in)
+}
+
 // MorningOf builds the morning report from a catalog of s caught up with
-// the ledger (serve keeps one in memory).
+// the ledger (serve keeps one in memory), and writes the morning cache
+// when the one on disk does not cover the catalog.
 func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (report.Morning, error) {
 	if err := CheckWindowHours(in.SinceHours); err != nil {
 		return report.Morning{}, err
 	}
-	st, fp, behind, err := LoadRegistry(s, env.Notice, cat)
+	st, err := reportRegistry(env, s, cat)
 	if err != nil {
 		return report.Morning{}, err
+	}
+	runs := report.Records(cat.Records)
+	opts := morningOptions(env, in)
+	m := report.BuildMorningOf(runs, st, opts)
+	recent := make([]*ledger.Record, len(cat.Records))
+	for i := range cat.Records {
+		recent[i] = &cat.Records[i]
+	}
+	finishMorning(env, s, &m, runs, recent)
+	saveMorningCache(s, cat, st.Goal(), opts)
+	return m, nil
+}
+
+// reportRegistry is the registry state caught up with the ledger (its
+// cache rewritten when it was behind); cat, when not nil, is the catalog
+// to rebuild it from.
+func reportRegistry(env Env, s *ledger.Store, cat *ledger.Catalog) (*registry.State, error) {
+	st, fp, behind, err := LoadRegistry(s, env.Notice, cat)
+	if err != nil {
+		return nil, err
 	}
 	if behind != 0 {
 		if b, err := st.Marshal(); err == nil {
 			_ = s.WriteCache(RegistryStateFile, registry.StateVersion, fp, b) // a cache: failure only costs time
 		}
 	}
-	m := report.BuildMorning(cat.Records, st, report.MorningOptions{Now: env.Now(), SinceHours: in.SinceHours,
-		PlateauWindow: in.PlateauWindow, MinDelta: in.MinDelta})
-	m.Headline.ChampionOnHead = championOnHead(env, s, cat.Records, m.Headline.Champion)
-	m.Swept = swept(env, s, cat.Records, m.WindowStart)
-	m.ArcMemo = arcmemoSection(env, s, cat.Records, m.WindowStart)
-	m.Curves = morningCurves(s, &m)
+	return st, nil
+}
+
+func morningOptions(env Env, in ReportInput) report.MorningOptions {
+	return report.MorningOptions{Now: env.Now(), SinceHours: in.SinceHours, PlateauWindow: in.PlateauWindow, MinDelta: in.MinDelta}
+}
+
+// finishMorning adds what the report reads beyond the runs: git ancestry,
+// the code cache, the ArcMemo board, training curves, blocked ideas and
+// the swarm. recent holds every run of the window (it may hold more).
+func finishMorning(env Env, s *ledger.Store, m *report.Morning, runs report.Runs, recent []*ledger.Record) {
+	m.Headline.ChampionOnHead = championOnHead(env, s, runs, m.Headline.Champion)
+	m.Swept = swept(env, s, recent, m.WindowStart)
+	m.ArcMemo = arcmemoSection(env, s, runs.HasTag("arcmemo"), m.WindowStart)
+	m.Curves = morningCurves(s, m)
 	if blocked, err := s.ReadBlocked(); err != nil {
 		env.notef("note: blocked ideas unreadable: %v", err)
 	} else {
 		m.Blocked = report.BlockedIn(blocked, m.WindowStart)
 	}
-	m.Swarm = swarmSection(env, cat.Records, m.WindowStart)
-	return m, nil
+	m.Swarm = swarmSection(env, runs.Hosts(), recent, m.WindowStart)
 }
 
 // swept is "What was swept": the parameters the window's runs changed,
 // from the code cache; none outside a repository or when the code cannot
-// be read (the report never fails for it).
-func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) []report.SweptParam {
+// be read (the report never fails for it). recent holds every run of the
+// window.
+func swept(env Env, s *ledger.Store, recent []*ledger.Record, windowStart string) []report.SweptParam {
 	out := []report.SweptParam{}
 	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
@@ -142,9 +211,9 @@ func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) [
 		return out
 	}
 	inWindow := map[ledger.RunID]bool{}
-	for i := range recs {
-		if ledger.AtOrAfter(recs[i].Timestamp, windowStart, start) {
-			inWindow[recs[i].RunID] = true
+	for _, r := range recent {
+		if ledger.AtOrAfter(r.Timestamp, windowStart, start) {
+			inWindow[r.RunID] = true
 		}
 	}
 	res, err := ParamsOf(env, s, repo, ParamsInput{window: inWindow})
@@ -173,7 +242,7 @@ func swept(env Env, s *ledger.Store, recs []ledger.Record, windowStart string) [
 
 // championOnHead answers "is the champion still reachable from HEAD" from
 // git ancestry; "" outside a repository (a report still works there).
-func championOnHead(env Env, s *ledger.Store, recs []ledger.Record, champ *report.BoardRow) string {
+func championOnHead(env Env, s *ledger.Store, runs report.Runs, champ *report.BoardRow) string {
 	if champ == nil {
 		return ""
 	}
@@ -181,13 +250,7 @@ func championOnHead(env Env, s *ledger.Store, recs []ledger.Record, champ *repor
 	if err != nil {
 		return ""
 	}
-	var rec *ledger.Record
-	for i := len(recs) - 1; i >= 0; i-- {
-		if string(recs[i].RunID) == champ.RunID {
-			rec = &recs[i]
-			break
-		}
-	}
+	rec, _ := runs.Find(champ.RunID)
 	if rec == nil || rec.Commit == "" {
 		return ""
 	}
@@ -249,4 +312,317 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 		}
 	}
 	return res, nil
+}
+
+// MaxMorningReads is the most ledger lines a report decodes one by one
+// (morningBounded): the window's runs, the runs between the morning
+// cache's fold and the window, and the runs that arrived since the cache.
+// Past it the catalog answers, and rebuilds the cache. Decoding a line
+// costs ~25 µs: 50,000 is about 1.2 s of CPU, under reading the catalog of
+// 1M runs.
+var MaxMorningReads = 50000
+
+// morningSlackHours is how far before the window's start the morning
+// cache keeps its fold, so that a longer window than the last report's
+// (up to a day longer) is still answered from it.
+const morningSlackHours = 24
+
+// morningBounded is the morning report from the run index x (covering the
+// ledger as it is), the morning cache and the lines of the window (issue
+// 30): at 1M runs the catalog was 1.2 GB of memory. ok is false when these
+// cannot answer exactly as the catalog would: no usable morning cache, one
+// that cannot be caught up from the runs since (a retraction, older runs
+// pulled in), runs before the window that are not a prefix of the order of
+// runs (a timestamp that does not parse), or more than MaxMorningReads
+// lines to decode.
+func morningBounded(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput) (report.Morning, bool, error) {
+	none := report.Morning{}
+	mc, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal)
+	if err != nil {
+		return none, false, nil
+	}
+	g := registry.GoalOf(s.Config)
+	src := &indexedRuns{s: s, x: x, counted: x.Counted(), found: map[string]int{}}
+	n := src.counted.Len()
+	changed := false
+	if mc.Covers != x.Covers { // catch the cache up with the runs since
+		if mc.Runs > n || n-mc.Runs > MaxMorningReads || len(x.Corrections) != mc.Corrections || !s.StillCovers(mc.Covers) {
+			return none, false, nil
+		}
+		for i := range n { // the new runs must be the last ones in the order of runs
+			if (i < mc.Runs) != (x.Offset(src.counted.Pos(i)) < mc.Covers.Size) {
+				return none, false, nil
+			}
+		}
+		recs, err := src.read(mc.Runs, n)
+		if err != nil {
+			return none, false, err
+		}
+		extendMorningCache(mc, recs, g)
+		mc.Covers = x.Covers
+		changed = true
+	}
+	if mc.Runs != n {
+		return none, false, nil
+	}
+	opts := morningOptions(env, in)
+	w := report.NewWindow(opts.Now, in.SinceHours)
+	p, ok := src.before(w)
+	if !ok || mc.FoldAt > p || p-mc.FoldAt+n-p > MaxMorningReads {
+		return none, false, nil
+	}
+	fold, err := registry.UnmarshalChampionFold(mc.Fold, registry.Options{Goal: g})
+	if err != nil {
+		return none, false, nil
+	}
+	// Move the cache's fold up to a day before the window, then fold on
+	// to the window.
+	if pc, ok := src.before(report.NewWindow(opts.Now, in.SinceHours+morningSlackHours)); ok && pc > mc.FoldAt {
+		if err := src.fold(fold, mc.FoldAt, pc); err != nil {
+			return none, false, err
+		}
+		if mc.Fold, err = fold.MarshalChampionFold(); err != nil {
+			return none, false, err
+		}
+		mc.FoldAt, changed = pc, true
+	}
+	if err := src.fold(fold, mc.FoldAt, p); err != nil {
+		return none, false, err
+	}
+	src.beforeFold, src.from = fold, p
+	if src.since, err = src.read(p, n); err != nil {
+		return none, false, err
+	}
+	plateau := opts.PlateauWindow
+	if plateau <= 0 {
+		plateau = report.DefaultPlateauWindow
+	}
+	if last := max(n-plateau, 0); last < p {
+		if plateau > MaxMorningReads {
+			return none, false, nil
+		}
+		if src.head, err = src.read(last, p); err != nil {
+			return none, false, err
+		}
+	}
+	src.cache = mc
+	st, err := reportRegistry(env, s, nil)
+	if err != nil {
+		return none, false, err
+	}
+	m := report.BuildMorningOf(src, st, opts)
+	finishMorning(env, s, &m, src, src.since)
+	if src.err != nil {
+		return none, false, src.err
+	}
+	if changed {
+		_ = s.WriteMorningCache(mc) // a cache: failure only costs time
+	}
+	return m, true, nil
+}
+
+// indexedRuns is report.Runs over the run index, the morning cache and the
+// lines decoded: the runs from the window's start on (since, from position
+// from), the plateau's runs before them (head, up to from) and the runs
+// asked for by id.
+type indexedRuns struct {
+	s          *ledger.Store
+	x          *ledger.RunIndex
+	counted    *ledger.CountedRuns
+	cache      *ledger.MorningCache
+	beforeFold *registry.State
+	from       int
+	since      []*ledger.Record
+	head       []*ledger.Record
+	found      map[string]int // run id → position (-1: none) of the runs Find read
+	byPos      map[int]*ledger.Record
+	err        error // the first read error of Find
+}
+
+// morningReads counts the ledger lines decoded by morning reports (tests:
+// a report reads only its window and a bounded number more).
+var morningReads atomic.Int64
+
+// read decodes the runs at positions [from, to) among the runs that count,
+// slimmed as the catalog slims them.
+func (r *indexedRuns) read(from, to int) ([]*ledger.Record, error) {
+	out := make([]*ledger.Record, 0, max(to-from, 0))
+	const batch = 1024 // the lines of one batch are in memory at once
+	for lo := from; lo < to; lo += batch {
+		hi := min(lo+batch, to)
+		ids, offs := make([]ledger.RunID, 0, hi-lo), make([]int64, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			ids, offs = append(ids, r.counted.RunID(i)), append(offs, r.x.Offset(r.counted.Pos(i)))
+		}
+		full, err := r.s.ReadRunsAt(ids, offs)
+		if err != nil {
+			return nil, err
+		}
+		morningReads.Add(int64(len(full)))
+		for _, f := range full {
+			slim := ledger.SlimRecord(f, r.s.Config.Metric)
+			out = append(out, &slim)
+		}
+	}
+	return out, nil
+}
+
+// fold adds the runs at positions [from, to) to st.
+func (r *indexedRuns) fold(st *registry.State, from, to int) error {
+	for lo := from; lo < to; lo += 1024 {
+		recs, err := r.read(lo, min(lo+1024, to))
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			st.Add(rec)
+		}
+	}
+	return nil
+}
+
+// before is how many runs come before w's start; ok is false when they
+// are not the first runs of the order (a timestamp that does not parse
+// sorts first but counts as inside every window).
+func (r *indexedRuns) before(w report.Window) (int, bool) {
+	n, p := r.counted.Len(), -1
+	for i := range n {
+		if w.Before(r.x.Timestamp(r.counted.Pos(i))) {
+			if p >= 0 {
+				return 0, false
+			}
+		} else if p < 0 {
+			p = i
+		}
+	}
+	if p < 0 {
+		p = n
+	}
+	return p, true
+}
+
+func (r *indexedRuns) Len() int { return r.counted.Len() }
+
+func (r *indexedRuns) Since(report.Window, registry.Goal, int) (*registry.State, []*ledger.Record) {
+	return r.beforeFold, r.since
+}
+
+func (r *indexedRuns) Last(n int) []*ledger.Record {
+	total := r.counted.Len()
+	from := max(total-n, 0)
+	if from >= r.from {
+		return r.since[from-r.from:]
+	}
+	return append(r.head[len(r.head)-(r.from-from):], r.since...)
+}
+
+func (r *indexedRuns) BestKept(n int, _ registry.Goal) (float64, bool) {
+	return r.cache.BestKeptBefore(n)
+}
+
+func (r *indexedRuns) Find(id string) (*ledger.Record, int) {
+	pos, ok := r.found[id]
+	if !ok {
+		pos = -1
+		for i := r.counted.Len() - 1; i >= 0; i-- {
+			if string(r.counted.RunID(i)) == id {
+				pos = i
+				break
+			}
+		}
+		r.found[id] = pos
+		if pos >= 0 && pos < r.from {
+			recs, err := r.read(pos, pos+1)
+			if err != nil {
+				r.err = cmp.Or(r.err, err)
+				r.found[id] = -1
+				return nil, -1
+			}
+			if r.byPos == nil {
+				r.byPos = map[int]*ledger.Record{}
+			}
+			r.byPos[pos] = recs[0]
+		}
+	}
+	switch {
+	case pos < 0:
+		return nil, -1
+	case pos >= r.from:
+		return r.since[pos-r.from], pos
+	}
+	return r.byPos[pos], pos
+}
+
+func (r *indexedRuns) Hosts() map[string]report.HostRuns {
+	out := make(map[string]report.HostRuns, len(r.cache.Hosts))
+	for h, c := range r.cache.Hosts {
+		out[h] = report.HostRuns{Runs: c.Runs, LastRun: c.LastRun}
+	}
+	return out
+}
+
+func (r *indexedRuns) HasTag(tag string) bool { return slices.Contains(r.cache.Tagged, tag) }
+
+// morningTags are the tags the morning cache records the presence of.
+var morningTags = []string{"arcmemo"}
+
+// extendMorningCache adds the runs recs, the next ones in the order of
+// runs, to the whole-history aggregates of c.
+func extendMorningCache(c *ledger.MorningCache, recs []*ledger.Record, g registry.Goal) {
+	for _, r := range recs {
+		h := c.Hosts[report.HostOf(r)]
+		h.Runs++
+		h.LastRun = max(h.LastRun, r.Timestamp)
+		c.Hosts[report.HostOf(r)] = h
+		for _, t := range morningTags {
+			if !slices.Contains(c.Tagged, t) && report.HasTag(r, t) {
+				c.Tagged = append(c.Tagged, t)
+			}
+		}
+		if r.Status == ledger.StatusKeep {
+			if v, ok := g.Value(r); ok && (len(c.BestKept) == 0 || g.Better(v, c.BestKept[len(c.BestKept)-1].Value)) {
+				c.BestKept = append(c.BestKept, ledger.PosValue{Pos: c.Runs, Value: v})
+			}
+		}
+		c.Runs++
+	}
+}
+
+// saveMorningCache writes the morning cache from cat when the cache on
+// disk does not cover it and cat covers the ledger as it is (a cache:
+// failures only cost time). Its fold stops a day before the window of
+// opts, or at the first run when the runs before that are not a prefix.
+func saveMorningCache(s *ledger.Store, cat *ledger.Catalog, g registry.Goal, opts report.MorningOptions) {
+	if old, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err == nil && old.Covers == cat.Covers {
+		return
+	}
+	if now, err := s.CurrentFingerprint(); err != nil || now != cat.Covers {
+		return
+	}
+	c := &ledger.MorningCache{Covers: cat.Covers, Metric: s.Config.Metric, Goal: s.Config.Goal,
+		Corrections: len(cat.Corrections), Hosts: map[string]ledger.HostCount{}}
+	recs := make([]*ledger.Record, len(cat.Records))
+	for i := range cat.Records {
+		recs[i] = &cat.Records[i]
+	}
+	extendMorningCache(c, recs, g)
+	w := report.NewWindow(opts.Now, opts.SinceHours+morningSlackHours)
+	fold := registry.New(registry.Options{Goal: g, ChampionOnly: true})
+	for _, r := range recs {
+		if !w.Before(r.Timestamp) {
+			break
+		}
+		fold.Add(r)
+		c.FoldAt++
+	}
+	for _, r := range recs[c.FoldAt:] {
+		if w.Before(r.Timestamp) { // not a prefix: the fold starts at the first run
+			fold, c.FoldAt = registry.New(registry.Options{Goal: g, ChampionOnly: true}), 0
+			break
+		}
+	}
+	var err error
+	if c.Fold, err = fold.MarshalChampionFold(); err == nil {
+		_ = s.WriteMorningCache(c)
+	}
 }
