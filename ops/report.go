@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/memorylab/memorylab/atomicfile"
@@ -322,11 +321,6 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 // 1M runs.
 var MaxMorningReads = 50000
 
-// morningSlackHours is how far before the window's start the morning
-// cache keeps its fold, so that a longer window than the last report's
-// (up to a day longer) is still answered from it.
-const morningSlackHours = 24
-
 // morningBounded is the morning report from the run index x (covering the
 // ledger as it is), the morning cache and the lines of the window (issue
 // 30): at 1M runs the catalog was 1.2 GB of memory. ok is false when these
@@ -375,19 +369,16 @@ func morningBounded(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput
 	if err != nil {
 		return none, false, nil
 	}
-	// Move the cache's fold up to a day before the window, then fold on
-	// to the window.
-	if pc, ok := src.before(report.NewWindow(opts.Now, in.SinceHours+morningSlackHours)); ok && pc > mc.FoldAt {
-		if err := src.fold(fold, mc.FoldAt, pc); err != nil {
-			return none, false, err
-		}
+	// The fold moves up to the window's start, and the cache keeps it
+	// there for the next report.
+	if err := src.fold(fold, mc.FoldAt, p); err != nil {
+		return none, false, err
+	}
+	if p > mc.FoldAt {
 		if mc.Fold, err = fold.MarshalChampionFold(); err != nil {
 			return none, false, err
 		}
-		mc.FoldAt, changed = pc, true
-	}
-	if err := src.fold(fold, mc.FoldAt, p); err != nil {
-		return none, false, err
+		mc.FoldAt, changed = p, true
 	}
 	src.beforeFold, src.from = fold, p
 	if src.since, err = src.read(p, n); err != nil {
@@ -439,10 +430,6 @@ type indexedRuns struct {
 	err        error // the first read error of Find
 }
 
-// morningReads counts the ledger lines decoded by morning reports (tests:
-// a report reads only its window and a bounded number more).
-var morningReads atomic.Int64
-
 // read decodes the runs at positions [from, to) among the runs that count,
 // slimmed as the catalog slims them.
 func (r *indexedRuns) read(from, to int) ([]*ledger.Record, error) {
@@ -458,7 +445,6 @@ func (r *indexedRuns) read(from, to int) ([]*ledger.Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		morningReads.Add(int64(len(full)))
 		for _, f := range full {
 			slim := ledger.SlimRecord(f, r.s.Config.Metric)
 			out = append(out, &slim)
@@ -590,8 +576,10 @@ func extendMorningCache(c *ledger.MorningCache, recs []*ledger.Record, g registr
 
 // saveMorningCache writes the morning cache from cat when the cache on
 // disk does not cover it and cat covers the ledger as it is (a cache:
-// failures only cost time). Its fold stops a day before the window of
-// opts, or at the first run when the runs before that are not a prefix.
+// failures only cost time). Its fold stops at the window's start, or at
+// the first run when the runs before it are not the first ones; a later
+// report with a longer window is answered through the catalog, which
+// then moves the fold back.
 func saveMorningCache(s *ledger.Store, cat *ledger.Catalog, g registry.Goal, opts report.MorningOptions) {
 	if old, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err == nil && old.Covers == cat.Covers {
 		return
@@ -606,7 +594,7 @@ func saveMorningCache(s *ledger.Store, cat *ledger.Catalog, g registry.Goal, opt
 		recs[i] = &cat.Records[i]
 	}
 	extendMorningCache(c, recs, g)
-	w := report.NewWindow(opts.Now, opts.SinceHours+morningSlackHours)
+	w := report.NewWindow(opts.Now, opts.SinceHours)
 	fold := registry.New(registry.Options{Goal: g, ChampionOnly: true})
 	for _, r := range recs {
 		if !w.Before(r.Timestamp) {
