@@ -336,15 +336,19 @@ func morningBounded(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput
 		return none, false, nil
 	}
 	g := registry.GoalOf(s.Config)
-	src := &indexedRuns{s: s, x: x, counted: x.Counted(), found: map[string]int{}}
-	n := src.counted.Len()
+	src := newIndexedRuns(s, x)
+	n := src.n
 	changed := false
 	if mc.Covers != x.Covers { // catch the cache up with the runs since
 		if mc.Runs > n || n-mc.Runs > MaxMorningReads || len(x.Corrections) != mc.Corrections || !s.StillCovers(mc.Covers) {
 			return none, false, nil
 		}
-		for i := range n { // the new runs must be the last ones in the order of runs
-			if (i < mc.Runs) != (x.Offset(src.counted.Pos(i)) < mc.Covers.Size) {
+		// The new runs (after the part of the ledger the cache covers) must
+		// be the last ones in the order of runs: there are n-mc.Runs of them
+		// (nothing was retracted), so the runs after position mc.Runs must
+		// all be new.
+		for i := n - 1; i >= mc.Runs; i-- {
+			if x.Offset(src.idx(i)) < mc.Covers.Size {
 				return none, false, nil
 			}
 		}
@@ -415,11 +419,15 @@ func morningBounded(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput
 // indexedRuns is report.Runs over the run index, the morning cache and the
 // lines decoded: the runs from the window's start on (since, from position
 // from), the plateau's runs before them (head, up to from) and the runs
-// asked for by id.
+// asked for by id. Positions are among the runs that count; the index
+// positions of the last ones are found from the end, as far back as asked
+// (rev), so a report touches the index's columns for its window alone.
 type indexedRuns struct {
 	s          *ledger.Store
 	x          *ledger.RunIndex
-	counted    *ledger.CountedRuns
+	n          int     // runs that count
+	rev        []int32 // rev[k]: the index position of the run that counts at n-1-k
+	scanned    int     // index positions at and after it are in rev
 	cache      *ledger.MorningCache
 	beforeFold *registry.State
 	from       int
@@ -428,6 +436,27 @@ type indexedRuns struct {
 	found      map[string]int // run id → position (-1: none) of the runs Find read
 	byPos      map[int]*ledger.Record
 	err        error // the first read error of Find
+}
+
+func newIndexedRuns(s *ledger.Store, x *ledger.RunIndex) *indexedRuns {
+	r := &indexedRuns{s: s, x: x, scanned: x.Len(), found: map[string]int{}}
+	for i := range x.Len() {
+		if x.Flags(i)&ledger.RunCounted != 0 {
+			r.n++
+		}
+	}
+	return r
+}
+
+// idx is the index position of the run that counts at position i.
+func (r *indexedRuns) idx(i int) int {
+	for k := r.n - 1 - i; len(r.rev) <= k; {
+		r.scanned--
+		if r.x.Flags(r.scanned)&ledger.RunCounted != 0 {
+			r.rev = append(r.rev, int32(r.scanned))
+		}
+	}
+	return int(r.rev[r.n-1-i])
 }
 
 // read decodes the runs at positions [from, to) among the runs that count,
@@ -439,7 +468,8 @@ func (r *indexedRuns) read(from, to int) ([]*ledger.Record, error) {
 		hi := min(lo+batch, to)
 		ids, offs := make([]ledger.RunID, 0, hi-lo), make([]int64, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			ids, offs = append(ids, r.counted.RunID(i)), append(offs, r.x.Offset(r.counted.Pos(i)))
+			p := r.idx(i)
+			ids, offs = append(ids, r.x.RunID(p)), append(offs, r.x.Offset(p))
 		}
 		full, err := r.s.ReadRunsAt(ids, offs)
 		if err != nil {
@@ -467,35 +497,61 @@ func (r *indexedRuns) fold(st *registry.State, from, to int) error {
 	return nil
 }
 
-// before is how many runs come before w's start; ok is false when they
-// are not the first runs of the order (a timestamp that does not parse
-// sorts first but counts as inside every window).
+// before is how many runs come before w's start (Window.Before); ok is
+// false when they are not the first runs.
+//
+// The runs are in the one order of runs, which is the order of their
+// parsed times (canonical timestamps compare as strings, which is the same
+// order), timestamps that do not parse first. Before is monotone along it
+// but for two cases: a timestamp that does not parse (first in the order,
+// inside every window), and a timestamp in another form within the
+// window's first second (Before compares canonical ones to the second,
+// others exactly). So the runs are read from the end back to the window's
+// start and on to a canonical timestamp two seconds before it: every run
+// before that one is before the window, provided the first run's timestamp
+// parses.
 func (r *indexedRuns) before(w report.Window) (int, bool) {
-	n, p := r.counted.Len(), -1
-	for i := range n {
-		if w.Before(r.x.Timestamp(r.counted.Pos(i))) {
+	if r.n == 0 {
+		return 0, true
+	}
+	first := 0
+	for r.x.Flags(first)&ledger.RunCounted == 0 {
+		first++
+	}
+	if ledger.ParseTimestamp(r.x.Timestamp(first)).IsZero() {
+		return 0, false
+	}
+	guard := w.Start.Truncate(time.Second).Add(-time.Second).Format("2006-01-02T15:04:05Z")
+	p := -1
+	for i := r.n - 1; i >= 0; i-- {
+		ts := r.x.Timestamp(r.idx(i))
+		if !w.Before(ts) {
 			if p >= 0 {
-				return 0, false
+				return 0, false // a run inside the window before one that is not
 			}
-		} else if p < 0 {
-			p = i
+			continue
+		}
+		if p < 0 {
+			p = i + 1
+		}
+		if len(ts) == len(guard) && ts[len(ts)-1] == 'Z' && ts[10] == 'T' && ts < guard {
+			break
 		}
 	}
 	if p < 0 {
-		p = n
+		p = 0
 	}
 	return p, true
 }
 
-func (r *indexedRuns) Len() int { return r.counted.Len() }
+func (r *indexedRuns) Len() int { return r.n }
 
 func (r *indexedRuns) Since(report.Window, registry.Goal, int) (*registry.State, []*ledger.Record) {
 	return r.beforeFold, r.since
 }
 
 func (r *indexedRuns) Last(n int) []*ledger.Record {
-	total := r.counted.Len()
-	from := max(total-n, 0)
+	from := max(r.n-n, 0)
 	if from >= r.from {
 		return r.since[from-r.from:]
 	}
@@ -510,15 +566,20 @@ func (r *indexedRuns) Find(id string) (*ledger.Record, int) {
 	pos, ok := r.found[id]
 	if !ok {
 		pos = -1
-		for i := r.counted.Len() - 1; i >= 0; i-- {
-			if string(r.counted.RunID(i)) == id {
-				pos = i
+		at := -1                                      // its index position
+		for i, k := r.x.Len()-1, r.n-1; i >= 0; i-- { // k: the position of the run at index position i
+			if r.x.Flags(i)&ledger.RunCounted == 0 {
+				continue
+			}
+			if string(r.x.RunID(i)) == id {
+				pos, at = k, i
 				break
 			}
+			k--
 		}
 		r.found[id] = pos
 		if pos >= 0 && pos < r.from {
-			recs, err := r.read(pos, pos+1)
+			full, err := r.s.ReadRunsAt([]ledger.RunID{r.x.RunID(at)}, []int64{r.x.Offset(at)})
 			if err != nil {
 				r.err = cmp.Or(r.err, err)
 				r.found[id] = -1
@@ -527,7 +588,8 @@ func (r *indexedRuns) Find(id string) (*ledger.Record, int) {
 			if r.byPos == nil {
 				r.byPos = map[int]*ledger.Record{}
 			}
-			r.byPos[pos] = recs[0]
+			slim := ledger.SlimRecord(full[0], r.s.Config.Metric)
+			r.byPos[pos] = &slim
 		}
 	}
 	switch {

@@ -118,11 +118,24 @@ func TestReportReadsItsWindow(t *testing.T) {
 	if _, err := ops.Show(env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil {
 		t.Fatal(err)
 	}
-	now = time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	// The window starts at 2026-11-23T09:00:00.7Z.
+	now = time.Date(2026, 11, 24, 1, 0, 0, 7e8, time.UTC)
 	check("after new runs (the fold moves up to the window)", in, -1)
 	// The 40 runs of the window, the champion's, and the 40 runs the code
 	// cache is behind ("what was swept" catches up from them).
 	check("after new runs, again", in, 90)
+
+	// A timestamp in another form, inside the window.
+	other := novelty.SyntheticRecords(1, 4)[0]
+	other.Timestamp, other.RunID = "2026-11-24T01:40:00.25+01:00", ledger.RunID("20261124T004000Z-"+other.Commit)
+	if err := s.Append(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.Show(env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil {
+		t.Fatal(err)
+	}
+	check("a timestamp in another form", in, -1)
+	check("a timestamp in another form, again", in, 100)
 
 	// A retraction: the catalog answers, and rebuilds the cache.
 	if _, err := ops.Correct(env, ops.CorrectInput{Kind: ledger.CorrectionRetract, Run: string(more[10].RunID), Text: "bad"}); err != nil {
@@ -130,6 +143,26 @@ func TestReportReadsItsWindow(t *testing.T) {
 	}
 	check("after a retraction", in, -1)
 	check("after a retraction, again", in, 90)
+
+	// Within the window's first second, a canonical timestamp (to the
+	// second: 09:00:00 is not before 09:00:00.7) sorts before one in
+	// another form that is (09:00:00.3): the runs before the window are
+	// not the first ones, and the catalog answers.
+	edge := novelty.SyntheticRecords(2, 6)
+	edge[0].Timestamp, edge[0].RunID = "2026-11-23T09:00:00Z", ledger.RunID("20261123T090000Z-"+edge[0].Commit)
+	edge[1].Timestamp, edge[1].RunID = "2026-11-23T09:00:00.3Z", ledger.RunID("20261123T090000Z-"+edge[1].Commit)
+	if err := s.Append(edge...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.Show(env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil {
+		t.Fatal(err)
+	}
+	check("the window's first second", in, -1)
+	check("the window's first second, again", in, -1)
+	long2 := in
+	long2.SinceHours = 17 // a window whose start is clear of them
+	check("a window starting an hour earlier", long2, -1)
+	check("a window starting an hour earlier, again", long2, 100)
 
 	// A run whose timestamp does not parse sorts first but is in every
 	// window: the runs before the window are no longer the first ones.
