@@ -154,7 +154,7 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 	for i := range cat.Records {
 		recent[i] = &cat.Records[i]
 	}
-	finishMorning(env, s, &m, runs, recent)
+	finishMorning(env, s, &m, runs, recent, st)
 	saveMorningCache(s, cat, st.Goal(), opts)
 	return m, nil
 }
@@ -181,10 +181,11 @@ func morningOptions(env Env, in ReportInput) report.MorningOptions {
 
 // finishMorning adds what the report reads beyond the runs: git ancestry,
 // the code cache, the ArcMemo board, training curves, blocked ideas and
-// the swarm. recent holds every run of the window (it may hold more).
-func finishMorning(env Env, s *ledger.Store, m *report.Morning, runs report.Runs, recent []*ledger.Record) {
+// the swarm. recent holds every run of the window (it may hold more); st
+// is the registry state the report was built from.
+func finishMorning(env Env, s *ledger.Store, m *report.Morning, runs report.Runs, recent []*ledger.Record, st *registry.State) {
 	m.Headline.ChampionOnHead = championOnHead(env, s, runs, m.Headline.Champion)
-	m.Swept = swept(env, s, recent, m.WindowStart)
+	m.Swept = swept(env, s, recent, m.WindowStart, st)
 	m.ArcMemo = arcmemoSection(env, s, runs.HasTag("arcmemo"), m.WindowStart)
 	m.Curves = morningCurves(s, m)
 	if blocked, err := s.ReadBlocked(); err != nil {
@@ -198,8 +199,8 @@ func finishMorning(env Env, s *ledger.Store, m *report.Morning, runs report.Runs
 // swept is "What was swept": the parameters the window's runs changed,
 // from the code cache; none outside a repository or when the code cannot
 // be read (the report never fails for it). recent holds every run of the
-// window.
-func swept(env Env, s *ledger.Store, recent []*ledger.Record, windowStart string) []report.SweptParam {
+// window; st, the registry state, gives the champion.
+func swept(env Env, s *ledger.Store, recent []*ledger.Record, windowStart string, st *registry.State) []report.SweptParam {
 	out := []report.SweptParam{}
 	repo, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
@@ -215,7 +216,7 @@ func swept(env Env, s *ledger.Store, recent []*ledger.Record, windowStart string
 			inWindow[r.RunID] = true
 		}
 	}
-	res, err := ParamsOf(env, s, repo, ParamsInput{window: inWindow})
+	res, err := ParamsOf(env, s, repo, ParamsInput{window: inWindow, champion: st.Champion})
 	if err != nil {
 		return out
 	}
@@ -406,7 +407,7 @@ func morningBounded(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput
 		return none, false, err
 	}
 	m := report.BuildMorningOf(src, st, opts)
-	finishMorning(env, s, &m, src, src.since)
+	finishMorning(env, s, &m, src, src.since, st)
 	if src.err != nil {
 		return none, false, src.err
 	}
