@@ -17,7 +17,8 @@ import (
 //	   before its window, kept in cache/morning.bin).
 const ChampionFoldVersion = 1
 
-// MarshalChampionFold encodes a ChampionOnly fold so that
+// MarshalChampionFold encodes a ChampionOnly fold (with StateVersion, the
+// version of the champion rule it folded under) so that
 // UnmarshalChampionFold gives a fold that goes on exactly as this one
 // would: every pool, each replicate group's running mean (its
 // accumulator, bit for bit) and whether a kept run was met.
@@ -26,6 +27,7 @@ func (s *State) MarshalChampionFold() ([]byte, error) {
 		return nil, errors.New("registry: not a ChampionOnly fold")
 	}
 	b := appendInt(nil, ChampionFoldVersion)
+	b = appendInt(b, StateVersion) // the champion rule's version
 	b = ledger.AppendString(b, s.Metric)
 	b = ledger.AppendBool(b, s.Max)
 	b = appendInt(b, s.N)
@@ -67,9 +69,9 @@ func (s *State) MarshalChampionFold() ([]byte, error) {
 func UnmarshalChampionFold(b []byte, opts Options) (*State, error) {
 	opts.ChampionOnly = true
 	d := ledger.NewDecoder(b)
-	version, metric, maxGoal := d.Int(), d.Str(), d.Bool()
-	if d.Err() == nil && (version != ChampionFoldVersion || metric != opts.Goal.Metric || maxGoal != opts.Goal.Max) {
-		return nil, fmt.Errorf("%w: champion fold version %d, goal %s/%v", ErrStateMismatch, version, metric, maxGoal)
+	version, rule, metric, maxGoal := d.Int(), d.Int(), d.Str(), d.Bool()
+	if d.Err() == nil && (version != ChampionFoldVersion || rule != StateVersion || metric != opts.Goal.Metric || maxGoal != opts.Goal.Max) {
+		return nil, fmt.Errorf("%w: champion fold version %d/%d, goal %s/%v", ErrStateMismatch, version, rule, metric, maxGoal)
 	}
 	s := New(opts)
 	s.N, s.keptSeen = d.Int(), d.Bool()
