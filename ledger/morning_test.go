@@ -42,7 +42,7 @@ func TestMorningCacheRoundTrip(t *testing.T) {
 		t.Errorf("another goal: %v", err)
 	}
 	for name, c := range map[string]*MorningCache{
-		"best kept out of order": {Metric: "val_bpb", Goal: GoalMin, Runs: 5, BestKept: []PosValue{{3, 1}, {2, 0.9}}},
+		"best kept out of order":  {Metric: "val_bpb", Goal: GoalMin, Runs: 5, BestKept: []PosValue{{3, 1}, {2, 0.9}}},
 		"best kept past the runs": {Metric: "val_bpb", Goal: GoalMin, Runs: 5, BestKept: []PosValue{{5, 1}}},
 		"fold past the runs":      {Metric: "val_bpb", Goal: GoalMin, Runs: 5, FoldAt: 6},
 	} {
