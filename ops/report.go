@@ -147,7 +147,7 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 	if err != nil {
 		return report.Morning{}, err
 	}
-	runs := report.Records(cat.Records)
+	runs := &foldKept{Runs: report.Records(cat.Records)}
 	opts := morningOptions(env, in)
 	m := report.BuildMorningOf(runs, st, opts)
 	recent := make([]*ledger.Record, len(cat.Records))
@@ -155,7 +155,7 @@ func MorningOf(env Env, s *ledger.Store, cat *ledger.Catalog, in ReportInput) (r
 		recent[i] = &cat.Records[i]
 	}
 	finishMorning(env, s, &m, runs, recent, st)
-	saveMorningCache(s, cat, st.Goal(), opts)
+	saveMorningCache(s, cat, st.Goal(), runs)
 	return m, nil
 }
 
@@ -639,11 +639,11 @@ func extendMorningCache(c *ledger.MorningCache, recs []*ledger.Record, g registr
 
 // saveMorningCache writes the morning cache from cat when the cache on
 // disk does not cover it and cat covers the ledger as it is (a cache:
-// failures only cost time). Its fold stops at the window's start, or at
-// the first run when the runs before it are not the first ones; a later
-// report with a longer window is answered through the catalog, which
-// then moves the fold back.
-func saveMorningCache(s *ledger.Store, cat *ledger.Catalog, g registry.Goal, opts report.MorningOptions) {
+// failures only cost time). Its fold is the report's fold of the runs
+// before its window (runs.fold), or of no run when those are not the first
+// runs; a later report with a longer window is answered through the
+// catalog, which then moves the fold back.
+func saveMorningCache(s *ledger.Store, cat *ledger.Catalog, g registry.Goal, runs *foldKept) {
 	if old, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err == nil && old.Covers == cat.Covers {
 		return
 	}
@@ -657,23 +657,28 @@ func saveMorningCache(s *ledger.Store, cat *ledger.Catalog, g registry.Goal, opt
 		recs[i] = &cat.Records[i]
 	}
 	extendMorningCache(c, recs, g)
-	w := report.NewWindow(opts.Now, opts.SinceHours)
 	fold := registry.New(registry.Options{Goal: g, ChampionOnly: true})
-	for _, r := range recs {
-		if !w.Before(r.Timestamp) {
-			break
-		}
-		fold.Add(r)
-		c.FoldAt++
-	}
-	for _, r := range recs[c.FoldAt:] {
-		if w.Before(r.Timestamp) { // not a prefix: the fold starts at the first run
-			fold, c.FoldAt = registry.New(registry.Options{Goal: g, ChampionOnly: true}), 0
-			break
-		}
+	// The runs before the window are the first ones when the runs from
+	// the window's start on are the last ones.
+	if at := len(recs) - len(runs.since); runs.fold != nil && (len(runs.since) == 0 || runs.since[0] == recs[at]) {
+		fold, c.FoldAt = runs.fold, at
 	}
 	var err error
 	if c.Fold, err = fold.MarshalChampionFold(); err == nil {
 		_ = s.WriteMorningCache(c)
 	}
+}
+
+// foldKept is report.Runs keeping what Since answered: the catalog's
+// report saves the fold of the runs before its window in the morning
+// cache instead of folding them again.
+type foldKept struct {
+	report.Runs
+	fold  *registry.State
+	since []*ledger.Record
+}
+
+func (r *foldKept) Since(w report.Window, g registry.Goal, groups int) (*registry.State, []*ledger.Record) {
+	r.fold, r.since = r.Runs.Since(w, g, groups)
+	return r.fold, r.since
 }
