@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -37,17 +36,11 @@ func arcmemoViewsOf(s *ledger.Store, recs []ledger.Record) ([]*arcmemo.RunView, 
 }
 
 // arcmemoSection is what the morning report of a store holding ArcMemo
-// imports leads with (nil for other stores, found by the records' tag):
+// imports leads with (nil for other stores: found says whether a run has
+// the arcmemo tag):
 // the board, and the runs imported in the window by import time. The
 // report never fails for it: a problem becomes a notice.
-func arcmemoSection(env Env, s *ledger.Store, slim []ledger.Record, windowStart string) *report.ArcMemoSection {
-	found := false
-	for i := range slim {
-		if slices.Contains(slim[i].Tags, "arcmemo") {
-			found = true
-			break
-		}
-	}
+func arcmemoSection(env Env, s *ledger.Store, found bool, windowStart string) *report.ArcMemoSection {
 	if !found {
 		return nil
 	}

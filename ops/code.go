@@ -323,19 +323,19 @@ func (cs *codeSet) lookup(id ledger.RunID) (RunCode, bool) {
 	return RunCode{}, false
 }
 
-// lineOf is the offset of id's line in base, -1 when it has none.
+// lineOf is the offset of id's line in base, -1 when it has none. The
+// search includes the newline before the line: a run id's first byte (a
+// digit of its timestamp) is everywhere in base, which made bytes.Index
+// about 4 times slower (~50 ms over 1M runs' 48 MB; issue 30).
 func (cs *codeSet) lineOf(id ledger.RunID) int {
-	needle := []byte(string(id) + "\t")
-	for off := 0; ; {
-		i := bytes.Index(cs.base[off:], needle)
-		if i < 0 {
-			return -1
-		}
-		if i += off; i == 0 || cs.base[i-1] == '\n' {
-			return i
-		}
-		off = i + 1
+	needle := []byte("\n" + string(id) + "\t")
+	if bytes.HasPrefix(cs.base, needle[1:]) {
+		return 0
 	}
+	if i := bytes.Index(cs.base, needle); i >= 0 {
+		return i + 1
+	}
+	return -1
 }
 
 // keepsAfter counts the kept runs after id in ledger order (0 when id is

@@ -288,6 +288,9 @@ type ParamsInput struct {
 	Names []string
 	// window, when set, keeps only these runs (the report's window).
 	window map[ledger.RunID]bool
+	// champion, when set, is the registry's champion (the report has
+	// loaded the registry already).
+	champion func() (registry.Run, bool)
 }
 
 // ParamsResult is the sweep memory: `memorylab params --json`.
@@ -344,7 +347,11 @@ func ParamsOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in ParamsInput) (*Pa
 			return nil, fmt.Errorf("%w: %w: no run has changed parameter %q (memorylab params lists those that were varied)", ledger.ErrBadInput, ledger.ErrNotFound, n)
 		}
 	}
-	if champ, ok := champion(env, s); ok {
+	champOf := func() (registry.Run, bool) { return champion(env, s) }
+	if in.champion != nil {
+		champOf = in.champion
+	}
+	if champ, ok := champOf(); ok {
 		out.Champion = champ.RunID
 		setChampionValues(repo, champ, out.Sweeps, s.Config.Better)
 		markStale(out.Sweeps, newStaleIndex(cs, ledger.RunID(champ.RunID)))

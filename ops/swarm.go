@@ -17,16 +17,18 @@ const swarmClaimsTimeout = 3 * time.Second
 // swarmSection is the report's "The swarm" (issue 29.6): runs by host from
 // the records, each machine's last sync from the tracking refs the last
 // sync left (no network), and, for a lab that syncs, the claims in flight
-// on origin (listed with a short timeout; a failure is a note).
-func swarmSection(env Env, recs []ledger.Record, windowStart string) *report.Swarm {
+// on origin (listed with a short timeout; a failure is a note). hosts is
+// every host's runs (report.Runs.Hosts), recent holds every run of the
+// window.
+func swarmSection(env Env, hosts map[string]report.HostRuns, recent []*ledger.Record, windowStart string) *report.Swarm {
 	g, err := gitrepo.OpenRepo(env.Dir)
 	if err != nil {
-		return report.SwarmOf(recs, windowStart, nil, nil)
+		return report.SwarmFrom(hosts, recent, windowStart, nil, nil)
 	}
 	repo := share.Of(g)
 	machines, err := repo.MachineSyncs("")
 	if err != nil || len(machines) == 0 {
-		return report.SwarmOf(recs, windowStart, nil, nil)
+		return report.SwarmFrom(hosts, recent, windowStart, nil, nil)
 	}
 	ctx, cancel := context.WithTimeout(env.ctx(), swarmClaimsTimeout)
 	defer cancel()
@@ -43,5 +45,5 @@ func swarmSection(env Env, recs []ledger.Record, windowStart string) *report.Swa
 		shown = append(shown, report.SwarmClaim{Fingerprint: c.Fingerprint, Description: c.Description, Host: c.Host,
 			PID: c.PID, Commit: c.Commit, Start: c.Start, Expires: c.Expires})
 	}
-	return report.SwarmOf(recs, windowStart, syncs, shown)
+	return report.SwarmFrom(hosts, recent, windowStart, syncs, shown)
 }

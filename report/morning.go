@@ -238,14 +238,21 @@ type ChartPoint struct {
 // BuildMorning computes the morning report from the catalog records (ledger
 // order), the registry state covering the same records, and options.
 func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions) Morning {
+	return BuildMorningOf(Records(recs), st, opts)
+}
+
+// BuildMorningOf computes the morning report from the runs that count (in
+// the one order of runs), the registry state covering the same runs, and
+// options.
+func BuildMorningOf(runs Runs, st *registry.State, opts MorningOptions) Morning {
 	g := st.Goal()
 	if opts.PlateauWindow <= 0 {
 		opts.PlateauWindow = DefaultPlateauWindow
 	}
 	now := opts.Now.UTC()
-	start := now.Add(-time.Duration(opts.SinceHours * float64(time.Hour)))
+	w := NewWindow(now, opts.SinceHours)
 	m := Morning{Version: MorningVersion, GeneratedAt: now.Format(time.RFC3339), Metric: g.Metric, Goal: g.Name(),
-		WindowHours: opts.SinceHours, WindowStart: start.Format(time.RFC3339),
+		WindowHours: opts.SinceHours, WindowStart: w.Start.Format(time.RFC3339),
 		DecisionQueue: []QueueItem{}, ChampionBoard: []BoardRow{}, RecentLedger: []LedgerRow{}, Swept: []SweptParam{}}
 
 	// Split at the window start; the champion before it comes from a cheap fold.
@@ -253,24 +260,15 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 	if st != nil && st.Reps != nil {
 		groups = len(st.Reps.Groups) // a size hint: the fold meets at most these
 	}
-	before := registry.New(registry.Options{Goal: g, ChampionOnly: true, Groups: groups})
-	var window []*ledger.Record
-	startStr := start.Format("2006-01-02T15:04:05Z")
+	before, since := runs.Since(w, g, groups)
 	// The window is clamped at the end too: a record dated more than
 	// ledger.MaxClockSkew after now (a wrong clock, year 9999) would
 	// otherwise sit in every window forever (issue 17 item 11).
-	end := now.Add(ledger.MaxClockSkew)
-	endStr := end.Format("2006-01-02T15:04:05Z")
-	for i := range recs {
-		r := &recs[i]
-		if beforeWindow(r.Timestamp, startStr, start) {
-			before.Add(r)
-			continue
+	var window []*ledger.Record
+	for _, r := range since {
+		if !w.After(r.Timestamp) {
+			window = append(window, r)
 		}
-		if afterWindow(r.Timestamp, endStr, end) {
-			continue
-		}
-		window = append(window, r)
 	}
 	h := &m.Headline
 	for _, r := range window {
@@ -333,8 +331,8 @@ func BuildMorning(recs []ledger.Record, st *registry.State, opts MorningOptions)
 	}
 	m.DecisionQueue = decisionQueue(byTime, g, champID)
 	m.Progress, m.Chart = progress(window, g)
-	margin := m.addNoise(recs, st, opts.MinDelta)
-	m.Plateau = plateau(recs, st, g, opts, margin, now)
+	margin := m.addNoise(runs, st, opts.MinDelta)
+	m.Plateau = plateau(runs, st, g, opts, margin, now)
 	return m
 }
 
@@ -343,7 +341,7 @@ const RepeatAdvice = "memorylab run --repeat 3 -- <training command>"
 
 // addNoise fills the noise floor, the replicate groups of the board's runs
 // and the champions per hardware, and returns the tie margin.
-func (m *Morning) addNoise(recs []ledger.Record, st *registry.State, minDelta float64) registry.Margin {
+func (m *Morning) addNoise(runs Runs, st *registry.State, minDelta float64) registry.Margin {
 	champHW := ""
 	var board []registry.Run
 	if c, ok := st.Champion(); ok {
@@ -392,19 +390,16 @@ func (m *Morning) addNoise(recs []ledger.Record, st *registry.State, minDelta fl
 		v := vals[j]
 		rows[j] = BoardRow{Role: "champion on " + hw, RunID: ids[j], Value: &v, Hardware: hw}
 	}
-	left := len(rows)
-	for i := len(recs) - 1; i >= 0 && left > 0; i-- { // their records, newest first (a few ids: no map)
-		for j := range rows {
-			if rows[j].Commit != "" || string(recs[i].RunID) != rows[j].RunID {
-				continue
-			}
-			r, row := &recs[i], &rows[j]
-			row.Commit, row.Status, row.MemoryGB, row.LineageRoot = r.Commit, r.Status, r.MemoryGB(), r.LineageRoot
-			row.Description, row.Timestamp = r.Description, r.Timestamp
-			if sp, ok := st.Reps.Spread(r); ok {
-				row.Replicates = &sp
-			}
-			left--
+	for j := range rows { // their records: the last run of each id
+		r, _ := runs.Find(rows[j].RunID)
+		if r == nil {
+			continue
+		}
+		row := &rows[j]
+		row.Commit, row.Status, row.MemoryGB, row.LineageRoot = r.Commit, r.Status, r.MemoryGB(), r.LineageRoot
+		row.Description, row.Timestamp = r.Description, r.Timestamp
+		if sp, ok := st.Reps.Spread(r); ok {
+			row.Replicates = &sp
 		}
 	}
 	m.ChampionsByHardware = rows
@@ -556,32 +551,23 @@ func progress(window []*ledger.Record, g registry.Goal) (Progress, Chart) {
 // plateau looks at the last opts.PlateauWindow runs of the whole ledger:
 // did any beat the best usable run of the champion's pool before them by
 // more than MinDelta? It also says how long the champion has stood.
-func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts MorningOptions, margin registry.Margin, now time.Time) Plateau {
+func plateau(runs Runs, st *registry.State, g registry.Goal, opts MorningOptions, margin registry.Margin, now time.Time) Plateau {
 	p := Plateau{Window: opts.PlateauWindow, MinDelta: opts.MinDelta}
 	if margin.Source == "noise" {
 		p.Margin = &margin
 	}
-	n := len(recs)
-	cut := n - opts.PlateauWindow
-	if cut < 0 {
-		cut = 0
-	}
+	n := runs.Len()
+	cut := max(n-opts.PlateauWindow, 0)
 	var bestBefore *float64
-	for i := 0; i < cut; i++ {
-		if recs[i].Status != ledger.StatusKeep {
-			continue // the status first: it spares most runs a metric lookup
-		}
-		if v, ok := g.Value(&recs[i]); ok && (bestBefore == nil || g.Better(v, *bestBefore)) {
-			vv := v
-			bestBefore = &vv
-		}
+	if v, ok := runs.BestKept(cut, g); ok {
+		bestBefore = &v
 	}
 	if bestBefore != nil {
-		for i := cut; i < n; i++ {
-			if recs[i].Status != ledger.StatusKeep {
+		for _, r := range runs.Last(n - cut) {
+			if r.Status != ledger.StatusKeep {
 				continue
 			}
-			if v, ok := g.Value(&recs[i]); ok {
+			if v, ok := g.Value(r); ok {
 				gain := g.Gain(v, *bestBefore)
 				if p.BestGain == nil || gain > *p.BestGain {
 					p.BestGain = &gain
@@ -595,8 +581,9 @@ func plateau(recs []ledger.Record, st *registry.State, g registry.Goal, opts Mor
 			age := now.Sub(t).Hours()
 			p.ChampionAgeHours = &age
 		}
-		for i := n - 1; i >= 0 && string(recs[i].RunID) != champ.RunID; i-- {
-			p.RunsSinceChampion++
+		p.RunsSinceChampion = n
+		if _, pos := runs.Find(champ.RunID); pos >= 0 {
+			p.RunsSinceChampion = n - 1 - pos
 		}
 	}
 	switch {

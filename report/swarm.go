@@ -49,28 +49,34 @@ type SwarmHost struct {
 // SwarmOf builds the section; nil (no section) for a lab of one machine
 // that never synced and has no claims in flight.
 func SwarmOf(recs []ledger.Record, windowStart string, syncs []SwarmSync, claims []SwarmClaim) *Swarm {
-	start, _ := time.Parse(time.RFC3339, windowStart)
-	by := map[string]*SwarmHost{}
+	all := make([]*ledger.Record, len(recs))
 	for i := range recs {
-		r := &recs[i]
-		host := ""
-		if r.Hardware != nil {
-			host = r.Hardware.Host
+		all[i] = &recs[i]
+	}
+	return SwarmFrom(Records(recs).Hosts(), all, windowStart, syncs, claims)
+}
+
+// SwarmFrom is SwarmOf from each host's runs over every run (Runs.Hosts)
+// and the runs that can be in the window (any superset of them, such as
+// the runs from the window's start on).
+func SwarmFrom(hosts map[string]HostRuns, recent []*ledger.Record, windowStart string, syncs []SwarmSync, claims []SwarmClaim) *Swarm {
+	start, _ := time.Parse(time.RFC3339, windowStart)
+	by := make(map[string]*SwarmHost, len(hosts))
+	for host, hr := range hosts {
+		by[host] = &SwarmHost{Host: host, Runs: hr.Runs, LastRun: hr.LastRun}
+	}
+	for _, r := range recent {
+		if !ledger.AtOrAfter(r.Timestamp, windowStart, start) {
+			continue
 		}
-		h := by[host]
-		if h == nil {
-			h = &SwarmHost{Host: host}
-			by[host] = h
+		h := by[HostOf(r)]
+		if h == nil { // not among hosts: a caller's bug; counted as seen
+			h = &SwarmHost{Host: HostOf(r)}
+			by[h.Host] = h
 		}
-		h.Runs++
-		if r.Timestamp > h.LastRun {
-			h.LastRun = r.Timestamp
-		}
-		if ledger.AtOrAfter(r.Timestamp, windowStart, start) {
-			h.InWindow++
-			if r.Status == ledger.StatusKeep {
-				h.Kept++
-			}
+		h.InWindow++
+		if r.Status == ledger.StatusKeep {
+			h.Kept++
 		}
 	}
 	if len(by) <= 1 && len(syncs) == 0 && len(claims) == 0 {

@@ -7,6 +7,7 @@ import (
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/ops"
 )
 
 // TestPagesDecodeBoundedRecords (issue 30): the run, compare and lineage
@@ -104,5 +105,66 @@ func TestRunPageLineageFollowsHEAD(t *testing.T) {
 	}
 	if got := chains(); got != string(gitrepo.ReachNo) {
 		t.Fatalf("after a reset to the baseline: the chain's reachable_from_head %q, want no", got)
+	}
+}
+
+// TestFirstPageReadsNoCatalog (issue 30): with the run index and the
+// morning cache warm, a server just started answers the overview without
+// reading the catalog (at 1M runs, 1.36 GB), decoding the window's runs
+// and a few more, and it shows what the report through the catalog shows.
+func TestFirstPageReadsNoCatalog(t *testing.T) {
+	f := newFixture(t)
+	f.night()
+	st, _, err := f.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Append(novelty.SyntheticRecords(3000, 11)...); err != nil { // dated 2025: before the window
+		t.Fatal(err)
+	}
+	if _, err := ops.Morning(f.env, st, ops.DefaultReportInput()); err != nil { // builds the run index and the morning cache
+		t.Fatal(err)
+	}
+	catReads, decoded := ledger.CatalogReads(), ledger.RecordsDecoded()
+	srv, ts := f.server(Options{})
+	res, body := get(t, ts.URL+"/api/overview", nil)
+	if res.StatusCode != 200 {
+		t.Fatalf("/api/overview: %d %s", res.StatusCode, body)
+	}
+	if n := ledger.CatalogReads() - catReads; n > 0 {
+		t.Errorf("the first page read the catalog %d times, want none", n)
+	}
+	if n := ledger.RecordsDecoded() - decoded; n > 2*10 { // the warm-up tick and the request may each build it
+		t.Errorf("the first page decoded %d records of a 3,006-run ledger, want at most 20", n)
+	}
+	srv.mu.Lock()
+	kept := srv.cat
+	srv.mu.Unlock()
+	if kept != nil {
+		t.Error("the server keeps a catalog after the first page")
+	}
+	// The overview as built (the response decodes it into report.Morning
+	// again, which drops the metric from the lineages' keys).
+	b, err := srv.overviewJSON(st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct {
+		Morning json.RawMessage `json:"morning"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	cat, _, err := st.OpenCatalog(st.Config.Metric, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ops.MorningOf(f.env, st, cat, ops.DefaultReportInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := json.Marshal(want)
+	if string(o.Morning) != string(w) {
+		t.Errorf("first page:\n%s\nthrough the catalog:\n%s", o.Morning, w)
 	}
 }
