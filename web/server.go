@@ -339,6 +339,15 @@ type overview struct {
 	Running []ledger.RunState `json:"running"`
 }
 
+// overviewWire is overview with its morning as encoded JSON, for adding the
+// runs in progress to a cached overview.
+type overviewWire struct {
+	Morning json.RawMessage   `json:"morning"`
+	Chart   string            `json:"chart_svg"`
+	Points  int               `json:"points"`
+	Running []ledger.RunState `json:"running"`
+}
+
 func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	st, loc, err := s.env.Open()
 	if err != nil {
@@ -350,9 +359,14 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 		opError(w, err)
 		return
 	}
-	// Runs in progress change without the ledger: merged in on every request.
-	var o overview
-	_ = json.Unmarshal(b, &o)
+	// Runs in progress change without the ledger: merged in on every
+	// request. The morning passes through as the bytes it was encoded to
+	// (some of its types, e.g. a lineage, encode but do not decode).
+	var o overviewWire
+	if err := json.Unmarshal(b, &o); err != nil {
+		opError(w, err)
+		return
+	}
 	o.Running, _ = st.RunningNow(s.env.Now(), loc.Repo)
 	if o.Running == nil {
 		o.Running = []ledger.RunState{}

@@ -170,6 +170,22 @@ func TestHandlers(t *testing.T) {
 			if strings.Contains(o.Chart, "<script") || strings.Contains(o.Chart, "<img") {
 				t.Fatalf("the chart carries markup from a description")
 			}
+			// Every field of the morning arrives, those whose types do
+			// not decode (lineages, failure clusters) among them.
+			var raw struct {
+				Morning map[string]json.RawMessage `json:"morning"`
+			}
+			if err := json.Unmarshal(b, &raw); err != nil {
+				t.Fatal(err)
+			}
+			// (best_<metric> is named after the metric, which a
+			// decoded lineage or cluster no longer knows.)
+			for _, k := range []struct{ field, key string }{{"best_lineages", "lineage_root"}, {"failure_clusters", "label"}} {
+				var list []map[string]any
+				if err := json.Unmarshal(raw.Morning[k.field], &list); err != nil || len(list) == 0 || list[0][k.key] == "" || list[0]["best_val_bpb"] == nil && list[0]["best_value"] != nil {
+					t.Errorf("the overview's morning has %s = %s (%v)", k.field, raw.Morning[k.field], err)
+				}
+			}
 		}},
 		{"runs, newest first", "/api/runs?sort=time&order=desc&size=2", 200, func(t *testing.T, b []byte) {
 			var p ops.PageResult
