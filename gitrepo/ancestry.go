@@ -198,6 +198,123 @@ func (g *Repo) Lineages(s *ledger.Store, recs []ledger.Record) (*LineageSet, err
 	return ls, nil
 }
 
+// LineageOf is the lineage of one run (id, with its short and full
+// commit; kept when its status is keep) among keptRuns (the kept runs that
+// count, in the one order of runs), as Lineages computes it for every run,
+// and whether its commit is reachable from HEAD (ReachableFromHEAD). Only
+// the run's own ancestry takes part: the programme runs over the commits
+// its commit reaches, and a kept run only when its commit is one of them
+// (issue 30: show computed the lineages of the 540,000 kept runs of a
+// 1M-run ledger to print one). The ancestry cache's kept-run table (log's)
+// is neither read nor caught up; its commit graph is extended and saved.
+func (g *Repo) LineageOf(s *ledger.Store, id ledger.RunID, short, full string, kept bool, keptRuns ledger.RunKeys) (Lineage, Reach, error) {
+	an := loadGraph(s)
+	defer an.save(s)
+	// The run's commit as Lineages resolves it: commit_full, else its pin,
+	// else the short hash among the graph's commits. The refs are listed
+	// only when a commit_full is missing, as there.
+	var snap *refs
+	snapshot := func() error {
+		if snap != nil {
+			return nil
+		}
+		r, err := g.refSnapshot()
+		if err != nil {
+			return err
+		}
+		snap = &r
+		return g.extend(an, r.tips())
+	}
+	var h plumbing.Hash
+	var tips []plumbing.Hash
+	if IsFullHash(full) {
+		h = plumbing.NewHash(full)
+		tips = append(tips, h)
+	}
+	head := g.headHash()
+	if !head.IsZero() {
+		tips = append(tips, head)
+	}
+	if err := g.extend(an, tips); err != nil {
+		return Lineage{}, ReachMissing, err
+	}
+	if h.IsZero() {
+		if err := snapshot(); err != nil {
+			return Lineage{}, ReachMissing, err
+		}
+		if p, ok := snap.pins[id]; ok {
+			h = p
+		} else {
+			h = an.expandShort(short)
+		}
+	}
+	hi, ok := an.idx[h]
+	if h.IsZero() || !ok {
+		return Lineage{Run: id, State: LineageMissing}, ReachMissing, nil
+	}
+	// The kept runs whose commits h reaches, in keptRuns' order.
+	closure := an.ancestors(hi)
+	byHex := make(map[string]bool, len(closure))
+	in := make(map[int32]bool, len(closure))
+	for _, i := range closure {
+		byHex[an.hashes[i].String()] = true
+		in[i] = true
+	}
+	var runs []keptRun
+	for i := range keptRuns.Len() {
+		sh, fu := keptRuns.Commit(i)
+		var c plumbing.Hash
+		switch {
+		case IsFullHash(fu):
+			if !byHex[fu] {
+				continue
+			}
+			c = plumbing.NewHash(fu)
+		default:
+			rid := keptRuns.RunID(i)
+			if err := snapshot(); err != nil {
+				return Lineage{}, ReachMissing, err
+			}
+			if p, ok := snap.pins[rid]; ok {
+				c = p
+			} else {
+				c = an.expandShort(sh)
+			}
+			if ci, ok := an.idx[c]; c.IsZero() || !ok || !in[ci] {
+				continue
+			}
+		}
+		runs = append(runs, keptRun{id: keptRuns.RunID(i), commit: c})
+	}
+	l := an.computeFrom(runs, []int32{hi}).lineage(id, h, kept)
+	reach := ReachMissing
+	if hd, ok := an.idx[head]; ok && !head.IsZero() {
+		reach = an.reaches(hd, hi)
+	}
+	return l, reach, nil
+}
+
+// ancestors is commit i and every commit it reaches in the graph (not past
+// a shallow boundary or a missing parent): the commits a programme from i
+// visits.
+func (an *ancestry) ancestors(i int32) []int32 {
+	seen := map[int32]bool{i: true}
+	out := []int32{i}
+	for k := 0; k < len(out); k++ {
+		c := out[k]
+		if an.shallow[an.hashes[c]] {
+			continue
+		}
+		for _, ph := range an.parents[c] {
+			if p, ok := an.idx[ph]; ok && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // LineageRootForNewRun computes the lineage root of a run about to be
 // logged on commit (full hash), without reading the ledger: the kept runs
 // are kept in the ancestry cache and caught up from the ledger tail
@@ -405,7 +522,12 @@ type dpResult struct {
 
 // compute runs the dynamic programme over every commit in the graph, in
 // topological order (parents first).
-func (an *ancestry) compute(kept []keptRun) *dpResult {
+func (an *ancestry) compute(kept []keptRun) *dpResult { return an.computeFrom(kept, nil) }
+
+// computeFrom is compute over the commits starts reach (every commit when
+// starts is nil): a commit's results depend on its ancestors alone, so
+// they are the ones compute gives.
+func (an *ancestry) computeFrom(kept []keptRun, starts []int32) *dpResult {
 	n := len(an.hashes)
 	d := &dpResult{an: an, gen: make([]int32, n), unknown: make([]LineageState, n), oldest: make([]int32, n),
 		nearest: make([]int32, n), keptAt: map[int32]ledger.RunID{}, order: map[int32]int{}, chain: make([]int32, n)}
@@ -424,11 +546,17 @@ func (an *ancestry) compute(kept []keptRun) *dpResult {
 		i    int32
 		next int
 	}
-	for root := 0; root < n; root++ {
+	if starts == nil {
+		starts = make([]int32, n)
+		for i := range starts {
+			starts[i] = int32(i)
+		}
+	}
+	for _, root := range starts {
 		if state[root] != 0 {
 			continue
 		}
-		stack := []frame{{i: int32(root)}}
+		stack := []frame{{i: root}}
 		state[root] = 1
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
@@ -614,13 +742,7 @@ func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) { return g.loadA
 // ledger from its start (ledger.Pass): a kept-run table that covers less
 // than p is taken from p, and only the ledger after p is scanned.
 func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, error) {
-	an := &ancestry{idx: map[plumbing.Hash]int32{}}
-	path := s.Path(ledger.CacheDir, ancestryFile)
-	if b, err := os.ReadFile(path); err == nil {
-		if derr := an.decode(b); derr != nil {
-			an = &ancestry{idx: map[plumbing.Hash]int32{}, dirty: true}
-		}
-	}
+	an := loadGraph(s)
 	if an.fp.Size > 0 && !s.StillCovers(an.fp) {
 		an.kept, an.fp, an.dirty = nil, ledger.Fingerprint{}, true
 	}
@@ -662,6 +784,19 @@ func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, err
 		an.fp = fp
 	}
 	return an, nil
+}
+
+// loadGraph reads the cache as it is (an empty graph when it is missing,
+// of another version or damaged: it is only a cache), without catching its
+// kept-run table up.
+func loadGraph(s *ledger.Store) *ancestry {
+	an := &ancestry{idx: map[plumbing.Hash]int32{}}
+	if b, err := os.ReadFile(s.Path(ledger.CacheDir, ancestryFile)); err == nil {
+		if derr := an.decode(b); derr != nil {
+			an = &ancestry{idx: map[plumbing.Hash]int32{}, dirty: true}
+		}
+	}
+	return an
 }
 
 // keptRunOf is the kept-run entry of a kept record.

@@ -84,7 +84,34 @@ func (f *lineageFixture) lineages() *LineageSet {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.agree(ls, recs)
 	return ls
+}
+
+// agree checks that each run's lineage alone (LineageOf, show's) is the
+// one Lineages computes with every run's, and so is its reachability.
+func (f *lineageFixture) agree(ls *LineageSet, recs []ledger.Record) {
+	f.t.Helper()
+	var kept ledger.RecordKeys
+	for _, r := range recs {
+		if r.Status == ledger.StatusKeep {
+			kept = append(kept, r)
+		}
+	}
+	for _, r := range recs {
+		l, reach, err := f.open().LineageOf(f.store, r.RunID, r.Commit, r.CommitFull, r.Status == ledger.StatusKeep, kept)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		want := ls.ByRun[r.RunID]
+		wantReach := ls.ReachableFromHEAD(want.Commit)
+		if want.Commit == "" {
+			wantReach = ReachMissing
+		}
+		if l != want || reach != wantReach {
+			f.t.Errorf("%s alone: %+v, %s; among every run's: %+v, %s", r.Description, l, reach, want, wantReach)
+		}
+	}
 }
 
 func (f *lineageFixture) chain(ls *LineageSet, desc string) string {

@@ -336,26 +336,24 @@ func spreadOf(extra []byte, r *ledger.Record) (evidence.Spread, bool) {
 	return sp, found
 }
 
-// lineageInput is what a run's lineage is computed from (Repo.Lineages): the
-// kept runs that count, in order, and the run at position p itself when it
-// counts and is not kept. Only ids, commits and statuses are read.
-func lineageInput(x *ledger.RunIndex, p int) []ledger.Record {
-	in := func(i int) bool {
-		f := x.Flags(i)
-		return f&ledger.RunCounted != 0 && (f&ledger.RunKept != 0 || i == p)
-	}
-	n := 0
+// keptRuns is the kept runs that count of x, in its order, as the runs
+// a lineage grows through (gitrepo.Repo.LineageOf).
+func keptRuns(x *ledger.RunIndex) ledger.RunKeys {
+	k := keptIndex{x: x}
 	for i := range x.Len() {
-		if in(i) {
-			n++
+		if f := x.Flags(i); f&ledger.RunCounted != 0 && f&ledger.RunKept != 0 {
+			k.pos = append(k.pos, int32(i))
 		}
 	}
-	recs := make([]ledger.Record, 0, n) // a Record is large: one allocation of the exact size
-	for i := range x.Len() {
-		if in(i) {
-			c, cf := x.Commit(i)
-			recs = append(recs, ledger.Record{RunID: x.RunID(i), Commit: c, CommitFull: cf, Status: x.Status(i)})
-		}
-	}
-	return recs
+	return k
 }
+
+// keptIndex is some runs of an index, as RunKeys.
+type keptIndex struct {
+	x   *ledger.RunIndex
+	pos []int32
+}
+
+func (k keptIndex) Len() int                      { return len(k.pos) }
+func (k keptIndex) RunID(i int) ledger.RunID      { return k.x.RunID(int(k.pos[i])) }
+func (k keptIndex) Commit(i int) (string, string) { return k.x.Commit(int(k.pos[i])) }
