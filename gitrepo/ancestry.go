@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -389,7 +390,11 @@ type ancestry struct {
 	dirty   bool               // graph or kept changed since loading
 	grew    bool               // commits were added since loading
 	tried   int                // kept[:tried] were resolved against the graph as loaded
-	short   map[int]map[string][]int32
+	// keptUnread: only the graph was read (loadGraph); kept and fp are
+	// empty, and keptRaw is the file's table when saving.
+	keptUnread bool
+	keptRaw    []byte
+	short      map[int]map[string][]int32
 }
 
 func (an *ancestry) add(h plumbing.Hash, parents []plumbing.Hash) int32 {
@@ -713,22 +718,28 @@ func (an *ancestry) reaches(from, target int32) Reach {
 	return ReachNo
 }
 
-// The ancestry cache file, <store>/cache/ancestry.bin:
+// The ancestry cache file, <store>/cache/ancestry.bin (version 3):
 //
 //	magic "MLANC" + version byte + '\n'
-//	ledger fingerprint: size int64, tail sha256 (32 bytes)
-//	kept runs: count uint32, then per run: id (uint16 length + bytes),
-//	  commit (20 bytes, zero when unresolved), short (uint8 length + bytes)
-//	commits: count uint32, then per commit: hash (20 bytes), parent count
-//	  (uint8), parents (20 bytes each)
+//	the graph's length in bytes (uint64, little-endian)
+//	commits: count, then per commit: hash (20 bytes), parent count,
+//	  parents (20 bytes each)
+//	ledger fingerprint: size, tail sha256 (32 bytes)
+//	kept runs: count, then per run: id, commit (20 bytes, zero when
+//	  unresolved), short
 //
-// All integers little-endian. Commits are immutable, so graph entries never
-// go stale; the kept-run table covers the ledger prefix of the fingerprint
-// and is caught up with ScanFrom, or rebuilt when the ledger was rewritten.
+// Counts and sizes are varints, strings length-prefixed (ledger/codec.go).
+// Commits are immutable, so graph entries never go stale; the kept-run
+// table covers the ledger prefix of the fingerprint and is caught up with
+// ScanFrom, or rebuilt when the ledger was rewritten.
 const (
 	ancestryFile = "ancestry.bin"
 	// ancestryVersion: 1 = first format.
-	ancestryVersion = 2 // 2: varints and length-prefixed strings (ledger/codec.go)
+	// 2: varints and length-prefixed strings (ledger/codec.go).
+	// 3: the graph first, after its length, then the ledger prefix and
+	// the kept runs, so that a command needing the graph alone (show)
+	// reads no more of the file (issue 30).
+	ancestryVersion = 3
 )
 
 var ancestryMagic = []byte("MLANC")
@@ -742,7 +753,7 @@ func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) { return g.loadA
 // ledger from its start (ledger.Pass): a kept-run table that covers less
 // than p is taken from p, and only the ledger after p is scanned.
 func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, error) {
-	an := loadGraph(s)
+	an := readAncestry(s)
 	if an.fp.Size > 0 && !s.StillCovers(an.fp) {
 		an.kept, an.fp, an.dirty = nil, ledger.Fingerprint{}, true
 	}
@@ -786,10 +797,9 @@ func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, err
 	return an, nil
 }
 
-// loadGraph reads the cache as it is (an empty graph when it is missing,
-// of another version or damaged: it is only a cache), without catching its
-// kept-run table up.
-func loadGraph(s *ledger.Store) *ancestry {
+// readAncestry reads the cache (an empty graph when it is missing, of
+// another version or damaged: it is only a cache).
+func readAncestry(s *ledger.Store) *ancestry {
 	an := &ancestry{idx: map[plumbing.Hash]int32{}}
 	if b, err := os.ReadFile(s.Path(ledger.CacheDir, ancestryFile)); err == nil {
 		if derr := an.decode(b); derr != nil {
@@ -797,6 +807,55 @@ func loadGraph(s *ledger.Store) *ancestry {
 		}
 	}
 	return an
+}
+
+// loadGraph reads the cache's commit graph alone: the kept-run table,
+// after it in the file (~10 MB at 1M runs), is neither read nor caught up.
+// Saving such a graph copies the table from the file as it is then
+// (keptSection).
+func loadGraph(s *ledger.Store) *ancestry {
+	an := &ancestry{idx: map[plumbing.Hash]int32{}, keptUnread: true}
+	f, err := os.Open(s.Path(ledger.CacheDir, ancestryFile))
+	if err != nil {
+		return an
+	}
+	defer f.Close()
+	hdr := make([]byte, ancestryHeader)
+	_, err = io.ReadFull(f, hdr)
+	n := 0
+	if err == nil {
+		n, err = graphLen(hdr)
+	}
+	if err == nil {
+		graph := make([]byte, n)
+		if _, err = io.ReadFull(f, graph); err == nil {
+			err = an.decodeGraph(graph)
+		}
+	}
+	if err != nil {
+		// Another version (2 is read and written back as 3) or damaged:
+		// read as log does.
+		return readAncestry(s)
+	}
+	return an
+}
+
+// keptSection is the ledger prefix and kept-run table of the cache file as
+// it is now, raw; false when it cannot be read.
+func keptSection(path string) ([]byte, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	n, err := graphLen(b)
+	if err != nil || len(b)-ancestryHeader < n {
+		return nil, false
+	}
+	raw := b[ancestryHeader+n:]
+	if (&ancestry{}).decodeKept(raw) != nil {
+		return nil, false
+	}
+	return raw, true
 }
 
 // keptRunOf is the kept-run entry of a kept record.
@@ -822,6 +881,15 @@ func (an *ancestry) save(s *ledger.Store) {
 		return
 	}
 	dir := s.Path(ledger.CacheDir)
+	if an.keptUnread {
+		// Only the graph was read: keep the file's kept-run table, whole
+		// (a table that cannot be read leaves the file as it is).
+		raw, ok := keptSection(filepath.Join(dir, ancestryFile))
+		if !ok {
+			return
+		}
+		an.keptRaw = raw
+	}
 	if err := s.EnsureCacheDir(); err != nil {
 		return
 	}
@@ -842,6 +910,20 @@ func (an *ancestry) encode() []byte {
 	b := make([]byte, 0, 64+len(an.hashes)*42+len(an.kept)*64)
 	b = append(b, ancestryMagic...)
 	b = append(b, ancestryVersion, '\n')
+	b = binary.LittleEndian.AppendUint64(b, 0) // the graph's length, below
+	start := len(b)
+	b = binary.AppendUvarint(b, uint64(len(an.hashes)))
+	for i, h := range an.hashes {
+		b = append(b, h[:]...)
+		b = binary.AppendUvarint(b, uint64(len(an.parents[i])))
+		for _, p := range an.parents[i] {
+			b = append(b, p[:]...)
+		}
+	}
+	binary.LittleEndian.PutUint64(b[start-8:], uint64(len(b)-start))
+	if an.keptRaw != nil {
+		return append(b, an.keptRaw...)
+	}
 	b = binary.AppendVarint(b, an.fp.Size)
 	tail, _ := hex.DecodeString(an.fp.TailHash)
 	b = ledger.AppendString(b, string(tail))
@@ -851,24 +933,48 @@ func (an *ancestry) encode() []byte {
 		b = append(b, k.commit[:]...)
 		b = ledger.AppendString(b, k.short)
 	}
-	b = binary.AppendUvarint(b, uint64(len(an.hashes)))
-	for i, h := range an.hashes {
-		b = append(b, h[:]...)
-		b = binary.AppendUvarint(b, uint64(len(an.parents[i])))
-		for _, p := range an.parents[i] {
-			b = append(b, p[:]...)
-		}
-	}
 	return b
 }
 
 var errBadCache = errors.New("damaged ancestry cache")
 
+// ancestryHeader is the magic, the version, '\n' and the graph's length.
+const ancestryHeader = 5 + 2 + 8
+
+// graphLen is the length of the graph of a cache file starting with hdr,
+// or an error.
+func graphLen(hdr []byte) (int, error) {
+	if len(hdr) < ancestryHeader || !bytes.HasPrefix(hdr, ancestryMagic) || hdr[len(ancestryMagic)] != ancestryVersion {
+		return 0, errBadCache
+	}
+	n := binary.LittleEndian.Uint64(hdr[ancestryHeader-8:])
+	if n > 1<<40 {
+		return 0, errBadCache
+	}
+	return int(n), nil
+}
+
 func (an *ancestry) decode(data []byte) error {
-	if !bytes.HasPrefix(data, ancestryMagic) || len(data) < len(ancestryMagic)+2 || data[len(ancestryMagic)] != ancestryVersion {
+	if bytes.HasPrefix(data, ancestryMagic) && len(data) > len(ancestryMagic)+1 && data[len(ancestryMagic)] == 2 &&
+		data[len(ancestryMagic)+1] == '\n' {
+		return an.decodeV2(data[len(ancestryMagic)+2:])
+	}
+	n, err := graphLen(data)
+	if err != nil || len(data)-ancestryHeader < n {
 		return errBadCache
 	}
-	d := ledger.NewDecoder(data[len(ancestryMagic)+2:])
+	if err := an.decodeGraph(data[ancestryHeader : ancestryHeader+n]); err != nil {
+		return err
+	}
+	return an.decodeKept(data[ancestryHeader+n:])
+}
+
+// decodeV2 reads a version 2 file (written before issue 30's 1M work):
+// the ledger prefix and kept runs, then the graph. It is read once, and
+// written back as version 3, instead of rebuilding the kept-run table from
+// the whole ledger.
+func (an *ancestry) decodeV2(data []byte) error {
+	d := ledger.NewDecoder(data)
 	an.fp.Size = d.Varint()
 	an.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
 	an.kept = make([]keptRun, d.Count())
@@ -878,6 +984,16 @@ func (an *ancestry) decode(data []byte) error {
 		copy(k.commit[:], d.Bytes(len(k.commit)))
 		k.short = d.Str()
 	}
+	if d.Err() != nil {
+		return errBadCache
+	}
+	an.dirty = true // written back as version 3
+	return an.decodeGraph(d.Rest())
+}
+
+// decodeGraph reads the commit graph.
+func (an *ancestry) decodeGraph(data []byte) error {
+	d := ledger.NewDecoder(data)
 	nc := d.Count()
 	an.hashes = make([]plumbing.Hash, 0, nc)
 	an.parents = make([][]plumbing.Hash, 0, nc)
@@ -895,6 +1011,24 @@ func (an *ancestry) decode(data []byte) error {
 		an.idx[h] = int32(len(an.hashes))
 		an.hashes = append(an.hashes, h)
 		an.parents = append(an.parents, ps)
+	}
+	if d.Done() != nil {
+		return errBadCache
+	}
+	return nil
+}
+
+// decodeKept reads the ledger prefix covered and the kept-run table.
+func (an *ancestry) decodeKept(data []byte) error {
+	d := ledger.NewDecoder(data)
+	an.fp.Size = d.Varint()
+	an.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
+	an.kept = make([]keptRun, d.Count())
+	for i := range an.kept {
+		k := &an.kept[i]
+		k.id = ledger.RunID(d.Str())
+		copy(k.commit[:], d.Bytes(len(k.commit)))
+		k.short = d.Str()
 	}
 	if d.Done() != nil {
 		return errBadCache

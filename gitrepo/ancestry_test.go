@@ -1,6 +1,8 @@
 package gitrepo
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -443,5 +445,73 @@ func TestAncestryFromPass(t *testing.T) {
 	}
 	if fmt.Sprint(got.kept) != fmt.Sprint(want.kept) || got.fp != want.fp || len(got.kept) != 4 {
 		t.Errorf("after growing, from the pass: %v %v; scanned: %v %v", got.kept, got.fp, want.kept, want.fp)
+	}
+}
+
+// TestLineageOfKeepsTheKeptTable: a run's lineage alone reads the cached
+// graph without the kept-run table after it, and when the graph grows it
+// saves it with the table copied unchanged from the file, so log's
+// catch-up of the table (LineageRootForNewRun) is neither lost nor redone.
+func TestLineageOfKeepsTheKeptTable(t *testing.T) {
+	f := newLineageFixture(t)
+	f.commit("initial")
+	c1 := f.commit("baseline")
+	f.log("baseline", ledger.StatusKeep, c1)
+	if _, _, err := f.open().LineageRootForNewRun(f.store, "20261122T019999Z-aaaaaaa", c1, false); err != nil {
+		t.Fatal(err)
+	}
+	path := f.store.Path(ledger.CacheDir, ancestryFile)
+	before, ok := keptSection(path)
+	if !ok {
+		t.Fatal("no kept table written")
+	}
+	c2 := f.commit("lr")
+	id := f.log("lr", ledger.StatusKeep, c2)
+	if an := loadGraph(f.store); an.keptUnread != true || len(an.kept) != 0 || an.fp.Size != 0 {
+		t.Fatalf("loadGraph read the kept table: %+v", an.kept)
+	}
+	kept := ledger.RecordKeys{{RunID: f.ids["baseline"], Commit: c1[:7], CommitFull: c1}, {RunID: id, Commit: c2[:7], CommitFull: c2}}
+	l, reach, err := f.open().LineageOf(f.store, id, c2[:7], c2, true, kept)
+	if err != nil || l.Prev != f.ids["baseline"] || l.Depth != 2 || reach != ReachYes {
+		t.Fatalf("lineage %+v, %s, %v", l, reach, err)
+	}
+	after, ok := keptSection(path)
+	if !ok || string(after) != string(before) {
+		t.Fatalf("kept table changed by a lineage alone")
+	}
+	if _, ok := loadGraph(f.store).idx[plumbing.NewHash(c2)]; !ok {
+		t.Fatal("the grown graph was not saved")
+	}
+}
+
+// TestAncestryVersion2IsReadBack: a version 2 cache (the prefix and kept
+// runs before the graph) is read, not rebuilt from the whole ledger, and
+// written back as version 3 with the same content.
+func TestAncestryVersion2IsReadBack(t *testing.T) {
+	h1, h2 := plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222")
+	want := &ancestry{idx: map[plumbing.Hash]int32{}, fp: ledger.Fingerprint{Size: 10, TailHash: strings.Repeat("ab", 32)},
+		kept: []keptRun{{id: "20261122T010000Z-2222222", commit: h2}, {id: "x", short: "abc1234"}}}
+	want.add(h1, nil)
+	want.add(h2, []plumbing.Hash{h1})
+	v2 := append([]byte(nil), ancestryMagic...)
+	v2 = append(v2, 2, '\n')
+	v2 = binary.AppendVarint(v2, want.fp.Size)
+	tail, _ := hex.DecodeString(want.fp.TailHash)
+	v2 = ledger.AppendString(v2, string(tail))
+	v2 = binary.AppendUvarint(v2, uint64(len(want.kept)))
+	for _, k := range want.kept {
+		v2 = ledger.AppendString(v2, string(k.id))
+		v2 = append(v2, k.commit[:]...)
+		v2 = ledger.AppendString(v2, k.short)
+	}
+	v2 = binary.AppendUvarint(v2, 2)
+	v2 = append(append(v2, h1[:]...), 0)
+	v2 = append(append(append(v2, h2[:]...), 1), h1[:]...)
+	var got ancestry
+	if err := got.decode(v2); err != nil || !got.dirty {
+		t.Fatalf("version 2: %v (dirty %v)", err, got.dirty)
+	}
+	if string(got.encode()) != string(want.encode()) {
+		t.Fatalf("version 2 read as %+v, want %+v", got, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -291,6 +292,47 @@ func (x *RunIndex) Append(runs []Record, offs []int64, counted []bool, covers Fi
 		y.baseCovers, y.baseDirty = covers, true
 	}
 	return y
+}
+
+// FirstOf is the first position of the run whose id is id, or -1: the
+// id column's bytes are searched for id (strings.Index) and a hit counts
+// when it is a whole id, so finding a run costs a fraction of reading
+// every id.
+func (x *RunIndex) FirstOf(id RunID) int {
+	for k, p := range []*runPart{&x.base, &x.tail} {
+		c := &p.cols[colID]
+		for from := 0; len(id) > 0 && from < len(c.data); {
+			o := strings.Index(c.data[from:], string(id))
+			if o < 0 {
+				break
+			}
+			o += from
+			// The run whose id ends where the hit ends.
+			end := uint32(o + len(id))
+			i, found := sort.Find(p.n, func(i int) int {
+				e := binary.LittleEndian.Uint32(c.ends[4*i:])
+				return cmpUint32(end, e)
+			})
+			if found && c.at(i) == string(id) {
+				if k == 1 {
+					i += x.base.n
+				}
+				return i
+			}
+			from = o + 1
+		}
+	}
+	return -1
+}
+
+func cmpUint32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // PosOfOffset is the position of the run whose line starts at ledger

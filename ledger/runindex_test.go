@@ -128,3 +128,28 @@ func FuzzReadRunIndex(f *testing.F) {
 		_ = got.Counted()
 	})
 }
+
+// TestRunIndexFirstOf: FirstOf finds a whole id's first position, in the
+// base or the tail, and never a hit inside an id or across two.
+func TestRunIndexFirstOf(t *testing.T) {
+	ids := []RunID{"ab", "cab", "abc", "b", "cab", "x"}
+	recs := make([]Record, len(ids))
+	offs := make([]int64, len(ids))
+	for i, id := range ids {
+		recs[i], offs[i] = Record{RunID: id}, int64(i)
+	}
+	counted := make([]bool, len(ids))
+	base := &RunIndex{base: newRunPart(recs[:3], offs[:3], counted[:3]), Names: map[string]int{}}
+	x := base.Append(recs[3:], offs[3:], counted[3:], Fingerprint{})
+	for _, tc := range []struct {
+		id   RunID
+		want int
+	}{
+		{"ab", 0}, {"cab", 1}, {"abc", 2}, {"b", 3}, {"x", 5},
+		{"a", -1}, {"bc", -1}, {"bca", -1}, {"abcb", -1}, {"", -1}, {"y", -1},
+	} {
+		if got := x.FirstOf(tc.id); got != tc.want {
+			t.Errorf("FirstOf(%q) = %d, want %d", tc.id, got, tc.want)
+		}
+	}
+}

@@ -217,6 +217,11 @@ func (env Env) resolveIndexed(s *ledger.Store, x *ledger.RunIndex, name string) 
 		}
 		name = string(x.RunID(p))
 	}
+	// A whole id is its first line (what firstLineOf gives it: an exact id
+	// wins over prefixes), found without reading every id.
+	if p := x.FirstOf(ledger.RunID(name)); p >= 0 {
+		return p, nil
+	}
 	return firstLineOf(x, name)
 }
 
@@ -337,23 +342,29 @@ func spreadOf(extra []byte, r *ledger.Record) (evidence.Spread, bool) {
 }
 
 // keptRuns is the kept runs that count of x, in its order, as the runs
-// a lineage grows through (gitrepo.Repo.LineageOf).
-func keptRuns(x *ledger.RunIndex) ledger.RunKeys {
-	k := keptIndex{x: x}
-	for i := range x.Len() {
-		if f := x.Flags(i); f&ledger.RunCounted != 0 && f&ledger.RunKept != 0 {
-			k.pos = append(k.pos, int32(i))
+// a lineage grows through (gitrepo.Repo.LineageOf), found when first asked
+// for (a run whose commit is not in the repository needs none).
+func keptRuns(x *ledger.RunIndex) ledger.RunKeys { return &keptIndex{x: x} }
+
+// keptIndex is the kept runs that count of an index, as RunKeys.
+type keptIndex struct {
+	x    *ledger.RunIndex
+	pos  []int32
+	done bool
+}
+
+func (k *keptIndex) positions() []int32 {
+	if !k.done {
+		k.done = true
+		for i := range k.x.Len() {
+			if f := k.x.Flags(i); f&ledger.RunCounted != 0 && f&ledger.RunKept != 0 {
+				k.pos = append(k.pos, int32(i))
+			}
 		}
 	}
-	return k
+	return k.pos
 }
 
-// keptIndex is some runs of an index, as RunKeys.
-type keptIndex struct {
-	x   *ledger.RunIndex
-	pos []int32
-}
-
-func (k keptIndex) Len() int                      { return len(k.pos) }
-func (k keptIndex) RunID(i int) ledger.RunID      { return k.x.RunID(int(k.pos[i])) }
-func (k keptIndex) Commit(i int) (string, string) { return k.x.Commit(int(k.pos[i])) }
+func (k *keptIndex) Len() int                      { return len(k.positions()) }
+func (k *keptIndex) RunID(i int) ledger.RunID      { return k.x.RunID(int(k.positions()[i])) }
+func (k *keptIndex) Commit(i int) (string, string) { return k.x.Commit(int(k.positions()[i])) }
