@@ -2,12 +2,17 @@ package ledger
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 )
 
@@ -87,7 +92,11 @@ type RunIndex struct {
 	// Names maps a run name (latest, previous, champion) to the position
 	// of the run it named among the runs when the index was built; a name
 	// that named no run then is absent.
-	Names       map[string]int
+	Names map[string]int
+	// First maps a name of Names to the first position of the run it
+	// names (a run logged twice, as merged ledgers may hold, is shown
+	// from its first line); set by SetFirst.
+	First       map[string]int
 	Corrections []Record // the catalog's correction lines
 	Extra       []byte   // the caller's payload (ops: replicate groups and the champion's fold)
 }
@@ -108,12 +117,18 @@ type strColumn struct {
 	data string
 }
 
+// at is the i-th string; "" when the column is damaged there (its ends
+// are checked as they are read, not all at once when the file is opened).
 func (c *strColumn) at(i int) string {
 	start := uint32(0)
 	if i > 0 {
 		start = binary.LittleEndian.Uint32(c.ends[4*(i-1):])
 	}
-	return c.data[start:binary.LittleEndian.Uint32(c.ends[4*i:])]
+	end := binary.LittleEndian.Uint32(c.ends[4*i:])
+	if start > end || int(end) > len(c.data) {
+		return ""
+	}
+	return c.data[start:end]
 }
 
 // part is the part holding position i and i's position in it.
@@ -285,13 +300,33 @@ func joinParts(a, b *runPart) runPart {
 func (x *RunIndex) Append(runs []Record, offs []int64, counted []bool, covers Fingerprint) *RunIndex {
 	add := newRunPart(runs, offs, counted)
 	y := &RunIndex{Covers: covers, Metric: x.Metric, Goal: x.Goal, base: x.base, baseCovers: x.baseCovers,
-		baseDirty: x.baseDirty, Names: maps.Clone(x.Names), Corrections: x.Corrections, Extra: x.Extra}
+		baseDirty: x.baseDirty, Names: maps.Clone(x.Names), First: maps.Clone(x.First), Corrections: x.Corrections, Extra: x.Extra}
 	y.tail = joinParts(&x.tail, &add)
 	if y.tail.n > MaxRunIndexTail {
 		y.base, y.tail = joinParts(&y.base, &y.tail), runPart{}
 		y.baseCovers, y.baseDirty = covers, true
 	}
 	return y
+}
+
+// SetFirst sets First for every name of Names whose position changed
+// since old (nil: every name), finding each run's first line (FirstOf).
+func (x *RunIndex) SetFirst(old *RunIndex) {
+	first := map[string]int{}
+	for name, p := range x.Names {
+		if old != nil {
+			if q, ok := old.Names[name]; ok && q == p {
+				if f, ok := old.First[name]; ok {
+					first[name] = f
+					continue
+				}
+			}
+		}
+		if f := x.FirstOf(x.RunID(p)); f >= 0 {
+			first[name] = f
+		}
+	}
+	x.First = first
 }
 
 // FirstOf is the first position of the run whose id is id, or -1: the
@@ -417,10 +452,12 @@ func (s *Store) WriteRunIndex(x *RunIndex) error {
 	if err != nil {
 		return err
 	}
-	b = binary.AppendUvarint(b, uint64(len(x.Names)))
-	for _, name := range slices.Sorted(maps.Keys(x.Names)) {
-		b = AppendString(b, name)
-		b = binary.AppendUvarint(b, uint64(x.Names[name]))
+	for _, names := range []map[string]int{x.Names, x.First} {
+		b = binary.AppendUvarint(b, uint64(len(names)))
+		for _, name := range slices.Sorted(maps.Keys(names)) {
+			b = AppendString(b, name)
+			b = binary.AppendUvarint(b, uint64(names[name]))
+		}
 	}
 	b = appendCorrections(b, x.Corrections)
 	b = AppendString(b, string(x.Extra))
@@ -477,7 +514,7 @@ func (s *Store) OpenRunIndex(metric, goal string) (x *RunIndex, current bool, er
 	if x.tail, err = readPart(d, len(tail)); err != nil {
 		return nil, false, err
 	}
-	bfp, base, err := s.ReadCache(RunIndexFile, RunIndexVersion)
+	bfp, base, err := s.readBase()
 	if err != nil {
 		return nil, false, err
 	}
@@ -492,12 +529,15 @@ func (s *Store) OpenRunIndex(metric, goal string) (x *RunIndex, current bool, er
 		return nil, false, damaged
 	}
 	n := x.Len()
-	for k := d.Count(); k > 0 && d.Err() == nil; k-- {
-		name, pos := d.Str(), int(d.Uvarint())
-		if pos < 0 || pos >= n {
-			return nil, false, damaged
+	x.First = map[string]int{}
+	for _, names := range []map[string]int{x.Names, x.First} {
+		for k := d.Count(); k > 0 && d.Err() == nil; k-- {
+			name, pos := d.Str(), int(d.Uvarint())
+			if pos < 0 || pos >= n {
+				return nil, false, damaged
+			}
+			names[name] = pos
 		}
-		x.Names[name] = pos
 	}
 	x.Corrections = decodeCorrections(d)
 	x.Extra = []byte(d.Str())
@@ -507,12 +547,12 @@ func (s *Store) OpenRunIndex(metric, goal string) (x *RunIndex, current bool, er
 	return x, current, nil
 }
 
-// readPart reads what appendPart wrote, in place.
+// readPart reads what appendPart wrote, in place: nothing is read per run
+// (a column's length is its last end).
 func readPart(d *Decoder, size int) (runPart, error) {
-	damaged := fmt.Errorf("%w: run index damaged", ErrCacheInvalid)
 	n := d.Count()
 	if n > size {
-		return runPart{}, damaged
+		return runPart{}, fmt.Errorf("%w: run index damaged", ErrCacheInvalid)
 	}
 	p := runPart{n: n, offsets: d.Bytes(8 * n), flags: d.Bytes(n)}
 	for c := range p.cols {
@@ -520,15 +560,11 @@ func readPart(d *Decoder, size int) (runPart, error) {
 		if d.Err() != nil {
 			return runPart{}, d.Err()
 		}
-		prev := uint32(0)
-		for i := 0; i < n; i++ {
-			e := binary.LittleEndian.Uint32(ends[4*i:])
-			if e < prev {
-				return runPart{}, damaged
-			}
-			prev = e
+		last := 0
+		if n > 0 {
+			last = int(binary.LittleEndian.Uint32(ends[4*(n-1):]))
 		}
-		data := d.Bytes(int(prev))
+		data := d.Bytes(last)
 		if d.Err() != nil {
 			return runPart{}, d.Err()
 		}
@@ -538,4 +574,55 @@ func readPart(d *Decoder, size int) (runPart, error) {
 		}
 	}
 	return p, nil
+}
+
+// mapped is the run index bases this process mapped, by file identity: a
+// mapping is never unmapped (the strings the index hands out point into
+// it), so one file is mapped once, however often it is opened (the MCP
+// server); a base replaced since stays mapped until the process ends.
+var mapped struct {
+	sync.Mutex
+	files map[mappedKey][]byte
+}
+
+type mappedKey struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64
+}
+
+// readBase is ReadCache of the run index base, mapped into memory rather
+// than read: a show reads a few of its pages, not its ~86 MB at 1M runs.
+func (s *Store) readBase() (Fingerprint, []byte, error) {
+	f, err := os.Open(s.CachePath(RunIndexFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, RunIndexFile)
+	}
+	if err != nil {
+		return Fingerprint{}, nil, fmt.Errorf("unable to read cache: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Fingerprint{}, nil, fmt.Errorf("unable to read cache: %w", err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || st.Size() == 0 || st.Size() > 1<<40 {
+		return s.ReadCache(RunIndexFile, RunIndexVersion)
+	}
+	key := mappedKey{dev: uint64(sys.Dev), ino: uint64(sys.Ino), size: st.Size(), mtime: st.ModTime().UnixNano()}
+	mapped.Lock()
+	b, ok := mapped.files[key]
+	if !ok {
+		if b, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED); err != nil {
+			mapped.Unlock()
+			return s.ReadCache(RunIndexFile, RunIndexVersion)
+		}
+		if mapped.files == nil {
+			mapped.files = map[mappedKey][]byte{}
+		}
+		mapped.files[key] = b
+	}
+	mapped.Unlock()
+	return parseCache(b, RunIndexFile, RunIndexVersion)
 }

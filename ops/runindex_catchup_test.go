@@ -185,8 +185,8 @@ func sameIndex(t *testing.T, got, want *ledger.RunIndex) {
 		t.Fatalf("caught up: %d runs, covers %v, payload %x; rebuilt: %d runs, covers %v, payload %x",
 			got.Len(), got.Covers, got.Extra, want.Len(), want.Covers, want.Extra)
 	}
-	if fmt.Sprint(got.Names) != fmt.Sprint(want.Names) {
-		t.Errorf("names %v, rebuilt %v", got.Names, want.Names)
+	if fmt.Sprint(got.Names) != fmt.Sprint(want.Names) || fmt.Sprint(got.First) != fmt.Sprint(want.First) {
+		t.Errorf("names %v (first lines %v), rebuilt %v (%v)", got.Names, got.First, want.Names, want.First)
 	}
 	for i := range got.Len() {
 		gc, gf := got.Commit(i)

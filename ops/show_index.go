@@ -77,6 +77,7 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 		}
 	}
 	x.Extra = encodeIndexExtra(rp, fold)
+	x.SetFirst(nil)
 	if env.Catalog == nil {
 		_ = s.WriteRunIndex(x) // a failed cache write only costs the next command time
 	} else {
@@ -184,6 +185,7 @@ func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunInd
 		}
 	}
 	y.Extra = encodeIndexExtra(rp, fold)
+	y.SetFirst(x)
 	_ = s.WriteRunIndex(y) // a failed cache write only costs the next command time
 	return y, nil
 }
@@ -214,6 +216,9 @@ func (env Env) resolveIndexed(s *ledger.Store, x *ledger.RunIndex, name string) 
 		p, ok := x.Names[name]
 		if !ok {
 			return -1, env.nameError(s, name)
+		}
+		if f, ok := x.First[name]; ok {
+			return f, nil // its first line, found when the index was written
 		}
 		name = string(x.RunID(p))
 	}
