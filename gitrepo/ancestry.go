@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/memorylab/memorylab/ledger"
@@ -336,6 +337,11 @@ func (g *Repo) LineageRootForNewRunFrom(s *ledger.Store, p *ledger.Pass, id ledg
 	if err != nil {
 		return "", LineageMissing, err
 	}
+	if p == nil {
+		if root, state, ok, err := g.lineageRootWarm(s, id, h, kept); ok || err != nil {
+			return root, state, err
+		}
+	}
 	an, err := g.loadAncestryFrom(s, p)
 	if err != nil {
 		return "", LineageMissing, err
@@ -359,6 +365,171 @@ func (g *Repo) LineageRootForNewRunFrom(s *ledger.Store, p *ledger.Pass, id ledg
 	}
 	l := an.compute(runs).lineage(id, h, kept)
 	return l.Root, l.State, nil
+}
+
+// lineageRootWarm is LineageRootForNewRunFrom on a warm cache, reading the
+// kept-run table in place (rawKept) instead of decoding it: the programme
+// runs over the commits h reaches, with the kept runs whose commits are
+// among them (computeFrom), which gives compute's answer for h. ok is
+// false when the cache cannot be used this way (missing, damaged, of
+// another version, or for a rewritten ledger): the caller takes the full
+// path.
+func (g *Repo) lineageRootWarm(s *ledger.Store, id ledger.RunID, h plumbing.Hash, kept bool) (string, LineageState, bool, error) {
+	b, err := os.ReadFile(s.Path(ledger.CacheDir, ancestryFile))
+	if err != nil {
+		return "", "", false, nil
+	}
+	n, err := graphLen(b)
+	if err != nil || len(b)-ancestryHeader < n {
+		return "", "", false, nil
+	}
+	an := &ancestry{idx: map[plumbing.Hash]int32{}}
+	if an.decodeGraph(b[ancestryHeader:ancestryHeader+n]) != nil {
+		return "", "", false, nil
+	}
+	rk, err := parseKept(b[ancestryHeader+n:])
+	if err != nil || !s.StillCovers(rk.fp) {
+		return "", "", false, nil
+	}
+	var added []keptRun
+	scanned := 0
+	end, _, err := s.ScanFrom(rk.fp.Size, func(r *ledger.Record, _ int, _ int64) error {
+		scanned++
+		if r.Status == ledger.StatusKeep {
+			added = append(added, keptRunOf(r))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", LineageMissing, true, err
+	}
+	tips := []plumbing.Hash{h}
+	if err := rk.each(func(_ string, c []byte, _ string) {
+		if h := plumbing.Hash(c); !h.IsZero() {
+			tips = append(tips, h)
+		}
+	}); err != nil {
+		return "", "", false, nil
+	}
+	for _, k := range added {
+		if !k.commit.IsZero() {
+			tips = append(tips, k.commit)
+		}
+	}
+	if err := g.extend(an, tips); err != nil {
+		return "", LineageMissing, true, err
+	}
+	// resolveKept: the new runs, and the table's own runs when the graph
+	// grew (their resolved commits are written into the table in place).
+	patched := false
+	if an.grew {
+		_ = rk.each(func(_ string, c []byte, short string) {
+			if plumbing.Hash(c).IsZero() {
+				if r := an.expandShort(short); !r.IsZero() {
+					copy(c, r[:])
+					patched = true
+				}
+			}
+		})
+	}
+	for i := range added {
+		if added[i].commit.IsZero() {
+			added[i].commit = an.expandShort(added[i].short)
+		}
+	}
+	state, root := LineageMissing, ""
+	if hi, ok := an.idx[h]; ok {
+		in := map[plumbing.Hash]bool{}
+		for _, i := range an.ancestors(hi) {
+			in[an.hashes[i]] = true
+		}
+		var runs []keptRun
+		_ = rk.each(func(kid string, c []byte, _ string) {
+			if in[plumbing.Hash(c)] {
+				runs = append(runs, keptRun{id: ledger.RunID(kid), commit: plumbing.Hash(c)})
+			}
+		})
+		for _, k := range added {
+			if in[k.commit] {
+				runs = append(runs, k)
+			}
+		}
+		if kept {
+			runs = append(runs, keptRun{id: id, commit: h})
+		}
+		l := an.computeFrom(runs, []int32{hi}).lineage(id, h, kept)
+		state, root = l.State, l.Root
+	}
+	// The cache as loadAncestry and save would leave it.
+	fp := rk.fp
+	if end != rk.fp.Size {
+		if fp, err = s.FingerprintAt(end); err != nil {
+			return "", LineageMissing, true, err
+		}
+	}
+	if len(added) > 0 || scanned >= ancestryRescan || patched || an.dirty {
+		an.keptRaw = rk.section(fp, added)
+		an.dirty = true
+		an.save(s)
+	}
+	return root, state, true, nil
+}
+
+// rawKept is the kept-run table of a cache file, read in place: its
+// entries (id, 20-byte commit, short) are parsed as they are iterated.
+type rawKept struct {
+	fp      ledger.Fingerprint
+	n       int
+	entries []byte
+}
+
+// parseKept reads the ledger prefix and the entry count of a kept-run
+// section (what decodeKept reads), leaving the entries raw.
+func parseKept(raw []byte) (rawKept, error) {
+	d := ledger.NewDecoder(raw)
+	rk := rawKept{fp: ledger.Fingerprint{Size: d.Varint()}}
+	rk.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
+	rk.n = d.Count()
+	if d.Err() != nil {
+		return rawKept{}, errBadCache
+	}
+	rk.entries = d.Rest()
+	return rk, rk.each(func(string, []byte, string) {})
+}
+
+// each calls fn with every entry; commit is the entry's 20 bytes, which fn
+// may change in place.
+func (rk *rawKept) each(fn func(id string, commit []byte, short string)) error {
+	d := ledger.NewDecoder(rk.entries)
+	for range rk.n {
+		kid := d.Str()
+		c := d.Bytes(len(plumbing.ZeroHash))
+		short := d.Str()
+		if d.Err() != nil {
+			return errBadCache
+		}
+		fn(kid, c, short)
+	}
+	if d.Done() != nil {
+		return errBadCache
+	}
+	return nil
+}
+
+// section is the kept-run section covering fp: the entries read, then
+// added (encode's layout).
+func (rk *rawKept) section(fp ledger.Fingerprint, added []keptRun) []byte {
+	b := binary.AppendVarint(nil, fp.Size)
+	tail, _ := hex.DecodeString(fp.TailHash)
+	b = ledger.AppendString(b, string(tail))
+	b = binary.AppendUvarint(b, uint64(rk.n+len(added)))
+	b = append(b, rk.entries...)
+	for _, k := range added {
+		b = ledger.AppendString(b, string(k.id))
+		b = append(b, k.commit[:]...)
+		b = ledger.AppendString(b, k.short)
+	}
+	return b
 }
 
 // headHash is the commit HEAD points at, or zero.
@@ -1018,12 +1189,17 @@ func (an *ancestry) decodeGraph(data []byte) error {
 	return nil
 }
 
+// keptDecoded counts the kept-run entries decodeKept decoded (tests: log's
+// warm path reads the table in place).
+var keptDecoded atomic.Int64
+
 // decodeKept reads the ledger prefix covered and the kept-run table.
 func (an *ancestry) decodeKept(data []byte) error {
 	d := ledger.NewDecoder(data)
 	an.fp.Size = d.Varint()
 	an.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
 	an.kept = make([]keptRun, d.Count())
+	keptDecoded.Add(int64(len(an.kept)))
 	for i := range an.kept {
 		k := &an.kept[i]
 		k.id = ledger.RunID(d.Str())

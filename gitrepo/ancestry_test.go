@@ -87,7 +87,57 @@ func (f *lineageFixture) lineages() *LineageSet {
 		f.t.Fatal(err)
 	}
 	f.agree(ls, recs)
+	f.rootsAgree(recs)
 	return ls
+}
+
+// rootsAgree checks that log's lineage root of a new run on each record's
+// commit, read from a warm cache in place (lineageRootWarm), is the one
+// the full path (the kept-run table decoded, compute over every commit)
+// gives, without decoding the table.
+func (f *lineageFixture) rootsAgree(recs []ledger.Record) {
+	f.t.Helper()
+	for i, r := range recs {
+		if !IsFullHash(r.CommitFull) {
+			continue
+		}
+		h := plumbing.NewHash(r.CommitFull)
+		for _, kept := range []bool{false, true} {
+			id := ledger.RunID(fmt.Sprintf("20261122T029999Z-new-%d", i))
+			g := f.open()
+			an, err := g.loadAncestry(f.store)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			tips := []plumbing.Hash{h}
+			for _, k := range an.kept {
+				if !k.commit.IsZero() {
+					tips = append(tips, k.commit)
+				}
+			}
+			if err := g.extend(an, tips); err != nil {
+				f.t.Fatal(err)
+			}
+			an.resolveKept()
+			an.save(f.store)
+			runs := append([]keptRun(nil), an.kept...)
+			if kept {
+				runs = append(runs, keptRun{id: id, commit: h})
+			}
+			want := an.compute(runs).lineage(id, h, kept)
+			before := keptDecoded.Load()
+			root, state, ok, err := g.lineageRootWarm(f.store, id, h, kept)
+			if err != nil || !ok {
+				f.t.Fatalf("warm path: ok %v, %v", ok, err)
+			}
+			if n := keptDecoded.Load() - before; n != 0 {
+				f.t.Errorf("the warm path decoded %d kept-run entries, want none", n)
+			}
+			if root != want.Root || state != want.State {
+				f.t.Errorf("%s (kept %v): warm root %s %s, full %s %s", r.Description, kept, ledger.Short(root), state, ledger.Short(want.Root), want.State)
+			}
+		}
+	}
 }
 
 // agree checks that each run's lineage alone (LineageOf, show's) is the
