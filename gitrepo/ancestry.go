@@ -444,7 +444,7 @@ func (g *Repo) lineageRootWarm(s *ledger.Store, id ledger.RunID, h plumbing.Hash
 			in[an.hashes[i]] = true
 		}
 		var runs []keptRun
-		_ = rk.each(func(kid string, c []byte, _ string) {
+		_ = rk.each(func(kid string, c []byte, _ string) { // checked whole when the tips were listed
 			if in[plumbing.Hash(c)] {
 				runs = append(runs, keptRun{id: ledger.RunID(kid), commit: plumbing.Hash(c)})
 			}
@@ -493,8 +493,8 @@ func parseKept(raw []byte) (rawKept, error) {
 	if d.Err() != nil {
 		return rawKept{}, errBadCache
 	}
-	rk.entries = d.Rest()
-	return rk, rk.each(func(string, []byte, string) {})
+	rk.entries = d.Rest() // checked as they are iterated (each)
+	return rk, nil
 }
 
 // each calls fn with every entry; commit is the entry's 20 bytes, which fn
