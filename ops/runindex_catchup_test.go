@@ -81,6 +81,11 @@ func TestRunIndexFollowsTheLedger(t *testing.T) {
 			run(4, ledger.StatusDiscard, 0.5, "", map[string]any{"kind": arcmemo.KindSolvePass, "producer": "arcmemo", "run_id": "am-1", "pass_index": 0.0, "passes": 2.0, "final_pass": false}),
 			run(5, ledger.StatusKeep, 0.5, "", map[string]any{"kind": arcmemo.KindMemorySnapshot, "producer": "arcmemo", "run_id": "am-1"}))},
 		{name: "one run, so previous is the index's latest", added: 1, add: appendRuns(run(6, ledger.StatusDiscard, 1.2, "", nil))},
+		{name: "two runs of one second, the later logged first in the one order", added: 2, add: func() {
+			a, b := run(10, ledger.StatusKeep, 0.7, "", nil), run(11, ledger.StatusDiscard, 0.99, "", nil)
+			b.Timestamp, b.RunID = a.Timestamp, a.RunID[:len(a.RunID)-1]+"0" // same second, sorts first
+			appendRuns(a, b)()
+		}},
 		{name: "the tail merged into the base", added: 2, merge: true, add: func() {
 			old := ledger.MaxRunIndexTail
 			ledger.MaxRunIndexTail = 1

@@ -107,21 +107,23 @@ func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunInd
 		return nil, nil
 	}
 	n := x.Len()
-	prevTS, prevID := "", ledger.RunID("")
+	lastTS, lastID := "", ledger.RunID("")
 	if n > 0 {
-		prevTS, prevID = x.Timestamp(n-1), x.RunID(n-1)
+		lastTS, lastID = x.Timestamp(n-1), x.RunID(n-1)
 	}
-	var runs []ledger.Record
-	var offs []int64
+	type line struct {
+		rec ledger.Record
+		off int64
+	}
+	var lines []line
 	end, warnings, err := s.ScanFrom(x.Covers.Size, func(r *ledger.Record, _ int, off int64) error {
 		if r.Correction != nil {
 			return errRebuildIndex // any run may be retracted: the catalog's rule
 		}
-		if prevID != "" && !ledger.TimestampBefore(prevTS, prevID, r.Timestamp, r.RunID) {
+		if lastID != "" && !ledger.TimestampBefore(lastTS, lastID, r.Timestamp, r.RunID) {
 			return errRebuildIndex // not after every run of the index: the one order of runs
 		}
-		prevTS, prevID = r.Timestamp, r.RunID
-		runs, offs = append(runs, ledger.SlimRecord(r, s.Config.Metric)), append(offs, off)
+		lines = append(lines, line{ledger.SlimRecord(r, s.Config.Metric), off})
 		return nil
 	})
 	if errors.Is(err, errRebuildIndex) {
@@ -139,6 +141,21 @@ func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunInd
 	covers, err := s.FingerprintAt(end)
 	if err != nil {
 		return nil, err
+	}
+	// The new runs in the one order of runs (two logged in one second
+	// may sort either way), after every run of x.
+	slices.SortStableFunc(lines, func(a, b line) int {
+		switch {
+		case ledger.TimestampBefore(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID):
+			return -1
+		case ledger.TimestampBefore(b.rec.Timestamp, b.rec.RunID, a.rec.Timestamp, a.rec.RunID):
+			return 1
+		}
+		return 0
+	})
+	runs, offs := make([]ledger.Record, len(lines)), make([]int64, len(lines))
+	for i := range lines {
+		runs[i], offs[i] = lines[i].rec, lines[i].off
 	}
 	// A run that arrives after its retraction counts nowhere (the catalog
 	// keeps it apart).
