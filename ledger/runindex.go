@@ -99,7 +99,25 @@ type RunIndex struct {
 	First       map[string]int
 	Corrections []Record // the catalog's correction lines
 	Extra       []byte   // the caller's payload (ops: replicate groups and the champion's fold)
+	// BaseNames, BaseFirst and BaseExtra are Names, First and Extra as
+	// they were for the base's runs alone (the caller sets them when the
+	// base is new), so that the tail's runs can be appended again in
+	// another order (Base).
+	BaseNames, BaseFirst map[string]int
+	BaseExtra            []byte
 }
+
+// Base is the index of the base's runs alone, with the names and payload
+// they had (BaseNames, BaseFirst, BaseExtra), to append the tail's runs and
+// newer ones to in the one order of runs.
+func (x *RunIndex) Base() *RunIndex {
+	return &RunIndex{Covers: x.baseCovers, Metric: x.Metric, Goal: x.Goal, base: x.base, baseCovers: x.baseCovers, baseDirty: x.baseDirty,
+		Names: maps.Clone(x.BaseNames), First: maps.Clone(x.BaseFirst), Corrections: x.Corrections, Extra: x.BaseExtra,
+		BaseNames: x.BaseNames, BaseFirst: x.BaseFirst, BaseExtra: x.BaseExtra}
+}
+
+// BaseLen is how many runs the base holds.
+func (x *RunIndex) BaseLen() int { return x.base.n }
 
 // runPart is the columns of some runs: offsets (8 bytes a run, little
 // endian) and flags (1 byte a run) are fixed-width; each string column is
@@ -300,7 +318,8 @@ func joinParts(a, b *runPart) runPart {
 func (x *RunIndex) Append(runs []Record, offs []int64, counted []bool, covers Fingerprint) *RunIndex {
 	add := newRunPart(runs, offs, counted)
 	y := &RunIndex{Covers: covers, Metric: x.Metric, Goal: x.Goal, base: x.base, baseCovers: x.baseCovers,
-		baseDirty: x.baseDirty, Names: maps.Clone(x.Names), First: maps.Clone(x.First), Corrections: x.Corrections, Extra: x.Extra}
+		baseDirty: x.baseDirty, Names: maps.Clone(x.Names), First: maps.Clone(x.First), Corrections: x.Corrections, Extra: x.Extra,
+		BaseNames: x.BaseNames, BaseFirst: x.BaseFirst, BaseExtra: x.BaseExtra}
 	y.tail = joinParts(&x.tail, &add)
 	if y.tail.n > MaxRunIndexTail {
 		y.base, y.tail = joinParts(&y.base, &y.tail), runPart{}
@@ -452,7 +471,7 @@ func (s *Store) WriteRunIndex(x *RunIndex) error {
 	if err != nil {
 		return err
 	}
-	for _, names := range []map[string]int{x.Names, x.First} {
+	for _, names := range []map[string]int{x.Names, x.First, x.BaseNames, x.BaseFirst} {
 		b = binary.AppendUvarint(b, uint64(len(names)))
 		for _, name := range slices.Sorted(maps.Keys(names)) {
 			b = AppendString(b, name)
@@ -461,6 +480,7 @@ func (s *Store) WriteRunIndex(x *RunIndex) error {
 	}
 	b = appendCorrections(b, x.Corrections)
 	b = AppendString(b, string(x.Extra))
+	b = AppendString(b, string(x.BaseExtra))
 	if err := s.WriteCache(RunIndexTailFile, RunIndexVersion, x.Covers, b); err != nil {
 		return err
 	}
@@ -529,11 +549,15 @@ func (s *Store) OpenRunIndex(metric, goal string) (x *RunIndex, current bool, er
 		return nil, false, damaged
 	}
 	n := x.Len()
-	x.First = map[string]int{}
-	for _, names := range []map[string]int{x.Names, x.First} {
+	x.First, x.BaseNames, x.BaseFirst = map[string]int{}, map[string]int{}, map[string]int{}
+	for k, names := range []map[string]int{x.Names, x.First, x.BaseNames, x.BaseFirst} {
+		limit := n
+		if k >= 2 {
+			limit = x.base.n
+		}
 		for k := d.Count(); k > 0 && d.Err() == nil; k-- {
 			name, pos := d.Str(), int(d.Uvarint())
-			if pos < 0 || pos >= n {
+			if pos < 0 || pos >= limit {
 				return nil, false, damaged
 			}
 			names[name] = pos
@@ -541,6 +565,7 @@ func (s *Store) OpenRunIndex(metric, goal string) (x *RunIndex, current bool, er
 	}
 	x.Corrections = decodeCorrections(d)
 	x.Extra = []byte(d.Str())
+	x.BaseExtra = []byte(d.Str())
 	if err := d.Done(); err != nil {
 		return nil, false, err
 	}

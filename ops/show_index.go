@@ -78,6 +78,7 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 	}
 	x.Extra = encodeIndexExtra(rp, fold)
 	x.SetFirst(nil)
+	x.BaseNames, x.BaseFirst, x.BaseExtra = x.Names, x.First, x.Extra
 	if env.Catalog == nil {
 		_ = s.WriteRunIndex(x) // a failed cache write only costs the next command time
 	} else {
@@ -102,27 +103,28 @@ var errRebuildIndex = errors.New("the run index must be rebuilt")
 // the caller rebuilds.
 func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunIndex, error) {
 	g := registry.GoalOf(s.Config)
-	rp, fold, err := decodeIndexExtra(x.Extra, g)
-	if err != nil {
-		return nil, nil
-	}
-	n := x.Len()
-	lastTS, lastID := "", ledger.RunID("")
+	n, nb := x.Len(), x.BaseLen()
+	lastTS, lastID, baseTS, baseID := "", ledger.RunID(""), "", ledger.RunID("")
 	if n > 0 {
 		lastTS, lastID = x.Timestamp(n-1), x.RunID(n-1)
+	}
+	if nb > 0 {
+		baseTS, baseID = x.Timestamp(nb-1), x.RunID(nb-1)
 	}
 	type line struct {
 		rec ledger.Record
 		off int64
 	}
 	var lines []line
+	among := false // a new run sorts among the tail's runs
 	end, warnings, err := s.ScanFrom(x.Covers.Size, func(r *ledger.Record, _ int, off int64) error {
 		if r.Correction != nil {
 			return errRebuildIndex // any run may be retracted: the catalog's rule
 		}
-		if lastID != "" && !ledger.TimestampBefore(lastTS, lastID, r.Timestamp, r.RunID) {
-			return errRebuildIndex // not after every run of the index: the one order of runs
+		if baseID != "" && !ledger.TimestampBefore(baseTS, baseID, r.Timestamp, r.RunID) {
+			return errRebuildIndex // not after every run of the base: the one order of runs
 		}
+		among = among || lastID != "" && !ledger.TimestampBefore(lastTS, lastID, r.Timestamp, r.RunID)
 		lines = append(lines, line{ledger.SlimRecord(r, s.Config.Metric), off})
 		return nil
 	})
@@ -141,6 +143,27 @@ func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunInd
 	covers, err := s.FingerprintAt(end)
 	if err != nil {
 		return nil, err
+	}
+	if among {
+		// A run of the same second as the index's last but sorting before
+		// it: the tail's runs are read again and appended to the base
+		// with the new ones, from the base's names and folds.
+		ids, offs := make([]ledger.RunID, 0, x.TailLen()), make([]int64, 0, x.TailLen())
+		for i := nb; i < n; i++ {
+			ids, offs = append(ids, x.RunID(i)), append(offs, x.Offset(i))
+		}
+		full, err := s.ReadRunsAt(ids, offs)
+		if err != nil {
+			return nil, nil
+		}
+		for i, r := range full {
+			lines = append(lines, line{ledger.SlimRecord(r, s.Config.Metric), offs[i]})
+		}
+		x, n = x.Base(), nb
+	}
+	rp, fold, err := decodeIndexExtra(x.Extra, g)
+	if err != nil {
+		return nil, nil
 	}
 	// The new runs in the one order of runs (two logged in one second
 	// may sort either way), after every run of x.
@@ -203,6 +226,9 @@ func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunInd
 	}
 	y.Extra = encodeIndexExtra(rp, fold)
 	y.SetFirst(x)
+	if y.TailLen() == 0 { // merged into a new base
+		y.BaseNames, y.BaseFirst, y.BaseExtra = y.Names, y.First, y.Extra
+	}
 	_ = s.WriteRunIndex(y) // a failed cache write only costs the next command time
 	return y, nil
 }
