@@ -403,14 +403,11 @@ func (g *Repo) lineageRootWarm(s *ledger.Store, id ledger.RunID, h plumbing.Hash
 	if err != nil {
 		return "", LineageMissing, true, err
 	}
+	// The table's own commits were tips when their runs were added: the
+	// graph holds them and their ancestors, or retries their missing
+	// parents (extend's frontier); one the graph lacks and h does not
+	// reach takes no part in h's lineage.
 	tips := []plumbing.Hash{h}
-	if err := rk.each(func(_ string, c []byte, _ string) {
-		if h := plumbing.Hash(c); !h.IsZero() {
-			tips = append(tips, h)
-		}
-	}); err != nil {
-		return "", "", false, nil
-	}
 	for _, k := range added {
 		if !k.commit.IsZero() {
 			tips = append(tips, k.commit)
@@ -438,17 +435,23 @@ func (g *Repo) lineageRootWarm(s *ledger.Store, id ledger.RunID, h plumbing.Hash
 		}
 	}
 	state, root := LineageMissing, ""
-	if hi, ok := an.idx[h]; ok {
+	hi, ok := an.idx[h]
+	if !ok && rk.each(func(string, []byte, string) {}) != nil {
+		return "", "", false, nil // a damaged table: the full path rebuilds it
+	}
+	if ok {
 		in := map[plumbing.Hash]bool{}
 		for _, i := range an.ancestors(hi) {
 			in[an.hashes[i]] = true
 		}
 		var runs []keptRun
-		_ = rk.each(func(kid string, c []byte, _ string) { // checked whole when the tips were listed
+		if err := rk.each(func(kid string, c []byte, _ string) {
 			if in[plumbing.Hash(c)] {
 				runs = append(runs, keptRun{id: ledger.RunID(kid), commit: plumbing.Hash(c)})
 			}
-		})
+		}); err != nil {
+			return "", "", false, nil
+		}
 		for _, k := range added {
 			if in[k.commit] {
 				runs = append(runs, k)
