@@ -1058,7 +1058,7 @@ func (x *Index) lineAt(offset int64) ([]byte, error) {
 		x.ledger = f
 	}
 	if x.buf == nil {
-		x.buf = make([]byte, 8192)
+		x.buf = make([]byte, 4096) // a ledger line is ~2 KB on average; a longer one takes more reads
 	}
 	buf := x.buf
 	var line []byte
