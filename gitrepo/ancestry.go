@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/memorylab/memorylab/ledger"
@@ -198,6 +200,123 @@ func (g *Repo) Lineages(s *ledger.Store, recs []ledger.Record) (*LineageSet, err
 	return ls, nil
 }
 
+// LineageOf is the lineage of one run (id, with its short and full
+// commit; kept when its status is keep) among keptRuns (the kept runs that
+// count, in the one order of runs), as Lineages computes it for every run,
+// and whether its commit is reachable from HEAD (ReachableFromHEAD). Only
+// the run's own ancestry takes part: the programme runs over the commits
+// its commit reaches, and a kept run only when its commit is one of them
+// (issue 30: show computed the lineages of the 540,000 kept runs of a
+// 1M-run ledger to print one). The ancestry cache's kept-run table (log's)
+// is neither read nor caught up; its commit graph is extended and saved.
+func (g *Repo) LineageOf(s *ledger.Store, id ledger.RunID, short, full string, kept bool, keptRuns ledger.RunKeys) (Lineage, Reach, error) {
+	an := loadGraph(s)
+	defer an.save(s)
+	// The run's commit as Lineages resolves it: commit_full, else its pin,
+	// else the short hash among the graph's commits. The refs are listed
+	// only when a commit_full is missing, as there.
+	var snap *refs
+	snapshot := func() error {
+		if snap != nil {
+			return nil
+		}
+		r, err := g.refSnapshot()
+		if err != nil {
+			return err
+		}
+		snap = &r
+		return g.extend(an, r.tips())
+	}
+	var h plumbing.Hash
+	var tips []plumbing.Hash
+	if IsFullHash(full) {
+		h = plumbing.NewHash(full)
+		tips = append(tips, h)
+	}
+	head := g.headHash()
+	if !head.IsZero() {
+		tips = append(tips, head)
+	}
+	if err := g.extend(an, tips); err != nil {
+		return Lineage{}, ReachMissing, err
+	}
+	if h.IsZero() {
+		if err := snapshot(); err != nil {
+			return Lineage{}, ReachMissing, err
+		}
+		if p, ok := snap.pins[id]; ok {
+			h = p
+		} else {
+			h = an.expandShort(short)
+		}
+	}
+	hi, ok := an.idx[h]
+	if h.IsZero() || !ok {
+		return Lineage{Run: id, State: LineageMissing}, ReachMissing, nil
+	}
+	// The kept runs whose commits h reaches, in keptRuns' order.
+	closure := an.ancestors(hi)
+	byHex := make(map[string]bool, len(closure))
+	in := make(map[int32]bool, len(closure))
+	for _, i := range closure {
+		byHex[an.hashes[i].String()] = true
+		in[i] = true
+	}
+	var runs []keptRun
+	for i := range keptRuns.Len() {
+		sh, fu := keptRuns.Commit(i)
+		var c plumbing.Hash
+		switch {
+		case IsFullHash(fu):
+			if !byHex[fu] {
+				continue
+			}
+			c = plumbing.NewHash(fu)
+		default:
+			rid := keptRuns.RunID(i)
+			if err := snapshot(); err != nil {
+				return Lineage{}, ReachMissing, err
+			}
+			if p, ok := snap.pins[rid]; ok {
+				c = p
+			} else {
+				c = an.expandShort(sh)
+			}
+			if ci, ok := an.idx[c]; c.IsZero() || !ok || !in[ci] {
+				continue
+			}
+		}
+		runs = append(runs, keptRun{id: keptRuns.RunID(i), commit: c})
+	}
+	l := an.computeFrom(runs, []int32{hi}).lineage(id, h, kept)
+	reach := ReachMissing
+	if hd, ok := an.idx[head]; ok && !head.IsZero() {
+		reach = an.reaches(hd, hi)
+	}
+	return l, reach, nil
+}
+
+// ancestors is commit i and every commit it reaches in the graph (not past
+// a shallow boundary or a missing parent): the commits a programme from i
+// visits.
+func (an *ancestry) ancestors(i int32) []int32 {
+	seen := map[int32]bool{i: true}
+	out := []int32{i}
+	for k := 0; k < len(out); k++ {
+		c := out[k]
+		if an.shallow[an.hashes[c]] {
+			continue
+		}
+		for _, ph := range an.parents[c] {
+			if p, ok := an.idx[ph]; ok && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // LineageRootForNewRun computes the lineage root of a run about to be
 // logged on commit (full hash), without reading the ledger: the kept runs
 // are kept in the ancestry cache and caught up from the ledger tail
@@ -217,6 +336,11 @@ func (g *Repo) LineageRootForNewRunFrom(s *ledger.Store, p *ledger.Pass, id ledg
 	h, err := g.parseFullHash(commit)
 	if err != nil {
 		return "", LineageMissing, err
+	}
+	if p == nil {
+		if root, state, ok, err := g.lineageRootWarm(s, id, h, kept); ok || err != nil {
+			return root, state, err
+		}
 	}
 	an, err := g.loadAncestryFrom(s, p)
 	if err != nil {
@@ -241,6 +365,174 @@ func (g *Repo) LineageRootForNewRunFrom(s *ledger.Store, p *ledger.Pass, id ledg
 	}
 	l := an.compute(runs).lineage(id, h, kept)
 	return l.Root, l.State, nil
+}
+
+// lineageRootWarm is LineageRootForNewRunFrom on a warm cache, reading the
+// kept-run table in place (rawKept) instead of decoding it: the programme
+// runs over the commits h reaches, with the kept runs whose commits are
+// among them (computeFrom), which gives compute's answer for h. ok is
+// false when the cache cannot be used this way (missing, damaged, of
+// another version, or for a rewritten ledger): the caller takes the full
+// path.
+func (g *Repo) lineageRootWarm(s *ledger.Store, id ledger.RunID, h plumbing.Hash, kept bool) (string, LineageState, bool, error) {
+	b, err := os.ReadFile(s.Path(ledger.CacheDir, ancestryFile))
+	if err != nil {
+		return "", "", false, nil
+	}
+	n, err := graphLen(b)
+	if err != nil || len(b)-ancestryHeader < n {
+		return "", "", false, nil
+	}
+	an := &ancestry{idx: map[plumbing.Hash]int32{}}
+	if an.decodeGraph(b[ancestryHeader:ancestryHeader+n]) != nil {
+		return "", "", false, nil
+	}
+	rk, err := parseKept(b[ancestryHeader+n:])
+	if err != nil || !s.StillCovers(rk.fp) {
+		return "", "", false, nil
+	}
+	var added []keptRun
+	scanned := 0
+	end, _, err := s.ScanFrom(rk.fp.Size, func(r *ledger.Record, _ int, _ int64) error {
+		scanned++
+		if r.Status == ledger.StatusKeep {
+			added = append(added, keptRunOf(r))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", LineageMissing, true, err
+	}
+	// The table's own commits were tips when their runs were added: the
+	// graph holds them and their ancestors, or retries their missing
+	// parents (extend's frontier); one the graph lacks and h does not
+	// reach takes no part in h's lineage.
+	tips := []plumbing.Hash{h}
+	for _, k := range added {
+		if !k.commit.IsZero() {
+			tips = append(tips, k.commit)
+		}
+	}
+	if err := g.extend(an, tips); err != nil {
+		return "", LineageMissing, true, err
+	}
+	// resolveKept: the new runs, and the table's own runs when the graph
+	// grew (their resolved commits are written into the table in place).
+	patched := false
+	if an.grew {
+		_ = rk.each(func(_ string, c []byte, short string) {
+			if plumbing.Hash(c).IsZero() {
+				if r := an.expandShort(short); !r.IsZero() {
+					copy(c, r[:])
+					patched = true
+				}
+			}
+		})
+	}
+	for i := range added {
+		if added[i].commit.IsZero() {
+			added[i].commit = an.expandShort(added[i].short)
+		}
+	}
+	state, root := LineageMissing, ""
+	hi, ok := an.idx[h]
+	if !ok && rk.each(func(string, []byte, string) {}) != nil {
+		return "", "", false, nil // a damaged table: the full path rebuilds it
+	}
+	if ok {
+		in := map[plumbing.Hash]bool{}
+		for _, i := range an.ancestors(hi) {
+			in[an.hashes[i]] = true
+		}
+		var runs []keptRun
+		if err := rk.each(func(kid string, c []byte, _ string) {
+			if in[plumbing.Hash(c)] {
+				runs = append(runs, keptRun{id: ledger.RunID(kid), commit: plumbing.Hash(c)})
+			}
+		}); err != nil {
+			return "", "", false, nil
+		}
+		for _, k := range added {
+			if in[k.commit] {
+				runs = append(runs, k)
+			}
+		}
+		if kept {
+			runs = append(runs, keptRun{id: id, commit: h})
+		}
+		l := an.computeFrom(runs, []int32{hi}).lineage(id, h, kept)
+		state, root = l.State, l.Root
+	}
+	// The cache as loadAncestry and save would leave it.
+	fp := rk.fp
+	if end != rk.fp.Size {
+		if fp, err = s.FingerprintAt(end); err != nil {
+			return "", LineageMissing, true, err
+		}
+	}
+	if len(added) > 0 || scanned >= ancestryRescan || patched || an.dirty {
+		an.keptRaw = rk.section(fp, added)
+		an.dirty = true
+		an.save(s)
+	}
+	return root, state, true, nil
+}
+
+// rawKept is the kept-run table of a cache file, read in place: its
+// entries (id, 20-byte commit, short) are parsed as they are iterated.
+type rawKept struct {
+	fp      ledger.Fingerprint
+	n       int
+	entries []byte
+}
+
+// parseKept reads the ledger prefix and the entry count of a kept-run
+// section (what decodeKept reads), leaving the entries raw.
+func parseKept(raw []byte) (rawKept, error) {
+	d := ledger.NewDecoder(raw)
+	rk := rawKept{fp: ledger.Fingerprint{Size: d.Varint()}}
+	rk.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
+	rk.n = d.Count()
+	if d.Err() != nil {
+		return rawKept{}, errBadCache
+	}
+	rk.entries = d.Rest() // checked as they are iterated (each)
+	return rk, nil
+}
+
+// each calls fn with every entry; commit is the entry's 20 bytes, which fn
+// may change in place.
+func (rk *rawKept) each(fn func(id string, commit []byte, short string)) error {
+	d := ledger.NewDecoder(rk.entries)
+	for range rk.n {
+		kid := d.Str()
+		c := d.Bytes(len(plumbing.ZeroHash))
+		short := d.Str()
+		if d.Err() != nil {
+			return errBadCache
+		}
+		fn(kid, c, short)
+	}
+	if d.Done() != nil {
+		return errBadCache
+	}
+	return nil
+}
+
+// section is the kept-run section covering fp: the entries read, then
+// added (encode's layout).
+func (rk *rawKept) section(fp ledger.Fingerprint, added []keptRun) []byte {
+	b := binary.AppendVarint(nil, fp.Size)
+	tail, _ := hex.DecodeString(fp.TailHash)
+	b = ledger.AppendString(b, string(tail))
+	b = binary.AppendUvarint(b, uint64(rk.n+len(added)))
+	b = append(b, rk.entries...)
+	for _, k := range added {
+		b = ledger.AppendString(b, string(k.id))
+		b = append(b, k.commit[:]...)
+		b = ledger.AppendString(b, k.short)
+	}
+	return b
 }
 
 // headHash is the commit HEAD points at, or zero.
@@ -272,7 +564,11 @@ type ancestry struct {
 	dirty   bool               // graph or kept changed since loading
 	grew    bool               // commits were added since loading
 	tried   int                // kept[:tried] were resolved against the graph as loaded
-	short   map[int]map[string][]int32
+	// keptUnread: only the graph was read (loadGraph); kept and fp are
+	// empty, and keptRaw is the file's table when saving.
+	keptUnread bool
+	keptRaw    []byte
+	short      map[int]map[string][]int32
 }
 
 func (an *ancestry) add(h plumbing.Hash, parents []plumbing.Hash) int32 {
@@ -405,7 +701,12 @@ type dpResult struct {
 
 // compute runs the dynamic programme over every commit in the graph, in
 // topological order (parents first).
-func (an *ancestry) compute(kept []keptRun) *dpResult {
+func (an *ancestry) compute(kept []keptRun) *dpResult { return an.computeFrom(kept, nil) }
+
+// computeFrom is compute over the commits starts reach (every commit when
+// starts is nil): a commit's results depend on its ancestors alone, so
+// they are the ones compute gives.
+func (an *ancestry) computeFrom(kept []keptRun, starts []int32) *dpResult {
 	n := len(an.hashes)
 	d := &dpResult{an: an, gen: make([]int32, n), unknown: make([]LineageState, n), oldest: make([]int32, n),
 		nearest: make([]int32, n), keptAt: map[int32]ledger.RunID{}, order: map[int32]int{}, chain: make([]int32, n)}
@@ -424,11 +725,17 @@ func (an *ancestry) compute(kept []keptRun) *dpResult {
 		i    int32
 		next int
 	}
-	for root := 0; root < n; root++ {
+	if starts == nil {
+		starts = make([]int32, n)
+		for i := range starts {
+			starts[i] = int32(i)
+		}
+	}
+	for _, root := range starts {
 		if state[root] != 0 {
 			continue
 		}
-		stack := []frame{{i: int32(root)}}
+		stack := []frame{{i: root}}
 		state[root] = 1
 		for len(stack) > 0 {
 			top := &stack[len(stack)-1]
@@ -585,22 +892,28 @@ func (an *ancestry) reaches(from, target int32) Reach {
 	return ReachNo
 }
 
-// The ancestry cache file, <store>/cache/ancestry.bin:
+// The ancestry cache file, <store>/cache/ancestry.bin (version 3):
 //
 //	magic "MLANC" + version byte + '\n'
-//	ledger fingerprint: size int64, tail sha256 (32 bytes)
-//	kept runs: count uint32, then per run: id (uint16 length + bytes),
-//	  commit (20 bytes, zero when unresolved), short (uint8 length + bytes)
-//	commits: count uint32, then per commit: hash (20 bytes), parent count
-//	  (uint8), parents (20 bytes each)
+//	the graph's length in bytes (uint64, little-endian)
+//	commits: count, then per commit: hash (20 bytes), parent count,
+//	  parents (20 bytes each)
+//	ledger fingerprint: size, tail sha256 (32 bytes)
+//	kept runs: count, then per run: id, commit (20 bytes, zero when
+//	  unresolved), short
 //
-// All integers little-endian. Commits are immutable, so graph entries never
-// go stale; the kept-run table covers the ledger prefix of the fingerprint
-// and is caught up with ScanFrom, or rebuilt when the ledger was rewritten.
+// Counts and sizes are varints, strings length-prefixed (ledger/codec.go).
+// Commits are immutable, so graph entries never go stale; the kept-run
+// table covers the ledger prefix of the fingerprint and is caught up with
+// ScanFrom, or rebuilt when the ledger was rewritten.
 const (
 	ancestryFile = "ancestry.bin"
 	// ancestryVersion: 1 = first format.
-	ancestryVersion = 2 // 2: varints and length-prefixed strings (ledger/codec.go)
+	// 2: varints and length-prefixed strings (ledger/codec.go).
+	// 3: the graph first, after its length, then the ledger prefix and
+	// the kept runs, so that a command needing the graph alone (show)
+	// reads no more of the file (issue 30).
+	ancestryVersion = 3
 )
 
 var ancestryMagic = []byte("MLANC")
@@ -614,13 +927,7 @@ func (g *Repo) loadAncestry(s *ledger.Store) (*ancestry, error) { return g.loadA
 // ledger from its start (ledger.Pass): a kept-run table that covers less
 // than p is taken from p, and only the ledger after p is scanned.
 func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, error) {
-	an := &ancestry{idx: map[plumbing.Hash]int32{}}
-	path := s.Path(ledger.CacheDir, ancestryFile)
-	if b, err := os.ReadFile(path); err == nil {
-		if derr := an.decode(b); derr != nil {
-			an = &ancestry{idx: map[plumbing.Hash]int32{}, dirty: true}
-		}
-	}
+	an := readAncestry(s)
 	if an.fp.Size > 0 && !s.StillCovers(an.fp) {
 		an.kept, an.fp, an.dirty = nil, ledger.Fingerprint{}, true
 	}
@@ -664,6 +971,67 @@ func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, err
 	return an, nil
 }
 
+// readAncestry reads the cache (an empty graph when it is missing, of
+// another version or damaged: it is only a cache).
+func readAncestry(s *ledger.Store) *ancestry {
+	an := &ancestry{idx: map[plumbing.Hash]int32{}}
+	if b, err := os.ReadFile(s.Path(ledger.CacheDir, ancestryFile)); err == nil {
+		if derr := an.decode(b); derr != nil {
+			an = &ancestry{idx: map[plumbing.Hash]int32{}, dirty: true}
+		}
+	}
+	return an
+}
+
+// loadGraph reads the cache's commit graph alone: the kept-run table,
+// after it in the file (~10 MB at 1M runs), is neither read nor caught up.
+// Saving such a graph copies the table from the file as it is then
+// (keptSection).
+func loadGraph(s *ledger.Store) *ancestry {
+	an := &ancestry{idx: map[plumbing.Hash]int32{}, keptUnread: true}
+	f, err := os.Open(s.Path(ledger.CacheDir, ancestryFile))
+	if err != nil {
+		return an
+	}
+	defer f.Close()
+	hdr := make([]byte, ancestryHeader)
+	_, err = io.ReadFull(f, hdr)
+	n := 0
+	if err == nil {
+		n, err = graphLen(hdr)
+	}
+	if err == nil {
+		graph := make([]byte, n)
+		if _, err = io.ReadFull(f, graph); err == nil {
+			err = an.decodeGraph(graph)
+		}
+	}
+	if err != nil {
+		// Another version (2 is read and written back as 3) or damaged:
+		// read as log does.
+		return readAncestry(s)
+	}
+	return an
+}
+
+// keptSection is the ledger prefix and kept-run table of the cache file as
+// it is now, raw; false when it cannot be read.
+func keptSection(path string) ([]byte, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	n, err := graphLen(b)
+	if err != nil || len(b)-ancestryHeader < n {
+		return nil, false
+	}
+	raw := b[ancestryHeader+n:]
+	if (&ancestry{}).decodeKept(raw) != nil {
+		return nil, false
+	}
+	return raw, true
+}
+
 // keptRunOf is the kept-run entry of a kept record.
 func keptRunOf(r *ledger.Record) keptRun {
 	k := keptRun{id: r.RunID, short: r.Commit}
@@ -687,6 +1055,15 @@ func (an *ancestry) save(s *ledger.Store) {
 		return
 	}
 	dir := s.Path(ledger.CacheDir)
+	if an.keptUnread {
+		// Only the graph was read: keep the file's kept-run table, whole
+		// (a table that cannot be read leaves the file as it is).
+		raw, ok := keptSection(filepath.Join(dir, ancestryFile))
+		if !ok {
+			return
+		}
+		an.keptRaw = raw
+	}
 	if err := s.EnsureCacheDir(); err != nil {
 		return
 	}
@@ -707,6 +1084,20 @@ func (an *ancestry) encode() []byte {
 	b := make([]byte, 0, 64+len(an.hashes)*42+len(an.kept)*64)
 	b = append(b, ancestryMagic...)
 	b = append(b, ancestryVersion, '\n')
+	b = binary.LittleEndian.AppendUint64(b, 0) // the graph's length, below
+	start := len(b)
+	b = binary.AppendUvarint(b, uint64(len(an.hashes)))
+	for i, h := range an.hashes {
+		b = append(b, h[:]...)
+		b = binary.AppendUvarint(b, uint64(len(an.parents[i])))
+		for _, p := range an.parents[i] {
+			b = append(b, p[:]...)
+		}
+	}
+	binary.LittleEndian.PutUint64(b[start-8:], uint64(len(b)-start))
+	if an.keptRaw != nil {
+		return append(b, an.keptRaw...)
+	}
 	b = binary.AppendVarint(b, an.fp.Size)
 	tail, _ := hex.DecodeString(an.fp.TailHash)
 	b = ledger.AppendString(b, string(tail))
@@ -716,24 +1107,48 @@ func (an *ancestry) encode() []byte {
 		b = append(b, k.commit[:]...)
 		b = ledger.AppendString(b, k.short)
 	}
-	b = binary.AppendUvarint(b, uint64(len(an.hashes)))
-	for i, h := range an.hashes {
-		b = append(b, h[:]...)
-		b = binary.AppendUvarint(b, uint64(len(an.parents[i])))
-		for _, p := range an.parents[i] {
-			b = append(b, p[:]...)
-		}
-	}
 	return b
 }
 
 var errBadCache = errors.New("damaged ancestry cache")
 
+// ancestryHeader is the magic, the version, '\n' and the graph's length.
+const ancestryHeader = 5 + 2 + 8
+
+// graphLen is the length of the graph of a cache file starting with hdr,
+// or an error.
+func graphLen(hdr []byte) (int, error) {
+	if len(hdr) < ancestryHeader || !bytes.HasPrefix(hdr, ancestryMagic) || hdr[len(ancestryMagic)] != ancestryVersion {
+		return 0, errBadCache
+	}
+	n := binary.LittleEndian.Uint64(hdr[ancestryHeader-8:])
+	if n > 1<<40 {
+		return 0, errBadCache
+	}
+	return int(n), nil
+}
+
 func (an *ancestry) decode(data []byte) error {
-	if !bytes.HasPrefix(data, ancestryMagic) || len(data) < len(ancestryMagic)+2 || data[len(ancestryMagic)] != ancestryVersion {
+	if bytes.HasPrefix(data, ancestryMagic) && len(data) > len(ancestryMagic)+1 && data[len(ancestryMagic)] == 2 &&
+		data[len(ancestryMagic)+1] == '\n' {
+		return an.decodeV2(data[len(ancestryMagic)+2:])
+	}
+	n, err := graphLen(data)
+	if err != nil || len(data)-ancestryHeader < n {
 		return errBadCache
 	}
-	d := ledger.NewDecoder(data[len(ancestryMagic)+2:])
+	if err := an.decodeGraph(data[ancestryHeader : ancestryHeader+n]); err != nil {
+		return err
+	}
+	return an.decodeKept(data[ancestryHeader+n:])
+}
+
+// decodeV2 reads a version 2 file (written before issue 30's 1M work):
+// the ledger prefix and kept runs, then the graph. It is read once, and
+// written back as version 3, instead of rebuilding the kept-run table from
+// the whole ledger.
+func (an *ancestry) decodeV2(data []byte) error {
+	d := ledger.NewDecoder(data)
 	an.fp.Size = d.Varint()
 	an.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
 	an.kept = make([]keptRun, d.Count())
@@ -743,6 +1158,16 @@ func (an *ancestry) decode(data []byte) error {
 		copy(k.commit[:], d.Bytes(len(k.commit)))
 		k.short = d.Str()
 	}
+	if d.Err() != nil {
+		return errBadCache
+	}
+	an.dirty = true // written back as version 3
+	return an.decodeGraph(d.Rest())
+}
+
+// decodeGraph reads the commit graph.
+func (an *ancestry) decodeGraph(data []byte) error {
+	d := ledger.NewDecoder(data)
 	nc := d.Count()
 	an.hashes = make([]plumbing.Hash, 0, nc)
 	an.parents = make([][]plumbing.Hash, 0, nc)
@@ -760,6 +1185,29 @@ func (an *ancestry) decode(data []byte) error {
 		an.idx[h] = int32(len(an.hashes))
 		an.hashes = append(an.hashes, h)
 		an.parents = append(an.parents, ps)
+	}
+	if d.Done() != nil {
+		return errBadCache
+	}
+	return nil
+}
+
+// keptDecoded counts the kept-run entries decodeKept decoded (tests: log's
+// warm path reads the table in place).
+var keptDecoded atomic.Int64
+
+// decodeKept reads the ledger prefix covered and the kept-run table.
+func (an *ancestry) decodeKept(data []byte) error {
+	d := ledger.NewDecoder(data)
+	an.fp.Size = d.Varint()
+	an.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
+	an.kept = make([]keptRun, d.Count())
+	keptDecoded.Add(int64(len(an.kept)))
+	for i := range an.kept {
+		k := &an.kept[i]
+		k.id = ledger.RunID(d.Str())
+		copy(k.commit[:], d.Bytes(len(k.commit)))
+		k.short = d.Str()
 	}
 	if d.Done() != nil {
 		return errBadCache

@@ -1,6 +1,8 @@
 package gitrepo
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,7 +86,84 @@ func (f *lineageFixture) lineages() *LineageSet {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.agree(ls, recs)
+	f.rootsAgree(recs)
 	return ls
+}
+
+// rootsAgree checks that log's lineage root of a new run on each record's
+// commit, read from a warm cache in place (lineageRootWarm), is the one
+// the full path (the kept-run table decoded, compute over every commit)
+// gives, without decoding the table.
+func (f *lineageFixture) rootsAgree(recs []ledger.Record) {
+	f.t.Helper()
+	for i, r := range recs {
+		if !IsFullHash(r.CommitFull) {
+			continue
+		}
+		h := plumbing.NewHash(r.CommitFull)
+		for _, kept := range []bool{false, true} {
+			id := ledger.RunID(fmt.Sprintf("20261122T029999Z-new-%d", i))
+			g := f.open()
+			an, err := g.loadAncestry(f.store)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			tips := []plumbing.Hash{h}
+			for _, k := range an.kept {
+				if !k.commit.IsZero() {
+					tips = append(tips, k.commit)
+				}
+			}
+			if err := g.extend(an, tips); err != nil {
+				f.t.Fatal(err)
+			}
+			an.resolveKept()
+			an.save(f.store)
+			runs := append([]keptRun(nil), an.kept...)
+			if kept {
+				runs = append(runs, keptRun{id: id, commit: h})
+			}
+			want := an.compute(runs).lineage(id, h, kept)
+			before := keptDecoded.Load()
+			root, state, ok, err := g.lineageRootWarm(f.store, id, h, kept)
+			if err != nil || !ok {
+				f.t.Fatalf("warm path: ok %v, %v", ok, err)
+			}
+			if n := keptDecoded.Load() - before; n != 0 {
+				f.t.Errorf("the warm path decoded %d kept-run entries, want none", n)
+			}
+			if root != want.Root || state != want.State {
+				f.t.Errorf("%s (kept %v): warm root %s %s, full %s %s", r.Description, kept, ledger.Short(root), state, ledger.Short(want.Root), want.State)
+			}
+		}
+	}
+}
+
+// agree checks that each run's lineage alone (LineageOf, show's) is the
+// one Lineages computes with every run's, and so is its reachability.
+func (f *lineageFixture) agree(ls *LineageSet, recs []ledger.Record) {
+	f.t.Helper()
+	var kept ledger.RecordKeys
+	for _, r := range recs {
+		if r.Status == ledger.StatusKeep {
+			kept = append(kept, r)
+		}
+	}
+	for _, r := range recs {
+		l, reach, err := f.open().LineageOf(f.store, r.RunID, r.Commit, r.CommitFull, r.Status == ledger.StatusKeep, kept)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		want := ls.ByRun[r.RunID]
+		wantReach := ls.ReachableFromHEAD(want.Commit)
+		if want.Commit == "" {
+			wantReach = ReachMissing
+		}
+		if l != want || reach != wantReach {
+			f.t.Errorf("%s alone: %+v, %s; among every run's: %+v, %s", r.Description, l, reach, want, wantReach)
+		}
+	}
 }
 
 func (f *lineageFixture) chain(ls *LineageSet, desc string) string {
@@ -416,5 +495,73 @@ func TestAncestryFromPass(t *testing.T) {
 	}
 	if fmt.Sprint(got.kept) != fmt.Sprint(want.kept) || got.fp != want.fp || len(got.kept) != 4 {
 		t.Errorf("after growing, from the pass: %v %v; scanned: %v %v", got.kept, got.fp, want.kept, want.fp)
+	}
+}
+
+// TestLineageOfKeepsTheKeptTable: a run's lineage alone reads the cached
+// graph without the kept-run table after it, and when the graph grows it
+// saves it with the table copied unchanged from the file, so log's
+// catch-up of the table (LineageRootForNewRun) is neither lost nor redone.
+func TestLineageOfKeepsTheKeptTable(t *testing.T) {
+	f := newLineageFixture(t)
+	f.commit("initial")
+	c1 := f.commit("baseline")
+	f.log("baseline", ledger.StatusKeep, c1)
+	if _, _, err := f.open().LineageRootForNewRun(f.store, "20261122T019999Z-aaaaaaa", c1, false); err != nil {
+		t.Fatal(err)
+	}
+	path := f.store.Path(ledger.CacheDir, ancestryFile)
+	before, ok := keptSection(path)
+	if !ok {
+		t.Fatal("no kept table written")
+	}
+	c2 := f.commit("lr")
+	id := f.log("lr", ledger.StatusKeep, c2)
+	if an := loadGraph(f.store); an.keptUnread != true || len(an.kept) != 0 || an.fp.Size != 0 {
+		t.Fatalf("loadGraph read the kept table: %+v", an.kept)
+	}
+	kept := ledger.RecordKeys{{RunID: f.ids["baseline"], Commit: c1[:7], CommitFull: c1}, {RunID: id, Commit: c2[:7], CommitFull: c2}}
+	l, reach, err := f.open().LineageOf(f.store, id, c2[:7], c2, true, kept)
+	if err != nil || l.Prev != f.ids["baseline"] || l.Depth != 2 || reach != ReachYes {
+		t.Fatalf("lineage %+v, %s, %v", l, reach, err)
+	}
+	after, ok := keptSection(path)
+	if !ok || string(after) != string(before) {
+		t.Fatalf("kept table changed by a lineage alone")
+	}
+	if _, ok := loadGraph(f.store).idx[plumbing.NewHash(c2)]; !ok {
+		t.Fatal("the grown graph was not saved")
+	}
+}
+
+// TestAncestryVersion2IsReadBack: a version 2 cache (the prefix and kept
+// runs before the graph) is read, not rebuilt from the whole ledger, and
+// written back as version 3 with the same content.
+func TestAncestryVersion2IsReadBack(t *testing.T) {
+	h1, h2 := plumbing.NewHash("1111111111111111111111111111111111111111"), plumbing.NewHash("2222222222222222222222222222222222222222")
+	want := &ancestry{idx: map[plumbing.Hash]int32{}, fp: ledger.Fingerprint{Size: 10, TailHash: strings.Repeat("ab", 32)},
+		kept: []keptRun{{id: "20261122T010000Z-2222222", commit: h2}, {id: "x", short: "abc1234"}}}
+	want.add(h1, nil)
+	want.add(h2, []plumbing.Hash{h1})
+	v2 := append([]byte(nil), ancestryMagic...)
+	v2 = append(v2, 2, '\n')
+	v2 = binary.AppendVarint(v2, want.fp.Size)
+	tail, _ := hex.DecodeString(want.fp.TailHash)
+	v2 = ledger.AppendString(v2, string(tail))
+	v2 = binary.AppendUvarint(v2, uint64(len(want.kept)))
+	for _, k := range want.kept {
+		v2 = ledger.AppendString(v2, string(k.id))
+		v2 = append(v2, k.commit[:]...)
+		v2 = ledger.AppendString(v2, k.short)
+	}
+	v2 = binary.AppendUvarint(v2, 2)
+	v2 = append(append(v2, h1[:]...), 0)
+	v2 = append(append(append(v2, h2[:]...), 1), h1[:]...)
+	var got ancestry
+	if err := got.decode(v2); err != nil || !got.dirty {
+		t.Fatalf("version 2: %v (dirty %v)", err, got.dirty)
+	}
+	if string(got.encode()) != string(want.encode()) {
+		t.Fatalf("version 2 read as %+v, want %+v", got, want)
 	}
 }

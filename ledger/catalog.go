@@ -224,6 +224,11 @@ func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error)
 	if err != nil {
 		return Fingerprint{}, nil, fmt.Errorf("unable to read cache: %w", err)
 	}
+	return parseCache(b, name, version)
+}
+
+// parseCache is ReadCache of the bytes b of cache file name.
+func parseCache(b []byte, name string, version int) (Fingerprint, []byte, error) {
 	prefix := catalogMagic + name + "\n"
 	if !bytes.HasPrefix(b, []byte(prefix)) {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s has no header", ErrCacheInvalid, name)

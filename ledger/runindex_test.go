@@ -128,3 +128,88 @@ func FuzzReadRunIndex(f *testing.F) {
 		_ = got.Counted()
 	})
 }
+
+// TestRunIndexFirstOf: FirstOf finds a whole id's first position, in the
+// base or the tail, and never a hit inside an id or across two.
+func TestRunIndexFirstOf(t *testing.T) {
+	ids := []RunID{"ab", "cab", "abc", "b", "cab", "x"}
+	recs := make([]Record, len(ids))
+	offs := make([]int64, len(ids))
+	for i, id := range ids {
+		recs[i], offs[i] = Record{RunID: id}, int64(i)
+	}
+	counted := make([]bool, len(ids))
+	base := &RunIndex{base: newRunPart(recs[:3], offs[:3], counted[:3]), Names: map[string]int{}}
+	x := base.Append(recs[3:], offs[3:], counted[3:], Fingerprint{})
+	for _, tc := range []struct {
+		id   RunID
+		want int
+	}{
+		{"ab", 0}, {"cab", 1}, {"abc", 2}, {"b", 3}, {"x", 5},
+		{"a", -1}, {"bc", -1}, {"bca", -1}, {"abcb", -1}, {"", -1}, {"y", -1},
+	} {
+		if got := x.FirstOf(tc.id); got != tc.want {
+			t.Errorf("FirstOf(%q) = %d, want %d", tc.id, got, tc.want)
+		}
+	}
+}
+
+// FuzzReadRunIndexTail: any tail payload under the ledger's own fingerprint,
+// beside a good base, is read or refused with ErrCacheInvalid, never a panic,
+// and every position it names is within the index.
+func FuzzReadRunIndexTail(f *testing.F) {
+	dir := f.TempDir()
+	s, _, err := InitStore(filepath.Join(dir, "store"), filepath.Join(dir, "results.tsv"), DefaultConfig(), "h\n")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := s.Append(catalogRecord(1), catalogRecord(2)); err != nil {
+		f.Fatal(err)
+	}
+	cat, _, err := s.OpenCatalog("val_bpb", nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	x := NewRunIndex(cat, "val_bpb", GoalMin)
+	x.Names["champion"] = 0
+	x.SetFirst(nil)
+	x.BaseNames, x.BaseFirst, x.BaseExtra = x.Names, x.First, []byte{1}
+	if err := s.WriteRunIndex(x); err != nil {
+		f.Fatal(err)
+	}
+	y := x.Append([]Record{{RunID: "z", Timestamp: "2027-01-01T00:00:00Z", Status: StatusKeep}}, []int64{cat.Covers.Size}, []bool{true}, cat.Covers)
+	y.Names["latest"] = 2
+	y.SetFirst(x)
+	if err := s.WriteRunIndex(y); err != nil {
+		f.Fatal(err)
+	}
+	_, good, err := s.ReadCache(RunIndexTailFile, RunIndexVersion)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte{})
+	f.Add(good[:len(good)/2])
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		if err := s.WriteCache(RunIndexTailFile, RunIndexVersion, cat.Covers, payload); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ReadRunIndex("val_bpb", GoalMin)
+		if err != nil {
+			if !errors.Is(err, ErrCacheInvalid) {
+				t.Fatalf("error %v does not wrap ErrCacheInvalid", err)
+			}
+			return
+		}
+		for _, names := range []map[string]int{got.Names, got.First, got.BaseNames, got.BaseFirst} {
+			for _, p := range names {
+				_ = got.RunID(p)
+				_, _ = got.Commit(p)
+				_, _, _ = got.Status(p), got.Timestamp(p), got.Offset(p)
+			}
+		}
+		_ = got.Counted()
+		_ = got.FirstOf("z")
+		_ = got.Base().Len()
+	})
+}

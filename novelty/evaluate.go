@@ -69,7 +69,25 @@ func Check(idx Index, probe Probe, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return EvaluateGroups(probe, groups, idx.Record, opts)
+	describe := func(off int64) (string, error) {
+		r, err := idx.Record(off)
+		if err != nil {
+			return "", err
+		}
+		return r.Description, nil
+	}
+	if d, ok := idx.(Describer); ok {
+		describe = d.Description
+	}
+	return evaluateGroups(probe, groups, nil, idx.Record, describe, opts)
+}
+
+// Describer is an Index that reads the description of the run at a ledger
+// offset for less than its whole record (ledger/index): a group whose
+// normalised description is the probe's has each of its runs' descriptions
+// compared, and at a million runs such a group holds thousands.
+type Describer interface {
+	Description(offset int64) (string, error)
 }
 
 // Evaluate scores probe against every record (in ledger order) and
@@ -152,13 +170,23 @@ func less(a, b *ref, higherIsBetter bool) bool {
 // EvaluateGroups classifies probe against groups; lookup reads the records
 // shown in the result.
 func EvaluateGroups(probe Probe, groups []Group, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
-	return evaluateGroups(probe, groups, nil, lookup, opts)
+	return evaluateGroups(probe, groups, nil, lookup, nil, opts)
 }
 
 // evaluateGroups is EvaluateGroups; texts, when not nil, holds the
 // prepared text of each group.
-func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
+func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offset int64) (*ledger.Record, error),
+	describe func(offset int64) (string, error), opts Options) (Result, error) {
 	opts = opts.withDefaults()
+	if describe == nil {
+		describe = func(off int64) (string, error) {
+			r, err := lookup(off)
+			if err != nil {
+				return "", err
+			}
+			return r.Description, nil
+		}
+	}
 	text := probe.Text()
 	pt := Prepare(text)
 	// The same description, ignoring case and whitespace, is a duplicate
@@ -209,11 +237,11 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 			r := ref{score: score, value: run.Value, offset: run.Offset}
 			dup := duplicate
 			if !dup && sameNormDesc {
-				rec, err := lookup(run.Offset)
+				desc, err := describe(run.Offset)
 				if err != nil {
 					return Result{}, fmt.Errorf("unable to read run at ledger offset %d: %w", run.Offset, err)
 				}
-				dup = FoldDescription(rec.Description) == pfold
+				dup = FoldDescription(desc) == pfold
 			}
 			// A tie (a discard within the tie margin of the champion) is
 			// not a failure: it is evidence against no idea (issue 25).
@@ -408,5 +436,5 @@ func NewCorpus(groups []Group) *Corpus {
 
 // Evaluate is EvaluateGroups over the prepared corpus.
 func (c *Corpus) Evaluate(probe Probe, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
-	return evaluateGroups(probe, c.Groups, c.texts, lookup, opts)
+	return evaluateGroups(probe, c.Groups, c.texts, lookup, nil, opts)
 }

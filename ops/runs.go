@@ -297,21 +297,28 @@ func Show(env Env, in ShowInput) (*ShowResult, error) {
 		var err error
 		switch {
 		case x.Flags(i)&ledger.RunCounted == 0:
+			// a retracted run has no lineage
 		case env.Catalog != nil:
 			ls, err = env.lineages(s, loc.Repo, cat.Records)
 		default:
-			ls, err = env.lineages(s, loc.Repo, lineageInput(x, i))
+			// This run's own ancestry alone (issue 30).
+			short, full := x.Commit(i)
+			var l gitrepo.Lineage
+			l, out.OnHead, err = loc.Repo.LineageOf(s, rec.RunID, short, full, x.Flags(i)&ledger.RunKept != 0, keptRuns(x))
+			if err == nil {
+				out.Lineage = &l
+			}
 		}
 		if err != nil {
 			env.notef("warning: lineage unavailable: %v", err)
 		} else if ls == nil {
-			// a retracted run has no lineage
+			// computed above, or none
 		} else if l, ok := ls.ByRun[rec.RunID]; ok {
 			out.Lineage = &l
 			out.OnHead = ls.ReachableFromHEAD(l.Commit)
-			if l.Commit == "" {
-				out.OnHead = gitrepo.ReachMissing
-			}
+		}
+		if out.Lineage != nil && out.Lineage.Commit == "" {
+			out.OnHead = gitrepo.ReachMissing
 		}
 		_, pinErr := loc.Repo.ResolvePin(rec.RunID)
 		out.Pinned = pinErr == nil

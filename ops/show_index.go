@@ -1,8 +1,11 @@
 package ops
 
 import (
+	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/memorylab/memorylab/evidence"
@@ -11,15 +14,27 @@ import (
 )
 
 // runIndex is the store's run index (ledger.RunIndex) when it covers the
-// ledger as it is now; otherwise it is rebuilt from the catalog, which is
-// then returned too. The index memoises what the resolution rules
-// (ResolveRun, registry.CollectReplicates) answered over the catalog, so
-// they stay the one place their semantics live. A front end that keeps its
-// own catalog (env.Catalog: the dashboard) gets an index of it, unwritten.
+// ledger as it is now. An index that covers a prefix of the ledger is
+// caught up with the runs after it (catchUpIndex); any other is rebuilt
+// from the catalog, which is then returned too. The index memoises what the
+// resolution rules (ResolveRun, registry.CollectReplicates) answered over
+// the catalog, so they stay the one place their semantics live. A front end
+// that keeps its own catalog (env.Catalog: the dashboard) gets an index of
+// it, unwritten.
 func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, error) {
 	if env.Catalog == nil {
-		if x, err := s.ReadRunIndex(s.Config.Metric, s.Config.Goal); err == nil {
+		x, current, err := s.OpenRunIndex(s.Config.Metric, s.Config.Goal)
+		if err == nil && current {
 			return x, nil, nil
+		}
+		if err == nil {
+			y, err := env.catchUpIndex(s, x)
+			if err != nil {
+				return nil, nil, err
+			}
+			if y != nil {
+				return y, nil, nil
+			}
 		}
 	}
 	cat, err := env.catalog(s)
@@ -37,14 +52,33 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 		}
 	}
 	x := ledger.NewRunIndex(cat, s.Config.Metric, s.Config.Goal)
+	// The replicate groups and the champion's fold (ResolveRun's champion:
+	// registry.ChampionIndex), kept so that the runs appended later are
+	// folded in without the catalog (catchUpIndex).
+	g := registry.GoalOf(s.Config)
+	rp, fold := registry.NewReplicates(g), registry.NewChampionFold(g)
+	for i := range cat.Records {
+		rp.Add(&cat.Records[i])
+		fold.Add(&cat.Records[i])
+	}
 	for _, name := range RunNames {
-		if i, err := ResolveRun(cat.Records, s.Config, name); err == nil {
+		i, err := -1, error(nil)
+		if name == "champion" {
+			if c, ok := fold.Champion(); ok {
+				i = c.Seq
+			}
+		} else {
+			i, err = ResolveRun(cat.Records, s.Config, name)
+		}
+		if err == nil && i >= 0 {
 			if p := x.PosOfOffset(cat.Offsets[i]); p >= 0 {
 				x.Names[name] = p
 			}
 		}
 	}
-	x.Extra = encodeSpreads(registry.CollectReplicates(cat.Records, registry.GoalOf(s.Config)))
+	x.Extra = encodeIndexExtra(rp, fold)
+	x.SetFirst(nil)
+	x.BaseNames, x.BaseFirst, x.BaseExtra = x.Names, x.First, x.Extra
 	if env.Catalog == nil {
 		_ = s.WriteRunIndex(x) // a failed cache write only costs the next command time
 	} else {
@@ -53,6 +87,150 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 		builtIndex.Unlock()
 	}
 	return x, cat, nil
+}
+
+// errRebuildIndex stops a catch-up that cannot append (catchUpIndex).
+var errRebuildIndex = errors.New("the run index must be rebuilt")
+
+// catchUpIndex appends to x, which covers a prefix of the ledger, the runs
+// after it, and writes the index (its tail): only the new lines are read
+// (issue 30: rebuilding the index from the catalog after each new run took
+// 8 s and 2.5 GB at 1M runs). The names and the replicate groups are
+// carried forward by the same rules and folds a rebuild runs over every
+// run, so the index is the one a rebuild would write. It returns nil when
+// the new lines cannot simply be appended — a correction line, a run that
+// sorts before x's last run (a pull), a payload of another format — and
+// the caller rebuilds.
+func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunIndex, error) {
+	g := registry.GoalOf(s.Config)
+	n, nb := x.Len(), x.BaseLen()
+	lastTS, lastID, baseTS, baseID := "", ledger.RunID(""), "", ledger.RunID("")
+	if n > 0 {
+		lastTS, lastID = x.Timestamp(n-1), x.RunID(n-1)
+	}
+	if nb > 0 {
+		baseTS, baseID = x.Timestamp(nb-1), x.RunID(nb-1)
+	}
+	type line struct {
+		rec ledger.Record
+		off int64
+	}
+	var lines []line
+	among := false // a new run sorts among the tail's runs
+	end, warnings, err := s.ScanFrom(x.Covers.Size, func(r *ledger.Record, _ int, off int64) error {
+		if r.Correction != nil {
+			return errRebuildIndex // any run may be retracted: the catalog's rule
+		}
+		if baseID != "" && !ledger.TimestampBefore(baseTS, baseID, r.Timestamp, r.RunID) {
+			return errRebuildIndex // not after every run of the base: the one order of runs
+		}
+		among = among || lastID != "" && !ledger.TimestampBefore(lastTS, lastID, r.Timestamp, r.RunID)
+		lines = append(lines, line{ledger.SlimRecord(r, s.Config.Metric), off})
+		return nil
+	})
+	if errors.Is(err, errRebuildIndex) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(warnings) > 0 {
+		env.notef("%d ledger line(s) skipped, first: %s", len(warnings), warnings[0])
+	}
+	if end == x.Covers.Size {
+		return x, nil // only a torn line, which a writer may still finish
+	}
+	covers, err := s.FingerprintAt(end)
+	if err != nil {
+		return nil, err
+	}
+	if among {
+		// A run of the same second as the index's last but sorting before
+		// it: the tail's runs are read again and appended to the base
+		// with the new ones, from the base's names and folds.
+		ids, offs := make([]ledger.RunID, 0, x.TailLen()), make([]int64, 0, x.TailLen())
+		for i := nb; i < n; i++ {
+			ids, offs = append(ids, x.RunID(i)), append(offs, x.Offset(i))
+		}
+		full, err := s.ReadRunsAt(ids, offs)
+		if err != nil {
+			return nil, nil
+		}
+		for i, r := range full {
+			lines = append(lines, line{ledger.SlimRecord(r, s.Config.Metric), offs[i]})
+		}
+		x, n = x.Base(), nb
+	}
+	rp, fold, err := decodeIndexExtra(x.Extra, g)
+	if err != nil {
+		return nil, nil
+	}
+	// The new runs in the one order of runs (two logged in one second
+	// may sort either way), after every run of x.
+	slices.SortStableFunc(lines, func(a, b line) int {
+		switch {
+		case ledger.TimestampBefore(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID):
+			return -1
+		case ledger.TimestampBefore(b.rec.Timestamp, b.rec.RunID, a.rec.Timestamp, a.rec.RunID):
+			return 1
+		}
+		return 0
+	})
+	runs, offs := make([]ledger.Record, len(lines)), make([]int64, len(lines))
+	for i := range lines {
+		runs[i], offs[i] = lines[i].rec, lines[i].off
+	}
+	// A run that arrives after its retraction counts nowhere (the catalog
+	// keeps it apart).
+	retracted := ledger.CollectCorrections(x.Corrections).Retracted
+	counted := make([]bool, len(runs))
+	var cnt []ledger.Record // the new runs that count, and their positions
+	var pos []int
+	for i := range runs {
+		if _, gone := retracted[runs[i].RunID]; !gone {
+			counted[i] = true
+			cnt, pos = append(cnt, runs[i]), append(pos, n+i)
+		}
+	}
+	before := fold.N // the runs that count in x, each folded once
+	for i := range cnt {
+		rp.Add(&cnt[i])
+		fold.Add(&cnt[i])
+	}
+	y := x.Append(runs, offs, counted, covers)
+	// latest and previous by ResolveRun's rule, over the new runs first.
+	if i, err := ResolveRun(cnt, s.Config, "latest"); err == nil {
+		y.Names["latest"] = pos[i]
+		if j, err := ResolveRun(cnt, s.Config, "previous"); err == nil {
+			y.Names["previous"] = pos[j]
+		} else if p, ok := x.Names["latest"]; ok {
+			y.Names["previous"] = p
+		} else {
+			delete(y.Names, "previous")
+		}
+	}
+	delete(y.Names, "champion")
+	if c, ok := fold.Champion(); ok {
+		switch p, had := x.Names["champion"]; {
+		case c.Seq >= before:
+			y.Names["champion"] = pos[c.Seq-before]
+		case had && string(x.RunID(p)) == c.RunID:
+			y.Names["champion"] = p
+		default:
+			counted := x.Counted()
+			if c.Seq >= counted.Len() {
+				return nil, nil
+			}
+			y.Names["champion"] = counted.Pos(c.Seq)
+		}
+	}
+	y.Extra = encodeIndexExtra(rp, fold)
+	y.SetFirst(x)
+	if y.TailLen() == 0 { // merged into a new base
+		y.BaseNames, y.BaseFirst, y.BaseExtra = y.Names, y.First, y.Extra
+	}
+	_ = s.WriteRunIndex(y) // a failed cache write only costs the next command time
+	return y, nil
 }
 
 // builtIndex is the last index built from a front end's own catalog (the
@@ -82,7 +260,15 @@ func (env Env) resolveIndexed(s *ledger.Store, x *ledger.RunIndex, name string) 
 		if !ok {
 			return -1, env.nameError(s, name)
 		}
+		if f, ok := x.First[name]; ok {
+			return f, nil // its first line, found when the index was written
+		}
 		name = string(x.RunID(p))
+	}
+	// A whole id is its first line (what firstLineOf gives it: an exact id
+	// wins over prefixes), found without reading every id.
+	if p := x.FirstOf(ledger.RunID(name)); p >= 0 {
+		return p, nil
 	}
 	return firstLineOf(x, name)
 }
@@ -116,64 +302,117 @@ func (env Env) nameError(s *ledger.Store, name string) error {
 	return fmt.Errorf("the ledger changed while %s was resolved; try again", name)
 }
 
-// encodeSpreads keeps the replicate groups of two runs or more, with their
-// spreads (the run index's Extra).
-func encodeSpreads(rp *registry.Replicates) []byte {
-	var b []byte
-	n := 0
+// indexExtraVersion is the format of the run index's payload from ops
+// (its Extra): 2 = every replicate group's accumulator and the champion's
+// fold (registry.MarshalFold); 1 (run index version 3) held the spreads of
+// the groups of two runs or more.
+const indexExtraVersion = 2
+
+// encodeIndexExtra is the run index's payload: every replicate group's
+// accumulator (the spreads show and list print, and what a catch-up adds
+// to) and the champion's fold, in a deterministic order.
+func encodeIndexExtra(rp *registry.Replicates, fold *registry.State) []byte {
+	keys := make([]registry.GroupKey, 0, len(rp.Groups))
 	for k := range rp.Groups {
-		sp, ok := rp.SpreadOf(k)
-		if !ok {
-			continue
-		}
-		n++
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b registry.GroupKey) int {
+		return cmp.Or(cmp.Compare(a.Replicate, b.Replicate), cmp.Compare(a.Hardware, b.Hardware))
+	})
+	b := binary.AppendUvarint(nil, indexExtraVersion)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		a := rp.Groups[k]
 		b = ledger.AppendString(b, k.Replicate)
 		b = ledger.AppendString(b, k.Hardware)
-		b = binary.AppendUvarint(b, uint64(sp.N))
-		b = ledger.AppendFloat(b, sp.Mean)
-		b = ledger.AppendFloat(b, sp.SD)
+		b = binary.AppendUvarint(b, uint64(a.N))
+		b = ledger.AppendFloat(b, a.Mean)
+		b = ledger.AppendFloat(b, a.M2)
 	}
-	return append(binary.AppendUvarint(nil, uint64(n)), b...)
+	return ledger.AppendString(b, string(fold.MarshalFold()))
 }
 
-// spreadOf is the spread of r's replicate group stored by encodeSpreads
-// (registry.Replicates.Spread).
+// eachGroup calls fn with every replicate group encodeIndexExtra stored,
+// until fn returns false; d is left after the groups.
+func eachGroup(d *ledger.Decoder, fn func(k registry.GroupKey, a evidence.Accumulator) bool) {
+	if v := d.Uvarint(); v != indexExtraVersion {
+		return
+	}
+	for n := d.Count(); n > 0 && d.Err() == nil; n-- {
+		k := registry.GroupKey{Replicate: d.Str(), Hardware: d.Str()}
+		a := evidence.Accumulator{N: int(d.Uvarint()), Mean: d.Float(), M2: d.Float()}
+		if d.Err() == nil && !fn(k, a) {
+			return
+		}
+	}
+}
+
+// decodeIndexExtra is the replicate groups and the champion's fold
+// encodeIndexExtra stored, to add runs to.
+func decodeIndexExtra(extra []byte, g registry.Goal) (*registry.Replicates, *registry.State, error) {
+	d := ledger.NewDecoder(extra)
+	if len(extra) == 0 || extra[0] != indexExtraVersion {
+		return nil, nil, fmt.Errorf("%w: run index payload of another version", ledger.ErrCacheInvalid)
+	}
+	rp := registry.NewReplicates(g)
+	eachGroup(d, func(k registry.GroupKey, a evidence.Accumulator) bool {
+		rp.Groups[k] = &a
+		return true
+	})
+	foldBytes := d.Str()
+	if err := d.Done(); err != nil {
+		return nil, nil, err
+	}
+	fold, err := registry.UnmarshalFold([]byte(foldBytes), g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rp, fold, nil
+}
+
+// spreadOf is the spread of r's replicate group stored by encodeIndexExtra
+// (registry.Replicates.Spread: groups of two runs or more).
 func spreadOf(extra []byte, r *ledger.Record) (evidence.Spread, bool) {
 	k, ok := registry.GroupOf(r)
 	if !ok {
 		return evidence.Spread{}, false
 	}
-	d := ledger.NewDecoder(extra)
-	for n := d.Count(); n > 0 && d.Err() == nil; n-- {
-		rep, hw := d.Str(), d.Str()
-		sp := evidence.Spread{N: int(d.Uvarint()), Mean: d.Float(), SD: d.Float()}
-		if d.Err() == nil && rep == k.Replicate && hw == k.Hardware {
-			return sp, true
+	var sp evidence.Spread
+	found := false
+	eachGroup(ledger.NewDecoder(extra), func(gk registry.GroupKey, a evidence.Accumulator) bool {
+		if gk == k {
+			sp, found = a.Spread(), a.N >= 2
+			return false
 		}
-	}
-	return evidence.Spread{}, false
+		return true
+	})
+	return sp, found
 }
 
-// lineageInput is what a run's lineage is computed from (Repo.Lineages): the
-// kept runs that count, in order, and the run at position p itself when it
-// counts and is not kept. Only ids, commits and statuses are read.
-func lineageInput(x *ledger.RunIndex, p int) []ledger.Record {
-	in := func(i int) bool {
-		f := x.Flags(i)
-		return f&ledger.RunCounted != 0 && (f&ledger.RunKept != 0 || i == p)
-	}
-	n := 0
-	for i := range x.Len() {
-		if in(i) {
-			n++
-		}
-	}
-	recs := make([]ledger.Record, 0, n) // a Record is large: one allocation of the exact size
-	for i := range x.Len() {
-		if in(i) {
-			c, cf := x.Commit(i)
-			recs = append(recs, ledger.Record{RunID: x.RunID(i), Commit: c, CommitFull: cf, Status: x.Status(i)})
-		}
-	}
-	return recs
+// keptRuns is the kept runs that count of x, in its order, as the runs
+// a lineage grows through (gitrepo.Repo.LineageOf), found when first asked
+// for (a run whose commit is not in the repository needs none).
+func keptRuns(x *ledger.RunIndex) ledger.RunKeys { return &keptIndex{x: x} }
+
+// keptIndex is the kept runs that count of an index, as RunKeys.
+type keptIndex struct {
+	x    *ledger.RunIndex
+	pos  []int32
+	done bool
 }
+
+func (k *keptIndex) positions() []int32 {
+	if !k.done {
+		k.done = true
+		for i := range k.x.Len() {
+			if f := k.x.Flags(i); f&ledger.RunCounted != 0 && f&ledger.RunKept != 0 {
+				k.pos = append(k.pos, int32(i))
+			}
+		}
+	}
+	return k.pos
+}
+
+func (k *keptIndex) Len() int                      { return len(k.positions()) }
+func (k *keptIndex) RunID(i int) ledger.RunID      { return k.x.RunID(int(k.positions()[i])) }
+func (k *keptIndex) Commit(i int) (string, string) { return k.x.Commit(int(k.positions()[i])) }

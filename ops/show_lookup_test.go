@@ -73,8 +73,12 @@ func TestLookupsDecodeBoundedRecords(t *testing.T) {
 	if len(counted) != 10002+2-1 {
 		t.Fatalf("ledger: %d runs that count", len(counted))
 	}
-	// Warm the catalog and the ancestry cache (they decode the ledger once).
+	// Warm the catalog, the run index and the ancestry cache (they decode
+	// the ledger once; show reads no more of the ancestry than its run's).
 	if _, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.Lineages(l.env); err != nil {
 		t.Fatal(err)
 	}
 	mid := counted[5000]

@@ -249,7 +249,7 @@ func (s *State) SetChampions() []Run {
 // ChampionIndex is the index in recs of the champion State.Champion picks
 // over recs (show champion, compare champion); ok is false without one.
 func ChampionIndex(recs []ledger.Record, g Goal) (int, bool) {
-	s := New(Options{Goal: g, ChampionOnly: true})
+	s := NewChampionFold(g)
 	for i := range recs {
 		s.Add(&recs[i])
 	}

@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -250,6 +251,7 @@ type Index struct {
 	// progress).
 	readAt func(off int64)
 	ledger *ledger.SizedFile // opened by Record
+	buf    []byte            // lineAt's read buffer
 	// Mode says how this index answers: "index", "index+pending" or "scan".
 	Mode string
 }
@@ -1002,6 +1004,48 @@ func uniqueFields(s string) []string {
 // (Store.ReadRecordAt allocates a 1 MiB reader per call, which dominated
 // check's profile), through one descriptor kept open for the index's life.
 func (x *Index) Record(offset int64) (*ledger.Record, error) {
+	line, err := x.lineAt(offset)
+	if err != nil {
+		return nil, err
+	}
+	recordsRead.Add(1)
+	var r ledger.Record
+	if err := json.Unmarshal(line, &r); err != nil || r.RunID == "" {
+		return nil, fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ledger.ErrNotFound, offset)
+	}
+	return &r, nil
+}
+
+// Description is the description of the record at a ledger offset
+// (novelty.Describer): its run id and description are picked from the
+// line (ledger.PickRunDescription) without decoding the rest; a line that
+// picker cannot read plainly is decoded whole, as Record does.
+func (x *Index) Description(offset int64) (string, error) {
+	line, err := x.lineAt(offset)
+	if err != nil {
+		return "", err
+	}
+	if id, desc, ok := ledger.PickRunDescription(line); ok && id != "" {
+		return desc, nil
+	}
+	recordsRead.Add(1)
+	var r ledger.Record
+	if err := json.Unmarshal(line, &r); err != nil || r.RunID == "" {
+		return "", fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ledger.ErrNotFound, offset)
+	}
+	return r.Description, nil
+}
+
+// recordsRead counts the records Record and Description decoded whole.
+var recordsRead atomic.Int64
+
+// RecordsRead is how many ledger records this process's novelty indexes
+// decoded whole (Record, and Description's fallback). Tests read it before
+// and after a check to pin that it decodes only the runs it shows.
+func RecordsRead() int64 { return recordsRead.Load() }
+
+// lineAt reads the ledger line at offset, without its newline.
+func (x *Index) lineAt(offset int64) ([]byte, error) {
 	if x.ledger != nil && offset >= x.ledger.Size() { // appended since it was opened
 		x.ledger.Close()
 		x.ledger = nil
@@ -1013,7 +1057,10 @@ func (x *Index) Record(offset int64) (*ledger.Record, error) {
 		}
 		x.ledger = f
 	}
-	buf := make([]byte, 8192)
+	if x.buf == nil {
+		x.buf = make([]byte, 4096) // a ledger line is ~2 KB on average; a longer one takes more reads
+	}
+	buf := x.buf
 	var line []byte
 	for pos := offset; ; {
 		n, err := x.ledger.ReadAt(buf, pos)
@@ -1033,11 +1080,7 @@ func (x *Index) Record(offset int64) (*ledger.Record, error) {
 			return nil, fmt.Errorf("%w: ledger line at offset %d is longer than 64 MiB", ledger.ErrBadInput, offset)
 		}
 	}
-	var r ledger.Record
-	if err := json.Unmarshal(line, &r); err != nil || r.RunID == "" {
-		return nil, fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ledger.ErrNotFound, offset)
-	}
-	return &r, nil
+	return line, nil
 }
 
 // Covered is the ledger size this index answers for (index plus pending).
