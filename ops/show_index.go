@@ -76,7 +76,9 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 			}
 		}
 	}
-	x.Extra = encodeIndexExtra(rp, fold)
+	if x.Extra, err = encodeIndexExtra(rp, fold); err != nil {
+		return nil, nil, err
+	}
 	x.SetFirst(nil)
 	x.BaseNames, x.BaseFirst, x.BaseExtra = x.Names, x.First, x.Extra
 	if env.Catalog == nil {
@@ -224,7 +226,9 @@ func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunInd
 			y.Names["champion"] = counted.Pos(c.Seq)
 		}
 	}
-	y.Extra = encodeIndexExtra(rp, fold)
+	if y.Extra, err = encodeIndexExtra(rp, fold); err != nil {
+		return nil, err
+	}
 	y.SetFirst(x)
 	if y.TailLen() == 0 { // merged into a new base
 		y.BaseNames, y.BaseFirst, y.BaseExtra = y.Names, y.First, y.Extra
@@ -304,14 +308,14 @@ func (env Env) nameError(s *ledger.Store, name string) error {
 
 // indexExtraVersion is the format of the run index's payload from ops
 // (its Extra): 2 = every replicate group's accumulator and the champion's
-// fold (registry.MarshalFold); 1 (run index version 3) held the spreads of
+// fold (registry.MarshalChampionFold); 1 (run index version 3) held the spreads of
 // the groups of two runs or more.
 const indexExtraVersion = 2
 
 // encodeIndexExtra is the run index's payload: every replicate group's
 // accumulator (the spreads show and list print, and what a catch-up adds
 // to) and the champion's fold, in a deterministic order.
-func encodeIndexExtra(rp *registry.Replicates, fold *registry.State) []byte {
+func encodeIndexExtra(rp *registry.Replicates, fold *registry.State) ([]byte, error) {
 	keys := make([]registry.GroupKey, 0, len(rp.Groups))
 	for k := range rp.Groups {
 		keys = append(keys, k)
@@ -329,7 +333,11 @@ func encodeIndexExtra(rp *registry.Replicates, fold *registry.State) []byte {
 		b = ledger.AppendFloat(b, a.Mean)
 		b = ledger.AppendFloat(b, a.M2)
 	}
-	return ledger.AppendString(b, string(fold.MarshalFold()))
+	f, err := fold.MarshalChampionFold()
+	if err != nil {
+		return nil, err
+	}
+	return ledger.AppendString(b, string(f)), nil
 }
 
 // eachGroup calls fn with every replicate group encodeIndexExtra stored,
@@ -363,7 +371,7 @@ func decodeIndexExtra(extra []byte, g registry.Goal) (*registry.Replicates, *reg
 	if err := d.Done(); err != nil {
 		return nil, nil, err
 	}
-	fold, err := registry.UnmarshalFold([]byte(foldBytes), g)
+	fold, err := registry.UnmarshalChampionFold([]byte(foldBytes), registry.Options{Goal: g})
 	if err != nil {
 		return nil, nil, err
 	}

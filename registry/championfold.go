@@ -14,8 +14,13 @@ import (
 // (MarshalChampionFold).
 //
 //	1: first version (issue 30: the morning report's fold of the runs
-//	   before its window, kept in cache/morning.bin).
+//	   before its window, kept in cache/morning.bin, and the champion's
+//	   fold in the run index's payload, cache/runindex.tail).
 const ChampionFoldVersion = 1
+
+// NewChampionFold is an empty ChampionOnly fold: Add the runs that count,
+// in the one order of runs, then Champion (ChampionIndex is one).
+func NewChampionFold(g Goal) *State { return New(Options{Goal: g, ChampionOnly: true}) }
 
 // MarshalChampionFold encodes a ChampionOnly fold (with StateVersion, the
 // version of the champion rule it folded under) so that

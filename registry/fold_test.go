@@ -47,7 +47,7 @@ func foldLedger() []ledger.Record {
 }
 
 // TestFoldResumes: a champion's fold written after any prefix of the runs
-// (MarshalFold), read back (UnmarshalFold) and given the rest answers what
+// (MarshalChampionFold), read back (UnmarshalChampionFold) and given the rest answers what
 // one fold over every run answers, and encodes to the same bytes; so the
 // run index, which keeps the fold, names the champion a rebuild would.
 func TestFoldResumes(t *testing.T) {
@@ -71,7 +71,7 @@ func TestFoldResumes(t *testing.T) {
 				for i := range recs[:k] {
 					s.Add(&recs[i])
 				}
-				back, err := UnmarshalFold(s.MarshalFold(), g)
+				back, err := UnmarshalChampionFold(marshalFold(t, s), Options{Goal: g})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,7 +82,7 @@ func TestFoldResumes(t *testing.T) {
 				if !ok || got.Seq != wc.Seq || got.RunID != wc.RunID || got.Value != wc.Value {
 					t.Fatalf("resumed fold's champion %+v, want %+v", got, wc)
 				}
-				if !bytes.Equal(back.MarshalFold(), want.MarshalFold()) {
+				if !bytes.Equal(marshalFold(t, back), marshalFold(t, want)) {
 					t.Fatal("resumed fold encodes to other bytes")
 				}
 			})
@@ -99,7 +99,7 @@ func TestUnmarshalFoldRejects(t *testing.T) {
 	for i := range recs {
 		s.Add(&recs[i])
 	}
-	good := s.MarshalFold()
+	good := marshalFold(t, s)
 	for name, tc := range map[string]struct {
 		b []byte
 		g Goal
@@ -111,8 +111,17 @@ func TestUnmarshalFoldRejects(t *testing.T) {
 		"trailing bytes":  {append(append([]byte(nil), good...), 0), g},
 		"empty":           {nil, g},
 	} {
-		if _, err := UnmarshalFold(tc.b, tc.g); !errors.Is(err, ErrStateMismatch) {
+		if _, err := UnmarshalChampionFold(tc.b, Options{Goal: tc.g}); !errors.Is(err, ErrStateMismatch) {
 			t.Errorf("%s: %v, want ErrStateMismatch", name, err)
 		}
 	}
+}
+
+func marshalFold(t *testing.T, s *State) []byte {
+	t.Helper()
+	b, err := s.MarshalChampionFold()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
