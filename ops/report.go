@@ -121,17 +121,22 @@ func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
 }
 
 // MorningFromCaches is the morning report without the catalog: from the
-// run index and the morning cache as they are on disk, and the lines of
-// the window. ok is false when they cannot answer (one of them stale or
+// run index (caught up with the runs appended since it was written) and
+// the morning cache as they are on disk, and the lines of the window. ok is false when they cannot answer (one of them stale or
 // missing, a window of more than MaxMorningReads runs): the caller then
 // reads the catalog (MorningOf). The dashboard's first page.
 func MorningFromCaches(env Env, s *ledger.Store, in ReportInput) (report.Morning, bool, error) {
 	if err := CheckWindowHours(in.SinceHours); err != nil {
 		return report.Morning{}, false, err
 	}
-	x, err := s.ReadRunIndex(s.Config.Metric, s.Config.Goal)
+	x, current, err := s.OpenRunIndex(s.Config.Metric, s.Config.Goal)
 	if err != nil {
 		return report.Morning{}, false, nil
+	}
+	if !current { // after new runs: appended to the index, as show does
+		if x, err = env.catchUpIndex(s, x); err != nil || x == nil {
+			return report.Morning{}, false, nil
+		}
 	}
 	return morningBounded(env, s, x, in)
 }

@@ -167,4 +167,17 @@ func TestFirstPageReadsNoCatalog(t *testing.T) {
 	if string(o.Morning) != string(w) {
 		t.Errorf("first page:\n%s\nthrough the catalog:\n%s", o.Morning, w)
 	}
+
+	// After a new run the run index and the morning cache cover a prefix
+	// of the ledger: the next server's first page catches them up from
+	// the new line, still without the catalog.
+	f.log("one more idea", ledger.StatusDiscard, 1.01)
+	catReads = ledger.CatalogReads()
+	_, ts2 := f.server(Options{})
+	if res, body := get(t, ts2.URL+"/api/overview", nil); res.StatusCode != 200 {
+		t.Fatalf("/api/overview after a new run: %d %s", res.StatusCode, body)
+	}
+	if n := ledger.CatalogReads() - catReads; n > 0 {
+		t.Errorf("the first page after a new run read the catalog %d times, want none", n)
+	}
 }
