@@ -117,12 +117,12 @@ func TestGroupsOfPassAreGroupsFrom(t *testing.T) {
 	if _, err := x.groupsFrom(0, want); err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.ReadPass(s.Config.Metric)
+	pg := NewPassGroups(s, x.opts)
+	p, err := s.ReadPass(s.Config.Metric, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*novelty.Group{}
-	x.groupsOfPass(p, got)
+	got := pg.take(p)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("groups of the pass:\n%s\ngroups of the ledger:\n%s", dumpGroups(got), dumpGroups(want))
 	}
