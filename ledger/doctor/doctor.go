@@ -14,7 +14,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -111,6 +110,10 @@ type ledgerLine struct {
 	Kind   lineKind
 	Reason string
 	Rec    *ledger.Record
+	// artifacts are the findings of the record's archived files and
+	// fetched whether its archive was pulled (runArtifacts), when checked.
+	artifacts []Finding
+	fetched   bool
 }
 
 // Diagnose checks the store without changing it: every ledger line a
@@ -132,8 +135,15 @@ func Diagnose(s *ledger.Store, repo *gitrepo.Repo, configErr error) (*Report, er
 	var recs []doctorRec
 	firstLine := map[ledger.RunID]int{}
 	retracted := map[ledger.RunID]bool{}
+	// Each record's archived files are checked as soon as it is decoded,
+	// on the decoding goroutines (the checks are system calls, ~500k stats'
+	// worth at 100k runs: done beside the decoding rather than after it).
+	sh := sharedListings(s)
+	check := func(l *ledgerLine) {
+		l.artifacts, l.fetched = runArtifacts(s, sh, &doctorRec{line: l.No, id: l.Rec.RunID, artifacts: l.Rec.Artifacts})
+	}
 	// Nothing here keeps a line (records are decoded copies): reused buffers.
-	err = walkLedger(f, true, func(l *ledgerLine) error {
+	err = walkLedgerChecking(f, true, check, func(l *ledgerLine) error {
 		if l.Kind != lineBlank {
 			rep.Lines++
 		}
@@ -166,7 +176,7 @@ func Diagnose(s *ledger.Store, repo *gitrepo.Repo, configErr error) (*Report, er
 				firstLine[r.RunID] = l.No
 			}
 			recs = append(recs, doctorRec{line: l.No, id: r.RunID, imported: r.Imported() || r.IsCorrection(), tsvRow: r.HasTSVRow(), commit: r.Commit, commitFull: r.CommitFull,
-				schema: r.SchemaVersion, artifacts: r.Artifacts})
+				schema: r.SchemaVersion, found: l.artifacts, fetched: l.fetched})
 			if r.Correction != nil && r.Correction.Kind == ledger.CorrectionRetract {
 				retracted[r.Correction.RunID] = true
 			}
@@ -181,7 +191,7 @@ func Diagnose(s *ledger.Store, repo *gitrepo.Repo, configErr error) (*Report, er
 			recs[i].tsvRow = false // retract took its row out of results.tsv
 		}
 	}
-	checkArtifacts(s, rep, recs)
+	addArtifacts(rep, recs)
 	checkRefs(s, rep, repo, recs)
 	checkTSV(s, rep, recs)
 	return rep, nil
@@ -197,43 +207,23 @@ type doctorRec struct {
 	commit     string
 	commitFull string
 	schema     int
-	artifacts  map[string]string
+	artifacts  map[string]string // for runArtifacts
+	// found are the findings of its archived files, fetched whether its
+	// archive was pulled (runArtifacts, run as the ledger is read).
+	found   []Finding
+	fetched bool
 }
 
-// checkArtifacts reports archived files that are missing or point outside
-// the store. The runs are checked on several goroutines (at 100k runs that
-// is ~700k stat calls); findings come out in ledger order.
-func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
-	found := make([][]Finding, len(recs))
-	fetched := make([]bool, len(recs)) // false: pulled without its archives
-	const chunk = 512
-	workers := max(2*runtime.GOMAXPROCS(0), 4) // stat calls wait on the disk
-	sh := sharedListings(s)
-	next := make(chan int)
-	fns := make([]func() error, workers)
-	for w := range fns {
-		fns[w] = func() error {
-			for start := range next {
-				for i := start; i < min(start+chunk, len(recs)); i++ {
-					found[i], fetched[i] = runArtifacts(s, sh, &recs[i])
-				}
-			}
-			return nil
-		}
-	}
-	go func() {
-		defer close(next)
-		for start := 0; start < len(recs); start += chunk {
-			next <- start
-		}
-	}()
-	_ = ledger.Parallel(fns...)
+// addArtifacts reports the archived files that are missing or point
+// outside the store, in ledger order, and the runs pulled without their
+// archives (runArtifacts' findings, made as the ledger was read).
+func addArtifacts(rep *Report, recs []doctorRec) {
 	notFetched := 0
 	for i := range recs {
-		if !fetched[i] {
+		if !recs[i].fetched {
 			notFetched++
 		}
-		for _, f := range found[i] {
+		for _, f := range recs[i].found {
 			rep.add(f)
 		}
 	}
@@ -245,9 +235,10 @@ func checkArtifacts(s *ledger.Store, rep *Report, recs []doctorRec) {
 
 // runArtifacts checks one run's archived files; fetched is false for a run
 // pulled without its archives (its files are on the remote, not lost).
-// Each directory is listed once (a run's files are one directory: one
-// listing instead of a stat per file, which was most of doctor's system
-// time at 100k runs).
+// A run's files are one directory: it is opened once and each file looked
+// up in it (lookupDir), or, where that cannot be done, listed once —
+// instead of a stat per file from the store's path, which was most of
+// doctor's system time at 100k runs.
 //
 // sh holds the listings every run's lister shares, read only.
 func runArtifacts(s *ledger.Store, sh listings, r *doctorRec) (out []Finding, fetched bool) {
@@ -259,11 +250,23 @@ func runArtifacts(s *ledger.Store, sh listings, r *doctorRec) (out []Finding, fe
 	if sh.store != nil {
 		dirs[filepath.Clean(s.Dir)+string(filepath.Separator)] = sh.store
 	}
+	// The run's own directory, when it is one, is opened for lookups by
+	// name (lookupDir: cheaper than listing it where the system allows).
+	var run lookupDir
+	runDir := ""
 	if dir, err := s.RunDir(r.id); err == nil {
 		if t, listed := runs[string(r.id)]; runs == nil || listed && (t.IsDir() || t&fs.ModeSymlink != 0) {
-			dirs.list(dir) // else it is no directory: listing it would fail, and exists stats
+			// Else it is no directory: listing it would fail, and exists stats.
+			var ok bool
+			if run, ok = openLookupDir(dir); ok {
+				defer run.close()
+				runDir = filepath.Clean(dir) + string(filepath.Separator)
+			} else {
+				dirs.list(dir)
+			}
 		}
-		if dirs.exists(filepath.Join(dir, ledger.NotFetchedMarker), os.Lstat) {
+		if runDir != "" && run.exists(ledger.NotFetchedMarker, false) ||
+			runDir == "" && dirs.exists(filepath.Join(dir, ledger.NotFetchedMarker), os.Lstat) {
 			return nil, false
 		}
 	}
@@ -286,7 +289,13 @@ func runArtifacts(s *ledger.Store, sh listings, r *doctorRec) (out []Finding, fe
 		if !ok {
 			continue
 		}
-		if !dirs.exists(p, os.Stat) {
+		exists := false
+		if dir, name := filepath.Split(p); runDir != "" && dir == runDir && name != "" {
+			exists = run.exists(name, true)
+		} else {
+			exists = dirs.exists(p, os.Stat)
+		}
+		if !exists {
 			out = append(out, Finding{Severity: SevError, Check: CheckArtifacts, Line: r.line, RunID: r.id,
 				Message: fmt.Sprintf("archived file %s is missing (%s)", r.artifacts[k], k),
 				Fix:     "restore it from a backup or a clone; the record itself is intact"})
