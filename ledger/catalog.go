@@ -106,6 +106,43 @@ type slimPacket struct {
 	HypothesisStatus string `json:"hypothesis_status"`
 }
 
+// marshal is json.Marshal(g), without reflection (a first use slims a
+// million of them).
+func (g *slimGuard) marshal() []byte {
+	b := make([]byte, 0, 32+len(g.Classification)+len(g.Mode))
+	b = appendJSONString(append(b, `{"classification":`...), g.Classification)
+	if g.Mode != "" {
+		b = appendJSONString(append(b, `,"mode":`...), g.Mode)
+	}
+	return append(b, '}')
+}
+
+// marshal is json.Marshal(p), without reflection.
+func (p *slimPacket) marshal() []byte {
+	b := make([]byte, 0, 80+len(p.NextAction)+len(p.Priority)+len(p.Summary)+len(p.HypothesisStatus))
+	b = appendJSONString(append(b, `{"next_action":`...), p.NextAction)
+	b = appendJSONString(append(b, `,"priority":`...), p.Priority)
+	b = appendJSONString(append(b, `,"summary":`...), p.Summary)
+	b = appendJSONString(append(b, `,"hypothesis_status":`...), p.HypothesisStatus)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as json.Marshal writes it: printable ASCII
+// other than the quote, the backslash and the HTML characters json escapes
+// (<, >, &) is copied between quotes; anything else goes through
+// encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // SlimRecord keeps the catalog's fields of r: the primary metric,
 // peak_vram_mb and memory_gb of Metrics, the source fields of sourceKeys,
 // the error summary, the novelty
@@ -141,14 +178,14 @@ func SlimRecord(r *Record, metric string) Record {
 	if len(r.NoveltyGuard) > 0 && string(r.NoveltyGuard) != "null" {
 		var g slimGuard
 		if decodeSlim(r.NoveltyGuard, &g, []string{"classification", "mode"}, []*string{&g.Classification, &g.Mode}) {
-			s.NoveltyGuard, _ = json.Marshal(g)
+			s.NoveltyGuard = g.marshal()
 		}
 	}
 	if len(r.DecisionPacket) > 0 && string(r.DecisionPacket) != "null" {
 		var p slimPacket
 		if decodeSlim(r.DecisionPacket, &p, []string{"next_action", "priority", "summary", "hypothesis_status"},
 			[]*string{&p.NextAction, &p.Priority, &p.Summary, &p.HypothesisStatus}) && p.NextAction != "" {
-			s.DecisionPacket, _ = json.Marshal(p)
+			s.DecisionPacket = p.marshal()
 		}
 	}
 	return s

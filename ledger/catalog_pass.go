@@ -110,3 +110,19 @@ func (cw *catalogWriter) catalog(metric string, n int, corrections []Record, fp 
 }
 
 func (cw *catalogWriter) discard() { _ = cw.f.Close() }
+
+// slimRecordSize is about what appendSlimRecord writes for r (its strings
+// and a margin for the numbers and short fields), so the pass encodes each
+// record into one allocation instead of growing it seven times.
+func slimRecordSize(r *Record) int {
+	n := 160 + len(r.RunID) + len(r.Timestamp) + len(r.Branch) + len(r.Commit) + len(r.CommitFull) + len(r.Parent()) +
+		len(r.Family) + len(r.Status) + len(r.Description) + len(r.Hypothesis) + len(r.LineageRoot) +
+		len(r.NoveltyGuard) + len(r.DecisionPacket) + len(r.Replicate) + 16*len(r.Metrics)
+	for _, t := range r.Tags {
+		n += len(t) + 2
+	}
+	if r.Error != nil {
+		n += len(r.Error.Summary) + len(r.Error.Source)
+	}
+	return n
+}

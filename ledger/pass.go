@@ -183,7 +183,7 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 			return slimLine{rec: slimCorrection(&r), have: true}
 		}
 		slim := SlimRecord(&r, metric)
-		return slimLine{rec: slim, enc: appendSlimRecord(nil, &slim, l.Offset), have: true, tie: r.Tie}
+		return slimLine{rec: slim, enc: appendSlimRecord(make([]byte, 0, slimRecordSize(&slim)), &slim, l.Offset), have: true, tie: r.Tie}
 	}, func(l *Line, d slimLine) error {
 		switch {
 		case d.warn != nil:
