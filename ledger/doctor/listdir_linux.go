@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // dirBufs are listDirRaw's getdents buffers, one per lister at a time.
@@ -99,40 +97,3 @@ func direntMode(typ uint8) (fs.FileMode, bool) {
 	}
 	return 0, false
 }
-
-// lookupDir is a directory opened for looking names up in it: an O_PATH
-// descriptor and one fstatat per name. For a run's directory, whose
-// archived files doctor checks by name, that is cheaper than listing it
-// (open, two getdents64 and close, and a map of its names: at 100k runs
-// about a fifth of doctor's system time).
-type lookupDir struct{ fd int }
-
-// openLookupDir opens dir for lookups; ok is false when it cannot be
-// opened (the caller falls back to listing, then to stat).
-func openLookupDir(dir string) (d lookupDir, ok bool) {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	for err == unix.EINTR {
-		fd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return lookupDir{}, false
-	}
-	return lookupDir{fd: fd}, true
-}
-
-// exists reports whether name exists in the directory as stat (follow) or
-// lstat would: only "does not exist" counts as missing.
-func (d lookupDir) exists(name string, follow bool) bool {
-	flags := 0
-	if !follow {
-		flags = unix.AT_SYMLINK_NOFOLLOW
-	}
-	var st unix.Stat_t
-	err := unix.Fstatat(d.fd, name, &st, flags)
-	for err == unix.EINTR {
-		err = unix.Fstatat(d.fd, name, &st, flags)
-	}
-	return !errors.Is(err, fs.ErrNotExist)
-}
-
-func (d lookupDir) close() { _ = unix.Close(d.fd) }

@@ -48,38 +48,3 @@ func TestListDirAsReadDir(t *testing.T) {
 		})
 	}
 }
-
-// TestLookupDirAsStat: a lookup in a run's directory (lookupDir, fstatat
-// on an O_PATH descriptor) says what os.Stat (follow) and os.Lstat say of
-// the same path — only "does not exist" is missing — for files, links,
-// dangling links, a FIFO, a subdirectory and names that are not there.
-func TestLookupDirAsStat(t *testing.T) {
-	dir := t.TempDir()
-	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "run.log"), nil, 0o644))
-	must(t, os.Symlink("run.log", filepath.Join(dir, "link")))
-	must(t, os.Symlink("nowhere", filepath.Join(dir, "dangling")))
-	must(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
-	d, ok := openLookupDir(dir)
-	if !ok {
-		t.Fatal("cannot open the directory for lookups")
-	}
-	defer d.close()
-	for _, name := range []string{"run.log", "link", "dangling", "fifo", "sub", "missing", ".not-fetched"} {
-		for _, tc := range []struct {
-			follow bool
-			stat   func(string) (os.FileInfo, error)
-		}{{true, os.Stat}, {false, os.Lstat}} {
-			_, err := tc.stat(filepath.Join(dir, name))
-			if want := !os.IsNotExist(err); d.exists(name, tc.follow) != want {
-				t.Errorf("%s (follow %v): exists %v, stat says %v", name, tc.follow, !want, want)
-			}
-		}
-	}
-	if _, ok := openLookupDir(filepath.Join(dir, "run.log")); ok {
-		t.Error("a file opened as a directory for lookups")
-	}
-	if _, ok := openLookupDir(filepath.Join(dir, "missing")); ok {
-		t.Error("a missing directory opened for lookups")
-	}
-}
