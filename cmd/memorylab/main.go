@@ -38,7 +38,7 @@ func main() {
 // do need memory (the first use of a 100k-run ledger, rebuilding every
 // cache: peak RSS 290 MB, was 420 MB with Go's default GOGC=100). The
 // limit is gcFloor (256 MiB) while the live heap is small, growing to about
-// twice the live heap past three quarters of the floor (memoryLimitFor),
+// twice the live heap past three eighths of the floor (memoryLimitFor),
 // re-read after every collection: a fixed limit under a live heap
 // bigger than it (1M runs' catalog, ~1.2 GB) kept the collector running
 // without end, at up to half the CPU (issue 30: report at 1M runs 8.4 s of
@@ -88,15 +88,17 @@ func adaptMemoryLimit(*gcSentinel) {
 }
 
 // memoryLimitFor is the soft limit for a live heap of live bytes: the
-// floor while the live heap is under three quarters of it (a first use at
-// 100k runs keeps its 300 MiB goal: raising the limit there cut its time by
-// a fifth and added half to its memory), then growing continuously to
-// about twice the live heap (2·live − floor/2). Before, the floor held
-// until the live heap passed twice it, so a live heap between the two (a
-// first use at a million runs: 300-450 MB) ran under a limit below it and
-// the collector ran without end: a third of that first use's CPU (issue 30).
+// floor while the live heap is under three eighths of it, then twice the
+// live heap plus a quarter of the floor. The limit counts all of Go's
+// memory, not the live heap alone (free spans, stacks and metadata take
+// some 60 MB of it), so a limit near the live heap leaves the collector
+// running without end: before, the floor held until the live heap passed
+// twice it, and a first use at a million runs (180-190 MB live under a
+// 256 MiB limit, a heap goal 10% over the live heap) spent a third of
+// its CPU collecting (issue 30). A first use at 100k runs now keeps well
+// under the floor, and large heaps get about twice their size, as before.
 func memoryLimitFor(live, floor int64) int64 {
-	return max(floor, 2*live-floor/2)
+	return max(floor, 2*live+floor/4)
 }
 
 // gcSentinel is big enough to get its own allocation (finalizers on tiny

@@ -560,7 +560,8 @@ type PassGroups struct {
 	// repeat ideas (the generated 100k ledger has 11,634 distinct texts),
 	// and normalising a text and hashing its group id was most of the
 	// grouping (6.7 s of CPU at a million runs). At most passMemo texts.
-	seen map[memoKey]*novelty.Group
+	seen   map[memoKey]*novelty.Group
+	values []float64 // the rest of the slab runs' values are taken from
 }
 
 // passMemo bounds PassGroups' memo of texts (about 30 MB at the bound).
@@ -588,8 +589,27 @@ func (pg *PassGroups) Add(r *ledger.Record, off int64, tie bool) {
 			pg.seen[key] = g
 		}
 	}
-	run := pg.x.runOf(r, off)
-	run.Tie = tie && r.Status == ledger.StatusDiscard
+	// What runOf makes, without an allocation of its own per run: the
+	// status is the package's constant when it is one (not the decoded
+	// record's string), the value a slot of a shared slab. A million runs'
+	// groups stay live through the whole first use, and the collector
+	// marks them each cycle.
+	run := novelty.Run{Offset: off, Status: r.Status, Tie: tie && r.Status == ledger.StatusDiscard}
+	switch r.Status {
+	case ledger.StatusKeep:
+		run.Status = ledger.StatusKeep
+	case ledger.StatusDiscard:
+		run.Status = ledger.StatusDiscard
+	case ledger.StatusCrash:
+		run.Status = ledger.StatusCrash
+	}
+	if v, ok := r.Metric(pg.x.meta.Metric); ok {
+		if len(pg.values) == 0 {
+			pg.values = make([]float64, 4096)
+		}
+		pg.values[0] = v
+		run.Value, pg.values = &pg.values[0], pg.values[1:]
+	}
 	g.Runs = append(g.Runs, run)
 }
 
