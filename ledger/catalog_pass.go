@@ -21,28 +21,30 @@ type catalogWriter struct {
 	err error
 }
 
-func (s *Store) newCatalogWriter() (*catalogWriter, error) {
+// newCatalogWriter starts the pass's catalog; when the file cannot be
+// made the writer only remembers why (its err), and nothing is written.
+func (s *Store) newCatalogWriter() *catalogWriter {
 	if err := s.EnsureCacheDir(); err != nil {
-		return nil, err
+		return &catalogWriter{err: err}
 	}
 	// Named as atomicfile names its temporaries, so a killed pass's file
 	// is recognisably a leftover.
 	f, err := os.CreateTemp(s.Path(CacheDir), "."+CatalogFile+".tmp-pass-*")
 	if err != nil {
-		return nil, fmt.Errorf("unable to build the catalog: %w", err)
+		return &catalogWriter{err: err}
 	}
 	// Unlinked at once: the file lives while it is open and never outlives
 	// the process, whatever stops it.
 	_ = os.Remove(f.Name())
-	return &catalogWriter{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+	return &catalogWriter{f: f, w: bufio.NewWriterSize(f, 1<<20)}
 }
 
-// add appends one run's encoding.
-func (cw *catalogWriter) add(enc []byte) error {
+// add appends one run's encoding; after a failed write it does nothing
+// (records reports the error).
+func (cw *catalogWriter) add(enc []byte) {
 	if cw.err == nil {
 		_, cw.err = cw.w.Write(enc)
 	}
-	return cw.err
 }
 
 // records flushes what was written and returns a reader of it from its start.
@@ -109,7 +111,11 @@ func (cw *catalogWriter) catalog(metric string, n int, corrections []Record, fp 
 	return c, nil
 }
 
-func (cw *catalogWriter) discard() { _ = cw.f.Close() }
+func (cw *catalogWriter) discard() {
+	if cw.f != nil {
+		_ = cw.f.Close()
+	}
+}
 
 // slimRecordSize is about what appendSlimRecord writes for r (its strings
 // and a margin for the numbers and short fields), so the pass encodes each

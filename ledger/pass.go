@@ -33,6 +33,10 @@ type Pass struct {
 	// last line of each retracted run id, as the index's own rebuild drops
 	// them); nil when none is.
 	RetractedOffsets map[int64]bool
+	// RetractedUnknown: runs are retracted, but which lines they are could
+	// not be told (the catalog file, which tells them, could not be
+	// written): a sink's result that must leave them out is not usable.
+	RetractedUnknown bool
 	// Corrections are the correction lines in ledger order (slimCorrection).
 	Corrections []Record
 	Covers      Fingerprint // the ledger prefix read
@@ -114,10 +118,10 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 	defer f.Close()
 	size := f.Size()
 	p := &Pass{Metric: metric, Ordered: true}
-	cw, err := s.newCatalogWriter()
-	if err != nil {
-		return nil, err
-	}
+	// The catalog is a cache: when it cannot be written (a read-only or
+	// full cache directory) the pass goes on without it, and
+	// CatalogFromPass reads the ledger instead.
+	cw := s.newCatalogWriter()
 	defer cw.discard()
 	feeds := make([]chan []passRun, len(sinks))
 	var wg sync.WaitGroup
@@ -200,9 +204,7 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 			if d.rec.Status == StatusKeep {
 				p.Kept = append(p.Kept, KeptRun{RunID: d.rec.RunID, Commit: d.rec.Commit, CommitFull: d.rec.CommitFull})
 			}
-			if err := cw.add(d.enc); err != nil {
-				return err
-			}
+			cw.add(d.enc)
 			if len(sinks) > 0 {
 				if batch == nil {
 					batch = make([]passRun, 0, passSinkBatch)
@@ -234,14 +236,18 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 		p.Ordered = false
 	}
 	if p.Ordered {
-		// The catalog as the pass wrote it is the catalog: no record is held.
-		err = s.commitCatalog(cw, p.Covers, metric, p.Runs, p.Corrections)
-		return p, err
+		// The catalog as the pass wrote it is the catalog: no record is
+		// held. A failed cache write only costs the next command time.
+		_ = s.commitCatalog(cw, p.Covers, metric, p.Runs, p.Corrections)
+		return p, nil
 	}
 	// Sorting and retractions need the records: read back what the pass
 	// wrote (a slim record's encoding decodes to the record encoded).
 	if p.catalog, err = cw.catalog(metric, p.Runs, p.Corrections, p.Covers); err != nil {
-		return nil, err
+		// Not written: the sinks that fold in the catalog's order fall
+		// back to reading it (CatalogFromPass: OpenCatalog).
+		p.catalog, p.RetractedUnknown = nil, len(p.Retracted()) > 0
+		return p, nil
 	}
 	if len(p.catalog.Retracted) > 0 {
 		p.RetractedOffsets = map[int64]bool{}

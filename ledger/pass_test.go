@@ -176,3 +176,53 @@ func TestPassHoldsNoRecords(t *testing.T) {
 		t.Errorf("the pass of %d runs (%d kept) holds %d bytes of heap, want at most %d", n, kept, held, limit)
 	}
 }
+
+// TestPassWithoutACacheDirectory: the catalog is a cache, so a pass whose
+// catalog file cannot be written (here cache/ is a file) still reads the
+// ledger for its sinks, CatalogFromPass reads the catalog from the ledger,
+// and a ledger that retracts a run says it cannot tell which lines are
+// retracted rather than feeding them to the index.
+func TestPassWithoutACacheDirectory(t *testing.T) {
+	line := func(id, ts string) string {
+		return ledgertest.RecordLine(t, id, "0123456789abcdef0123456789abcdef01234567", func(r *ledger.Record) { r.Timestamp = ts })
+	}
+	a := line("20261122T010000Z-aaaaaaa", "2026-11-22T01:00:00Z")
+	b := line("20261122T020000Z-bbbbbbb", "2026-11-22T02:00:00Z")
+	retract := ledgertest.RecordLine(t, "20261122T050000Z-corr001", "", func(r *ledger.Record) {
+		*r = ledger.Record{SchemaVersion: ledger.SchemaVersion, RunID: "20261122T050000Z-corr001", Timestamp: "2026-11-22T05:00:00Z",
+			Correction: &ledger.Correction{Kind: ledger.CorrectionRetract, RunID: "20261122T010000Z-aaaaaaa", Text: "bad data"}}
+	})
+	for _, tc := range []struct {
+		name, ledger string
+		records      int
+		unknown      bool
+	}{
+		{"in order", a + b, 2, false},
+		{"a retracted run", a + b + retract, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ledgertest.Store(t, tc.ledger)
+			if err := os.RemoveAll(s.Path(ledger.CacheDir)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(s.Path(ledger.CacheDir), []byte("not a directory"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var sink count
+			p, err := s.ReadPass(s.Config.Metric, &sink)
+			if err != nil {
+				t.Fatalf("the pass failed for a cache: %v", err)
+			}
+			if sink.n != 2 || p.RetractedUnknown != tc.unknown {
+				t.Errorf("the sink got %d runs, RetractedUnknown %v; want 2, %v", sink.n, p.RetractedUnknown, tc.unknown)
+			}
+			c, _, err := s.CatalogFromPass(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Records) != tc.records {
+				t.Errorf("catalog of %d runs, want %d", len(c.Records), tc.records)
+			}
+		})
+	}
+}

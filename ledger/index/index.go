@@ -662,7 +662,7 @@ func (x *Index) rebuildOrFallback() (*Index, error) {
 	}
 	groups := map[string]*novelty.Group{}
 	var fp ledger.Fingerprint
-	if p, pg := x.opts.Pass, x.opts.Groups; p != nil && pg != nil && pg.groups != nil && p.Metric == x.meta.Metric &&
+	if p, pg := x.opts.Pass, x.opts.Groups; p != nil && pg != nil && pg.groups != nil && !p.RetractedUnknown && p.Metric == x.meta.Metric &&
 		pg.x.meta.Metric == x.meta.Metric && pg.x.opts.NormalizerVersion == x.opts.NormalizerVersion && x.store.StillCovers(p.Covers) {
 		groups = pg.take(p)
 		fp = p.Covers
