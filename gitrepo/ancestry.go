@@ -938,10 +938,8 @@ func (g *Repo) loadAncestryFrom(s *ledger.Store, p *ledger.Pass) (*ancestry, err
 		// Every record of the ledger, as ScanFrom gives them: retracted
 		// runs too, in ledger order.
 		an.kept = an.kept[:0]
-		for i := range p.Runs {
-			if r := &p.Runs[i]; r.Status == ledger.StatusKeep {
-				an.kept = append(an.kept, keptRunOf(r))
-			}
+		for _, k := range p.Kept {
+			an.kept = append(an.kept, keptRunOf(&ledger.Record{RunID: k.RunID, Commit: k.Commit, CommitFull: k.CommitFull}))
 		}
 		an.fp, an.dirty, an.tried = p.Covers, true, 0
 	}

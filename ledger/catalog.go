@@ -106,6 +106,43 @@ type slimPacket struct {
 	HypothesisStatus string `json:"hypothesis_status"`
 }
 
+// marshal is json.Marshal(g), without reflection (a first use slims a
+// million of them).
+func (g *slimGuard) marshal() []byte {
+	b := make([]byte, 0, 32+len(g.Classification)+len(g.Mode))
+	b = appendJSONString(append(b, `{"classification":`...), g.Classification)
+	if g.Mode != "" {
+		b = appendJSONString(append(b, `,"mode":`...), g.Mode)
+	}
+	return append(b, '}')
+}
+
+// marshal is json.Marshal(p), without reflection.
+func (p *slimPacket) marshal() []byte {
+	b := make([]byte, 0, 80+len(p.NextAction)+len(p.Priority)+len(p.Summary)+len(p.HypothesisStatus))
+	b = appendJSONString(append(b, `{"next_action":`...), p.NextAction)
+	b = appendJSONString(append(b, `,"priority":`...), p.Priority)
+	b = appendJSONString(append(b, `,"summary":`...), p.Summary)
+	b = appendJSONString(append(b, `,"hypothesis_status":`...), p.HypothesisStatus)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as json.Marshal writes it: printable ASCII
+// other than the quote, the backslash and the HTML characters json escapes
+// (<, >, &) is copied between quotes; anything else goes through
+// encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // SlimRecord keeps the catalog's fields of r: the primary metric,
 // peak_vram_mb and memory_gb of Metrics, the source fields of sourceKeys,
 // the error summary, the novelty
@@ -141,14 +178,14 @@ func SlimRecord(r *Record, metric string) Record {
 	if len(r.NoveltyGuard) > 0 && string(r.NoveltyGuard) != "null" {
 		var g slimGuard
 		if decodeSlim(r.NoveltyGuard, &g, []string{"classification", "mode"}, []*string{&g.Classification, &g.Mode}) {
-			s.NoveltyGuard, _ = json.Marshal(g)
+			s.NoveltyGuard = g.marshal()
 		}
 	}
 	if len(r.DecisionPacket) > 0 && string(r.DecisionPacket) != "null" {
 		var p slimPacket
 		if decodeSlim(r.DecisionPacket, &p, []string{"next_action", "priority", "summary", "hypothesis_status"},
 			[]*string{&p.NextAction, &p.Priority, &p.Summary, &p.HypothesisStatus}) && p.NextAction != "" {
-			s.DecisionPacket, _ = json.Marshal(p)
+			s.DecisionPacket = p.marshal()
 		}
 	}
 	return s
@@ -193,15 +230,17 @@ func (s *Store) WriteCache(name string, version int, fp Fingerprint, payload []b
 	if err := s.EnsureCacheDir(); err != nil {
 		return err
 	}
-	var hdr bytes.Buffer
-	hdr.WriteString(catalogMagic)
-	hdr.WriteString(name + "\n")
-	b := binary.AppendUvarint(nil, uint64(version))
-	b = binary.AppendVarint(b, fp.Size)
-	b = AppendString(b, fp.TailHash)
-	hdr.Write(b)
+	hdr := bytes.NewBuffer(cacheHeader(name, version, fp))
 	hdr.Write(payload)
 	return atomicfile.WriteFileAtomic(s.CachePath(name), hdr.Bytes(), 0o644)
+}
+
+// cacheHeader is what WriteCache writes before a cache's payload.
+func cacheHeader(name string, version int, fp Fingerprint) []byte {
+	b := append([]byte(catalogMagic), name+"\n"...)
+	b = binary.AppendUvarint(b, uint64(version))
+	b = binary.AppendVarint(b, fp.Size)
+	return AppendString(b, fp.TailHash)
 }
 
 // ErrCacheInvalid means a cache file is missing, of another version or
@@ -407,73 +446,77 @@ func decodeCorrections(d *Decoder) []Record {
 func appendSlimRecords(b []byte, recs []Record, offsets []int64) []byte {
 	b = binary.AppendUvarint(b, uint64(len(recs)))
 	for i := range recs {
-		r := &recs[i]
-		b = binary.AppendVarint(b, offsets[i])
-		b = binary.AppendUvarint(b, uint64(r.SchemaVersion))
-		var flags uint64
-		if r.ParentCommit != nil {
-			flags |= flagParent
-		}
-		if r.Error != nil {
-			flags |= flagError
-		}
-		if r.Dirty != nil && *r.Dirty {
-			flags |= flagDirty
-		}
-		if r.Seed != nil {
-			flags |= flagSeed
-		}
-		if r.Hardware != nil {
-			flags |= flagHardware
-		}
-		if r.Items != nil {
-			flags |= flagItems
-		}
-		b = binary.AppendUvarint(b, flags)
-		for _, s := range []string{string(r.RunID), r.Timestamp, r.Branch, r.Commit, r.CommitFull, r.Parent(),
-			r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot, string(r.NoveltyGuard), string(r.DecisionPacket)} {
-			b = AppendString(b, s)
-		}
-		if r.Error != nil {
-			b = AppendString(b, r.Error.Summary)
-			b = AppendString(b, r.Error.Source)
-		}
-		b = AppendString(b, r.Replicate)
-		if r.Seed != nil {
-			b = binary.AppendVarint(b, *r.Seed)
-		}
-		if r.Hardware != nil {
-			b = AppendString(b, r.Hardware.Host)
-			b = AppendString(b, r.Hardware.Accelerator)
-		}
-		if r.Items != nil {
-			b = binary.AppendUvarint(b, uint64(r.Items.Count))
-			b = AppendFloat(b, r.Items.Mean)
-			b = AppendBool(b, r.Items.Binary)
-		}
-		b = binary.AppendUvarint(b, uint64(len(r.Tags)))
-		for _, t := range r.Tags {
-			b = AppendString(b, t)
-		}
-		b = binary.AppendUvarint(b, uint64(len(r.Metrics)))
-		for _, k := range r.Metrics.Names() {
-			b = AppendString(b, k)
-			if v := r.Metrics[k]; v == nil {
-				b = append(b, 0)
-			} else {
-				b = append(b, 1)
-				b = AppendFloat(b, *v)
-			}
-		}
-		src := ""
-		if len(r.Source) > 0 {
-			if j, err := json.Marshal(r.Source); err == nil {
-				src = string(j)
-			}
-		}
-		b = AppendString(b, src)
+		b = appendSlimRecord(b, &recs[i], offsets[i])
 	}
 	return b
+}
+
+// appendSlimRecord encodes one slim record and its offset.
+func appendSlimRecord(b []byte, r *Record, offset int64) []byte {
+	b = binary.AppendVarint(b, offset)
+	b = binary.AppendUvarint(b, uint64(r.SchemaVersion))
+	var flags uint64
+	if r.ParentCommit != nil {
+		flags |= flagParent
+	}
+	if r.Error != nil {
+		flags |= flagError
+	}
+	if r.Dirty != nil && *r.Dirty {
+		flags |= flagDirty
+	}
+	if r.Seed != nil {
+		flags |= flagSeed
+	}
+	if r.Hardware != nil {
+		flags |= flagHardware
+	}
+	if r.Items != nil {
+		flags |= flagItems
+	}
+	b = binary.AppendUvarint(b, flags)
+	for _, s := range []string{string(r.RunID), r.Timestamp, r.Branch, r.Commit, r.CommitFull, r.Parent(),
+		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot, string(r.NoveltyGuard), string(r.DecisionPacket)} {
+		b = AppendString(b, s)
+	}
+	if r.Error != nil {
+		b = AppendString(b, r.Error.Summary)
+		b = AppendString(b, r.Error.Source)
+	}
+	b = AppendString(b, r.Replicate)
+	if r.Seed != nil {
+		b = binary.AppendVarint(b, *r.Seed)
+	}
+	if r.Hardware != nil {
+		b = AppendString(b, r.Hardware.Host)
+		b = AppendString(b, r.Hardware.Accelerator)
+	}
+	if r.Items != nil {
+		b = binary.AppendUvarint(b, uint64(r.Items.Count))
+		b = AppendFloat(b, r.Items.Mean)
+		b = AppendBool(b, r.Items.Binary)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.Tags)))
+	for _, t := range r.Tags {
+		b = AppendString(b, t)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.Metrics)))
+	for _, k := range r.Metrics.Names() {
+		b = AppendString(b, k)
+		if v := r.Metrics[k]; v == nil {
+			b = append(b, 0)
+		} else {
+			b = append(b, 1)
+			b = AppendFloat(b, *v)
+		}
+	}
+	src := ""
+	if len(r.Source) > 0 {
+		if j, err := json.Marshal(r.Source); err == nil {
+			src = string(j)
+		}
+	}
+	return AppendString(b, src)
 }
 
 func decodeCatalog(payload []byte) (*Catalog, error) {

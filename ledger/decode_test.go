@@ -259,26 +259,26 @@ func TestReadPassMatchesFullDecode(t *testing.T) {
 	ok(t, err)
 
 	want := &Pass{Metric: "val_bpb"}
+	var wantRuns collectSink
 	warnings, err := ScanReader(bytes.NewReader(ledgerText.Bytes()), func(r *Record, _ int, off int64) error {
 		if r.Correction != nil {
 			want.Corrections = append(want.Corrections, slimCorrection(r))
 			return nil
 		}
-		want.Ties = append(want.Ties, r.Tie)
-		want.Runs = append(want.Runs, SlimRecord(r, want.Metric))
-		want.Offsets = append(want.Offsets, off)
+		wantRuns.Add(new(SlimRecord(r, want.Metric)), off, r.Tie)
 		return nil
 	})
 	ok(t, err)
 	want.Warnings = warnings
 
-	got, err := s.ReadPass("val_bpb")
+	var gotRuns collectSink
+	got, err := s.ReadPass("val_bpb", &gotRuns)
 	ok(t, err)
-	equals(t, len(want.Runs), len(got.Runs))
-	for i := range want.Runs {
-		if !reflect.DeepEqual(got.Runs[i], want.Runs[i]) || got.Offsets[i] != want.Offsets[i] || got.Tie(i) != want.Ties[i] {
-			t.Fatalf("run %d:\n pass %+v (offset %d, tie %v)\n json %+v (offset %d, tie %v)", i,
-				got.Runs[i], got.Offsets[i], got.Tie(i), want.Runs[i], want.Offsets[i], want.Ties[i])
+	equals(t, len(wantRuns.runs), len(gotRuns.runs))
+	equals(t, len(wantRuns.runs), got.Runs)
+	for i, w := range wantRuns.runs {
+		if g := gotRuns.runs[i]; !reflect.DeepEqual(g, w) {
+			t.Fatalf("run %d:\n pass %+v (offset %d, tie %v)\n json %+v (offset %d, tie %v)", i, g.rec, g.off, g.tie, w.rec, w.off, w.tie)
 		}
 	}
 	if !reflect.DeepEqual(got.Corrections, want.Corrections) {
@@ -293,4 +293,11 @@ func TestReadPassMatchesFullDecode(t *testing.T) {
 	torn := want.Warnings[len(want.Warnings)-1]
 	equals(t, true, torn.Torn)
 	equals(t, torn.Offset, got.Covers.Size)
+}
+
+// collectSink keeps every run a Pass gives it.
+type collectSink struct{ runs []passRun }
+
+func (c *collectSink) Add(r *Record, off int64, tie bool) {
+	c.runs = append(c.runs, passRun{rec: *r, off: off, tie: tie})
 }

@@ -5,33 +5,62 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
+	"sync"
 )
 
 // A Pass is one read of the whole ledger that feeds every cache a first
-// use builds: the catalog (CatalogFromPass), the novelty index
-// (ledger/index, Options.Pass), the ancestry table (gitrepo) and, through
-// the catalog, the registry. Each line is decoded once (on all cores) and
-// kept as its slim record, so each cache takes its fields from the same
-// decode instead of reading the ledger again (issue 30: four full decodes
-// side by side were 22 s of CPU at 100k runs).
+// use builds: the catalog (written as the pass reads), the novelty index
+// (ledger/index, a PassSink), the ancestry table (gitrepo, from Kept) and
+// the registry (ops, a PassSink). Each line is decoded once (on all cores)
+// and slimmed, and each slim record is handed to the sinks and encoded for
+// the catalog as it is read: no cache holds every record (issue 30: at a
+// million runs the slim records alone were 1.2 GB of live heap, and the
+// collector's marking of them most of a first use's CPU).
 //
 // A Pass is read-only once made: its consumers may run side by side.
 type Pass struct {
-	// Runs are the slim records (SlimRecord) of every run line in ledger
-	// order, retracted runs included. When they are in the one order of
-	// runs and none is retracted (the common case), the catalog built from
-	// the pass shares them (read only) rather than copying 100k records.
-	Runs    []Record
-	Offsets []int64 // ledger byte offset of each run
-	// Ties marks the runs whose record has tie set (the novelty index
-	// reads it; the catalog does not keep it); nil when none has.
-	Ties []bool
+	// Kept are the kept runs, retracted ones included, in ledger order
+	// (the ancestry table's kept-run list).
+	Kept []KeptRun
+	// Runs is how many run lines the pass read.
+	Runs int
+	// Ordered: the runs were in the one order of runs (order.go) and none
+	// is retracted, so a fold of the runs in ledger order (each sink's) is
+	// the fold of the catalog's records. When false, sinks that fold in
+	// the catalog's order fold the catalog instead (Store.CatalogFromPass).
+	Ordered bool
+	// RetractedOffsets are the ledger offsets of the retracted runs (the
+	// last line of each retracted run id, as the index's own rebuild drops
+	// them); nil when none is.
+	RetractedOffsets map[int64]bool
+	// RetractedUnknown: runs are retracted, but which lines they are could
+	// not be told (the catalog file, which tells them, could not be
+	// written): a sink's result that must leave them out is not usable.
+	RetractedUnknown bool
 	// Corrections are the correction lines in ledger order (slimCorrection).
 	Corrections []Record
 	Covers      Fingerprint // the ledger prefix read
 	Warnings    []Warning
 	Metric      string
+	// catalog is the catalog built when the runs were not Ordered (sorted,
+	// retractions applied); when Ordered it was written to the cache file
+	// without ever being held.
+	catalog *Catalog
+}
+
+// A KeptRun is what the ancestry table needs of a kept run.
+type KeptRun struct {
+	RunID      RunID
+	Commit     string
+	CommitFull string
+}
+
+// A PassSink takes every run of a Pass as it is read. Add is called in
+// ledger order, from one goroutine of the sink's own (sinks run beside
+// the pass and each other); r and what it points to are read-only and
+// may be kept. tie is the record's tie field (slim records drop it).
+type PassSink interface {
+	Add(r *Record, off int64, tie bool)
 }
 
 // FirstUseFiles are the cache files a Pass can rebuild, under CacheDir.
@@ -63,23 +92,87 @@ func missing(path string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// ReadPass reads the whole ledger once into a Pass for metric. Each line
-// is decoded (decodeFast, the fields a slim record keeps) and slimmed on
-// every core; the warnings and the prefix covered are ScanFromParallel's.
-func (s *Store) ReadPass(metric string) (*Pass, error) {
+// passRun is one run of a Pass as its sinks get it.
+type passRun struct {
+	rec Record
+	off int64
+	tie bool
+}
+
+// passSinkBatch is how many runs go to the sinks at a time.
+const passSinkBatch = 512
+
+// ReadPass reads the whole ledger once for metric. Each line is decoded
+// (decodeFast, the fields a slim record keeps), slimmed and encoded as a
+// catalog record on every core; in ledger order, each run goes to every
+// sink (in batches, each sink on a goroutine of its own) and its encoding
+// to the catalog, which is written to the cache when the pass ends (a
+// ledger whose runs are not in the one order, or that retracts some, has
+// its catalog sorted afterwards, from that file). The warnings and the
+// prefix covered are ScanFromParallel's.
+func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 	f, err := s.OpenLedger()
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	size := f.Size()
-	p := &Pass{Metric: metric}
+	p := &Pass{Metric: metric, Ordered: true}
+	// The catalog is a cache: when it cannot be written (a read-only or
+	// full cache directory) the pass goes on without it, and
+	// CatalogFromPass reads the ledger instead.
+	cw := s.newCatalogWriter()
+	defer cw.discard()
+	feeds := make([]chan []passRun, len(sinks))
+	var wg sync.WaitGroup
+	panics := make([]any, len(sinks))
+	for i, sink := range sinks {
+		feeds[i] = make(chan []passRun, 8)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if panics[i] = recover(); panics[i] != nil {
+					for range feeds[i] { // keep the pass from blocking
+					}
+				}
+			}()
+			for batch := range feeds[i] {
+				for j := range batch {
+					sink.Add(&batch[j].rec, batch[j].off, batch[j].tie)
+				}
+			}
+		}()
+	}
+	var batch []passRun
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		for _, feed := range feeds {
+			feed <- batch // shared, read-only
+		}
+		batch = nil
+	}
+	stopSinks := func() {
+		for _, feed := range feeds {
+			close(feed)
+		}
+		wg.Wait()
+		for _, pv := range panics {
+			if pv != nil {
+				panic(pv)
+			}
+		}
+	}
 	type slimLine struct {
 		rec  Record // the slim record, when have (a value: no allocation per line)
+		enc  []byte // its catalog encoding (runs)
 		have bool
 		tie  bool
 		warn *Warning
 	}
+	var prev Record // the previous run's order keys
 	// The lines' buffers are reused: nothing below keeps a line's bytes
 	// (slim records copy what they hold).
 	err = eachLineParallel(io.NewSectionReader(f, 0, size), true, func(l *Line) slimLine {
@@ -93,7 +186,8 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 		if r.Correction != nil {
 			return slimLine{rec: slimCorrection(&r), have: true}
 		}
-		return slimLine{rec: SlimRecord(&r, metric), have: true, tie: r.Tie}
+		slim := SlimRecord(&r, metric)
+		return slimLine{rec: slim, enc: appendSlimRecord(make([]byte, 0, slimRecordSize(&slim)), &slim, l.Offset), have: true, tie: r.Tie}
 	}, func(l *Line, d slimLine) error {
 		switch {
 		case d.warn != nil:
@@ -102,30 +196,29 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 		case d.rec.Correction != nil:
 			p.Corrections = append(p.Corrections, d.rec)
 		default:
-			if len(p.Runs) == cap(p.Runs) && len(p.Runs) >= 256 {
-				// Grow to the runs the rest of the ledger holds at the
-				// average line length so far, plus 5%: append grows a
-				// slice this large by a quarter at a time, so reaching
-				// 100k records (a 40 MB array) allocated about five times
-				// that for the collector.
-				left := float64(size-l.Offset) / (float64(l.Offset) / float64(len(p.Runs)))
-				more := int(min(left*1.05, float64(size))) + 256
-				p.Runs, p.Offsets = slices.Grow(p.Runs, more), slices.Grow(p.Offsets, more)
-				if p.Ties != nil {
-					p.Ties = slices.Grow(p.Ties, more)
+			if p.Runs > 0 && TimestampBefore(d.rec.Timestamp, d.rec.RunID, prev.Timestamp, prev.RunID) {
+				p.Ordered = false
+			}
+			prev = Record{Timestamp: d.rec.Timestamp, RunID: d.rec.RunID}
+			p.Runs++
+			if d.rec.Status == StatusKeep {
+				p.Kept = append(p.Kept, KeptRun{RunID: d.rec.RunID, Commit: d.rec.Commit, CommitFull: d.rec.CommitFull})
+			}
+			cw.add(d.enc)
+			if len(sinks) > 0 {
+				if batch == nil {
+					batch = make([]passRun, 0, passSinkBatch)
+				}
+				batch = append(batch, passRun{rec: d.rec, off: l.Offset, tie: d.tie})
+				if len(batch) == passSinkBatch {
+					flush()
 				}
 			}
-			if d.tie && p.Ties == nil {
-				p.Ties = make([]bool, len(p.Runs), cap(p.Runs))
-			}
-			if p.Ties != nil {
-				p.Ties = append(p.Ties, d.tie)
-			}
-			p.Runs = append(p.Runs, d.rec)
-			p.Offsets = append(p.Offsets, l.Offset)
 		}
 		return nil
 	})
+	flush()
+	stopSinks()
 	if err != nil {
 		return nil, err
 	}
@@ -139,37 +232,57 @@ func (s *Store) ReadPass(metric string) (*Pass, error) {
 	if p.Covers, err = s.FingerprintAt(end); err != nil {
 		return nil, err
 	}
+	if len(p.Retracted()) > 0 {
+		p.Ordered = false
+	}
+	if p.Ordered {
+		// The catalog as the pass wrote it is the catalog: no record is
+		// held. A failed cache write only costs the next command time.
+		_ = s.commitCatalog(cw, p.Covers, metric, p.Runs, p.Corrections)
+		return p, nil
+	}
+	// Sorting and retractions need the records: read back what the pass
+	// wrote (a slim record's encoding decodes to the record encoded).
+	if p.catalog, err = cw.catalog(metric, p.Runs, p.Corrections, p.Covers); err != nil {
+		// Not written: the sinks that fold in the catalog's order fall
+		// back to reading it (CatalogFromPass: OpenCatalog).
+		p.catalog, p.RetractedUnknown = nil, len(p.Retracted()) > 0
+		return p, nil
+	}
+	if len(p.catalog.Retracted) > 0 {
+		p.RetractedOffsets = map[int64]bool{}
+		last := map[RunID]int64{}
+		for i := range p.catalog.Retracted {
+			id := p.catalog.Retracted[i].RunID
+			if off, ok := last[id]; !ok || p.catalog.RetractedOffsets[i] > off {
+				last[id] = p.catalog.RetractedOffsets[i]
+			}
+		}
+		for _, off := range last {
+			p.RetractedOffsets[off] = true
+		}
+	}
+	_ = s.WriteCache(CatalogFile, CatalogVersion, p.Covers, encodeCatalog(p.catalog))
 	return p, nil
 }
-
-// Tie reports whether run i's record has tie set.
-func (p *Pass) Tie(i int) bool { return p.Ties != nil && p.Ties[i] }
 
 // Retracted is the set of run ids the pass's corrections retract.
 func (p *Pass) Retracted() map[RunID]Correction {
 	return CollectCorrections(p.Corrections).Retracted
 }
 
-// CatalogFromPass is OpenCatalog for a store whose catalog is missing,
-// built from p instead of a read of the ledger (p is not changed), written
-// to the cache, then caught up with anything appended after p.
+// CatalogFromPass is OpenCatalog for a store whose catalog was missing,
+// after p wrote it: the catalog p built when its runs were not Ordered,
+// else the file p wrote (read back: a pass never holds every record),
+// caught up with anything appended after p.
 func (s *Store) CatalogFromPass(p *Pass) (*Catalog, []Warning, error) {
-	n := len(p.Runs)
-	c := &Catalog{Metric: p.Metric, Records: p.Runs[:n:n], Offsets: p.Offsets[:n:n], Corrections: append([]Record(nil), p.Corrections...),
-		Covers: p.Covers}
-	grew := true
-	if info, err := os.Stat(s.LedgerPath()); err == nil && info.Size() == p.Covers.Size {
-		grew = false // nothing to catch up with (log holds the store lock)
+	var cat *Catalog
+	var warnings []Warning
+	var err error
+	if p.catalog != nil {
+		cat, warnings, err = s.catchUpCatalog(p.catalog) // only this reads p.catalog
+	} else {
+		cat, warnings, err = s.OpenCatalog(p.Metric, nil)
 	}
-	if len(p.Retracted()) > 0 || !keysOf(c.Records).sorted() || grew {
-		// Retractions, sorting and a catch-up change the records in place:
-		// on a copy, as others read the pass meanwhile.
-		c.Records, c.Offsets = append([]Record(nil), c.Records...), append([]int64(nil), c.Offsets...)
-		c.applyRetractions(0)
-		sortRecordsWith(c.Records, c.Offsets)
-	}
-	_ = s.WriteCache(CatalogFile, CatalogVersion, p.Covers, encodeCatalog(c))
-	// Runs appended since the pass was read (none under the store lock).
-	cat, warnings, err := s.catchUpCatalog(c)
 	return cat, append(append([]Warning(nil), p.Warnings...), warnings...), err
 }

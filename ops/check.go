@@ -220,14 +220,20 @@ func noveltyOptions(s *ledger.Store, mode string, threshold float64) novelty.Opt
 // OpenNoveltyIndex opens the store's novelty index; notices go to
 // env.Notice.
 func OpenNoveltyIndex(env Env, s *ledger.Store, writer bool) (*index.Index, error) {
-	return openNoveltyIndex(env, s, writer, nil)
+	return openNoveltyIndex(env, s, writer, firstUse{})
 }
 
-// openNoveltyIndex is OpenNoveltyIndex, rebuilding from pass (a first
-// use's one read of the ledger) when it is not nil.
-func openNoveltyIndex(env Env, s *ledger.Store, writer bool, pass *ledger.Pass) (*index.Index, error) {
-	return index.Open(s, index.Options{Normalize: novelty.Normalize,
-		NormalizerVersion: novelty.NormalizerVersion, Notice: env.Notice, Progress: env.Progress, Writer: writer, Pass: pass})
+// openNoveltyIndex is OpenNoveltyIndex, rebuilding from a first use's one
+// read of the ledger and the groups it made, when there was one.
+func openNoveltyIndex(env Env, s *ledger.Store, writer bool, fu firstUse) (*index.Index, error) {
+	opts := noveltyIndexOptions(env, writer)
+	opts.Pass, opts.Groups = fu.pass, fu.groups
+	return index.Open(s, opts)
+}
+
+func noveltyIndexOptions(env Env, writer bool) index.Options {
+	return index.Options{Normalize: novelty.Normalize, NormalizerVersion: novelty.NormalizerVersion,
+		Notice: env.Notice, Progress: env.Progress, Writer: writer}
 }
 
 // checkExhaustive scores every record in the ledger.

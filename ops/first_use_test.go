@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,7 +29,6 @@ func TestFirstUseReadsTheLedgerOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := int64(len(all))
 	drop := func() {
 		t.Helper()
 		for _, dir := range []string{ledger.CacheDir, ledger.IndexDir} {
@@ -72,56 +72,80 @@ func TestFirstUseReadsTheLedgerOnce(t *testing.T) {
 		return res
 	}
 
-	// One by one: the catalog first (as list or report would), then the
-	// log builds the index, the ancestry table and the registry.
-	drop()
-	if _, _, err := s.OpenCatalog(s.Config.Metric, nil); err != nil {
-		t.Fatal(err)
-	}
-	want := logRun()
-
-	// First use: the same ledger, every cache deleted.
-	if err := os.WriteFile(s.LedgerPath(), snap, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	drop()
-	before := ledger.RecordsDecoded()
-	got := logRun()
-	if n := ledger.RecordsDecoded() - before; n > lines+maxDecodes {
-		t.Errorf("first use decoded %d records of a %d-line ledger, want each line once", n, lines)
-	}
-	if got.Record.LineageRoot != want.Record.LineageRoot || got.Record.LineageRoot == "" {
-		t.Errorf("lineage root %q, one by one %q", got.Record.LineageRoot, want.Record.LineageRoot)
-	}
-	if !bytes.Equal(got.Record.NoveltyGuard, want.Record.NoveltyGuard) {
-		t.Errorf("novelty verdict\n%s\none by one\n%s", got.Record.NoveltyGuard, want.Record.NoveltyGuard)
-	}
-	// The catalog written by the first use covers the ledger before the
-	// new run; caught up, it is the catalog read from the whole ledger.
-	if _, _, err := s.OpenCatalog(s.Config.Metric, nil); err != nil {
-		t.Fatal(err)
-	}
-	gotCatalog, gotRegistry := catalogFile(), registryFile()
-	for _, name := range []string{"ancestry.bin", ops.RegistryStateFile} {
-		if _, err := os.Stat(filepath.Join(s.Path(ledger.CacheDir), name)); err != nil {
-			t.Errorf("first use left no %s: %v", name, err)
+	// The ledger as logged (a run retracted: the pass's catalog is sorted
+	// and retracted afterwards and the registry built from it), and the
+	// same runs in the one order of runs with no correction (the pass's
+	// catalog file and registry fold are used as they were made).
+	var ordered []byte
+	for i := range all {
+		if all[i].Correction != nil {
+			continue
 		}
+		b, err := json.Marshal(&all[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ordered = append(append(ordered, b...), '\n')
 	}
-	drop()
-	if _, _, err := s.OpenCatalog(s.Config.Metric, nil); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(gotCatalog, catalogFile()) {
-		t.Error("the catalog built from the pass differs from the one read from the ledger")
-	}
-	st, fp, behind, err := ops.LoadRegistry(s, io.Discard, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ops.SaveRegistry(s, st, fp, behind, ops.RegistryCacheLag, l.env.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(gotRegistry, registryFile()) {
-		t.Errorf("champion_challenger.json:\n%s\nrebuilt from the ledger:\n%s", gotRegistry, registryFile())
+	for _, v := range []struct {
+		name   string
+		ledger []byte
+	}{{"a retracted run", snap}, {"in order, none retracted", ordered}} {
+		if err := os.WriteFile(s.LedgerPath(), v.ledger, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lines := int64(bytes.Count(v.ledger, []byte("\n")))
+		// One by one: the catalog first (as list or report would), then the
+		// log builds the index, the ancestry table and the registry.
+		drop()
+		if _, _, err := s.OpenCatalog(s.Config.Metric, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := logRun()
+
+		// First use: the same ledger, every cache deleted.
+		if err := os.WriteFile(s.LedgerPath(), v.ledger, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		drop()
+		before := ledger.RecordsDecoded()
+		got := logRun()
+		if n := ledger.RecordsDecoded() - before; n > lines+maxDecodes {
+			t.Errorf("%s: first use decoded %d records of a %d-line ledger, want each line once", v.name, n, lines)
+		}
+		if got.Record.LineageRoot != want.Record.LineageRoot || got.Record.LineageRoot == "" {
+			t.Errorf("%s: lineage root %q, one by one %q", v.name, got.Record.LineageRoot, want.Record.LineageRoot)
+		}
+		if !bytes.Equal(got.Record.NoveltyGuard, want.Record.NoveltyGuard) {
+			t.Errorf("%s: novelty verdict\n%s\none by one\n%s", v.name, got.Record.NoveltyGuard, want.Record.NoveltyGuard)
+		}
+		// The catalog written by the first use covers the ledger before the
+		// new run; caught up, it is the catalog read from the whole ledger.
+		if _, _, err := s.OpenCatalog(s.Config.Metric, nil); err != nil {
+			t.Fatal(err)
+		}
+		gotCatalog, gotRegistry := catalogFile(), registryFile()
+		for _, name := range []string{"ancestry.bin", ops.RegistryStateFile} {
+			if _, err := os.Stat(filepath.Join(s.Path(ledger.CacheDir), name)); err != nil {
+				t.Errorf("%s: first use left no %s: %v", v.name, name, err)
+			}
+		}
+		drop()
+		if _, _, err := s.OpenCatalog(s.Config.Metric, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gotCatalog, catalogFile()) {
+			t.Errorf("%s: the catalog built from the pass differs from the one read from the ledger", v.name)
+		}
+		st, fp, behind, err := ops.LoadRegistry(s, io.Discard, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ops.SaveRegistry(s, st, fp, behind, ops.RegistryCacheLag, l.env.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gotRegistry, registryFile()) {
+			t.Errorf("%s: champion_challenger.json:\n%s\nrebuilt from the ledger:\n%s", v.name, gotRegistry, registryFile())
+		}
 	}
 }

@@ -319,7 +319,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 	penv.Notice = &syncWriter{w: env.Notice}
 	// On a first use (the caches deleted, a fresh clone) the ledger is
 	// read once for all of them (ledger.Pass), not once per cache.
-	pass, err := firstUsePass(s)
+	fu, err := readFirstUse(penv, s)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		func() error {
 			// Short form, as the Python tool wrote it; left empty when unknown
 			// (shallow clone). Never a reason to refuse the run.
-			root, state, err := loc.Repo.LineageRootForNewRunFrom(s, pass, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep)
+			root, state, err := loc.Repo.LineageRootForNewRunFrom(s, fu.pass, rec.RunID, prov.Commit, rec.Status == ledger.StatusKeep)
 			if state == gitrepo.LineageKnown {
 				lineageRoot = ledger.Short(root)
 			}
@@ -336,7 +336,7 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 		},
 		func() error {
 			var err error
-			if nix, err = openNoveltyIndex(penv, s, true, pass); err != nil {
+			if nix, err = openNoveltyIndex(penv, s, true, fu); err != nil {
 				return err
 			}
 			vopts := noveltyOptions(s, in.Mode, in.Threshold)
@@ -346,19 +346,12 @@ func Log(env Env, in LogInput) (*LogResult, error) {
 			return err
 		},
 		func() error {
-			var cat *ledger.Catalog
-			if pass != nil {
-				var err error
-				if cat, _, err = s.CatalogFromPass(pass); err != nil {
-					return err
-				}
-			}
 			var err error
-			st, _, behind, err = LoadRegistry(s, penv.Notice, cat)
+			st, behind, err = fu.loadRegistry(s, penv)
 			return err
 		},
 	)
-	pass = nil // the caches hold what they need of it
+	fu = firstUse{} // the caches hold what they need of it
 	if nix != nil {
 		defer nix.Close()
 	}

@@ -43,6 +43,12 @@ var RegistryCacheLag = 16
 // simply missing). cat, when non-nil, is an already opened catalog to
 // rebuild from.
 func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*registry.State, ledger.Fingerprint, int, error) {
+	return loadRegistry(s, errw, cat, nil)
+}
+
+// loadRegistry is LoadRegistry where built, when not nil, is the state a
+// rebuild would make from the catalog (a first use's fold of the pass).
+func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog, built *builtRegistry) (*registry.State, ledger.Fingerprint, int, error) {
 	opts := RegistryOptions(s)
 	fp, payload, err := s.ReadCache(RegistryStateFile, registry.StateVersion)
 	var st *registry.State
@@ -58,13 +64,18 @@ func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 		if !errors.Is(err, ledger.ErrCacheMissing) && !errors.Is(err, ledger.ErrCacheOutdated) {
 			fmt.Fprintf(errw, "memorylab: rebuilding the registry cache (%v)\n", err)
 		}
-		if cat == nil {
+		switch {
+		case built != nil:
+			st, fp = built.st, built.covers
+		case cat == nil:
 			if cat, _, err = s.OpenCatalog(s.Config.Metric, errw); err != nil {
 				return nil, fp, -1, err
 			}
+			fallthrough
+		default:
+			st, fp = registry.Build(cat.Records, opts), cat.Covers
 		}
-		st = registry.Build(cat.Records, opts)
-		fp, behind = cat.Covers, -1
+		behind = -1
 	}
 	retracted := false
 	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
@@ -170,14 +181,4 @@ func RefreshRegistry(now time.Time, notice io.Writer, s *ledger.Store, outOfOrde
 		return err
 	}
 	return SaveRegistry(s, st, fp, behind, RegistryCacheLag, now)
-}
-
-// firstUsePass is one read of the ledger for every cache when the store
-// looks like a first use (ledger.Store.NeedsPass: the catalog and another
-// cache missing), else nil and each cache catches up on its own.
-func firstUsePass(s *ledger.Store) (*ledger.Pass, error) {
-	if !s.NeedsPass() {
-		return nil, nil
-	}
-	return s.ReadPass(s.Config.Metric)
 }

@@ -33,6 +33,15 @@ var walkSeed = maphash.MakeSeed()
 // With reuse, a line's Raw is valid only until fn returns for it
 // (ledger.EachLineParallelReused): for a caller that keeps no line.
 func walkLedger(rd io.Reader, reuse bool, fn func(l *ledgerLine) error) error {
+	return walkLedgerChecking(rd, reuse, nil, fn)
+}
+
+// walkLedgerChecking is walkLedger where check, when not nil, is called
+// for each line that decodes as a record, on the decoding goroutines (as
+// soon as it is decoded, before the rules that need earlier lines: a line
+// it is called for may still turn out a duplicate or the torn last line),
+// to note in the line what it finds.
+func walkLedgerChecking(rd io.Reader, reuse bool, check func(l *ledgerLine), fn func(l *ledgerLine) error) error {
 	seen := map[ledger.RunID]seenRec{}
 	each := ledger.EachLineParallel[walkItem]
 	if reuse {
@@ -41,6 +50,9 @@ func walkLedger(rd io.Reader, reuse bool, fn func(l *ledgerLine) error) error {
 	return each(rd, func(l *ledger.Line) walkItem {
 		it := walkItem{l: ledgerLine{No: l.No, Offset: l.Offset, Raw: l.Raw, Size: l.Size}, torn: l.Torn, long: l.Long}
 		classify(&it)
+		if check != nil && it.l.Kind == lineRecord && !it.torn {
+			check(&it.l)
+		}
 		return it
 	}, func(_ *ledger.Line, it walkItem) error {
 		inOrder(&it, seen)

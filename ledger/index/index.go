@@ -225,10 +225,13 @@ type Options struct {
 	// missing runs scored in memory, a missing or corrupt one falls back
 	// to scanning the ledger.
 	ReadOnly bool
-	// Pass, when set, is one read of the ledger shared with the other
-	// caches a first use builds (ledger.Pass): a rebuild groups its runs
-	// instead of reading the ledger again, then catches up from its end.
-	Pass *ledger.Pass
+	// Pass and Groups, when set, are one read of the ledger shared with
+	// the other caches a first use builds (ledger.Pass) and the groups
+	// Groups (one of its sinks) made of its runs: a rebuild takes those
+	// groups instead of reading the ledger again, then catches up from the
+	// pass's end.
+	Pass   *ledger.Pass
+	Groups *PassGroups
 }
 
 // Index answers candidate queries for the novelty guard. It is
@@ -549,26 +552,88 @@ func (x *Index) groupsFromScan(from int64, into map[string]*novelty.Group, retra
 	}
 }
 
-// groupsOfPass groups the runs of p as groupsFrom(0) groups the ledger:
-// retracted runs left out.
-func (x *Index) groupsOfPass(p *ledger.Pass, into map[string]*novelty.Group) {
-	retracted := p.Retracted()
-	for i := range p.Runs {
-		r := &p.Runs[i]
-		if _, gone := retracted[r.RunID]; gone {
-			continue
-		}
-		norm := x.opts.Normalize(r.ComparisonText())
+// PassGroups groups the runs of a ledger.Pass as they are read (a
+// ledger.PassSink), as groupsFrom(0) groups the ledger; the runs the pass
+// finds retracted are left out when a rebuild takes the groups.
+type PassGroups struct {
+	x      Index // the normaliser and metric
+	groups map[string]*novelty.Group
+	// seen maps a run's comparison text and family to its group: runs
+	// repeat ideas (the generated 100k ledger has 11,634 distinct texts),
+	// and normalising a text and hashing its group id was most of the
+	// grouping (6.7 s of CPU at a million runs). At most passMemo texts.
+	seen   map[memoKey]*novelty.Group
+	values []float64 // the rest of the slab runs' values are taken from
+}
+
+// passMemo bounds PassGroups' memo of texts (about 30 MB at the bound).
+const passMemo = 1 << 17
+
+type memoKey struct{ text, family string }
+
+// NewPassGroups is the sink to give the pass for a rebuild with opts.
+func NewPassGroups(s *ledger.Store, opts Options) *PassGroups {
+	return &PassGroups{x: Index{opts: opts, meta: indexMeta{Metric: s.Config.Metric}}, groups: map[string]*novelty.Group{}, seen: map[memoKey]*novelty.Group{}}
+}
+
+// Add groups one run (ledger.PassSink).
+func (pg *PassGroups) Add(r *ledger.Record, off int64, tie bool) {
+	key := memoKey{r.ComparisonText(), r.Family}
+	g := pg.seen[key]
+	if g == nil {
+		norm := pg.x.opts.Normalize(key.text)
 		id := groupID(norm, r.Family)
-		g := into[id]
-		if g == nil {
-			g = &novelty.Group{Norm: norm, Family: r.Family, Desc: x.opts.Normalize(r.Description)}
-			into[id] = g
+		if g = pg.groups[id]; g == nil {
+			g = &novelty.Group{Norm: norm, Family: r.Family, Desc: pg.x.opts.Normalize(r.Description)}
+			pg.groups[id] = g
 		}
-		run := x.runOf(r, p.Offsets[i])
-		run.Tie = p.Tie(i) && r.Status == ledger.StatusDiscard
-		g.Runs = append(g.Runs, run)
+		if len(pg.seen) < passMemo {
+			pg.seen[key] = g
+		}
 	}
+	// What runOf makes, without an allocation of its own per run: the
+	// status is the package's constant when it is one (not the decoded
+	// record's string), the value a slot of a shared slab. A million runs'
+	// groups stay live through the whole first use, and the collector
+	// marks them each cycle.
+	run := novelty.Run{Offset: off, Status: r.Status, Tie: tie && r.Status == ledger.StatusDiscard}
+	switch r.Status {
+	case ledger.StatusKeep:
+		run.Status = ledger.StatusKeep
+	case ledger.StatusDiscard:
+		run.Status = ledger.StatusDiscard
+	case ledger.StatusCrash:
+		run.Status = ledger.StatusCrash
+	}
+	if v, ok := r.Metric(pg.x.meta.Metric); ok {
+		if len(pg.values) == 0 {
+			pg.values = make([]float64, 4096)
+		}
+		pg.values[0] = v
+		run.Value, pg.values = &pg.values[0], pg.values[1:]
+	}
+	g.Runs = append(g.Runs, run)
+}
+
+// take returns the groups without p's retracted runs; pg is spent.
+func (pg *PassGroups) take(p *ledger.Pass) map[string]*novelty.Group {
+	groups := pg.groups
+	pg.groups, pg.seen = nil, nil
+	if len(p.RetractedOffsets) > 0 {
+		for id, g := range groups {
+			runs := g.Runs[:0]
+			for _, r := range g.Runs {
+				if !p.RetractedOffsets[r.Offset] {
+					runs = append(runs, r)
+				}
+			}
+			g.Runs = runs
+			if len(runs) == 0 {
+				delete(groups, id)
+			}
+		}
+	}
+	return groups
 }
 
 func (x *Index) runOf(r *ledger.Record, off int64) novelty.Run {
@@ -599,10 +664,11 @@ func (x *Index) rebuildOrFallback() (*Index, error) {
 	}
 	groups := map[string]*novelty.Group{}
 	var fp ledger.Fingerprint
-	if p := x.opts.Pass; p != nil && p.Metric == x.meta.Metric && x.store.StillCovers(p.Covers) {
-		x.groupsOfPass(p, groups)
+	if p, pg := x.opts.Pass, x.opts.Groups; p != nil && pg != nil && pg.groups != nil && !p.RetractedUnknown && p.Metric == x.meta.Metric &&
+		pg.x.meta.Metric == x.meta.Metric && pg.x.opts.NormalizerVersion == x.opts.NormalizerVersion && x.store.StillCovers(p.Covers) {
+		groups = pg.take(p)
 		fp = p.Covers
-		x.opts.Pass = nil // not needed again: let it go with the other caches' use
+		x.opts.Pass, x.opts.Groups = nil, nil // not needed again
 	} else {
 		read := x.progress().Start("novelty index: reading the ledger (MiB)", int(x.ledgerSize()>>20))
 		x.readAt = func(off int64) { read.Set(int(off >> 20)) }

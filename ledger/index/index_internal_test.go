@@ -99,6 +99,7 @@ func TestGroupsOfPassAreGroupsFrom(t *testing.T) {
 		{"increase matrix lr to 0.05", ledger.StatusKeep, true, v(0.98)}, // tie on a keep is no tie
 		{"double model width", ledger.StatusCrash, false, nil},
 		{"swap to swiglu", ledger.StatusDiscard, false, v(1.02)},
+		{"Increase Matrix LR to 0.05", ledger.StatusDiscard, false, v(1.03)}, // another text, the same group
 	} {
 		r := &ledger.Record{SchemaVersion: ledger.SchemaVersion, RunID: ledger.RunID("20260101T00000" + string(rune('0'+i)) + "Z-abcdef" + string(rune('0'+i))),
 			Timestamp: "2026-01-01T00:00:0" + string(rune('0'+i)) + "Z", Status: tc.status, Tie: tc.tie, Description: tc.desc, Family: "f", Tags: []string{"t"}}
@@ -117,12 +118,12 @@ func TestGroupsOfPassAreGroupsFrom(t *testing.T) {
 	if _, err := x.groupsFrom(0, want); err != nil {
 		t.Fatal(err)
 	}
-	p, err := s.ReadPass(s.Config.Metric)
+	pg := NewPassGroups(s, x.opts)
+	p, err := s.ReadPass(s.Config.Metric, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*novelty.Group{}
-	x.groupsOfPass(p, got)
+	got := pg.take(p)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("groups of the pass:\n%s\ngroups of the ledger:\n%s", dumpGroups(got), dumpGroups(want))
 	}
