@@ -73,15 +73,15 @@ func TestReadSSHHost(t *testing.T) {
 
 func TestExpandSSHPath(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"~/.ssh/id_ed25519", "/home/u/.ssh/id_ed25519"},
-		{"~", "/home/u"},
-		{"%d/k/%h-%r-%u", "/home/u/k/lab-git-me"},
+		{"~/.ssh/id_ed25519", "/users/u/.ssh/id_ed25519"},
+		{"~", "/users/u"},
+		{"%d/k/%h-%r-%u", "/users/u/k/lab-git-me"},
 		{"/keys/100%%", "/keys/100%"},
 		{"/keys/%x%", "/keys/%x%"},
 		{"relative/key", "relative/key"},
 		{"/a~/b", "/a~/b"},
 	} {
-		if got := expandSSHPath(tc.in, "/home/u", "lab", "git", "me"); got != tc.want {
+		if got := expandSSHPath(tc.in, "/users/u", "lab", "git", "me"); got != tc.want {
 			t.Errorf("expandSSHPath(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
