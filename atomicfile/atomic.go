@@ -28,6 +28,28 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	})
 }
 
+// WriteOutput writes data to path, a file the user named for a command's
+// output (report --output, export-tsv --output): a regular file, or a new
+// one, is replaced as WriteFileAtomic replaces it; anything else that takes
+// writes — a device such as /dev/null or /dev/stdout, a named pipe — is
+// written to in place. Replacing it would put a regular file where the
+// device was (as root, /dev/null for the whole machine).
+func WriteOutput(path string, data []byte, perm os.FileMode) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() || fi.IsDir() {
+		return WriteFileAtomic(path, data, perm)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // WriteAtomic is WriteFileAtomic for content produced by write, so large
 // files (run logs) are streamed rather than held in memory.
 func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -49,6 +50,64 @@ func TestWriteAllAtomic(t *testing.T) {
 			}
 			if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 				t.Errorf("directory holds %d entries, want 2 (temp files left?)", len(ents))
+			}
+		})
+	}
+}
+
+// TestWriteOutput: a regular file the user names is replaced; a device or
+// a named pipe is written to in place and stays what it was (report -o
+// /dev/null, as root, put a regular file where /dev/null was).
+func TestWriteOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, path string) (read func() string)
+		mode  os.FileMode // what path is afterwards (os.Lstat)
+	}{
+		{"new file", func(t *testing.T, path string) func() string {
+			return func() string { b, _ := os.ReadFile(path); return string(b) }
+		}, 0},
+		{"regular file", func(t *testing.T, path string) func() string {
+			if err := os.WriteFile(path, []byte("old and longer"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func() string { b, _ := os.ReadFile(path); return string(b) }
+		}, 0},
+		{"named pipe", func(t *testing.T, path string) func() string {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan string, 1)
+			go func() {
+				b, _ := os.ReadFile(path)
+				got <- string(b)
+			}()
+			return func() string { return <-got }
+		}, os.ModeNamedPipe},
+		{"link to /dev/null", func(t *testing.T, path string) func() string {
+			if err := os.Symlink(os.DevNull, path); err != nil {
+				t.Fatal(err)
+			}
+			return func() string {
+				if fi, err := os.Stat(path); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+					t.Errorf("%s is no longer a device: %v %v", os.DevNull, fi.Mode(), err)
+				}
+				return "report"
+			}
+		}, os.ModeSymlink},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out")
+			read := tc.setup(t, path)
+			if err := WriteOutput(path, []byte("report"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(path)
+			if err != nil || fi.Mode().Type() != tc.mode {
+				t.Fatalf("%s is %v afterwards (%v), want type %v", path, fi.Mode(), err, tc.mode)
+			}
+			if got := read(); got != "report" {
+				t.Errorf("read %q, want %q", got, "report")
 			}
 		})
 	}

@@ -304,7 +304,7 @@ func WriteReport(env Env, s *ledger.Store, in ReportInput) (*ReportResult, error
 			return nil, fmt.Errorf("unable to create %s: %w", filepath.Dir(p), err)
 		}
 		res.Paths = []string{p}
-		return res, atomicfile.WriteFileAtomic(p, res.Data, 0o644)
+		return res, atomicfile.WriteOutput(p, res.Data, 0o644)
 	}
 	dir := s.Path(ledger.ReportsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -57,7 +57,7 @@ func runExportTSV(env *Env, opts exportTSVOptions) error {
 		_, err := env.Out.Write(data)
 		return err
 	}
-	if err := atomicfile.WriteFileAtomic(env.abs(opts.Output), data, 0o644); err != nil {
+	if err := atomicfile.WriteOutput(env.abs(opts.Output), data, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(env.Err, "memorylab: wrote %d rows to %s\n", len(recs), opts.Output)
