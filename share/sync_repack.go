@@ -30,12 +30,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitwire"
 )
 
 // rolledList names the packs a consolidation rolled, with the time, in
-// objects/pack.
-const rolledList = "memorylab-rolled"
+// objects/pack; handles opened through gitwire no longer list them.
+const rolledList = gitwire.RolledList
 
 // rolledGrace is how long a rolled pack stays on disk.
 const rolledGrace = 2 * time.Minute
@@ -77,25 +77,22 @@ func geometricSplit(sizes []int64) int {
 // path remote's receive lock).
 func ConsolidatePacks(dir string, now time.Time) (int, error) {
 	packDir := filepath.Join(dir, "objects", "pack")
-	rolled, err := readRolled(packDir)
-	if err != nil {
-		return 0, err
-	}
+	rolled := gitwire.ReadRolled(packDir)
 	var keep []string
 	for _, r := range rolled {
-		if now.Sub(r.at) < rolledGrace {
-			keep = append(keep, r.line)
+		if now.Sub(r.At) < rolledGrace {
+			keep = append(keep, r.Line)
 			continue
 		}
 		for _, ext := range []string{".pack", ".idx", ".rev"} {
-			if err := os.Remove(filepath.Join(packDir, r.name+ext)); err != nil && !os.IsNotExist(err) {
+			if err := os.Remove(filepath.Join(packDir, r.Name+ext)); err != nil && !os.IsNotExist(err) {
 				return 0, err
 			}
 		}
 	}
 	pending := map[string]bool{}
 	for _, r := range rolled {
-		pending[r.name] = true
+		pending[r.Name] = true
 	}
 	entries, err := os.ReadDir(packDir)
 	if err != nil {
@@ -168,36 +165,6 @@ func ConsolidatePacks(dir string, now time.Time) (int, error) {
 		keep = append(keep, stamp+" "+p.name)
 	}
 	return k, writeRolled(packDir, keep)
-}
-
-type rolledPack struct {
-	at   time.Time
-	name string
-	line string
-}
-
-func readRolled(packDir string) ([]rolledPack, error) {
-	b, err := ledger.ReadBounded(filepath.Join(packDir, rolledList), 1<<20)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, nil // unreadable: the packs it named stay (harmless)
-	}
-	var out []rolledPack
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 || !strings.HasPrefix(f[1], "pack-") || strings.ContainsAny(f[1], "/\\.") {
-			continue
-		}
-		sec, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, rolledPack{at: time.Unix(sec, 0), name: f[1], line: sc.Text()})
-	}
-	return out, nil
 }
 
 func writeRolled(packDir string, lines []string) error {

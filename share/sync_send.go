@@ -499,7 +499,11 @@ func (g *Repo) openPacks() (*localPacks, error) {
 		return nil, err
 	}
 	lp := &localPacks{}
+	rolled := gitwire.RolledNames(dir) // their objects are in the pack that replaced them
 	for _, name := range names {
+		if gitwire.IsRolled(rolled, filepath.Base(name)) {
+			continue
+		}
 		p, err := openRawPack(strings.TrimSuffix(name, ".idx"))
 		if err != nil {
 			continue // a pack being written or removed: objects come the slow way
