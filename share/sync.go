@@ -850,7 +850,7 @@ func (g *Repo) RemoteConfig(ctx context.Context, remote string) (cfg ledger.Conf
 	if tip.IsZero() {
 		return ledger.Config{}, false, nil
 	}
-	if err := g.fetchTips(ctx, rs, []plumbing.Hash{tip}); err != nil {
+	if err := g.fetchTips(ctx, rs, res, []plumbing.Hash{tip}); err != nil {
 		return ledger.Config{}, false, err
 	}
 	set, err := g.readLedgerSet(tip)
@@ -1334,8 +1334,9 @@ func (m mergeResult) parents(tip plumbing.Hash) []plumbing.Hash {
 // record: each arriving record is decoded once, by appendArrivals.
 //
 // A remote store with another metric or goal is refused before anything is
-// written.
-func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult) (mergeResult, error) {
+// written. Without classify (one of several tips, which one union commit
+// takes whatever their ancestry) no ancestry is read: the case is diverged.
+func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult, classify bool) (mergeResult, error) {
 	m := mergeResult{base: ours, theirs: theirs}
 	switch {
 	case ours == theirs:
@@ -1343,21 +1344,19 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 		return m, nil
 	case ours.IsZero():
 		m.kind, m.base = MergeNew, theirs
+	case !classify:
+		m.kind = MergeDiverged // one of several tips: the union commit takes them all
 	default:
-		oc, err := g.CommitObject(ours)
-		if err != nil {
+		if ok, err := g.reaches(ours, theirs); err != nil {
 			return m, err
-		}
-		tc, err := g.CommitObject(theirs)
-		if err != nil {
-			return m, err
-		}
-		if ok, err := tc.IsAncestor(oc); err == nil && ok {
+		} else if ok {
 			m.kind = MergeLocalAhead
 			return m, nil
 		}
 		m.kind = MergeDiverged
-		if ok, err := oc.IsAncestor(tc); err == nil && ok {
+		if ok, err := g.reaches(theirs, ours); err != nil {
+			return m, err
+		} else if ok {
 			m.kind, m.base = MergeFastForward, theirs
 		}
 	}

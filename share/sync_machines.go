@@ -201,7 +201,7 @@ func (g *Repo) markMerged(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult)
 
 // fetchTips fetches the ledger commits tips (with what they reach that this
 // repository lacks) in one session.
-func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Hash) error {
+func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, res *SyncResult, tips []plumbing.Hash) error {
 	var wants []plumbing.Hash
 	for _, h := range tips {
 		if _, err := g.CommitObject(h); err != nil {
@@ -220,7 +220,7 @@ func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Ha
 	if err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
-	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs), ledgerPackLimits); err != nil {
+	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits); err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
 	return nil
@@ -235,11 +235,11 @@ func (g *Repo) mergeLedgers(ctx context.Context, s *ledger.Store, ours plumbing.
 	case 0:
 		return mergeResult{kind: MergeSame, base: ours}, nil
 	case 1:
-		return g.mergeLedger(ctx, s, ours, tips[0], set, opts, res)
+		return g.mergeLedger(ctx, s, ours, tips[0], set, opts, res, true)
 	}
 	all := mergeResult{kind: MergeDiverged, base: ours, commit: true, theirsAll: tips}
 	for _, t := range tips {
-		m, err := g.mergeLedger(ctx, s, ours, t, set, opts, res)
+		m, err := g.mergeLedger(ctx, s, ours, t, set, opts, res, false)
 		if err != nil {
 			return all, err
 		}
@@ -351,29 +351,35 @@ func (g *Repo) fetchNewTips(ctx context.Context, rs *remoteSpec, legacy plumbing
 	if len(wants) == 0 {
 		return tips, legacy, nil
 	}
-	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs), ledgerPackLimits); err != nil {
+	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits); err != nil {
 		return nil, legacy, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
 	return tips, legacy, nil
 }
 
-// ledgerHaves are the ledger commits this repository holds: its ledger and
-// the remote's ledgers it tracks.
-func (g *Repo) ledgerHaves(rs *remoteSpec) []plumbing.Hash {
+// ledgerHaves are the ledger commits this repository holds that the
+// remote may know: its ledger, and the tips it merged from the remote's
+// ledgers listed in res (their tracking refs; the legacy one too). Each is
+// one ref read: listing every ref of the repository (a loose file per run)
+// cost more than the fetch.
+func (g *Repo) ledgerHaves(rs *remoteSpec, res *SyncResult) []plumbing.Hash {
 	var haves []plumbing.Hash
-	if h, err := g.localRef(ledger.LedgerRef); err == nil && !h.IsZero() {
-		haves = append(haves, h)
+	seen := map[plumbing.Hash]bool{plumbing.ZeroHash: true}
+	add := func(name plumbing.ReferenceName) {
+		if h, err := g.localRef(name); err == nil && !seen[h] {
+			seen[h] = true
+			haves = append(haves, h)
+		}
 	}
-	iter, err := g.Storer().IterReferences()
-	if err == nil {
-		prefix := "refs/remotes/" + rs.track + "/memorylab/ledger"
-		_ = iter.ForEach(func(ref *plumbing.Reference) error {
-			if strings.HasPrefix(ref.Name().String(), prefix) && ref.Type() == plumbing.HashReference {
-				haves = append(haves, ref.Hash())
-			}
-			return nil
-		})
-		iter.Close()
+	add(ledger.LedgerRef)
+	add(rs.trackLedger())
+	ids := make([]string, 0, len(res.machineTips))
+	for id := range res.machineTips {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		add(rs.trackMachine(id))
 	}
 	return haves
 }

@@ -203,4 +203,7 @@ type workCount struct {
 	// pin caches written (a line per run the remote pins)
 	pinCacheWrites int
 	noOps          int // pulls and pushes that found nothing to do
+	// commits a push's walk for what the remote lacks touched, and trees
+	// it read (sync_missing.go)
+	commitsWalked, treesRead int
 }
