@@ -60,7 +60,7 @@ func (q *walkQueue) Less(i, j int) bool {
 	return a.Hash.String() < b.Hash.String()
 }
 func (q *walkQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
-func (q *walkQueue) Push(x any)   { q.items = append(q.items, x.(*object.Commit)) }
+func (q *walkQueue) Push(x any)    { q.items = append(q.items, x.(*object.Commit)) }
 func (q *walkQueue) Pop() any {
 	n := len(q.items)
 	c := q.items[n-1]
@@ -74,7 +74,7 @@ func (q *walkQueue) Pop() any {
 func (g *Repo) missingCommits(tips, haves []plumbing.Hash) ([]*object.Commit, error) {
 	q := &walkQueue{flags: map[plumbing.Hash]uint8{}}
 	parents := map[plumbing.Hash][]plumbing.Hash{} // of popped commits
-	live := 0                                       // queued commits not (yet) known to be on the remote
+	live := 0                                      // queued commits not (yet) known to be on the remote
 	push := func(c *object.Commit, unint bool) {
 		f := q.flags[c.Hash]
 		if unint {
