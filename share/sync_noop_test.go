@@ -231,13 +231,14 @@ func TestSyncedStateUnreadable(t *testing.T) {
 		name, content string
 		ok            bool
 	}{
-		{"valid", `{"version":1,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true}`, true},
+		{"valid", `{"version":2,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true,"pins":"p","journal":"0123456789abcdef","pinned_to":40}`, true},
+		{"version 1", `{"version":1,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true}`, false},
 		{"empty", "", false},
 		{"torn", `{"version":1,"store":"x","rem`, false},
-		{"newer", `{"version":2,"store":"x"}`, false},
+		{"newer", `{"version":3,"store":"x"}`, false},
 		{"older", `{"store":"x"}`, false},
 		{"not json", "tip a b\n", false},
-		{"too big", `{"version":1,"store":"` + strings.Repeat("a", 70<<10) + `"}`, false},
+		{"too big", `{"version":2,"store":"` + strings.Repeat("a", 70<<10) + `"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {

@@ -47,8 +47,22 @@ import (
 // meanwhile is reported as errRefChangedOnRemote (a rejected push).
 // olds holds the value the remote's ref in runs is expected to have (absent:
 // the ref is created), and heads the commits the remote's refs already keep
-// (its run refs and pin chains).
-func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.ReferenceName, newTip, oldTip plumbing.Hash, haves []plumbing.Hash, runs, olds map[plumbing.ReferenceName]plumbing.Hash, heads []plumbing.Hash) (err error) {
+// (its run refs and pin chains). open, when not nil, is a receive-pack
+// session already open, whose advertisement the push listed (it is used and
+// closed); else one is opened.
+func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, open *receiveSession, ref plumbing.ReferenceName, newTip, oldTip plumbing.Hash, haves []plumbing.Hash, runs, olds map[plumbing.ReferenceName]plumbing.Hash, heads []plumbing.Hash) (err error) {
+	var sess transport.ReceivePackSession
+	var ar *packp.AdvRefs
+	if open != nil {
+		sess, ar = open.sess, open.ar
+	}
+	defer func() {
+		if sess != nil {
+			if cerr := sess.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
 	if !oldTip.IsZero() {
 		if _, err := g.CommitObject(oldTip); err != nil {
 			// The remote moved after our last fetch: fetch and merge first.
@@ -67,15 +81,11 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 			return err
 		}
 	}
-	sess, ar, err := rs.receivePack(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := sess.Close(); err == nil {
-			err = cerr
+	if sess == nil {
+		if sess, ar, err = rs.receivePack(ctx); err != nil {
+			return err
 		}
-	}()
+	}
 	cur := plumbing.ZeroHash
 	if ar != nil {
 		if h, ok := ar.References[ref.String()]; ok {
@@ -124,6 +134,35 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 		return report.Error()
 	}
 	return nil
+}
+
+// receiveSession is a receive-pack session and the refs it advertised.
+type receiveSession struct {
+	sess transport.ReceivePackSession
+	ar   *packp.AdvRefs // nil for an empty remote
+}
+
+func (r *receiveSession) close() {
+	if r != nil && r.sess != nil {
+		_ = r.sess.Close()
+		r.sess = nil
+	}
+}
+
+// refs are the advertised refs as a listing.
+func (r *receiveSession) refs() ([]*plumbing.Reference, error) {
+	if r.ar == nil {
+		return nil, nil
+	}
+	all, err := r.ar.AllReferences()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*plumbing.Reference, 0, len(all))
+	for _, ref := range all {
+		out = append(out, ref)
+	}
+	return out, nil
 }
 
 // fetchCommits fetches the commits wants (pinned runs) with everything they
