@@ -68,10 +68,73 @@ func (q *walkQueue) Pop() any {
 	return c
 }
 
+// nearWalkLimit bounds missingCommits' first walk.
+const nearWalkLimit = 256
+
 // missingCommits returns the commits reachable from tips that are not
 // reachable from haves (haves this repository lacks are skipped: it cannot
-// hold a descendant of a commit it lacks), in the order the walk found them.
+// hold a descendant of a commit it lacks).
+//
+// What is new usually stands right on what the remote holds: a ledger
+// commit on this machine's last pushed tip and the tips it merged, a pin
+// batch on the last batch and run commits on runs pinned before. So a first
+// walk goes back from tips and stops at the haves and their parents (one
+// commit read per have); what it finds may hold a commit the remote also
+// has (sent twice: harmless), never misses one, and costs what is new. Only
+// when it finds more than nearWalkLimit commits does the walk by commit
+// time run (clocks that disagree, as between machines, cost that walk
+// commits of the other side; not this one).
 func (g *Repo) missingCommits(tips, haves []plumbing.Hash) ([]*object.Commit, error) {
+	if found, ok, err := g.nearCommits(tips, haves); err != nil || ok {
+		return found, err
+	}
+	return g.walkByTime(tips, haves)
+}
+
+// nearCommits is missingCommits' first walk; ok is false when it gave up.
+func (g *Repo) nearCommits(tips, haves []plumbing.Hash) ([]*object.Commit, bool, error) {
+	stop := map[plumbing.Hash]bool{}
+	for _, h := range haves {
+		if h.IsZero() || stop[h] {
+			continue
+		}
+		c, err := g.CommitObject(h)
+		if err != nil {
+			continue // not here
+		}
+		g.work.commitsWalked++
+		stop[h] = true
+		for _, p := range c.ParentHashes {
+			stop[p] = true
+		}
+	}
+	seen := map[plumbing.Hash]bool{}
+	var found []*object.Commit
+	queue := append([]plumbing.Hash(nil), tips...)
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		if h.IsZero() || stop[h] || seen[h] {
+			continue
+		}
+		seen[h] = true
+		if len(found) == nearWalkLimit {
+			return nil, false, nil
+		}
+		c, err := g.CommitObject(h)
+		if err != nil {
+			return nil, false, fmt.Errorf("unable to read commit %s: %w", ledger.Short(h.String()), err)
+		}
+		g.work.commitsWalked++
+		found = append(found, c)
+		queue = append(queue, c.ParentHashes...)
+	}
+	return found, true, nil
+}
+
+// walkByTime is missingCommits as git's revision walk does it (see the top
+// of this file).
+func (g *Repo) walkByTime(tips, haves []plumbing.Hash) ([]*object.Commit, error) {
 	q := &walkQueue{flags: map[plumbing.Hash]uint8{}}
 	parents := map[plumbing.Hash][]plumbing.Hash{} // of popped commits
 	live := 0                                      // queued commits not (yet) known to be on the remote

@@ -250,3 +250,56 @@ func TestSyncedStateUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// TestOneRunSyncReadsWhatIsNew (issue 29): a sync with one new local run,
+// after a history of syncs, costs what is new. The pull folds it and reads
+// no pin cache (the remote's pin chains are as the last sync read them);
+// the push pins it from the folded-runs journal, listing no local run ref
+// and reading no pin cache, and finds what to send without walking the
+// ledger history or the pin chains (a bounded number of commits, whatever
+// the history). Before, the push listed every run ref, read the pin cache
+// (a line per run) and walked every commit the remote's tips reach.
+func TestOneRunSyncReadsWhatIsNew(t *testing.T) {
+	start := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	ctx := context.Background()
+	const rounds = 15
+	for i := 0; i < rounds; i++ {
+		for _, c := range []*syncClone{a, b} {
+			c.logRun(t)
+			c.pull(t, ctx)
+			c.push(t, ctx)
+		}
+	}
+	a.pull(t, ctx)
+	a.push(t, ctx)
+	for i := 0; i < 3; i++ {
+		a.logRun(t)
+		pull, pw := a.syncCounted(t, false)
+		push, ps := a.syncCounted(t, true)
+		if pull.Folded != 1 || push.RunRefsPushed != 1 || push.Attempts != 1 {
+			t.Fatalf("round %d: folded %d, pushed %d run refs in %d rounds, want 1, 1, 1", i, pull.Folded, push.RunRefsPushed, push.Attempts)
+		}
+		if pw.pinCaches != 0 || pw.runRefScans != 0 || pw.pinCacheWrites != 0 {
+			t.Fatalf("round %d: the pull did %+v, want no pin cache and no run ref listing", i, pw)
+		}
+		if ps.pinCaches != 0 || ps.runRefScans != 0 || ps.pinCacheWrites != 0 {
+			t.Fatalf("round %d: the push did %+v, want no pin cache and no run ref listing", i, ps)
+		}
+		// The ledger holds 2*rounds+ commits and each pin chain rounds;
+		// what is new is a commit, a pin batch and a run's commit.
+		if ps.commitsWalked == 0 || ps.commitsWalked > 12 {
+			t.Fatalf("round %d: the push walked %d commits, want a few (what is new and what it stands on)", i, ps.commitsWalked)
+		}
+	}
+	// b gets all of a's runs, pinned.
+	b.pull(t, ctx)
+	if got, want := len(b.ids(t)), 2*rounds+3; got != want {
+		t.Fatalf("b holds %d runs, want %d", got, want)
+	}
+	if got, want := len(b.runRefs(t)), 2*rounds+3; got != want {
+		t.Fatalf("b pins %d runs, want %d", got, want)
+	}
+}
