@@ -86,8 +86,9 @@ import (
 // the comment at the top of this file for what each version holds.
 const ledgerFormatVersion = 3
 
-// syncStateVersion versions cache/sync.json (2: adds the last run's key).
-const syncStateVersion = 2
+// syncStateVersion versions cache/sync.json (2: adds the last run's key; 3:
+// adds the record count of the ledger tip).
+const syncStateVersion = 3
 
 // Sync errors.
 var (
@@ -203,6 +204,9 @@ type syncState struct {
 	// arrives sorts after everything here.
 	LastTimestamp string       `json:"last_timestamp"`
 	LastRunID     ledger.RunID `json:"last_run_id"`
+	// Records is how many runs the tree of LedgerTip holds, so a fold
+	// reads only the shards it touches (nil: unknown, every shard is read).
+	Records *int `json:"records,omitempty"`
 }
 
 var installFileTransport, installSSHTransport sync.Once
@@ -1070,6 +1074,9 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	if !tip.IsZero() && st != nil && st.LedgerTip != "" && s.StillCovers(st.Fingerprint) {
 		from = st.Fingerprint.Size
 	}
+	if st != nil && st.Records != nil && st.LedgerTip == tip.String() {
+		set.setCount(*st.Records)
+	}
 	total := 0
 	if size, err := fileSize(s.LedgerPath()); err == nil {
 		total = int(size - from)
@@ -1120,6 +1127,9 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	prog.Done()
 	if err != nil {
 		return false, err
+	}
+	if set.err != nil {
+		return false, set.err
 	}
 	for _, id := range conflicts {
 		res.Conflicts = append(res.Conflicts, id)
@@ -1207,8 +1217,9 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	if fp, err := s.FingerprintAt(end); err == nil {
 		// The state covers the fold's end: the arrivals appended after it
 		// are scanned (and skipped: the ref holds them) by the next fold.
+		records := res.Records
 		g.writeSyncState(s, &syncState{Version: syncStateVersion, Fingerprint: fp, LedgerTip: newTip.String(),
-			LastTimestamp: last.Timestamp, LastRunID: last.RunID})
+			LastTimestamp: last.Timestamp, LastRunID: last.RunID, Records: &records})
 	}
 	return true, nil
 }
@@ -1489,7 +1500,27 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 	if err := checkConfig(s.Config, theirSet.config); err != nil {
 		return m, err
 	}
-	total := theirSet.count()
+	// Their shards whose trees are ours unchanged hold nothing new: read
+	// neither. The others are read, theirs whole, and so is each run shard
+	// whose archive shard differs (an archive this side lacks).
+	for sh, h := range theirSet.unreadArch {
+		if oh, ok := set.archiveHash(sh); !ok || oh != h {
+			theirSet.need(sh)
+		}
+	}
+	for sh := range theirSet.unread {
+		if h, ok := set.shardHash(sh); ok && h == theirSet.unread[sh] {
+			continue
+		}
+		theirSet.need(sh)
+	}
+	if theirSet.err != nil {
+		return m, fmt.Errorf("remote ledger: %w", theirSet.err)
+	}
+	total := 0
+	for _, entries := range theirSet.shards {
+		total += len(entries)
+	}
 	prog := opts.progress().Start("reading remote records", total)
 	defer prog.Done()
 	seen := 0

@@ -271,4 +271,5 @@ type workCount struct {
 	// commits a push's walk for what the remote lacks touched, and trees
 	// it read (sync_missing.go)
 	commitsWalked, treesRead int
+	shardsRead               int // ledger shards read (a tree of runs each)
 }

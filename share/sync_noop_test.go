@@ -257,7 +257,7 @@ func TestSyncedStateUnreadable(t *testing.T) {
 // the push pins it from the folded-runs journal, listing no local run ref
 // and reading no pin cache, and finds what to send without walking the
 // ledger history or the pin chains (a bounded number of commits, whatever
-// the history). Before, the push listed every run ref, read the pin cache
+// the history); the fold reads the one ledger shard it adds to. Before, the push listed every run ref, read the pin cache
 // (a line per run) and walked every commit the remote's tips reach.
 func TestOneRunSyncReadsWhatIsNew(t *testing.T) {
 	start := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
@@ -287,6 +287,11 @@ func TestOneRunSyncReadsWhatIsNew(t *testing.T) {
 		}
 		if ps.pinCaches != 0 || ps.runRefScans != 0 || ps.pinCacheWrites != 0 {
 			t.Fatalf("round %d: the push did %+v, want no pin cache and no run ref listing", i, ps)
+		}
+		// The fold reads the shard of the new run (of about 2*rounds
+		// shards), the push none.
+		if pw.shardsRead > 1 || ps.shardsRead != 0 {
+			t.Fatalf("round %d: the pull read %d ledger shards, the push %d, want at most 1 and 0", i, pw.shardsRead, ps.shardsRead)
 		}
 		// The ledger holds 2*rounds+ commits and each pin chain rounds;
 		// what is new is a commit, a pin batch and a run's commit.
