@@ -485,4 +485,3 @@ func sameShards(a, b *ledgerSet, hash func(*ledgerSet, string) (plumbing.Hash, b
 	}
 	return a.err == nil && b.err == nil
 }
-
