@@ -78,26 +78,35 @@ const nearWalkLimit = 256
 // What is new usually stands right on what the remote holds: a ledger
 // commit on this machine's last pushed tip and the tips it merged, a pin
 // batch on the last batch and run commits on runs pinned before. So a first
-// walk goes back from tips and stops at the haves and their parents (one
-// commit read per have); what it finds may hold a commit the remote also
+// walk goes back from tips and stops at the haves and at the parents of the
+// haves near (the tips this machine pushed last; every have when near is
+// nil: one commit read each); what it finds may hold a commit the remote also
 // has (sent twice: harmless), never misses one, and costs what is new. Only
 // when it finds more than nearWalkLimit commits does the walk by commit
 // time run (clocks that disagree, as between machines, cost that walk
 // commits of the other side; not this one).
-func (g *Repo) missingCommits(tips, haves []plumbing.Hash) ([]*object.Commit, error) {
-	if found, ok, err := g.nearCommits(tips, haves); err != nil || ok {
+func (g *Repo) missingCommits(tips, haves, near []plumbing.Hash) ([]*object.Commit, error) {
+	if found, ok, err := g.nearCommits(tips, haves, near); err != nil || ok {
 		return found, err
 	}
 	return g.walkByTime(tips, haves)
 }
 
 // nearCommits is missingCommits' first walk; ok is false when it gave up.
-func (g *Repo) nearCommits(tips, haves []plumbing.Hash) ([]*object.Commit, bool, error) {
+func (g *Repo) nearCommits(tips, haves, near []plumbing.Hash) ([]*object.Commit, bool, error) {
 	stop := map[plumbing.Hash]bool{}
 	for _, h := range haves {
-		if h.IsZero() || stop[h] {
+		stop[h] = true
+	}
+	if near == nil {
+		near = haves
+	}
+	read := map[plumbing.Hash]bool{}
+	for _, h := range near {
+		if h.IsZero() || read[h] {
 			continue
 		}
+		read[h] = true
 		c, err := g.CommitObject(h)
 		if err != nil {
 			continue // not here
@@ -234,10 +243,10 @@ func (g *Repo) walkByTime(tips, haves []plumbing.Hash) ([]*object.Commit, error)
 }
 
 // missingObjects lists the objects reachable from tips that the remote,
-// which holds haves and what they reach, lacks: the new commits, and the
+// which holds haves and what they reach, lacks (near: see missingCommits): the new commits, and the
 // trees and blobs of their trees that differ from their parents' trees.
-func (g *Repo) missingObjects(tips, haves []plumbing.Hash) ([]plumbing.Hash, error) {
-	commits, err := g.missingCommits(tips, haves)
+func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash) ([]plumbing.Hash, error) {
+	commits, err := g.missingCommits(tips, haves, near)
 	if err != nil {
 		return nil, err
 	}

@@ -75,9 +75,15 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, open *receiveSess
 		for _, h := range runs {
 			tips = append(tips, h)
 		}
-		olds := append([]plumbing.Hash{oldTip}, haves...)
-		olds = append(olds, heads...)
-		if objs, err = g.missingObjects(tips, olds); err != nil {
+		all := append([]plumbing.Hash{oldTip}, haves...)
+		all = append(all, heads...)
+		// What is new stands on this machine's last pushed ledger and pin
+		// batch (and on what they name).
+		near := []plumbing.Hash{oldTip}
+		for _, h := range olds {
+			near = append(near, h)
+		}
+		if objs, err = g.missingObjects(tips, all, near); err != nil {
 			return err
 		}
 	}

@@ -155,7 +155,7 @@ func objectsToUpload(g *Repo, wants, haves []plumbing.Hash) ([]plumbing.Hash, er
 			return revlist.Objects(g.Storer(), wants, ignore)
 		}
 	}
-	return g.missingObjects(wants, haves)
+	return g.missingObjects(wants, haves, nil)
 }
 
 // openLockedRemote takes the served repository's lock (see lockRemote) and
