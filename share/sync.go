@@ -617,15 +617,23 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		}
 	}
 	haves := []plumbing.Hash{legacy}
-	for _, h := range res.machineTips {
+	for id, h := range res.machineTips {
 		haves = append(haves, h)
+		// What this repository merged from that machine: the remote held
+		// it, and a machine's ref only grows, so it still holds it.
+		if t, err := g.localRef(rs.trackMachine(id)); err == nil && !t.IsZero() && t != h {
+			haves = append(haves, t)
+		}
 	}
 	var heads []plumbing.Hash
 	for _, h := range remoteRuns {
 		heads = append(heads, h)
 	}
-	for _, h := range res.pinTips {
+	for id, h := range res.pinTips {
 		heads = append(heads, h)
+		if t, err := g.localRef(rs.trackPinsRef(id)); err == nil && !t.IsZero() && t != h {
+			heads = append(heads, t)
+		}
 	}
 	err = g.pushLedger(ctx, rs, open, myRef, newTip, mine, haves, runs, olds, heads)
 	if open != nil {

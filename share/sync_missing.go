@@ -252,6 +252,7 @@ func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash) ([]plumbing.Has
 	}
 	var out []plumbing.Hash
 	seen := map[plumbing.Hash]bool{}
+	trees := map[plumbing.Hash]*object.Tree{} // read once per call
 	for _, c := range commits {
 		out = append(out, c.Hash)
 		var olds []plumbing.Hash
@@ -262,47 +263,65 @@ func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash) ([]plumbing.Has
 			}
 			olds = append(olds, pc.TreeHash)
 		}
-		if out, err = g.newTreeObjects(c.TreeHash, olds, seen, out); err != nil {
+		if out, err = g.newTreeObjects(c.TreeHash, olds, seen, trees, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
+// tree reads tree h once per trees.
+func (g *Repo) tree(h plumbing.Hash, trees map[plumbing.Hash]*object.Tree) (*object.Tree, error) {
+	if t, ok := trees[h]; ok {
+		return t, nil
+	}
+	t, err := g.TreeObject(h)
+	if err != nil {
+		return nil, err
+	}
+	g.work.treesRead++
+	trees[h] = t
+	return t, nil
+}
+
 // newTreeObjects appends to out tree h and what it holds that is not at the
-// same path in any of the trees olds, nor in seen (already listed).
-func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[plumbing.Hash]bool, out []plumbing.Hash) ([]plumbing.Hash, error) {
+// same path in any of the trees olds, nor in seen (already listed). A merge
+// of many ledgers has many parents, most of them with the same tree at most
+// paths: each distinct tree is read once.
+func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[plumbing.Hash]bool, trees map[plumbing.Hash]*object.Tree, out []plumbing.Hash) ([]plumbing.Hash, error) {
 	if seen[h] {
 		return out, nil
 	}
+	distinct := olds[:0:0]
+	dup := map[plumbing.Hash]bool{}
 	for _, o := range olds {
 		if o == h {
 			return out, nil
 		}
+		if !dup[o] {
+			dup[o] = true
+			distinct = append(distinct, o)
+		}
 	}
 	seen[h] = true
 	out = append(out, h)
-	t, err := g.TreeObject(h)
+	t, err := g.tree(h, trees)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read tree %s: %w", ledger.Short(h.String()), err)
 	}
-	g.work.treesRead++
-	var oldTrees []*object.Tree
-	for _, o := range olds {
-		if ot, err := g.TreeObject(o); err == nil {
-			oldTrees = append(oldTrees, ot)
-			g.work.treesRead++
-		}
-	}
 	// The entries of the old trees by name (trees are sorted by name, but
 	// a map keeps this simple; a tree has at most a few hundred entries).
-	byName := make([]map[string]object.TreeEntry, len(oldTrees))
-	for i, ot := range oldTrees {
+	var byName []map[string]object.TreeEntry
+	for _, o := range distinct {
+		ot, err := g.tree(o, trees)
+		if err != nil {
+			continue // a blob at this path, or not here: nothing to compare
+		}
 		m := make(map[string]object.TreeEntry, len(ot.Entries))
 		for _, e := range ot.Entries {
 			m[e.Name] = e
 		}
-		byName[i] = m
+		byName = append(byName, m)
 	}
 	for _, e := range t.Entries {
 		if e.Mode == filemode.Submodule {
@@ -315,7 +334,7 @@ func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[pl
 			}
 		}
 		if e.Mode == filemode.Dir {
-			if out, err = g.newTreeObjects(e.Hash, same, seen, out); err != nil {
+			if out, err = g.newTreeObjects(e.Hash, same, seen, trees, out); err != nil {
 				return nil, err
 			}
 			continue
