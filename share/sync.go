@@ -789,10 +789,14 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		return nil, err
 	}
 	defer done()
-	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+	// One upload-pack session: its advertisement is the listing, and the
+	// new ledgers are fetched through it.
+	fetch, err := g.listForFetch(ctx, rs)
 	if err != nil {
 		return nil, err
 	}
+	defer fetch.close()
+	remoteTip, remoteRuns := noteRefs(fetch.refs, res)
 	if g.noOp(s, rs, res, remoteRuns, false, "") {
 		_, headErr := g.HeadRef()
 		res.warnNoCode(headErr != nil)
@@ -814,7 +818,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	}
 	if len(tips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		tips, remoteTip, err = g.fetchNewTips(ctx, rs, remoteTip, res)
+		err = g.fetchListed(ctx, rs, fetch, tips, res)
 		step.Done()
 		if err != nil {
 			return nil, err
@@ -823,6 +827,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 			return nil, err
 		}
 	}
+	fetch.close()
 	var wanted []ledger.RunID
 	for id := range remoteRuns {
 		if _, ok := local[id]; !ok {

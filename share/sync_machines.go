@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/ledger"
@@ -382,4 +383,69 @@ func (g *Repo) ledgerHaves(rs *remoteSpec, res *SyncResult) []plumbing.Hash {
 		add(rs.trackMachine(id))
 	}
 	return haves
+}
+
+// listedFetch is an upload-pack session whose advertisement a pull took as
+// its listing of the remote (refs; nil for an empty remote).
+type listedFetch struct {
+	sess transport.UploadPackSession
+	ar   *packp.AdvRefs
+	refs []*plumbing.Reference
+}
+
+func (f *listedFetch) close() {
+	if f.sess != nil {
+		_ = f.sess.Close()
+		f.sess = nil
+	}
+}
+
+// listForFetch opens an upload-pack session and reads the refs it
+// advertises: the listing, and the session the new ledgers are fetched
+// through (a listing and a fetch were two sessions, and over ssh two git
+// processes on the server).
+func (g *Repo) listForFetch(ctx context.Context, rs *remoteSpec) (*listedFetch, error) {
+	sess, err := rs.uploadPack()
+	if err != nil {
+		return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+	}
+	f := &listedFetch{sess: sess}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return f, nil
+	}
+	if err != nil {
+		f.close()
+		return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+	}
+	all, err := ar.AllReferences()
+	if err != nil {
+		f.close()
+		return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+	}
+	f.ar = ar
+	for _, ref := range all {
+		f.refs = append(f.refs, ref)
+	}
+	return f, nil
+}
+
+// fetchListed fetches the ledger tips this repository lacks through the
+// session f listed them in (which can serve them: it advertised them).
+func (g *Repo) fetchListed(ctx context.Context, rs *remoteSpec, f *listedFetch, tips []plumbing.Hash, res *SyncResult) error {
+	var wants []plumbing.Hash
+	for _, h := range tips {
+		if _, err := g.CommitObject(h); err != nil {
+			wants = append(wants, h)
+		}
+	}
+	if len(wants) == 0 || f.ar == nil {
+		return nil
+	}
+	err := g.receiveFrom(ctx, f.sess, f.ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits)
+	f.close() // one fetch per session
+	if err != nil {
+		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	return nil
 }

@@ -207,12 +207,41 @@ func packObjects(idxPath string) ([]plumbing.Hash, error) {
 	}
 }
 
-// consolidate is ConsolidatePacks on this repository after a sync; a
-// failure is a warning (the packs stay as they were).
+// consolidateAbove is how many packs (rolled ones aside) a repository
+// keeps before a sync consolidates them: a sync writes one to three small
+// packs, and rolling them after every sync cost a tenth of a swarm sync.
+const consolidateAbove = 8
+
+// consolidate is ConsolidatePacks on this repository after a sync, when it
+// holds more than consolidateAbove packs or rolled packs are due for
+// deletion; a failure is a warning (the packs stay as they were).
 func (g *Repo) consolidate(res *SyncResult) {
-	if _, err := ConsolidatePacks(g.GitDirOfStorage(), time.Now()); err != nil {
+	dir := g.GitDirOfStorage()
+	packDir := filepath.Join(dir, "objects", "pack")
+	now := time.Now()
+	due := false
+	for _, r := range gitwire.ReadRolled(packDir) {
+		due = due || now.Sub(r.At) >= rolledGrace
+	}
+	if !due {
+		rolled := gitwire.RolledNames(packDir)
+		packs, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+		n := 0
+		for _, p := range packs {
+			if !gitwire.IsRolled(rolled, filepath.Base(p)) {
+				n++
+			}
+		}
+		if n <= consolidateAbove {
+			return
+		}
+	}
+	rolled, err := ConsolidatePacks(dir, now)
+	if err != nil {
 		res.Warnings = append(res.Warnings, "packs not consolidated: "+err.Error())
 		return
 	}
-	_ = g.Reopen()
+	if rolled > 0 {
+		_ = g.Reopen()
+	}
 }
