@@ -496,6 +496,30 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		return nil, err
 	}
 	alone := res.Attempts == 1 && res.machineTips[me] == tracked && len(remoteRuns) == 0
+	if alone {
+		// The remote's config must have been checked against this store's:
+		// by a merge of one of its ledgers before (a tracking ref), or there
+		// is no other ledger on it. Else this round merges, and refuses a
+		// store with another metric before anything is pushed.
+		others, merged := false, false
+		for id := range res.machineTips {
+			if id == me {
+				continue
+			}
+			others = true
+			if t, err := g.localRef(rs.trackMachine(id)); err == nil && !t.IsZero() {
+				merged = true
+				break
+			}
+		}
+		if res.legacyTip {
+			others = true
+			if t, err := g.localRef(rs.trackLedger()); err == nil && !t.IsZero() {
+				merged = true
+			}
+		}
+		alone = !others || merged
+	}
 	var err2 error
 	if alone {
 		res.unmerged = true

@@ -2,17 +2,18 @@ package share
 
 // Consolidating packs (issue 29.3). Every sync writes a pack here and every
 // push one on a path remote, so packs grew with syncs, and every object
-// lookup tried each index in turn. After a sync (under the sync lock) and
-// after a push is received on a path remote (under the remote's receive
-// lock), the smallest packs are rolled into one, as `git repack
+// lookup tried each index in turn. After a sync that leaves more than
+// consolidateAbove packs (under the sync lock) and after a push is received
+// on a path remote (under the remote's receive lock), the smallest packs are
+// rolled into one, as `git repack
 // --geometric=2` does: the packs left, by size, each at least twice the one
 // before, so a repository of n objects keeps O(log n) packs and each object
 // is copied O(log n) times over its life.
 //
 // The rolled packs are deleted only by a later consolidation, after
 // rolledGrace: a reader that listed them a moment ago (a concurrent fetch
-// from a path remote) still finds them. Git tolerates an object in two
-// packs.
+// from a path remote) still finds them; handles opened since do not list
+// them (gitwire.RolledList). Git tolerates an object in two packs.
 
 import (
 	"bufio"
