@@ -54,6 +54,23 @@ func (s *RefStorage) CheckAndSetReference(ref, old *plumbing.Reference) error {
 	return s.setRef(ref, old)
 }
 
+// Reference reads a loose ref's file directly when it holds an object id
+// (one open and read; go-git resolves the path one element at a time, an
+// lstat each, which was most of what a sync with a machine ref and a pin
+// chain per machine spent reading refs), else asks go-git: packed refs,
+// symbolic refs, and anything unusual read as before.
+func (s *RefStorage) Reference(name plumbing.ReferenceName) (*plumbing.Reference, error) {
+	if strings.HasPrefix(name.String(), "refs/") {
+		if dir, rel, err := s.refLocation(name); err == nil {
+			b, err := os.ReadFile(filepath.Join(dir, rel))
+			if err == nil && len(b) == 41 && b[40] == '\n' && plumbing.IsHash(string(b[:40])) {
+				return plumbing.NewHashReference(name, plumbing.NewHash(string(b[:40]))), nil
+			}
+		}
+	}
+	return s.Storage.Reference(name)
+}
+
 // IterReferences says what to do about a ref file that cannot be read, which
 // otherwise stops every listing of the repository's refs.
 func (s *RefStorage) IterReferences() (storer.ReferenceIter, error) {

@@ -4,8 +4,9 @@
 // records into the store, run refs, claims, and the in-process file
 // transport with its receive and upload packs; since ledger format 3
 // (issue 29) also each machine's ledger ref and pin chain on the remote
-// (sync_machines.go, sync_pins.go), pack consolidation (sync_repack.go)
-// and the credentials of ssh and https remotes (sync_auth.go).
+// (sync_machines.go, sync_pins.go), pack consolidation (sync_repack.go),
+// what a push sends and pins (sync_missing.go, sync_pending.go) and the
+// credentials of ssh and https remotes (sync_auth.go).
 //
 // It reaches the repository through gitrepo's API (Repo embeds
 // *gitrepo.Repo) and writes packs through gitwire. It must not open the

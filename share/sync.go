@@ -86,8 +86,9 @@ import (
 // the comment at the top of this file for what each version holds.
 const ledgerFormatVersion = 3
 
-// syncStateVersion versions cache/sync.json (2: adds the last run's key).
-const syncStateVersion = 2
+// syncStateVersion versions cache/sync.json (2: adds the last run's key; 3:
+// adds the record count of the ledger tip).
+const syncStateVersion = 3
 
 // Sync errors.
 var (
@@ -182,6 +183,14 @@ type SyncResult struct {
 	incomplete bool
 	// pinTips are the remote's per-machine pin chains (sync_pins.go).
 	pinTips map[string]plumbing.Hash
+	// journal and journalTo: how far into the folded-runs journal the
+	// remote holds the runs, as a push left it (sync_pending.go).
+	journal   string
+	journalTo int64
+	// unmerged: a push listed ledgers and pin chains of other machines
+	// without merging or reading them; the state it leaves says what was
+	// merged (the tracking refs), not what was listed.
+	unmerged bool
 }
 
 // syncState is cache/sync.json: the ledger prefix already folded into the
@@ -195,6 +204,9 @@ type syncState struct {
 	// arrives sorts after everything here.
 	LastTimestamp string       `json:"last_timestamp"`
 	LastRunID     ledger.RunID `json:"last_run_id"`
+	// Records is how many runs the tree of LedgerTip holds, so a fold
+	// reads only the shards it touches (nil: unknown, every shard is read).
+	Records *int `json:"records,omitempty"`
 }
 
 var installFileTransport, installSSHTransport sync.Once
@@ -342,6 +354,13 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 	if err != nil {
 		return plumbing.ZeroHash, nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
 	}
+	tip, runs := noteRefs(refs, res)
+	return tip, runs, nil
+}
+
+// noteRefs reads a listing of the remote's refs into res and returns the
+// legacy ledger tip (zero when absent) and the valid per-run refs.
+func noteRefs(refs []*plumbing.Reference, res *SyncResult) (plumbing.Hash, map[ledger.RunID]plumbing.Hash) {
 	var tip plumbing.Hash
 	runs := map[ledger.RunID]plumbing.Hash{}
 	prefix := ledger.RefNamespace + "runs/"
@@ -370,7 +389,7 @@ func (g *Repo) remoteRefs(ctx context.Context, rs *remoteSpec, res *SyncResult) 
 			runs[ledger.RunID(id)] = ref.Hash()
 		}
 	}
-	return tip, runs, nil
+	return tip, runs
 }
 
 func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
@@ -384,15 +403,20 @@ func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// Push folds local records into refs/memorylab/ledger, merges the remote's
-// ledgers this repository has not merged yet (every machine's, and the
-// format 2 single ref), and pushes the result to this machine's own ref
-// refs/memorylab/ledgers/<machine-id>, plus every pinned run the remote
-// lacks. A store with another metric is refused before anything is pushed.
-// No other machine writes that ref, so another machine's push never makes
-// this one fetch, merge and retry; a rejection (this machine's own ref moved,
-// say a copy of this repository pushed) fetches it, merges and retries, up
-// to MaxAttempts rounds.
+// Push folds local records into refs/memorylab/ledger and pushes it to this
+// machine's own ref refs/memorylab/ledgers/<machine-id>, plus every pinned
+// run the remote lacks. A store with another metric is refused before
+// anything is pushed. No other machine writes that ref, so another
+// machine's push never makes this one fetch, merge and retry.
+//
+// The first round is one receive-pack session: its advertisement is the
+// listing, and the push goes through it. It merges nothing: the other
+// machines' ledgers are merged by pull (sync pulls first), and readers take
+// the union of every machine's ref anyway. Only when this machine's own ref
+// is not what this repository last pushed or merged (a copy of this
+// repository pushed), or when the remote rejected the push, does a round
+// list, fetch and merge every ledger the remote holds that this repository
+// has not merged, as a pull does, up to MaxAttempts rounds.
 func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*SyncResult, error) {
 	rs, res, done, err := g.beginSync(opts)
 	if err != nil {
@@ -412,25 +436,126 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	if attempts <= 0 {
 		attempts = defaultPushAttempts
 	}
+	prev := g.readSyncedState(rs)
 	for res.Attempts = 1; ; res.Attempts++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		legacy, remoteRuns, err := g.remoteRefs(ctx, rs, res)
-		if err != nil {
+		var open *receiveSession
+		var legacy plumbing.Hash
+		var remoteRuns map[ledger.RunID]plumbing.Hash
+		if res.Attempts == 1 {
+			sess, ar, err := rs.receivePack(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+			}
+			open = &receiveSession{sess: sess, ar: ar}
+			refs, err := open.refs()
+			if err != nil {
+				open.close()
+				return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+			}
+			legacy, remoteRuns = noteRefs(refs, res)
+		} else if legacy, remoteRuns, err = g.remoteRefs(ctx, rs, res); err != nil {
 			return nil, err
 		}
-		if res.Attempts == 1 {
-			res.firstPush = legacy.IsZero() && len(res.machineTips) == 0
-			if g.noOp(s, rs, res, remoteRuns, true, me) {
-				return res, nil
+		out, err := g.pushRound(ctx, s, rs, open, res, opts, me, myRef, legacy, remoteRuns, prev)
+		open.close()
+		if err == nil || !isRejected(err) {
+			return out, err
+		}
+		if res.Attempts >= attempts {
+			return nil, fmt.Errorf("%w by %s after %d rounds of fetch and merge (%v): try again", ErrPushRejected, rs.label, res.Attempts, err)
+		}
+		// Rejected: this machine's own ref moved (a copy of this
+		// repository pushed). Back off, then list, fetch, merge and retry.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pushBackoff(res.Attempts)):
+		}
+		if rs, err = g.resolveRemote(opts.Remote); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pushRound is one round of Push with the remote listed in res (legacy and
+// remoteRuns); a rejection is returned as an error isRejected recognises.
+func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, open *receiveSession, res *SyncResult, opts SyncOptions, me string, myRef plumbing.ReferenceName, legacy plumbing.Hash, remoteRuns map[ledger.RunID]plumbing.Hash, prev *syncedState) (*SyncResult, error) {
+	if res.Attempts == 1 {
+		res.firstPush = legacy.IsZero() && len(res.machineTips) == 0
+		if g.noOp(s, rs, res, remoteRuns, true, me) {
+			return res, nil
+		}
+	}
+	// This machine's own ref is what this repository last pushed or
+	// merged: nothing to merge before pushing on top of it.
+	tracked, err := g.localRef(rs.trackMachine(me))
+	if err != nil {
+		return nil, err
+	}
+	alone := res.Attempts == 1 && res.machineTips[me] == tracked && len(remoteRuns) == 0
+	if alone {
+		// The remote's config must have been checked against this store's:
+		// by a merge of one of its ledgers before (a tracking ref), or there
+		// is no other ledger on it. Else this round merges, and refuses a
+		// store with another metric before anything is pushed.
+		others, merged := false, false
+		for id := range res.machineTips {
+			if id == me {
+				continue
+			}
+			others = true
+			if t, err := g.localRef(rs.trackMachine(id)); err == nil && !t.IsZero() {
+				merged = true
+				break
 			}
 		}
-		if rs, err = g.mergeRemote(ctx, s, rs, legacy, opts, res); err != nil {
-			return nil, err
+		if res.legacyTip {
+			others = true
+			if t, err := g.localRef(rs.trackLedger()); err == nil && !t.IsZero() {
+				merged = true
+			}
 		}
-		mine := res.machineTips[me]
-		pc := g.readPinCache(rs)
+		alone = !others || merged
+	}
+	var err2 error
+	if alone {
+		res.unmerged = true
+		err2 = g.foldAndMerge(ctx, s, nil, opts, res)
+	} else {
+		rs, err2 = g.mergeRemote(ctx, s, rs, legacy, opts, res)
+	}
+	if err2 != nil {
+		return nil, err2
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fold and fetches reopened the handle
+		return nil, err
+	}
+	mine := res.machineTips[me]
+	// The runs to pin: those folded since the last push when the journal
+	// says (one ref read each), else every local run ref the pin cache
+	// does not know the remote pins.
+	var missing []ledger.RunID
+	local := map[ledger.RunID]plumbing.Hash{}
+	var pc *pinCache
+	journal, journalTo := journalEnd(s)
+	pending, pid, pend, perr := pendingRuns(s, prev)
+	if alone && perr == nil {
+		journal, journalTo = pid, pend
+		for _, id := range pending {
+			h, err := g.runRefValue(id)
+			if err != nil {
+				return nil, err
+			}
+			if !h.IsZero() {
+				local[id] = h
+				missing = append(missing, id)
+			}
+		}
+	} else {
+		pc = g.readPinCache(rs)
 		pins, err := g.readPins(ctx, rs, res, pc)
 		if err != nil {
 			return nil, err
@@ -438,8 +563,7 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
 			return nil, err
 		}
-		local, err := g.localRunNames()
-		if err != nil {
+		if local, err = g.localRunNames(); err != nil {
 			return nil, err
 		}
 		// Runs another machine pinned become run refs here too: the cache
@@ -447,7 +571,6 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		if err := g.adoptPins(pins, local, res); err != nil {
 			return nil, err
 		}
-		var missing []ledger.RunID
 		for id := range local {
 			rh, ok := remoteRuns[id]
 			if !ok && pc.runs[id] {
@@ -468,114 +591,124 @@ func (g *Repo) Push(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 				res.Warnings = append(res.Warnings, fmt.Sprintf("run %s is pinned to %s here but %s on %s: kept both as they are", id, ledger.Short(h.String()), ledger.Short(rh.String()), rs.label))
 			}
 		}
-		sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
-		localTip, err := g.localRef(ledger.LedgerRef)
+	}
+	sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+	localTip, err := g.localRef(ledger.LedgerRef)
+	if err != nil {
+		return nil, err
+	}
+	sendLedger := !localTip.IsZero() && localTip != mine
+	if !sendLedger && len(missing) == 0 {
+		if pc != nil {
+			if err := g.writePinCache(rs, pc); err != nil {
+				return nil, err
+			}
+		}
+		res.RunRefsPushed = 0
+		res.warnNoCode(res.firstPush)
+		res.journal, res.journalTo = journal, journalTo
+		g.recordSynced(s, rs, res, remoteRuns, !localTip.IsZero())
+		return res, nil
+	}
+	if hook, ok := ctx.Value(pushRoundHookKey{}).(func()); ok {
+		hook()
+	}
+	step := opts.progress().Start("pushing to "+rs.label, 0)
+	newTip := mine
+	if sendLedger {
+		newTip = localTip
+	}
+	runs := map[plumbing.ReferenceName]plumbing.Hash{}
+	olds := map[plumbing.ReferenceName]plumbing.Hash{}
+	myPins := plumbing.ReferenceName(PinsPrefix + me)
+	if len(missing) > 0 {
+		entries := make([]pinEntry, len(missing))
+		for i, id := range missing {
+			entries[i] = pinEntry{id: id, commit: local[id]}
+		}
+		pinTip, err := g.pinBatches(res.pinTips[me], entries, opts.Now)
 		if err != nil {
+			step.Done()
 			return nil, err
 		}
-		sendLedger := !localTip.IsZero() && localTip != mine
-		if !sendLedger && len(missing) == 0 {
-			if err := g.writePinCache(rs, pc); err != nil {
-				return nil, err
-			}
-			res.RunRefsPushed = 0
-			res.warnNoCode(res.firstPush)
-			g.recordSynced(s, rs, res, remoteRuns, !localTip.IsZero())
-			return res, nil
+		if rs, err = g.resolveRemote(opts.Remote); err != nil {
+			step.Done()
+			return nil, err
 		}
-		if hook, ok := ctx.Value(pushRoundHookKey{}).(func()); ok {
-			hook()
-		}
-		step := opts.progress().Start("pushing to "+rs.label, 0)
-		newTip := mine
-		if sendLedger {
-			newTip = localTip
-		}
-		runs := map[plumbing.ReferenceName]plumbing.Hash{}
-		olds := map[plumbing.ReferenceName]plumbing.Hash{}
-		myPins := plumbing.ReferenceName(PinsPrefix + me)
-		if len(missing) > 0 {
-			entries := make([]pinEntry, len(missing))
-			for i, id := range missing {
-				entries[i] = pinEntry{id: id, commit: local[id]}
-			}
-			pinTip, err := g.pinBatches(res.pinTips[me], entries, opts.Now)
-			if err != nil {
-				step.Done()
-				return nil, err
-			}
-			if rs, err = g.resolveRemote(opts.Remote); err != nil {
-				step.Done()
-				return nil, err
-			}
-			runs[myPins] = pinTip
-			if old, ok := res.pinTips[me]; ok {
-				olds[myPins] = old
-			}
-		}
-		haves := []plumbing.Hash{legacy}
-		for _, h := range res.machineTips {
-			haves = append(haves, h)
-		}
-		var heads []plumbing.Hash
-		for _, h := range remoteRuns {
-			heads = append(heads, h)
-		}
-		for _, h := range res.pinTips {
-			heads = append(heads, h)
-		}
-		err = g.pushLedger(ctx, rs, myRef, newTip, mine, haves, runs, olds, heads)
-		step.Done()
-		if err == nil || errors.Is(err, git.NoErrAlreadyUpToDate) {
-			if sendLedger { // merged here by definition; also this machine's last sync
-				if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackMachine(me), newTip)); err != nil {
-					return nil, fmt.Errorf("unable to set %s: %w", rs.trackMachine(me), err)
-				}
-			}
-			if pinTip, ok := runs[myPins]; ok {
-				if err := g.trackPins(rs, me, pinTip); err != nil {
-					return nil, err
-				}
-				pc.tips[me] = pinTip
-				pc.dirty = true
-				for _, id := range missing {
-					pc.runs[id] = true
-				}
-			}
-			if err := g.writePinCache(rs, pc); err != nil {
-				return nil, err
-			}
-			res.RunRefsPushed = len(missing)
-			res.warnNoCode(res.firstPush)
-			g.consolidate(res)
-			// What the remote holds now, as this push left it.
-			if res.machineTips == nil {
-				res.machineTips = map[string]plumbing.Hash{}
-			}
-			res.machineTips[me] = newTip
-			if pinTip, ok := runs[myPins]; ok {
-				if res.pinTips == nil {
-					res.pinTips = map[string]plumbing.Hash{}
-				}
-				res.pinTips[me] = pinTip
-			}
-			g.recordSynced(s, rs, res, remoteRuns, !newTip.IsZero())
-			return res, nil
-		}
-		if !isRejected(err) {
-			return nil, fmt.Errorf("unable to push to %s: %w", rs.label, err)
-		}
-		if res.Attempts >= attempts {
-			return nil, fmt.Errorf("%w by %s after %d rounds of fetch and merge (%v): try again", ErrPushRejected, rs.label, res.Attempts, err)
-		}
-		// Rejected: this machine's own ref moved (a copy of this
-		// repository pushed). Back off, then list, fetch, merge and retry.
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(pushBackoff(res.Attempts)):
+		runs[myPins] = pinTip
+		if old, ok := res.pinTips[me]; ok {
+			olds[myPins] = old
 		}
 	}
+	haves := []plumbing.Hash{legacy}
+	for id, h := range res.machineTips {
+		haves = append(haves, h)
+		// What this repository merged from that machine: the remote held
+		// it, and a machine's ref only grows, so it still holds it.
+		if t, err := g.localRef(rs.trackMachine(id)); err == nil && !t.IsZero() && t != h {
+			haves = append(haves, t)
+		}
+	}
+	var heads []plumbing.Hash
+	for _, h := range remoteRuns {
+		heads = append(heads, h)
+	}
+	for id, h := range res.pinTips {
+		heads = append(heads, h)
+		if t, err := g.localRef(rs.trackPinsRef(id)); err == nil && !t.IsZero() && t != h {
+			heads = append(heads, t)
+		}
+	}
+	err = g.pushLedger(ctx, rs, open, myRef, newTip, mine, haves, runs, olds, heads)
+	if open != nil {
+		open.sess = nil // pushLedger closed it
+	}
+	step.Done()
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		if isRejected(err) {
+			return res, err
+		}
+		return nil, fmt.Errorf("unable to push to %s: %w", rs.label, err)
+	}
+	if sendLedger { // merged here by definition; also this machine's last sync
+		if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackMachine(me), newTip)); err != nil {
+			return nil, fmt.Errorf("unable to set %s: %w", rs.trackMachine(me), err)
+		}
+	}
+	if pinTip, ok := runs[myPins]; ok {
+		if err := g.trackPins(rs, me, pinTip); err != nil {
+			return nil, err
+		}
+		if pc != nil {
+			pc.tips[me] = pinTip
+			pc.dirty = true
+			for _, id := range missing {
+				pc.runs[id] = true
+			}
+		}
+	}
+	if pc != nil {
+		if err := g.writePinCache(rs, pc); err != nil {
+			return nil, err
+		}
+	}
+	res.RunRefsPushed = len(missing)
+	res.warnNoCode(res.firstPush)
+	g.consolidate(res)
+	// What the remote holds now, as this push left it.
+	if res.machineTips == nil {
+		res.machineTips = map[string]plumbing.Hash{}
+	}
+	res.machineTips[me] = newTip
+	if pinTip, ok := runs[myPins]; ok {
+		if res.pinTips == nil {
+			res.pinTips = map[string]plumbing.Hash{}
+		}
+		res.pinTips[me] = pinTip
+	}
+	res.journal, res.journalTo = journal, journalTo
+	g.recordSynced(s, rs, res, remoteRuns, !newTip.IsZero())
+	return res, nil
 }
 
 // mergeRemote fetches the remote ledger tips (legacy and per machine, as
@@ -680,10 +813,14 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		return nil, err
 	}
 	defer done()
-	remoteTip, remoteRuns, err := g.remoteRefs(ctx, rs, res)
+	// One upload-pack session: its advertisement is the listing, and the
+	// new ledgers are fetched through it.
+	fetch, err := g.listForFetch(ctx, rs)
 	if err != nil {
 		return nil, err
 	}
+	defer fetch.close()
+	remoteTip, remoteRuns := noteRefs(fetch.refs, res)
 	if g.noOp(s, rs, res, remoteRuns, false, "") {
 		_, headErr := g.HeadRef()
 		res.warnNoCode(headErr != nil)
@@ -705,7 +842,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	}
 	if len(tips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		tips, remoteTip, err = g.fetchNewTips(ctx, rs, remoteTip, res)
+		err = g.fetchListed(ctx, rs, fetch, tips, res)
 		step.Done()
 		if err != nil {
 			return nil, err
@@ -714,6 +851,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 			return nil, err
 		}
 	}
+	fetch.close()
 	var wanted []ledger.RunID
 	for id := range remoteRuns {
 		if _, ok := local[id]; !ok {
@@ -761,29 +899,13 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		_ = g.Storer().RemoveReference(rs.trackRun(id))
 		res.RunRefsFetched++
 	}
-	pc := g.readPinCache(rs)
-	pins, err := g.readPins(ctx, rs, res, pc)
-	if err != nil {
+	// The pin chains as the last completed sync read them: no pin cache to
+	// read (a line per run the remote pins), nothing to adopt.
+	pinsKnown := len(remoteRuns) == 0 && prev != nil && prev.Store == s.LedgerPath() && prev.Pins != "" && prev.Pins == pinDigest(res.pinTips)
+	if err := g.pullPins(ctx, rs, res, remoteRuns, local, pinsKnown, opts); err != nil {
 		return nil, err
 	}
-	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
-		return nil, err
-	}
-	if local == nil && len(pins) > pinLookups {
-		if local, err = g.localRunNames(); err != nil {
-			return nil, err
-		}
-	}
-	if err := g.adoptPins(pins, local, res); err != nil {
-		return nil, err
-	}
-	for id := range remoteRuns {
-		if !pc.runs[id] {
-			pc.runs[id] = true
-			pc.dirty = true
-		}
-	}
-	if err := g.writePinCache(rs, pc); err != nil {
+	if rs, err = g.resolveRemote(opts.Remote); err != nil {
 		return nil, err
 	}
 	if err := g.foldAndMerge(ctx, s, tips, opts, res); err != nil {
@@ -797,6 +919,37 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	g.consolidate(res)
 	g.recordSynced(s, rs, res, remoteRuns, g.stillPushed(prev, res))
 	return res, nil
+}
+
+// pullPins reads the remote's pin chains that moved (unless known) and pins
+// here the runs they name that are not pinned here yet.
+func (g *Repo) pullPins(ctx context.Context, rs *remoteSpec, res *SyncResult, remoteRuns, local map[ledger.RunID]plumbing.Hash, known bool, opts SyncOptions) error {
+	if known {
+		return nil
+	}
+	pc := g.readPinCache(rs)
+	pins, err := g.readPins(ctx, rs, res, pc)
+	if err != nil {
+		return err
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the fetch reopened the handle
+		return err
+	}
+	if local == nil && len(pins) > pinLookups {
+		if local, err = g.localRunNames(); err != nil {
+			return err
+		}
+	}
+	if err := g.adoptPins(pins, local, res); err != nil {
+		return err
+	}
+	for id := range remoteRuns {
+		if !pc.runs[id] {
+			pc.runs[id] = true
+			pc.dirty = true
+		}
+	}
+	return g.writePinCache(rs, pc)
 }
 
 // warnNoCode says what is missing when the remote holds no branch: memorylab
@@ -850,7 +1003,7 @@ func (g *Repo) RemoteConfig(ctx context.Context, remote string) (cfg ledger.Conf
 	if tip.IsZero() {
 		return ledger.Config{}, false, nil
 	}
-	if err := g.fetchTips(ctx, rs, []plumbing.Hash{tip}); err != nil {
+	if err := g.fetchTips(ctx, rs, res, []plumbing.Hash{tip}); err != nil {
 		return ledger.Config{}, false, err
 	}
 	set, err := g.readLedgerSet(tip)
@@ -958,6 +1111,9 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	if !tip.IsZero() && st != nil && st.LedgerTip != "" && s.StillCovers(st.Fingerprint) {
 		from = st.Fingerprint.Size
 	}
+	if st != nil && st.Records != nil && st.LedgerTip == tip.String() {
+		set.setCount(*st.Records)
+	}
 	total := 0
 	if size, err := fileSize(s.LedgerPath()); err == nil {
 		total = int(size - from)
@@ -1008,6 +1164,9 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	prog.Done()
 	if err != nil {
 		return false, err
+	}
+	if set.err != nil {
+		return false, set.err
 	}
 	for _, id := range conflicts {
 		res.Conflicts = append(res.Conflicts, id)
@@ -1065,6 +1224,16 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	if err != nil {
 		return false, err
 	}
+	if len(folded) > 0 && newTip != tip {
+		// The runs a push must pin, before the ref holds them (sync_pending.go).
+		ids := make([]ledger.RunID, 0, len(folded))
+		for id := range folded {
+			ids = append(ids, id)
+		}
+		if err := appendFolded(s, ids); err != nil {
+			return false, err
+		}
+	}
 	if newTip != tip {
 		if err := g.casRef(ledger.LedgerRef, newTip, tip); err != nil {
 			return false, err
@@ -1085,8 +1254,9 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	if fp, err := s.FingerprintAt(end); err == nil {
 		// The state covers the fold's end: the arrivals appended after it
 		// are scanned (and skipped: the ref holds them) by the next fold.
+		records := res.Records
 		g.writeSyncState(s, &syncState{Version: syncStateVersion, Fingerprint: fp, LedgerTip: newTip.String(),
-			LastTimestamp: last.Timestamp, LastRunID: last.RunID})
+			LastTimestamp: last.Timestamp, LastRunID: last.RunID, Records: &records})
 	}
 	return true, nil
 }
@@ -1334,8 +1504,9 @@ func (m mergeResult) parents(tip plumbing.Hash) []plumbing.Hash {
 // record: each arriving record is decoded once, by appendArrivals.
 //
 // A remote store with another metric or goal is refused before anything is
-// written.
-func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult) (mergeResult, error) {
+// written. Without classify (one of several tips, which one union commit
+// takes whatever their ancestry) no ancestry is read: the case is diverged.
+func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs plumbing.Hash, set *ledgerSet, opts SyncOptions, res *SyncResult, classify bool) (mergeResult, error) {
 	m := mergeResult{base: ours, theirs: theirs}
 	switch {
 	case ours == theirs:
@@ -1343,21 +1514,19 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 		return m, nil
 	case ours.IsZero():
 		m.kind, m.base = MergeNew, theirs
+	case !classify:
+		m.kind = MergeDiverged // one of several tips: the union commit takes them all
 	default:
-		oc, err := g.CommitObject(ours)
-		if err != nil {
+		if ok, err := g.reaches(ours, theirs); err != nil {
 			return m, err
-		}
-		tc, err := g.CommitObject(theirs)
-		if err != nil {
-			return m, err
-		}
-		if ok, err := tc.IsAncestor(oc); err == nil && ok {
+		} else if ok {
 			m.kind = MergeLocalAhead
 			return m, nil
 		}
 		m.kind = MergeDiverged
-		if ok, err := oc.IsAncestor(tc); err == nil && ok {
+		if ok, err := g.reaches(theirs, ours); err != nil {
+			return m, err
+		} else if ok {
 			m.kind, m.base = MergeFastForward, theirs
 		}
 	}
@@ -1368,7 +1537,27 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 	if err := checkConfig(s.Config, theirSet.config); err != nil {
 		return m, err
 	}
-	total := theirSet.count()
+	// Their shards whose trees are ours unchanged hold nothing new: read
+	// neither. The others are read, theirs whole, and so is each run shard
+	// whose archive shard differs (an archive this side lacks).
+	for sh, h := range theirSet.unreadArch {
+		if oh, ok := set.archiveHash(sh); !ok || oh != h {
+			theirSet.need(sh)
+		}
+	}
+	for sh := range theirSet.unread {
+		if h, ok := set.shardHash(sh); ok && h == theirSet.unread[sh] {
+			continue
+		}
+		theirSet.need(sh)
+	}
+	if theirSet.err != nil {
+		return m, fmt.Errorf("remote ledger: %w", theirSet.err)
+	}
+	total := 0
+	for _, entries := range theirSet.shards {
+		total += len(entries)
+	}
 	prog := opts.progress().Start("reading remote records", total)
 	defer prog.Done()
 	seen := 0

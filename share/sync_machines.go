@@ -31,6 +31,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/ledger"
@@ -201,7 +202,7 @@ func (g *Repo) markMerged(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult)
 
 // fetchTips fetches the ledger commits tips (with what they reach that this
 // repository lacks) in one session.
-func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Hash) error {
+func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, res *SyncResult, tips []plumbing.Hash) error {
 	var wants []plumbing.Hash
 	for _, h := range tips {
 		if _, err := g.CommitObject(h); err != nil {
@@ -220,7 +221,7 @@ func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, tips []plumbing.Ha
 	if err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
-	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs), ledgerPackLimits); err != nil {
+	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits); err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
 	return nil
@@ -235,11 +236,11 @@ func (g *Repo) mergeLedgers(ctx context.Context, s *ledger.Store, ours plumbing.
 	case 0:
 		return mergeResult{kind: MergeSame, base: ours}, nil
 	case 1:
-		return g.mergeLedger(ctx, s, ours, tips[0], set, opts, res)
+		return g.mergeLedger(ctx, s, ours, tips[0], set, opts, res, true)
 	}
 	all := mergeResult{kind: MergeDiverged, base: ours, commit: true, theirsAll: tips}
 	for _, t := range tips {
-		m, err := g.mergeLedger(ctx, s, ours, t, set, opts, res)
+		m, err := g.mergeLedger(ctx, s, ours, t, set, opts, res, false)
 		if err != nil {
 			return all, err
 		}
@@ -351,29 +352,100 @@ func (g *Repo) fetchNewTips(ctx context.Context, rs *remoteSpec, legacy plumbing
 	if len(wants) == 0 {
 		return tips, legacy, nil
 	}
-	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs), ledgerPackLimits); err != nil {
+	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits); err != nil {
 		return nil, legacy, fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
 	return tips, legacy, nil
 }
 
-// ledgerHaves are the ledger commits this repository holds: its ledger and
-// the remote's ledgers it tracks.
-func (g *Repo) ledgerHaves(rs *remoteSpec) []plumbing.Hash {
+// ledgerHaves are the ledger commits this repository holds that the
+// remote may know: its ledger, and the tips it merged from the remote's
+// ledgers listed in res (their tracking refs; the legacy one too). Each is
+// one ref read: listing every ref of the repository (a loose file per run)
+// cost more than the fetch.
+func (g *Repo) ledgerHaves(rs *remoteSpec, res *SyncResult) []plumbing.Hash {
 	var haves []plumbing.Hash
-	if h, err := g.localRef(ledger.LedgerRef); err == nil && !h.IsZero() {
-		haves = append(haves, h)
+	seen := map[plumbing.Hash]bool{plumbing.ZeroHash: true}
+	add := func(name plumbing.ReferenceName) {
+		if h, err := g.localRef(name); err == nil && !seen[h] {
+			seen[h] = true
+			haves = append(haves, h)
+		}
 	}
-	iter, err := g.Storer().IterReferences()
-	if err == nil {
-		prefix := "refs/remotes/" + rs.track + "/memorylab/ledger"
-		_ = iter.ForEach(func(ref *plumbing.Reference) error {
-			if strings.HasPrefix(ref.Name().String(), prefix) && ref.Type() == plumbing.HashReference {
-				haves = append(haves, ref.Hash())
-			}
-			return nil
-		})
-		iter.Close()
+	add(ledger.LedgerRef)
+	add(rs.trackLedger())
+	ids := make([]string, 0, len(res.machineTips))
+	for id := range res.machineTips {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		add(rs.trackMachine(id))
 	}
 	return haves
+}
+
+// listedFetch is an upload-pack session whose advertisement a pull took as
+// its listing of the remote (refs; nil for an empty remote).
+type listedFetch struct {
+	sess transport.UploadPackSession
+	ar   *packp.AdvRefs
+	refs []*plumbing.Reference
+}
+
+func (f *listedFetch) close() {
+	if f.sess != nil {
+		_ = f.sess.Close()
+		f.sess = nil
+	}
+}
+
+// listForFetch opens an upload-pack session and reads the refs it
+// advertises: the listing, and the session the new ledgers are fetched
+// through (a listing and a fetch were two sessions, and over ssh two git
+// processes on the server).
+func (g *Repo) listForFetch(ctx context.Context, rs *remoteSpec) (*listedFetch, error) {
+	sess, err := rs.uploadPack()
+	if err != nil {
+		return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+	}
+	f := &listedFetch{sess: sess}
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return f, nil
+	}
+	if err != nil {
+		f.close()
+		return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+	}
+	all, err := ar.AllReferences()
+	if err != nil {
+		f.close()
+		return nil, fmt.Errorf("unable to list refs of %s: %w", rs.label, err)
+	}
+	f.ar = ar
+	for _, ref := range all {
+		f.refs = append(f.refs, ref)
+	}
+	return f, nil
+}
+
+// fetchListed fetches the ledger tips this repository lacks through the
+// session f listed them in (which can serve them: it advertised them).
+func (g *Repo) fetchListed(ctx context.Context, rs *remoteSpec, f *listedFetch, tips []plumbing.Hash, res *SyncResult) error {
+	var wants []plumbing.Hash
+	for _, h := range tips {
+		if _, err := g.CommitObject(h); err != nil {
+			wants = append(wants, h)
+		}
+	}
+	if len(wants) == 0 || f.ar == nil {
+		return nil
+	}
+	err := g.receiveFrom(ctx, f.sess, f.ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits)
+	f.close() // one fetch per session
+	if err != nil {
+		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
+	}
+	return nil
 }

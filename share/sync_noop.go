@@ -43,8 +43,10 @@ import (
 	"github.com/memorylab/memorylab/ledger"
 )
 
-// syncedStateVersion versions <git dir>/memorylab-synced-<remote>.
-const syncedStateVersion = 1
+// syncedStateVersion versions <git dir>/memorylab-synced-<remote> (2: adds
+// the pin chains' digest and how far into the folded-runs journal the
+// remote holds the runs).
+const syncedStateVersion = 2
 
 // syncedState is what the last completed pull or push with one remote left.
 type syncedState struct {
@@ -61,6 +63,13 @@ type syncedState struct {
 	// Pushed: the remote held this machine's ledger tip and every run
 	// pinned here (what a push would send).
 	Pushed bool `json:"pushed"`
+	// Pins is pinDigest of the remote's pin chains as read: a pull whose
+	// listing digests the same reads no pin cache.
+	Pins string `json:"pins"`
+	// Journal and PinnedTo: the folded-runs journal's id, and the offset in
+	// it up to which the remote holds the runs (sync_pending.go).
+	Journal  string `json:"journal,omitempty"`
+	PinnedTo int64  `json:"pinned_to,omitempty"`
 }
 
 func (g *Repo) syncedStatePath(rs *remoteSpec) string {
@@ -170,8 +179,64 @@ func (g *Repo) recordSynced(s *ledger.Store, rs *remoteSpec, res *SyncResult, ru
 		g.forgetSyncedState(rs)
 		return
 	}
-	g.writeSyncedState(rs, &syncedState{Store: s.LedgerPath(), Remote: remoteDigest(res, runs), LocalTip: tip.String(),
-		Records: res.Records, HasLedger: res.remoteHasLedger(), Pushed: pushed})
+	journal, journalTo := res.journal, res.journalTo
+	if journal == "" { // a pull: it pins nothing, so the remote holds what it held
+		if prev := g.readSyncedState(rs); prev != nil && prev.Store == s.LedgerPath() {
+			journal, journalTo = prev.Journal, prev.PinnedTo
+		}
+	}
+	view := res
+	if res.unmerged {
+		view = g.asMerged(rs, res)
+	}
+	g.writeSyncedState(rs, &syncedState{Store: s.LedgerPath(), Remote: remoteDigest(view, runs), LocalTip: tip.String(),
+		Records: res.Records, HasLedger: res.remoteHasLedger(), Pushed: pushed, Pins: pinDigest(view.pinTips),
+		Journal: journal, PinnedTo: journalTo})
+}
+
+// asMerged is res with the other machines' ledger and pin tips replaced by
+// what this repository merged and read of them (their tracking refs; absent
+// when it never did): what a push that merged nothing leaves in the state,
+// so the next pull does not take the tips it listed for merged.
+func (g *Repo) asMerged(rs *remoteSpec, res *SyncResult) *SyncResult {
+	me, _ := g.MachineID()
+	view := *res
+	view.machineTips = map[string]plumbing.Hash{}
+	view.pinTips = map[string]plumbing.Hash{}
+	for id, h := range res.machineTips {
+		if id != me {
+			h, _ = g.localRef(rs.trackMachine(id))
+		}
+		if !h.IsZero() {
+			view.machineTips[id] = h
+		}
+	}
+	for id, h := range res.pinTips {
+		if id != me {
+			h, _ = g.localRef(rs.trackPinsRef(id))
+		}
+		if !h.IsZero() {
+			view.pinTips[id] = h
+		}
+	}
+	if res.legacyTip {
+		view.legacy, _ = g.localRef(rs.trackLedger())
+	}
+	return &view
+}
+
+// pinDigest digests the remote's pin chain tips.
+func pinDigest(tips map[string]plumbing.Hash) string {
+	lines := make([]string, 0, len(tips))
+	for id, h := range tips {
+		lines = append(lines, id+" "+h.String())
+	}
+	sort.Strings(lines)
+	sum := sha256.New()
+	for _, l := range lines {
+		fmt.Fprintln(sum, l)
+	}
+	return hex.EncodeToString(sum.Sum(nil))
 }
 
 // stillPushed: a pull that ends at the local ledger tip the last completed
@@ -203,4 +268,8 @@ type workCount struct {
 	// pin caches written (a line per run the remote pins)
 	pinCacheWrites int
 	noOps          int // pulls and pushes that found nothing to do
+	// commits a push's walk for what the remote lacks touched, and trees
+	// it read (sync_missing.go)
+	commitsWalked, treesRead int
+	shardsRead               int // ledger shards read (a tree of runs each)
 }

@@ -231,13 +231,14 @@ func TestSyncedStateUnreadable(t *testing.T) {
 		name, content string
 		ok            bool
 	}{
-		{"valid", `{"version":1,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true}`, true},
+		{"valid", `{"version":2,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true,"pins":"p","journal":"0123456789abcdef","pinned_to":40}`, true},
+		{"version 1", `{"version":1,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true}`, false},
 		{"empty", "", false},
 		{"torn", `{"version":1,"store":"x","rem`, false},
-		{"newer", `{"version":2,"store":"x"}`, false},
+		{"newer", `{"version":3,"store":"x"}`, false},
 		{"older", `{"store":"x"}`, false},
 		{"not json", "tip a b\n", false},
-		{"too big", `{"version":1,"store":"` + strings.Repeat("a", 70<<10) + `"}`, false},
+		{"too big", `{"version":2,"store":"` + strings.Repeat("a", 70<<10) + `"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
@@ -247,5 +248,63 @@ func TestSyncedStateUnreadable(t *testing.T) {
 				t.Fatalf("readSyncedState = %+v, want ok %v", got, tc.ok)
 			}
 		})
+	}
+}
+
+// TestOneRunSyncReadsWhatIsNew (issue 29): a sync with one new local run,
+// after a history of syncs, costs what is new. The pull folds it and reads
+// no pin cache (the remote's pin chains are as the last sync read them);
+// the push pins it from the folded-runs journal, listing no local run ref
+// and reading no pin cache, and finds what to send without walking the
+// ledger history or the pin chains (a bounded number of commits, whatever
+// the history); the fold reads the one ledger shard it adds to. Before, the push listed every run ref, read the pin cache
+// (a line per run) and walked every commit the remote's tips reach.
+func TestOneRunSyncReadsWhatIsNew(t *testing.T) {
+	start := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	ctx := context.Background()
+	const rounds = 15
+	for i := 0; i < rounds; i++ {
+		for _, c := range []*syncClone{a, b} {
+			c.logRun(t)
+			c.pull(t, ctx)
+			c.push(t, ctx)
+		}
+	}
+	a.pull(t, ctx)
+	a.push(t, ctx)
+	for i := 0; i < 3; i++ {
+		a.logRun(t)
+		pull, pw := a.syncCounted(t, false)
+		push, ps := a.syncCounted(t, true)
+		if pull.Folded != 1 || push.RunRefsPushed != 1 || push.Attempts != 1 {
+			t.Fatalf("round %d: folded %d, pushed %d run refs in %d rounds, want 1, 1, 1", i, pull.Folded, push.RunRefsPushed, push.Attempts)
+		}
+		if pw.pinCaches != 0 || pw.runRefScans != 0 || pw.pinCacheWrites != 0 {
+			t.Fatalf("round %d: the pull did %+v, want no pin cache and no run ref listing", i, pw)
+		}
+		if ps.pinCaches != 0 || ps.runRefScans != 0 || ps.pinCacheWrites != 0 {
+			t.Fatalf("round %d: the push did %+v, want no pin cache and no run ref listing", i, ps)
+		}
+		// The fold reads the shard of the new run (of about 2*rounds
+		// shards), the push none.
+		if pw.shardsRead > 1 || ps.shardsRead != 0 {
+			t.Fatalf("round %d: the pull read %d ledger shards, the push %d, want at most 1 and 0", i, pw.shardsRead, ps.shardsRead)
+		}
+		// The ledger holds 2*rounds+ commits and each pin chain rounds;
+		// what is new is a commit, a pin batch and a run's commit.
+		if ps.commitsWalked == 0 || ps.commitsWalked > 12 {
+			t.Fatalf("round %d: the push walked %d commits, want a few (what is new and what it stands on)", i, ps.commitsWalked)
+		}
+	}
+	// b gets all of a's runs, pinned.
+	b.pull(t, ctx)
+	if got, want := len(b.ids(t)), 2*rounds+3; got != want {
+		t.Fatalf("b holds %d runs, want %d", got, want)
+	}
+	if got, want := len(b.runRefs(t)), 2*rounds+3; got != want {
+		t.Fatalf("b pins %d runs, want %d", got, want)
 	}
 }

@@ -219,14 +219,44 @@ func (g *Repo) fetchPins(ctx context.Context, rs *remoteSpec, res *SyncResult) e
 	if len(wants) == 0 {
 		return nil
 	}
-	return g.receiveFrom(ctx, sess, ar, wants, g.localCommitTips(), codePackLimits)
+	return g.receiveFrom(ctx, sess, ar, wants, g.pinHaves(rs, res), codePackLimits)
+}
+
+// pinHaves are the commits a fetch of pin chains tells the remote this
+// repository holds: the chains it read before (refs/remotes/<remote>/
+// memorylab/pins/<machine>, which reach every run they pin) and HEAD. One
+// ref read each: listing every run ref (a loose file per run) cost more than
+// the fetch.
+func (g *Repo) pinHaves(rs *remoteSpec, res *SyncResult) []plumbing.Hash {
+	var haves []plumbing.Hash
+	seen := map[plumbing.Hash]bool{plumbing.ZeroHash: true}
+	ms := make([]string, 0, len(res.pinTips))
+	for m := range res.pinTips {
+		ms = append(ms, m)
+	}
+	sort.Strings(ms)
+	for _, m := range ms {
+		if h, err := g.localRef(rs.trackPinsRef(m)); err == nil && !seen[h] {
+			seen[h] = true
+			haves = append(haves, h)
+		}
+	}
+	if head, err := g.HeadRef(); err == nil && !seen[head.Hash()] {
+		haves = append(haves, head.Hash())
+	}
+	return haves
+}
+
+// trackPinsRef is the tracking ref of machine's pin chain.
+func (rs *remoteSpec) trackPinsRef(machine string) plumbing.ReferenceName {
+	return plumbing.ReferenceName("refs/remotes/" + rs.track + "/memorylab/pins/" + machine)
 }
 
 // trackPins sets refs/remotes/<remote>/memorylab/pins/<machine>, which keeps
 // the chain (and the runs it pins) reachable here, so `git gc` or a repack
 // does not drop a pin commit the next push builds on.
 func (g *Repo) trackPins(rs *remoteSpec, machine string, tip plumbing.Hash) error {
-	name := plumbing.ReferenceName("refs/remotes/" + rs.track + "/memorylab/pins/" + machine)
+	name := rs.trackPinsRef(machine)
 	if cur, err := g.localRef(name); err == nil && cur == tip {
 		return nil
 	}

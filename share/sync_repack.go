@@ -2,17 +2,18 @@ package share
 
 // Consolidating packs (issue 29.3). Every sync writes a pack here and every
 // push one on a path remote, so packs grew with syncs, and every object
-// lookup tried each index in turn. After a sync (under the sync lock) and
-// after a push is received on a path remote (under the remote's receive
-// lock), the smallest packs are rolled into one, as `git repack
+// lookup tried each index in turn. After a sync that leaves more than
+// consolidateAbove packs (under the sync lock) and after a push is received
+// on a path remote (under the remote's receive lock), the smallest packs are
+// rolled into one, as `git repack
 // --geometric=2` does: the packs left, by size, each at least twice the one
 // before, so a repository of n objects keeps O(log n) packs and each object
 // is copied O(log n) times over its life.
 //
 // The rolled packs are deleted only by a later consolidation, after
 // rolledGrace: a reader that listed them a moment ago (a concurrent fetch
-// from a path remote) still finds them. Git tolerates an object in two
-// packs.
+// from a path remote) still finds them; handles opened since do not list
+// them (gitwire.RolledList). Git tolerates an object in two packs.
 
 import (
 	"bufio"
@@ -30,12 +31,12 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
-	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/gitwire"
 )
 
 // rolledList names the packs a consolidation rolled, with the time, in
-// objects/pack.
-const rolledList = "memorylab-rolled"
+// objects/pack; handles opened through gitwire no longer list them.
+const rolledList = gitwire.RolledList
 
 // rolledGrace is how long a rolled pack stays on disk.
 const rolledGrace = 2 * time.Minute
@@ -77,25 +78,22 @@ func geometricSplit(sizes []int64) int {
 // path remote's receive lock).
 func ConsolidatePacks(dir string, now time.Time) (int, error) {
 	packDir := filepath.Join(dir, "objects", "pack")
-	rolled, err := readRolled(packDir)
-	if err != nil {
-		return 0, err
-	}
+	rolled := gitwire.ReadRolled(packDir)
 	var keep []string
 	for _, r := range rolled {
-		if now.Sub(r.at) < rolledGrace {
-			keep = append(keep, r.line)
+		if now.Sub(r.At) < rolledGrace {
+			keep = append(keep, r.Line)
 			continue
 		}
 		for _, ext := range []string{".pack", ".idx", ".rev"} {
-			if err := os.Remove(filepath.Join(packDir, r.name+ext)); err != nil && !os.IsNotExist(err) {
+			if err := os.Remove(filepath.Join(packDir, r.Name+ext)); err != nil && !os.IsNotExist(err) {
 				return 0, err
 			}
 		}
 	}
 	pending := map[string]bool{}
 	for _, r := range rolled {
-		pending[r.name] = true
+		pending[r.Name] = true
 	}
 	entries, err := os.ReadDir(packDir)
 	if err != nil {
@@ -170,36 +168,6 @@ func ConsolidatePacks(dir string, now time.Time) (int, error) {
 	return k, writeRolled(packDir, keep)
 }
 
-type rolledPack struct {
-	at   time.Time
-	name string
-	line string
-}
-
-func readRolled(packDir string) ([]rolledPack, error) {
-	b, err := ledger.ReadBounded(filepath.Join(packDir, rolledList), 1<<20)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, nil // unreadable: the packs it named stay (harmless)
-	}
-	var out []rolledPack
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 || !strings.HasPrefix(f[1], "pack-") || strings.ContainsAny(f[1], "/\\.") {
-			continue
-		}
-		sec, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, rolledPack{at: time.Unix(sec, 0), name: f[1], line: sc.Text()})
-	}
-	return out, nil
-}
-
 func writeRolled(packDir string, lines []string) error {
 	p := filepath.Join(packDir, rolledList)
 	if len(lines) == 0 {
@@ -240,12 +208,41 @@ func packObjects(idxPath string) ([]plumbing.Hash, error) {
 	}
 }
 
-// consolidate is ConsolidatePacks on this repository after a sync; a
-// failure is a warning (the packs stay as they were).
+// consolidateAbove is how many packs (rolled ones aside) a repository
+// keeps before a sync consolidates them: a sync writes one to three small
+// packs, and rolling them after every sync cost a tenth of a swarm sync.
+const consolidateAbove = 8
+
+// consolidate is ConsolidatePacks on this repository after a sync, when it
+// holds more than consolidateAbove packs or rolled packs are due for
+// deletion; a failure is a warning (the packs stay as they were).
 func (g *Repo) consolidate(res *SyncResult) {
-	if _, err := ConsolidatePacks(g.GitDirOfStorage(), time.Now()); err != nil {
+	dir := g.GitDirOfStorage()
+	packDir := filepath.Join(dir, "objects", "pack")
+	now := time.Now()
+	due := false
+	for _, r := range gitwire.ReadRolled(packDir) {
+		due = due || now.Sub(r.At) >= rolledGrace
+	}
+	if !due {
+		rolled := gitwire.RolledNames(packDir)
+		packs, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+		n := 0
+		for _, p := range packs {
+			if !gitwire.IsRolled(rolled, filepath.Base(p)) {
+				n++
+			}
+		}
+		if n <= consolidateAbove {
+			return
+		}
+	}
+	rolled, err := ConsolidatePacks(dir, now)
+	if err != nil {
 		res.Warnings = append(res.Warnings, "packs not consolidated: "+err.Error())
 		return
 	}
-	_ = g.Reopen()
+	if rolled > 0 {
+		_ = g.Reopen()
+	}
 }

@@ -17,9 +17,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
@@ -49,8 +47,22 @@ import (
 // meanwhile is reported as errRefChangedOnRemote (a rejected push).
 // olds holds the value the remote's ref in runs is expected to have (absent:
 // the ref is created), and heads the commits the remote's refs already keep
-// (its run refs and pin chains).
-func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.ReferenceName, newTip, oldTip plumbing.Hash, haves []plumbing.Hash, runs, olds map[plumbing.ReferenceName]plumbing.Hash, heads []plumbing.Hash) (err error) {
+// (its run refs and pin chains). open, when not nil, is a receive-pack
+// session already open, whose advertisement the push listed (it is used and
+// closed); else one is opened.
+func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, open *receiveSession, ref plumbing.ReferenceName, newTip, oldTip plumbing.Hash, haves []plumbing.Hash, runs, olds map[plumbing.ReferenceName]plumbing.Hash, heads []plumbing.Hash) (err error) {
+	var sess transport.ReceivePackSession
+	var ar *packp.AdvRefs
+	if open != nil {
+		sess, ar = open.sess, open.ar
+	}
+	defer func() {
+		if sess != nil {
+			if cerr := sess.Close(); err == nil {
+				err = cerr
+			}
+		}
+	}()
 	if !oldTip.IsZero() {
 		if _, err := g.CommitObject(oldTip); err != nil {
 			// The remote moved after our last fetch: fetch and merge first.
@@ -58,37 +70,28 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 		}
 	}
 	var objs []plumbing.Hash
-	if newTip != oldTip {
-		olds := []plumbing.Hash{oldTip}
-		for _, h := range haves {
-			if _, err := g.CommitObject(h); err == nil {
-				olds = append(olds, h)
-			}
-		}
-		if objs, err = g.ledgerMissing(newTip, olds...); err != nil {
-			return err
-		}
-	}
-	if len(runs) > 0 {
-		var tips []plumbing.Hash
+	if newTip != oldTip || len(runs) > 0 {
+		tips := []plumbing.Hash{newTip}
 		for _, h := range runs {
 			tips = append(tips, h)
 		}
-		more, err := g.commitsMissing(tips, heads)
-		if err != nil {
+		all := append([]plumbing.Hash{oldTip}, haves...)
+		all = append(all, heads...)
+		// What is new stands on this machine's last pushed ledger and pin
+		// batch (and on what they name).
+		near := []plumbing.Hash{oldTip}
+		for _, h := range olds {
+			near = append(near, h)
+		}
+		if objs, err = g.missingObjects(tips, all, near); err != nil {
 			return err
 		}
-		objs = append(objs, more...)
 	}
-	sess, ar, err := rs.receivePack(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := sess.Close(); err == nil {
-			err = cerr
+	if sess == nil {
+		if sess, ar, err = rs.receivePack(ctx); err != nil {
+			return err
 		}
-	}()
+	}
 	cur := plumbing.ZeroHash
 	if ar != nil {
 		if h, ok := ar.References[ref.String()]; ok {
@@ -137,6 +140,35 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, ref plumbing.Refe
 		return report.Error()
 	}
 	return nil
+}
+
+// receiveSession is a receive-pack session and the refs it advertised.
+type receiveSession struct {
+	sess transport.ReceivePackSession
+	ar   *packp.AdvRefs // nil for an empty remote
+}
+
+func (r *receiveSession) close() {
+	if r != nil && r.sess != nil {
+		_ = r.sess.Close()
+		r.sess = nil
+	}
+}
+
+// refs are the advertised refs as a listing.
+func (r *receiveSession) refs() ([]*plumbing.Reference, error) {
+	if r.ar == nil {
+		return nil, nil
+	}
+	all, err := r.ar.AllReferences()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*plumbing.Reference, 0, len(all))
+	for _, ref := range all {
+		out = append(out, ref)
+	}
+	return out, nil
 }
 
 // fetchCommits fetches the commits wants (pinned runs) with everything they
@@ -189,199 +221,6 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 		return err
 	}
 	return g.Reopen()
-}
-
-// ledgerMissing lists the objects reachable from newTip that are not
-// reachable from any of oldTips (the remote's ledger tips), which this
-// repository holds: the ledger commits after them, and the trees and blobs
-// of their trees that their trees do not hold.
-func (g *Repo) ledgerMissing(newTip plumbing.Hash, oldTips ...plumbing.Hash) ([]plumbing.Hash, error) {
-	have := map[plumbing.Hash]bool{}
-	for _, oldTip := range oldTips {
-		if oldTip.IsZero() || have[oldTip] {
-			continue
-		}
-		err := g.walkCommits(oldTip, func(c *object.Commit) bool {
-			if have[c.Hash] {
-				return false
-			}
-			have[c.Hash] = true
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
-		c, err := g.CommitObject(oldTip)
-		if err != nil {
-			return nil, err
-		}
-		err = g.walkTree(c.TreeHash, func(h plumbing.Hash, _ bool) bool {
-			if have[h] {
-				return false
-			}
-			have[h] = true
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	var out []plumbing.Hash
-	err := g.walkCommits(newTip, func(c *object.Commit) bool {
-		if have[c.Hash] {
-			return false
-		}
-		have[c.Hash] = true
-		out = append(out, c.Hash)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	commits := append([]plumbing.Hash(nil), out...)
-	for _, ch := range commits {
-		c, err := g.CommitObject(ch)
-		if err != nil {
-			return nil, err
-		}
-		err = g.walkTree(c.TreeHash, func(h plumbing.Hash, isTree bool) bool {
-			if have[h] {
-				return false
-			}
-			have[h] = true
-			out = append(out, h)
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// commitsMissing lists the objects of the commits reachable from tips that
-// the commits reachable from heads (the remote's run refs; those this
-// repository lacks are skipped) do not reach: the new commits, and the
-// trees and blobs of their trees that the trees of their already-shared
-// parents do not hold. go-git's push computes this by walking every
-// object reachable from every remote ref, the whole ledger tree included,
-// on every push.
-func (g *Repo) commitsMissing(tips, heads []plumbing.Hash) ([]plumbing.Hash, error) {
-	shared := map[plumbing.Hash]bool{}
-	for _, h := range heads {
-		if shared[h] {
-			continue
-		}
-		if _, err := g.CommitObject(h); err != nil {
-			continue // not here: it cannot be an ancestor of ours either
-		}
-		if err := g.walkCommits(h, func(c *object.Commit) bool {
-			if shared[c.Hash] {
-				return false
-			}
-			shared[c.Hash] = true
-			return true
-		}); err != nil {
-			return nil, err
-		}
-	}
-	var fresh []*object.Commit
-	seen := map[plumbing.Hash]bool{}
-	for _, tip := range tips {
-		if err := g.walkCommits(tip, func(c *object.Commit) bool {
-			if shared[c.Hash] || seen[c.Hash] {
-				return false
-			}
-			seen[c.Hash] = true
-			fresh = append(fresh, c)
-			return true
-		}); err != nil {
-			return nil, err
-		}
-	}
-	have := map[plumbing.Hash]bool{}
-	for _, c := range fresh {
-		for _, p := range c.ParentHashes {
-			if !shared[p] {
-				continue
-			}
-			pc, err := g.CommitObject(p)
-			if err != nil {
-				return nil, err
-			}
-			if err := g.walkTree(pc.TreeHash, func(h plumbing.Hash, _ bool) bool {
-				if have[h] {
-					return false
-				}
-				have[h] = true
-				return true
-			}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	var out []plumbing.Hash
-	for _, c := range fresh {
-		out = append(out, c.Hash)
-		if err := g.walkTree(c.TreeHash, func(h plumbing.Hash, _ bool) bool {
-			if have[h] {
-				return false
-			}
-			have[h] = true
-			out = append(out, h)
-			return true
-		}); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// walkCommits visits commit h and its ancestors once each; fn returning
-// false stops the walk below that commit.
-func (g *Repo) walkCommits(h plumbing.Hash, fn func(*object.Commit) bool) error {
-	seen := map[plumbing.Hash]bool{}
-	stack := []plumbing.Hash{h}
-	for len(stack) > 0 {
-		h := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		c, err := g.CommitObject(h)
-		if err != nil {
-			return fmt.Errorf("unable to read ledger commit %s: %w", ledger.Short(h.String()), err)
-		}
-		if fn(c) {
-			stack = append(stack, c.ParentHashes...)
-		}
-	}
-	return nil
-}
-
-// walkTree visits tree h and everything below it; fn returning false for a
-// tree skips its entries.
-func (g *Repo) walkTree(h plumbing.Hash, fn func(h plumbing.Hash, isTree bool) bool) error {
-	if !fn(h, true) {
-		return nil
-	}
-	t, err := g.TreeObject(h)
-	if err != nil {
-		return fmt.Errorf("unable to read ledger tree %s: %w", ledger.Short(h.String()), err)
-	}
-	for _, e := range t.Entries {
-		switch {
-		case e.Mode == filemode.Dir:
-			if err := g.walkTree(e.Hash, fn); err != nil {
-				return err
-			}
-		case e.Mode == filemode.Submodule:
-		default:
-			fn(e.Hash, false)
-		}
-	}
-	return nil
 }
 
 // writePackTo writes a pack of objs to w: each object's stored bytes when a
@@ -499,7 +338,11 @@ func (g *Repo) openPacks() (*localPacks, error) {
 		return nil, err
 	}
 	lp := &localPacks{}
+	rolled := gitwire.RolledNames(dir) // their objects are in the pack that replaced them
 	for _, name := range names {
+		if gitwire.IsRolled(rolled, filepath.Base(name)) {
+			continue
+		}
 		p, err := openRawPack(strings.TrimSuffix(name, ".idx"))
 		if err != nil {
 			continue // a pack being written or removed: objects come the slow way

@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/gitwire"
 	"github.com/memorylab/memorylab/internal/gitserve"
 )
 
@@ -22,7 +25,12 @@ import (
 // MEMORYLAB_SWARM_K (default 4,8,16,32,64), the transports from
 // MEMORYLAB_SWARM_REMOTES (default path,http,ssh). Each sync starts
 // without an ssh connection, as a `memorylab sync` process does (the
-// clones share this process's connection pool otherwise).
+// clones share this process's connection pool otherwise). Besides the
+// issue's columns it prints the CPU per sync (the clients', the server's and
+// git's together, divided by the syncs: each sync's log included), the
+// server's part of it (sshd and git, or git http-backend; 0 over a path,
+// whose remote side runs in this process) and the
+// packs each clone holds at the end.
 //
 //	go test ./share -run '^$' -bench SwarmTable -benchtime 1x
 func BenchmarkSwarmTable(b *testing.B) {
@@ -42,18 +50,28 @@ func BenchmarkSwarmTable(b *testing.B) {
 		kinds = strings.Split(v, ",")
 	}
 	const iterations = 10
-	rows := []string{"| remote | K | syncs/s | sync p50 | p90 | max | push retries | syncs that gave up |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"}
+	rows := []string{"| remote | K | syncs/s | sync p50 | p90 | max | push retries | syncs that gave up | CPU per sync | of which the server's | packs per clone |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"}
 	for i := 0; i < b.N; i++ {
 		for _, kind := range kinds {
 			for _, k := range ks {
 				var remote string
+				serverCPU := func() time.Duration { return 0 } // outside this process and its children
 				switch kind {
 				case "path":
 					remote = newBareRemote(b)
 				case "http":
 					remote = gitserve.SmartHTTP(b)
 				case "ssh":
-					remote = gitserve.SSH(b)
+					srv := gitserve.SSHServer(b)
+					remote = srv.URL
+					serverCPU = func() time.Duration {
+						d, err := srv.CPU()
+						if err != nil {
+							b.Fatal(err)
+						}
+						return d
+					}
 				default:
 					b.Fatalf("unknown remote kind %q", kind)
 				}
@@ -73,6 +91,8 @@ func BenchmarkSwarmTable(b *testing.B) {
 				retries, gaveUp := 0, 0
 				var firstErr error
 				ctx := context.Background()
+				self0 := selfCPU(b)
+				cpu0 := processCPU(b) + serverCPU()
 				began := time.Now()
 				var wg sync.WaitGroup
 				for j, c := range clones {
@@ -102,10 +122,27 @@ func BenchmarkSwarmTable(b *testing.B) {
 				}
 				wg.Wait()
 				wall := time.Since(began)
+				// Everything the swarm used: the clients (this process), git
+				// http-backend (its children) and sshd with what it reaped
+				// (each connection closed after its sync). The steady figure
+				// on a shared machine, where p50 and p90 move with the load.
+				cpu := processCPU(b) + serverCPU() - cpu0
+				server := max(0, cpu-(selfCPU(b)-self0))
+				packs := 0
+				for _, d := range dirs { // as a handle lists them: rolled packs aside
+					dir := filepath.Join(d, "objects", "pack")
+					ps, _ := filepath.Glob(filepath.Join(dir, "*.pack"))
+					for _, p := range ps {
+						if !gitwire.IsRolled(gitwire.RolledNames(dir), filepath.Base(p)) {
+							packs++
+						}
+					}
+				}
 				sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
 				q := func(p float64) time.Duration { return durs[min(len(durs)-1, int(p*float64(len(durs))))] }
-				rows = append(rows, fmt.Sprintf("| %s | %d | %.1f | %.2f s | %.2f s | %.2f s | %d | %d |", kind, k,
-					float64(len(durs))/wall.Seconds(), q(0.5).Seconds(), q(0.9).Seconds(), durs[len(durs)-1].Seconds(), retries, gaveUp))
+				rows = append(rows, fmt.Sprintf("| %s | %d | %.1f | %.2f s | %.2f s | %.2f s | %d | %d | %.3f s | %.3f s | %.1f |", kind, k,
+					float64(len(durs))/wall.Seconds(), q(0.5).Seconds(), q(0.9).Seconds(), durs[len(durs)-1].Seconds(), retries, gaveUp,
+					cpu.Seconds()/float64(len(durs)), server.Seconds()/float64(len(durs)), float64(packs)/float64(k)))
 				if firstErr != nil {
 					b.Logf("%s K=%d: first failed sync: %v", kind, k, firstErr)
 				}
@@ -113,4 +150,28 @@ func BenchmarkSwarmTable(b *testing.B) {
 		}
 	}
 	fmt.Println(strings.Join(rows, "\n"))
+}
+
+// selfCPU is the user and system time of this process: the clients (and,
+// over a path, the remote's side, served in-process).
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU is the user and system time of this process and of its
+// children that have been waited for.
+func processCPU(b *testing.B) time.Duration {
+	var total time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return total
 }

@@ -142,8 +142,8 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 // every commit the haves reach, without skipping subtrees it has seen: the
 // ledger ref gains a commit per sync, so a swarm's fetches grew with the
 // square of its history (8 machines × 30 runs: 62 of 117 s in that walk).
-// For commits, commitsMissing walks commits only down to the shared ones
-// and trees only where they differ from a shared parent's.
+// For commits, missingObjects walks commits only down to the shared ones
+// and trees only where they differ from a parent's.
 func objectsToUpload(g *Repo, wants, haves []plumbing.Hash) ([]plumbing.Hash, error) {
 	for _, h := range wants {
 		if _, err := g.CommitObject(h); err != nil {
@@ -155,7 +155,7 @@ func objectsToUpload(g *Repo, wants, haves []plumbing.Hash) ([]plumbing.Hash, er
 			return revlist.Objects(g.Storer(), wants, ignore)
 		}
 	}
-	return g.commitsMissing(wants, haves)
+	return g.missingObjects(wants, haves, nil)
 }
 
 // openLockedRemote takes the served repository's lock (see lockRemote) and

@@ -29,6 +29,11 @@ const (
 // ledgerSet is the decoded tree of a ledger commit: shard → run id → blob,
 // and shard → run id → archive tree. Unchanged shards keep their tree hash
 // so a commit rewrites only the shards that gained runs.
+//
+// A shard is read when first used (get, put, archive, putArchive, or a walk
+// of every shard): a fold of one new run reads its one shard, not the 256
+// of a tree of 640,000 runs. A shard that cannot be read is recorded in err
+// (every user of the set checks it before writing anything).
 type ledgerSet struct {
 	shards       map[string]map[ledger.RunID]plumbing.Hash
 	shardTree    map[string]plumbing.Hash // tree hash of shards not changed since reading
@@ -37,11 +42,19 @@ type ledgerSet struct {
 	config       *ledger.Config // nil in format 1 trees
 	version      int
 	configSource plumbing.Hash
+
+	// unread and unreadArch are the shards not read yet, by tree hash.
+	unread, unreadArch map[string]plumbing.Hash
+	// unreadCount is how many runs the unread shards hold (-1: unknown).
+	unreadCount int
+	g           *Repo
+	err         error
 }
 
 func newLedgerSet() *ledgerSet {
 	return &ledgerSet{shards: map[string]map[ledger.RunID]plumbing.Hash{}, shardTree: map[string]plumbing.Hash{},
-		archives: map[string]map[ledger.RunID]plumbing.Hash{}, archiveTree: map[string]plumbing.Hash{}}
+		archives: map[string]map[ledger.RunID]plumbing.Hash{}, archiveTree: map[string]plumbing.Hash{},
+		unread: map[string]plumbing.Hash{}, unreadArch: map[string]plumbing.Hash{}}
 }
 
 func shardOf(id ledger.RunID) string {
@@ -49,21 +62,77 @@ func shardOf(id ledger.RunID) string {
 	return hex.EncodeToString(sum[:1])
 }
 
+// need reads run shard sh if it is not read yet.
+func (ls *ledgerSet) need(sh string) {
+	h, ok := ls.unread[sh]
+	if !ok {
+		return
+	}
+	delete(ls.unread, sh)
+	m, err := ls.g.readShard(sh, h, func(f object.TreeEntry) bool { return f.Mode.IsFile() })
+	if err != nil {
+		if ls.err == nil {
+			ls.err = err
+		}
+		return
+	}
+	ls.shards[sh], ls.shardTree[sh] = m, h
+	if ls.unreadCount >= 0 {
+		ls.unreadCount -= len(m)
+	}
+}
+
+// needArch reads archive shard sh if it is not read yet.
+func (ls *ledgerSet) needArch(sh string) {
+	h, ok := ls.unreadArch[sh]
+	if !ok {
+		return
+	}
+	delete(ls.unreadArch, sh)
+	m, err := ls.g.readShard(sh, h, func(f object.TreeEntry) bool { return f.Mode == filemode.Dir })
+	if err != nil {
+		if ls.err == nil {
+			ls.err = err
+		}
+		return
+	}
+	ls.archives[sh], ls.archiveTree[sh] = m, h
+}
+
+// readAll reads every shard; it returns the first error of any read.
+func (ls *ledgerSet) readAll() error {
+	for sh := range ls.unread {
+		ls.need(sh)
+	}
+	for sh := range ls.unreadArch {
+		ls.needArch(sh)
+	}
+	return ls.err
+}
+
 func (ls *ledgerSet) get(id ledger.RunID) (plumbing.Hash, bool) {
-	h, ok := ls.shards[shardOf(id)][id]
+	sh := shardOf(id)
+	ls.need(sh)
+	h, ok := ls.shards[sh][id]
 	return h, ok
 }
 
 func (ls *ledgerSet) has(id ledger.RunID) bool { _, ok := ls.get(id); return ok }
 
-func (ls *ledgerSet) put(id ledger.RunID, h plumbing.Hash) { putShard(ls.shards, ls.shardTree, id, h) }
+func (ls *ledgerSet) put(id ledger.RunID, h plumbing.Hash) {
+	ls.need(shardOf(id))
+	putShard(ls.shards, ls.shardTree, id, h)
+}
 
 func (ls *ledgerSet) archive(id ledger.RunID) (plumbing.Hash, bool) {
-	h, ok := ls.archives[shardOf(id)][id]
+	sh := shardOf(id)
+	ls.needArch(sh)
+	h, ok := ls.archives[sh][id]
 	return h, ok
 }
 
 func (ls *ledgerSet) putArchive(id ledger.RunID, h plumbing.Hash) {
+	ls.needArch(shardOf(id))
 	putShard(ls.archives, ls.archiveTree, id, h)
 }
 
@@ -78,18 +147,54 @@ func putShard(shards map[string]map[ledger.RunID]plumbing.Hash, trees map[string
 	delete(trees, sh)
 }
 
+// count is how many runs the set holds; it reads every shard unless the
+// count of the unread ones is known (setCount).
 func (ls *ledgerSet) count() int {
-	n := 0
+	if ls.unreadCount < 0 && len(ls.unread) > 0 {
+		_ = ls.readAll()
+	}
+	n := max(ls.unreadCount, 0)
 	for _, m := range ls.shards {
 		n += len(m)
 	}
 	return n
 }
 
+// setCount says the set, as read (no shard read or changed yet), holds n
+// runs.
+func (ls *ledgerSet) setCount(n int) {
+	read := 0
+	for _, m := range ls.shards {
+		read += len(m)
+	}
+	if n >= read {
+		ls.unreadCount = n - read
+	}
+}
+
+// shardHash is the tree hash of shard sh when it is unchanged since read
+// (or unread); ok false when it changed or the set lacks it.
+func (ls *ledgerSet) shardHash(sh string) (plumbing.Hash, bool) {
+	if h, ok := ls.unread[sh]; ok {
+		return h, true
+	}
+	h, ok := ls.shardTree[sh]
+	return h, ok
+}
+
+func (ls *ledgerSet) archiveHash(sh string) (plumbing.Hash, bool) {
+	if h, ok := ls.unreadArch[sh]; ok {
+		return h, true
+	}
+	h, ok := ls.archiveTree[sh]
+	return h, ok
+}
+
 // readLedgerSet decodes the ledger tree of commit; the zero hash gives an
 // empty set. A newer format version is refused.
 func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 	ls := newLedgerSet()
+	ls.g = g
 	if commit.IsZero() {
 		return ls, nil
 	}
@@ -125,12 +230,13 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 		}
 		ls.config = &cfg
 	}
-	if err := g.readShards(root, treeRuns, ls.shards, ls.shardTree, func(f object.TreeEntry) bool { return f.Mode.IsFile() }); err != nil {
+	if err := g.readShards(root, treeRuns, ls.unread); err != nil {
 		return nil, err
 	}
-	if err := g.readShards(root, treeArchives, ls.archives, ls.archiveTree, func(f object.TreeEntry) bool { return f.Mode == filemode.Dir }); err != nil {
+	if err := g.readShards(root, treeArchives, ls.unreadArch); err != nil {
 		return nil, err
 	}
+	ls.unreadCount = -1
 	return ls, nil
 }
 
@@ -151,7 +257,9 @@ func smallFile(t *object.Tree, name string, limit int64) ([]byte, error) {
 	return io.ReadAll(rd)
 }
 
-func (g *Repo) readShards(root *object.Tree, name string, into map[string]map[ledger.RunID]plumbing.Hash, trees map[string]plumbing.Hash, okMode func(object.TreeEntry) bool) error {
+// readShards lists the shards of root's tree name (runs or archives) into
+// unread, by tree hash, reading none of them.
+func (g *Repo) readShards(root *object.Tree, name string, unread map[string]plumbing.Hash) error {
 	dir, err := root.Tree(name)
 	if errors.Is(err, object.ErrDirectoryNotFound) {
 		return nil
@@ -163,25 +271,31 @@ func (g *Repo) readShards(root *object.Tree, name string, into map[string]map[le
 		if e.Mode != filemode.Dir || len(e.Name) != 2 {
 			return fmt.Errorf("%w: unexpected entry %q in the ledger %s tree", ledger.ErrBadInput, e.Name, name)
 		}
-		t, err := g.TreeObject(e.Hash)
-		if err != nil {
-			return fmt.Errorf("unable to read ledger shard %s: %w", e.Name, err)
-		}
-		m := make(map[ledger.RunID]plumbing.Hash, len(t.Entries))
-		for _, f := range t.Entries {
-			id := ledger.RunID(f.Name)
-			if _, err := ledger.RunRef(id); err != nil || !okMode(f) {
-				return fmt.Errorf("%w: ledger entry %q is not a run id (refusing it)", ledger.ErrBadInput, f.Name)
-			}
-			if shardOf(id) != e.Name {
-				return fmt.Errorf("%w: remote ledger holds %s in shard %s, not %s", ledger.ErrBadInput, id, e.Name, shardOf(id))
-			}
-			m[id] = f.Hash
-		}
-		into[e.Name] = m
-		trees[e.Name] = e.Hash
+		unread[e.Name] = e.Hash
 	}
 	return nil
+}
+
+// readShard reads shard sh (tree h) of a ledger tree, refusing an entry
+// that is not a run id of that shard or whose mode okMode refuses.
+func (g *Repo) readShard(sh string, h plumbing.Hash, okMode func(object.TreeEntry) bool) (map[ledger.RunID]plumbing.Hash, error) {
+	t, err := g.TreeObject(h)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger shard %s: %w", sh, err)
+	}
+	g.work.shardsRead++
+	m := make(map[ledger.RunID]plumbing.Hash, len(t.Entries))
+	for _, f := range t.Entries {
+		id := ledger.RunID(f.Name)
+		if _, err := ledger.RunRef(id); err != nil || !okMode(f) {
+			return nil, fmt.Errorf("%w: ledger entry %q is not a run id (refusing it)", ledger.ErrBadInput, f.Name)
+		}
+		if shardOf(id) != sh {
+			return nil, fmt.Errorf("%w: remote ledger holds %s in shard %s, not %s", ledger.ErrBadInput, id, sh, shardOf(id))
+		}
+		m[id] = f.Hash
+	}
+	return m, nil
 }
 
 // writeBlob and writeTree write one loose object (tests use them to build
@@ -240,8 +354,11 @@ func (pb *packBuilder) addTree(entries []object.TreeEntry) (plumbing.Hash, error
 	return pb.add(plumbing.TreeObject, buf.Bytes())
 }
 
-func (pb *packBuilder) shardsTree(shards map[string]map[ledger.RunID]plumbing.Hash, trees map[string]plumbing.Hash, mode filemode.FileMode) (plumbing.Hash, int, error) {
+func (pb *packBuilder) shardsTree(shards map[string]map[ledger.RunID]plumbing.Hash, trees, unread map[string]plumbing.Hash, mode filemode.FileMode) (plumbing.Hash, int, error) {
 	var entries []object.TreeEntry
+	for sh, h := range unread { // not read, so unchanged
+		entries = append(entries, object.TreeEntry{Name: sh, Mode: filemode.Dir, Hash: h})
+	}
 	for sh, m := range shards {
 		if len(m) == 0 {
 			continue
@@ -268,7 +385,10 @@ func (pb *packBuilder) shardsTree(shards map[string]map[ledger.RunID]plumbing.Ha
 // cfg as config.json, and a commit with the given parents (zero parents are
 // dropped), all into pb.
 func (pb *packBuilder) commitLedger(ls *ledgerSet, cfg ledger.Config, parents []plumbing.Hash, msg string, now time.Time) (plumbing.Hash, error) {
-	runsTree, _, err := pb.shardsTree(ls.shards, ls.shardTree, filemode.Regular)
+	if ls.err != nil {
+		return plumbing.ZeroHash, ls.err
+	}
+	runsTree, _, err := pb.shardsTree(ls.shards, ls.shardTree, ls.unread, filemode.Regular)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -286,7 +406,7 @@ func (pb *packBuilder) commitLedger(ls *ledgerSet, cfg ledger.Config, parents []
 		{Name: treeRuns, Mode: filemode.Dir, Hash: runsTree},
 		{Name: treeVersion, Mode: filemode.Regular, Hash: version},
 	}
-	if archTree, n, err := pb.shardsTree(ls.archives, ls.archiveTree, filemode.Dir); err != nil {
+	if archTree, n, err := pb.shardsTree(ls.archives, ls.archiveTree, ls.unreadArch, filemode.Dir); err != nil {
 		return plumbing.ZeroHash, err
 	} else if n > 0 {
 		rootEntries = append(rootEntries, object.TreeEntry{Name: treeArchives, Mode: filemode.Dir, Hash: archTree})
@@ -325,32 +445,43 @@ func sharedConfig(c ledger.Config) ledger.Config {
 }
 
 // sameSet reports whether a (a superset of b's ids after a merge) holds
-// exactly b's runs and archives.
+// exactly b's runs and archives. Shards whose trees both sets hold
+// unchanged are compared by hash, without being read.
 func sameSet(a, b *ledgerSet) bool {
-	if a.count() != b.count() || countShards(a.archives) != countShards(b.archives) {
-		return false
-	}
-	for sh, m := range b.shards {
-		for id, h := range m {
-			if a.shards[sh][id] != h {
-				return false
-			}
-		}
-	}
-	for sh, m := range b.archives {
-		for id, h := range m {
-			if a.archives[sh][id] != h {
-				return false
-			}
-		}
-	}
-	return true
+	return sameShards(a, b, (*ledgerSet).shardHash, (*ledgerSet).need, func(ls *ledgerSet) map[string]map[ledger.RunID]plumbing.Hash { return ls.shards }, func(ls *ledgerSet) map[string]plumbing.Hash { return ls.unread }) &&
+		sameShards(a, b, (*ledgerSet).archiveHash, (*ledgerSet).needArch, func(ls *ledgerSet) map[string]map[ledger.RunID]plumbing.Hash { return ls.archives }, func(ls *ledgerSet) map[string]plumbing.Hash { return ls.unreadArch })
 }
 
-func countShards(shards map[string]map[ledger.RunID]plumbing.Hash) int {
-	n := 0
-	for _, m := range shards {
-		n += len(m)
+func sameShards(a, b *ledgerSet, hash func(*ledgerSet, string) (plumbing.Hash, bool), need func(*ledgerSet, string),
+	loaded func(*ledgerSet) map[string]map[ledger.RunID]plumbing.Hash, unread func(*ledgerSet) map[string]plumbing.Hash) bool {
+	names := map[string]bool{}
+	for _, ls := range []*ledgerSet{a, b} {
+		for sh, m := range loaded(ls) {
+			if len(m) > 0 {
+				names[sh] = true
+			}
+		}
+		for sh := range unread(ls) {
+			names[sh] = true
+		}
 	}
-	return n
+	for sh := range names {
+		ha, oka := hash(a, sh)
+		hb, okb := hash(b, sh)
+		if oka && okb && ha == hb {
+			continue
+		}
+		need(a, sh)
+		need(b, sh)
+		ma, mb := loaded(a)[sh], loaded(b)[sh]
+		if len(ma) != len(mb) {
+			return false
+		}
+		for id, h := range mb {
+			if ma[id] != h {
+				return false
+			}
+		}
+	}
+	return a.err == nil && b.err == nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,35 @@ type SSHRemote struct {
 	URL     string
 	UserKey string        // the client's private key file (also in the agent)
 	log     *lockedBuffer // sshd's log (-e: to stderr)
+	pid     int           // the listening sshd
+}
+
+// CPU is the processor time sshd has used so far, its own and that of the
+// connections and git commands it has reaped (/proc/<pid>/stat utime,
+// stime, cutime and cstime): the server's share of a benchmark's CPU.
+func (r *SSHRemote) CPU() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", r.pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	rest := string(b)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	f := strings.Fields(rest) // f[0] is field 3 (state)
+	if len(f) < 15 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", r.pid, len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:15] { // fields 14-17
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", r.pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100, nil // USER_HZ is 100 on Linux
 }
 
 // Connections is how many ssh connections sshd has authenticated so far
@@ -168,7 +198,7 @@ func SSHServer(t testing.TB, config ...string) *SSHRemote {
 	t.Setenv("SSH_KNOWN_HOSTS", known)
 	bare := filepath.Join(dir, "lab.git")
 	run(nil, gitBin, "init", "-q", "--bare", bare)
-	return &SSHRemote{URL: fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare), UserKey: filepath.Join(dir, "user_key"), log: log}
+	return &SSHRemote{URL: fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", u.Username, port, bare), UserKey: filepath.Join(dir, "user_key"), log: log, pid: d.Process.Pid}
 }
 
 // SmartHTTP serves a new bare repository over smart HTTP with git's
