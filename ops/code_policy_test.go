@@ -448,6 +448,11 @@ func TestCodeSetAllOfAWindow(t *testing.T) {
 		{"20261124T000001Z-a": true, "20261124T000006Z-f": true},
 		{"20261124T000003Z-c": true, "20261124T000004Z-d": true, "20261124T000009Z-z": true},
 		{"20261124T000001Z-a": true, "20261124T000002Z-b": true, "20261124T000004Z-d": true, "20261124T000005Z-e": true, "20261124T000006Z-f": true},
+		{"20261124T000004Z-d": true},                             // the last line: an earlier line of it would be searched
+		{"20261124T000001Z-a": true, "20261124T000004Z-d": true}, // a's first line, before the last lines read, wins
+		{"20261124T000002Z-b": true, "20261124T000005Z-e": true}, // a run of the tail
+		{"20261124T000003Z-c": true},                             // only a broken line: none
+		{"x": true, "20261124T000004Z-d": true},                  // no common prefix
 	} {
 		want := []RunCode{}
 		for _, c := range cs.all() {
@@ -455,8 +460,81 @@ func TestCodeSetAllOfAWindow(t *testing.T) {
 				want = append(want, c)
 			}
 		}
-		if got := cs.allOf(window); !reflect.DeepEqual(got, want) {
+		w := &codeSet{base: base, tail: tail, order: cs.order}
+		if got := w.allOf(window); !reflect.DeepEqual(got, want) {
 			t.Errorf("window %v:\n got %v\nwant %v", window, got, want)
 		}
+		for id := range window { // the lines it noted are those a search finds
+			if got, want := w.lineOf(id), cs.lineOf(id); got != want {
+				t.Errorf("window %v: lineOf(%s) = %d, want %d", window, id, got, want)
+			}
+		}
+	}
+	// A base whose last line lacks its newline, and a run logged twice at the end.
+	odd := append(append([]byte{}, base...), line("20261124T000007Z-g", "keep")...)
+	odd = append(odd, line("20261124T000007Z-g", "discard")...)
+	odd = odd[:len(odd)-1]
+	o := &codeSet{base: odd}
+	for _, window := range []map[ledger.RunID]bool{{"20261124T000007Z-g": true}, {"20261124T000007Z-g": true, "20261124T000001Z-a": true}} {
+		var want []RunCode
+		for _, c := range (&codeSet{base: odd}).all() {
+			if window[c.Run] {
+				want = append(want, c)
+			}
+		}
+		if got := o.allOf(window); !reflect.DeepEqual(got, want) {
+			t.Errorf("window %v:\n got %v\nwant %v", window, got, want)
+		}
+	}
+}
+
+// TestCodeSetWindowReadsItsLines: the report's window of the code cache
+// is read from its end, and the rest of the cache is searched, not split
+// line by line (issue 30: splitting every line of 1M runs' 48 MB was ~35
+// ms of the dashboard's first page). Before, allOf read every line: 100%
+// of the cache.
+func TestCodeSetWindowReadsItsLines(t *testing.T) {
+	const n = 20000
+	for _, tc := range []struct {
+		name   string
+		window func(ids []ledger.RunID) map[ledger.RunID]bool
+		most   float64 // of the cache's bytes read line by line
+	}{
+		{"the last runs", func(ids []ledger.RunID) map[ledger.RunID]bool {
+			w := map[ledger.RunID]bool{}
+			for _, id := range ids[n-300:] {
+				w[id] = true
+			}
+			return w
+		}, 0.06}, // 300 lines read from the end, and the 700 before them that share their ids' prefix (20261124T019)
+		{"one run early on: every line after it", func(ids []ledger.RunID) map[ledger.RunID]bool {
+			return map[ledger.RunID]bool{ids[n/2]: true, ids[n-1]: true}
+		}, 0.55},
+		{"a run with no line: every line", func(ids []ledger.RunID) map[ledger.RunID]bool {
+			return map[ledger.RunID]bool{"20261124T999999Z-none": true, ids[n-1]: true}
+		}, 1.01},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := benchCodeSet(n)
+			all := cs.all()
+			ids := make([]ledger.RunID, len(all))
+			for i := range all {
+				ids[i] = all[i].Run
+			}
+			w := tc.window(ids)
+			var want []RunCode
+			for _, c := range all {
+				if w[c.Run] {
+					want = append(want, c)
+				}
+			}
+			got := cs.allOf(w)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("allOf: %d runs, want %d", len(got), len(want))
+			}
+			if share := float64(cs.read) / float64(len(cs.base)); share > tc.most {
+				t.Errorf("read %d of %d bytes line by line (%.3f), want at most %.2f", cs.read, len(cs.base), share, tc.most)
+			}
+		})
 	}
 }
