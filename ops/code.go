@@ -608,7 +608,7 @@ func (cr *codeReader) fingerprint(base string, to gitrepo.CodeSide) (change.Code
 // every fingerprint already computed.
 func openCode(env Env, s *ledger.Store, repo *gitrepo.Repo) (*codeSet, error) {
 	cr := newCodeReader(s, repo)
-	fp, base, err := s.ReadCache(codeCacheName, codeCacheVersion)
+	fp, base, err := s.MapCache(codeCacheName, codeCacheVersion)
 	valid := err == nil && s.StillCovers(fp)
 	if err != nil && !errors.Is(err, ledger.ErrCacheInvalid) {
 		return nil, err
