@@ -525,7 +525,7 @@ func (cs *codeSet) windowOf(keep map[ledger.RunID]bool, also ...ledger.RunID) []
 		covered = func(id ledger.RunID) bool {
 			return strings.HasPrefix(string(id), prefix) || strings.HasPrefix(string(id), wide)
 		}
-		head := b[:end+1] // through the newline before the last line read
+		head := b[:min(end+1, len(b))] // through the newline before the last line read (all of base when none was)
 		needle := []byte("\n" + wide)
 		if bytes.HasPrefix(head, needle[1:]) {
 			e := bytes.IndexByte(head, '\n')

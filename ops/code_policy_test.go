@@ -454,6 +454,7 @@ func TestCodeSetAllOfAWindow(t *testing.T) {
 		{"20261124T000001Z-a": true, "20261124T000004Z-d": true}, // a's first line, before the last lines read, wins
 		{"20261124T000002Z-b": true, "20261124T000005Z-e": true}, // a run of the tail
 		{"20261124T000003Z-c": true},                             // only a broken line: none
+		{"20261124T000005Z-e": true},                             // only a run of the tail: base is searched
 		{"x": true, "20261124T000004Z-d": true},                  // no common prefix
 	} {
 		want := []RunCode{}
