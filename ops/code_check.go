@@ -319,10 +319,15 @@ func ParamsOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in ParamsInput) (*Pa
 	if repo == nil {
 		return out, nil
 	}
-	cs, err := openCode(env, s, repo)
+	open := func() (*codeSet, func(), error) { cs, err := openCode(env, s, repo); return cs, func() {}, err }
+	if in.window != nil { // a window of the cache: searched in place
+		open = func() (*codeSet, func(), error) { return openCodeMapped(env, s, repo) }
+	}
+	cs, release, err := open()
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	champOf := func() (registry.Run, bool) { return champion(env, s) }
 	if in.champion != nil {
 		champOf = in.champion
