@@ -164,7 +164,7 @@ type codeSet struct {
 	// base again.
 	lines map[ledger.RunID]int
 	// read counts the bytes of base scanned line by line (allOf's window
-	// pass): what TestSweptReadsItsWindow pins.
+	// pass): what TestCodeSetWindowReadsItsLines pins.
 	read int
 	// searched counts the searches of base for a run's line (lineOf).
 	searched int
@@ -426,6 +426,10 @@ func (cs *codeSet) allOf(keep map[ledger.RunID]bool) []RunCode {
 	return out
 }
 
+// maxAlsoLines is the most lines windowOf reads to find the lines of the
+// runs of also: ~2 ms, a search of the whole cache at 1M runs being ~13.
+var maxAlsoLines = 50000
+
 // windowOf is allOf for the runs keep holds, which are mostly the last
 // runs of base (a report's window; base is in ledger order): base is read
 // line by line from its end until every run of keep has a line, and the
@@ -439,10 +443,6 @@ func (cs *codeSet) allOf(keep map[ledger.RunID]bool) []RunCode {
 // them (a run whose id starts with the common prefix): lookup then finds
 // them without searching base (the report's champion, ~13 ms a search at
 // 1M runs).
-// maxAlsoLines is the most lines windowOf reads to find the lines of the
-// runs of also: ~2 ms, a search of the whole cache at 1M runs being ~13.
-var maxAlsoLines = 50000
-
 func (cs *codeSet) windowOf(keep map[ledger.RunID]bool, also ...ledger.RunID) []RunCode {
 	if cs.lines == nil {
 		cs.lines = map[ledger.RunID]int{}
