@@ -159,6 +159,15 @@ type codeSet struct {
 	// order is the tail's runs in ledger order (base lines are in ledger
 	// order already): all() returns runs in ledger order.
 	order []ledger.RunID
+	// lines holds the offset in base of the first line of each run allOf
+	// was asked for (-1: none), so that lookup finds it without searching
+	// base again.
+	lines map[ledger.RunID]int
+	// read counts the bytes of base scanned line by line (allOf's window
+	// pass): what TestCodeSetWindowReadsItsLines pins.
+	read int
+	// searched counts the searches of base for a run's line (lineOf).
+	searched int
 }
 
 // find returns the runs whose line contains needle (deduplicated by run;
@@ -328,6 +337,10 @@ func (cs *codeSet) lookup(id ledger.RunID) (RunCode, bool) {
 // digit of its timestamp) is everywhere in base, which made bytes.Index
 // about 4 times slower (~50 ms over 1M runs' 48 MB; issue 30).
 func (cs *codeSet) lineOf(id ledger.RunID) int {
+	if i, ok := cs.lines[id]; ok {
+		return i
+	}
+	cs.searched++
 	needle := []byte("\n" + string(id) + "\t")
 	if bytes.HasPrefix(cs.base, needle[1:]) {
 		return 0
@@ -383,6 +396,9 @@ func (cs *codeSet) all() []RunCode { return cs.allOf(nil) }
 // line is parsed only when its run is kept (the report's window of a
 // 1M-run cache is a few lines of a million).
 func (cs *codeSet) allOf(keep map[ledger.RunID]bool) []RunCode {
+	if keep != nil {
+		return cs.windowOf(keep)
+	}
 	n := len(keep)
 	if keep == nil { // every line: sized once (growing them was a third of params at 1M runs)
 		n = bytes.Count(cs.base, []byte("\n")) + len(cs.tail)
@@ -403,6 +419,172 @@ func (cs *codeSet) allOf(keep map[ledger.RunID]bool) []RunCode {
 	}
 	for _, id := range cs.tailOrder() {
 		if c := cs.tail[id]; !seen[c.Run] && (keep == nil || keep[c.Run]) {
+			seen[c.Run] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// maxAlsoLines is the most lines windowOf reads to find the lines of the
+// runs of also: ~2 ms, a search of the whole cache at 1M runs being ~13.
+var maxAlsoLines = 50000
+
+// windowOf is allOf for the runs keep holds, which are mostly the last
+// runs of base (a report's window; base is in ledger order): base is read
+// line by line from its end until every run of keep has a line, and the
+// part before is searched (bytes.Index, not line by line) for lines that
+// start with the runs' common prefix, for earlier lines of the same runs
+// (a run's first well-formed line is the one that counts, as in allOf).
+// At 1M runs that is the window's lines and a search of 48 MB instead of
+// splitting a million lines (~35 ms; issue 30).
+//
+// The lines of the runs also names are noted as well when the pass covers
+// them (a run whose id starts with the common prefix): lookup then finds
+// them without searching base (the report's champion, ~13 ms a search at
+// 1M runs).
+func (cs *codeSet) windowOf(keep map[ledger.RunID]bool, also ...ledger.RunID) []RunCode {
+	if cs.lines == nil {
+		cs.lines = map[ledger.RunID]int{}
+	}
+	first := map[ledger.RunID]int{} // the first well-formed line of each run
+	firstAny := map[ledger.RunID]int{}
+	extra := map[ledger.RunID]bool{}
+	for _, id := range also {
+		if !keep[id] {
+			extra[id] = true
+		}
+	}
+	b := cs.base
+	// missing counts the runs of keep with no line yet and none in the
+	// tail (a run of the tail may have a line in base too: the search
+	// below finds it).
+	missing := 0
+	for id := range keep {
+		if _, ok := cs.tail[id]; !ok {
+			missing++
+		}
+	}
+	// note records the line from start to end, reached in any order.
+	note := func(start, end int) {
+		id, _, ok := bytes.Cut(b[start:end], []byte("\t"))
+		if !ok { // not a run's line (lineOf looks for the id and a tab)
+			return
+		}
+		rid := ledger.RunID(id)
+		if !keep[rid] {
+			if extra[rid] {
+				if i, ok := firstAny[rid]; !ok || start < i {
+					firstAny[rid] = start
+				}
+			}
+			return
+		}
+		if i, ok := firstAny[rid]; !ok || start < i {
+			firstAny[rid] = start
+		}
+		i, had := first[rid]
+		if had && i < start {
+			return
+		}
+		if _, ok := parseRunCode(b[start:end]); ok {
+			first[rid] = start
+			if _, inTail := cs.tail[rid]; !had && !inTail {
+				missing--
+			}
+		}
+	}
+	end := len(b)
+	for end >= 0 && missing > 0 {
+		start := bytes.LastIndexByte(b[:end], '\n') + 1
+		cs.read += end - start + 1
+		note(start, end)
+		end = start - 1
+	}
+	read := end <= 0                                   // every line was read
+	covered := func(ledger.RunID) bool { return read } // every line of the run was read
+	if end > 0 && len(keep) > 0 {                      // every run has a line: earlier lines of them start with their common prefix
+		common := func(prefix string, started bool, ids map[ledger.RunID]bool) string {
+			for id := range ids {
+				if !started {
+					prefix, started = string(id), true
+				}
+				n := 0
+				for n < len(prefix) && n < len(id) && prefix[n] == id[n] {
+					n++
+				}
+				prefix = prefix[:n]
+			}
+			return prefix
+		}
+		prefix := common("", false, keep)
+		// The search starts with the prefix the runs of also share with
+		// them, shorter, and falls back to the window's own after
+		// maxAlsoLines lines (the runs of also are then searched alone).
+		wide := common(prefix, true, extra)
+		covered = func(id ledger.RunID) bool {
+			return strings.HasPrefix(string(id), prefix) || strings.HasPrefix(string(id), wide)
+		}
+		head := b[:min(end+1, len(b))] // through the newline before the last line read (all of base when none was)
+		needle := []byte("\n" + wide)
+		if bytes.HasPrefix(head, needle[1:]) {
+			e := bytes.IndexByte(head, '\n')
+			note(0, e)
+		}
+		lines := 0
+		for from := 0; ; {
+			if lines++; lines > maxAlsoLines && len(wide) < len(prefix) {
+				// Every line from here that starts with prefix starts
+				// with wide: the lines before from were seen.
+				wide, needle = prefix, []byte("\n"+prefix)
+			}
+			i := bytes.Index(head[from:], needle)
+			if i < 0 {
+				break
+			}
+			start := from + i + 1
+			e := bytes.IndexByte(b[start:], '\n')
+			if e < 0 {
+				e = len(b) - start
+			}
+			cs.read += e + 1
+			note(start, start+e)
+			from = start
+		}
+	}
+	starts := make([]int, 0, len(first))
+	for id := range keep {
+		if i, ok := first[id]; ok {
+			starts = append(starts, i)
+		}
+		cs.lines[id] = -1
+		if i, ok := firstAny[id]; ok {
+			cs.lines[id] = i
+		}
+	}
+	for id := range extra {
+		if !covered(id) {
+			continue
+		}
+		cs.lines[id] = -1
+		if i, ok := firstAny[id]; ok {
+			cs.lines[id] = i
+		}
+	}
+	sort.Ints(starts)
+	out := make([]RunCode, 0, len(keep))
+	seen := make(map[ledger.RunID]bool, len(keep))
+	for _, i := range starts {
+		e := bytes.IndexByte(b[i:], '\n')
+		if e < 0 {
+			e = len(b) - i
+		}
+		c, _ := parseRunCode(b[i : i+e])
+		seen[c.Run] = true
+		out = append(out, c)
+	}
+	for _, id := range cs.tailOrder() {
+		if c := cs.tail[id]; !seen[c.Run] && keep[c.Run] {
 			seen[c.Run] = true
 			out = append(out, c)
 		}
@@ -478,8 +660,34 @@ func (cr *codeReader) fingerprint(base string, to gitrepo.CodeSide) (change.Code
 // rewritten under the cache (doctor --repair, a pull) rebuilds it, reusing
 // every fingerprint already computed.
 func openCode(env Env, s *ledger.Store, repo *gitrepo.Repo) (*codeSet, error) {
+	return openCodeFrom(env, s, repo, func() (ledger.Fingerprint, []byte, error) {
+		return s.ReadCache(codeCacheName, codeCacheVersion)
+	})
+}
+
+// openCodeMapped is openCode with the cache's base mapped into memory
+// rather than read (ledger.Store.MapCache): the report's "what was swept"
+// reads a window of it (issue 30: reading the 48 MB at 1M runs was ~20 ms
+// of the dashboard's first page). release unmaps it: the set is not read
+// after it (what it returns is copied out of the bytes).
+func openCodeMapped(env Env, s *ledger.Store, repo *gitrepo.Repo) (cs *codeSet, release func(), err error) {
+	release = func() {}
+	cs, err = openCodeFrom(env, s, repo, func() (ledger.Fingerprint, []byte, error) {
+		fp, b, rel, err := s.MapCache(codeCacheName, codeCacheVersion)
+		release = rel
+		return fp, b, err
+	})
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return cs, release, nil
+}
+
+// openCodeFrom is openCode with read reading the cache's base.
+func openCodeFrom(env Env, s *ledger.Store, repo *gitrepo.Repo, read func() (ledger.Fingerprint, []byte, error)) (*codeSet, error) {
 	cr := newCodeReader(s, repo)
-	fp, base, err := s.ReadCache(codeCacheName, codeCacheVersion)
+	fp, base, err := read()
 	valid := err == nil && s.StillCovers(fp)
 	if err != nil && !errors.Is(err, ledger.ErrCacheInvalid) {
 		return nil, err

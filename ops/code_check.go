@@ -319,11 +319,30 @@ func ParamsOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in ParamsInput) (*Pa
 	if repo == nil {
 		return out, nil
 	}
-	cs, err := openCode(env, s, repo)
+	open := func() (*codeSet, func(), error) { cs, err := openCode(env, s, repo); return cs, func() {}, err }
+	if in.window != nil { // a window of the cache: searched in place
+		open = func() (*codeSet, func(), error) { return openCodeMapped(env, s, repo) }
+	}
+	cs, release, err := open()
 	if err != nil {
 		return nil, err
 	}
-	all := cs.allOf(in.window)
+	defer release()
+	champOf := func() (registry.Run, bool) { return champion(env, s) }
+	if in.champion != nil {
+		champOf = in.champion
+	}
+	champ, hasChamp := champOf()
+	var all []RunCode
+	if in.window != nil { // the champion's line is found in the same pass when it can be
+		var also []ledger.RunID
+		if hasChamp {
+			also = append(also, ledger.RunID(champ.RunID))
+		}
+		all = cs.windowOf(in.window, also...)
+	} else {
+		all = cs.all()
+	}
 	for i := range all {
 		if all[i].HasCode() {
 			out.RunsWithCode++
@@ -347,11 +366,7 @@ func ParamsOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in ParamsInput) (*Pa
 			return nil, fmt.Errorf("%w: %w: no run has changed parameter %q (memorylab params lists those that were varied)", ledger.ErrBadInput, ledger.ErrNotFound, n)
 		}
 	}
-	champOf := func() (registry.Run, bool) { return champion(env, s) }
-	if in.champion != nil {
-		champOf = in.champion
-	}
-	if champ, ok := champOf(); ok {
+	if hasChamp {
 		out.Champion = champ.RunID
 		setChampionValues(repo, champ, out.Sweeps, s.Config.Better)
 		markStale(out.Sweeps, newStaleIndex(cs, ledger.RunID(champ.RunID)))
