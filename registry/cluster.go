@@ -148,6 +148,9 @@ func (s *State) bestCluster(f *Features, ids *[3][]int32, from, best int, bestSc
 			}
 		}
 	}
+	for _, k := range keys {
+		s.work.postings += len(k.post)
+	}
 	slices.SortFunc(keys, func(a, b probeKey) int { return len(b.post) - len(a.post) })
 	target := max(ClusterThreshold, bestScore)
 	sizes := [3]int{len(f.Tokens), len(f.Concepts), len(f.Numbers)}
@@ -162,6 +165,7 @@ func (s *State) bestCluster(f *Features, ids *[3][]int32, from, best int, bestSc
 	}
 	s.touched = s.touched[:0]
 	for _, k := range keys[skip:] {
+		s.work.walked += len(k.post)
 		for _, c := range k.post {
 			n := &s.cnt[c]
 			if n[0]|n[1]|n[2] == 0 {
@@ -220,12 +224,20 @@ func (s *State) bestCluster(f *Features, ids *[3][]int32, from, best int, bestSc
 				continue
 			}
 		}
+		s.work.exact++
 		sc := s.opts.Text.Similarity(f, &cl.Proto)
 		if sc > bestScore || (sc == bestScore && int(c) < best) {
 			best, bestScore = int(c), sc
 		}
 	}
 	return best, bestScore
+}
+
+// clusterWork counts what clustering did (tests pin it).
+type clusterWork struct {
+	postings int // posting entries of the probes' keys (clusters ≥ from)
+	walked   int // of which walked
+	exact    int // exact similarities computed
 }
 
 // probeKey is one of the probe's keys and its posting list (clusters ≥ from).

@@ -213,9 +213,10 @@ type State struct {
 	Reps *Replicates
 
 	opts      Options
-	index     map[indexKey]int32  // key → id, the index of its posting list
-	posts     [][]int32           // clusters having the key, ascending
-	protos    []protoInfo         // per cluster
+	index     map[indexKey]int32 // key → id, the index of its posting list
+	posts     [][]int32          // clusters having the key, ascending
+	protos    []protoInfo        // per cluster
+	work      clusterWork
 	memo      map[string]*memoHit // by comparison text
 	cnt       []shared            // per cluster, zero between calls
 	keys      []probeKey
