@@ -84,7 +84,18 @@ type protoInfo struct {
 	sizes [3]int32 // tokens, concepts, numbers
 }
 
+// buildIndex indexes the clusters (loaded or folded) on first need.
+func (s *State) buildIndex() {
+	s.index = make(map[indexKey]int32, 4*len(s.Clusters))
+	for i, c := range s.Clusters {
+		s.indexCluster(i, c)
+	}
+}
+
 func (s *State) addFailure(r *ledger.Record, run Run) {
+	if s.index == nil {
+		s.buildIndex()
+	}
 	text := r.ComparisonText()
 	m := s.memo[text]
 	if m == nil {

@@ -204,3 +204,38 @@ func BenchmarkCluster(b *testing.B) {
 		}
 	}
 }
+
+// TestLoadDefersClusterIndex: loading a state does not index its clusters
+// (a warm "log" of a kept run never needs them); the first failure folded
+// does, with the same result as a fold from scratch.
+func TestLoadDefersClusterIndex(t *testing.T) {
+	recs := generated(600, 6)
+	opts := Options{Goal: Goal{Metric: "m"}}
+	n := len(recs) - 2
+	recs[n].Status, recs[n+1].Status = ledger.StatusKeep, ledger.StatusDiscard
+	s := Build(recs[:n], opts)
+	b, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Unmarshal(b, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded.Add(&recs[n])
+	if loaded.index != nil || len(loaded.posts) != 0 {
+		t.Fatalf("loading and folding a kept run indexed the clusters: %d keys", len(loaded.index))
+	}
+	loaded.Add(&recs[n+1])
+	if len(loaded.index) == 0 {
+		t.Fatal("a failure was clustered without the index")
+	}
+	want := Build(recs, opts)
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	if g, w := mustJSON(t, loaded.Snapshot(now)), mustJSON(t, want.Snapshot(now)); string(g) != string(w) {
+		t.Errorf("resumed registry differs:\n%s\nfrom scratch:\n%s", g, w)
+	}
+	if len(loaded.Clusters) != len(want.Clusters) || loaded.Clusters[len(loaded.Clusters)-1].Size != want.Clusters[len(want.Clusters)-1].Size {
+		t.Errorf("clusters differ: %d vs %d", len(loaded.Clusters), len(want.Clusters))
+	}
+}

@@ -261,12 +261,10 @@ func (s *State) setOptions(opts Options) {
 		opts.Text = &DefaultText
 	}
 	s.opts = opts
-	s.index = make(map[indexKey]int32, 4*len(s.Clusters))
-	s.posts, s.protos = nil, nil
+	// The cluster index is built by the first failure folded (most loads
+	// fold none, or only kept runs).
+	s.index, s.posts, s.protos = nil, nil, nil
 	s.memo = map[string]*memoHit{}
-	for i, c := range s.Clusters {
-		s.indexCluster(i, c)
-	}
 }
 
 // Goal is the state's metric and direction.
