@@ -48,29 +48,30 @@ func indexKeys(f *Features, fn func(indexKey)) {
 // indexCluster adds cluster i to the posting lists of its prototype's keys
 // and records the keys' ids, sorted, for the exact intersections.
 func (s *State) indexCluster(i int, c *Cluster) {
-	c.ids = s.keyIDs(&c.Proto)
-	for _, ids := range c.ids {
-		for _, id := range ids {
-			s.posts[id] = append(s.posts[id], int32(i))
-		}
-	}
+	indexKeys(&c.Proto, func(k indexKey) {
+		id := s.keyID(k)
+		s.posts[id] = append(s.posts[id], int32(i))
+	})
 	s.protos = append(s.protos, protoInfo{norm: int32(len(c.Proto.Norm)),
 		sizes: [3]int32{int32(len(c.Proto.Tokens)), int32(len(c.Proto.Concepts)), int32(len(c.Proto.Numbers))}})
+}
+
+// keyID is k's id, a new key getting an empty posting list.
+func (s *State) keyID(k indexKey) int32 {
+	id, ok := s.index[k]
+	if !ok {
+		id = int32(len(s.posts))
+		s.index[k] = id
+		s.posts = append(s.posts, nil)
+	}
+	return id
 }
 
 // keyIDs numbers f's keys (a new key gets an empty posting list), sorted by
 // kind, so that intersections compare integers.
 func (s *State) keyIDs(f *Features) [3][]int32 {
 	var ids [3][]int32
-	indexKeys(f, func(k indexKey) {
-		id, ok := s.index[k]
-		if !ok {
-			id = int32(len(s.posts))
-			s.index[k] = id
-			s.posts = append(s.posts, nil)
-		}
-		ids[k.kind] = append(ids[k.kind], id)
-	})
+	indexKeys(f, func(k indexKey) { ids[k.kind] = append(ids[k.kind], s.keyID(k)) })
 	for k := range ids {
 		slices.Sort(ids[k])
 	}
@@ -88,6 +89,7 @@ type protoInfo struct {
 func (s *State) buildIndex() {
 	s.index = make(map[indexKey]int32, 4*len(s.Clusters))
 	for i, c := range s.Clusters {
+		c.ids = nil // ids are the index's
 		s.indexCluster(i, c)
 	}
 }
@@ -214,6 +216,10 @@ func (s *State) bestCluster(f *Features, ids *[3][]int32, from, best int, bestSc
 		}
 		cl := s.Clusters[c]
 		if rest != [3]int{} {
+			if cl.ids == nil {
+				pids := s.keyIDs(&cl.Proto) // on first need: most are never merged
+				cl.ids = &pids
+			}
 			terms = 0
 			for k, w := range [3]float64{wTokens, wConcepts, wNumbers} {
 				terms += w * jaccardOf(intersect(ids[k], cl.ids[k]), sizes[k], psizes[k])

@@ -186,8 +186,8 @@ type Cluster struct {
 	Order    []string // tokens in first-seen order (label ties)
 	Freq     []int    // Freq[i] counts Order[i] over the members
 	idx      map[string]int
-	hist     *charHist  // Proto.Norm's, built on first use
-	ids      [3][]int32 // ids of Proto's tokens, concepts, numbers, sorted
+	hist     *charHist   // Proto.Norm's, built on first use
+	ids      *[3][]int32 // ids of Proto's tokens, concepts, numbers, sorted; built on first need
 }
 
 // State is the registry as an incremental fold. Exported fields are
