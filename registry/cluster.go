@@ -16,12 +16,15 @@ import (
 //
 //  1. an inverted index over the prototypes' tokens, concepts and numbers
 //     yields the candidates: a prototype sharing none of them has all three
-//     Jaccard terms 0, so its score is at most 0.30 < 0.6;
-//  2. upperBound (exact Jaccards plus difflib's real_quick_ratio bound for
-//     the sequence ratio) drops candidates that cannot reach 0.6 or beat the
-//     best so far, before the exact (quadratic-in-length) sequence ratio;
+//     Jaccard terms 0, so its score is at most 0.30 < 0.6; and only the
+//     posting lists of the probe's rarer keys are walked (prefix filtering,
+//     bestCluster), as sharing only its common keys cannot reach 0.6;
+//  2. bounds (Jaccards from the walked counts, then exact ones, with
+//     difflib's real_quick_ratio, then quick_ratio, for the sequence ratio)
+//     drop candidates that cannot reach 0.6 or beat the best so far, before
+//     the exact (quadratic-in-length) sequence ratio;
 //  3. identical texts (loops repeat ideas verbatim) reuse the previous
-//     answer and only look at clusters created since.
+//     answer and only look at clusters created since (none: no work).
 //
 // The result is exactly the greedy rule's.
 
@@ -45,8 +48,7 @@ func indexKeys(f *Features, fn func(indexKey)) {
 	}
 }
 
-// indexCluster adds cluster i to the posting lists of its prototype's keys
-// and records the keys' ids, sorted, for the exact intersections.
+// indexCluster adds cluster i to the posting lists of its prototype's keys.
 func (s *State) indexCluster(i int, c *Cluster) {
 	indexKeys(&c.Proto, func(k indexKey) {
 		id := s.keyID(k)
@@ -134,8 +136,9 @@ func (s *State) addFailure(r *ledger.Record, run Run) {
 // Jaccard terms are at most (common keys of that kind) / (probe's keys of
 // that kind); the longest run of common keys whose bound (with a sequence
 // ratio of 1) stays below the target is not walked at all, and only the
-// posting lists of the rarer keys yield candidates. Each candidate's exact
-// set intersections then come from merging the sorted sets.
+// posting lists of the rarer keys yield candidates. A candidate whose bound,
+// counting every unwalked key as shared, passes gets its exact
+// intersections from merging sorted key ids.
 func (s *State) bestCluster(f *Features, ids *[3][]int32, from, best int, bestScore float64) (int, float64) {
 	if len(f.Norm) == 0 {
 		return best, bestScore // every score is 0 < ClusterThreshold
