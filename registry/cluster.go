@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,12 +16,15 @@ import (
 //
 //  1. an inverted index over the prototypes' tokens, concepts and numbers
 //     yields the candidates: a prototype sharing none of them has all three
-//     Jaccard terms 0, so its score is at most 0.30 < 0.6;
-//  2. upperBound (exact Jaccards plus difflib's real_quick_ratio bound for
-//     the sequence ratio) drops candidates that cannot reach 0.6 or beat the
-//     best so far, before the exact (quadratic-in-length) sequence ratio;
+//     Jaccard terms 0, so its score is at most 0.30 < 0.6; and only the
+//     posting lists of the probe's rarer keys are walked (prefix filtering,
+//     bestCluster), as sharing only its common keys cannot reach 0.6;
+//  2. bounds (Jaccards from the walked counts, then exact ones, with
+//     difflib's real_quick_ratio, then quick_ratio, for the sequence ratio)
+//     drop candidates that cannot reach 0.6 or beat the best so far, before
+//     the exact (quadratic-in-length) sequence ratio;
 //  3. identical texts (loops repeat ideas verbatim) reuse the previous
-//     answer and only look at clusters created since.
+//     answer and only look at clusters created since (none: no work).
 //
 // The result is exactly the greedy rule's.
 
@@ -44,96 +48,303 @@ func indexKeys(f *Features, fn func(indexKey)) {
 	}
 }
 
+// indexCluster adds cluster i to the posting lists of its prototype's keys.
 func (s *State) indexCluster(i int, c *Cluster) {
-	indexKeys(&c.Proto, func(k indexKey) { s.index[k] = append(s.index[k], int32(i)) })
+	indexKeys(&c.Proto, func(k indexKey) {
+		id := s.keyID(k)
+		s.posts[id] = append(s.posts[id], int32(i))
+	})
+	s.protos = append(s.protos, protoInfo{norm: int32(len(c.Proto.Norm)),
+		sizes: [3]int32{int32(len(c.Proto.Tokens)), int32(len(c.Proto.Concepts)), int32(len(c.Proto.Numbers))}})
+}
+
+// keyID is k's id, a new key getting an empty posting list.
+func (s *State) keyID(k indexKey) int32 {
+	id, ok := s.index[k]
+	if !ok {
+		id = int32(len(s.posts))
+		s.index[k] = id
+		s.posts = append(s.posts, nil)
+	}
+	return id
+}
+
+// keyIDs numbers f's keys (a new key gets an empty posting list), sorted by
+// kind, so that intersections compare integers.
+func (s *State) keyIDs(f *Features) [3][]int32 {
+	var ids [3][]int32
+	indexKeys(f, func(k indexKey) { ids[k.kind] = append(ids[k.kind], s.keyID(k)) })
+	for k := range ids {
+		slices.Sort(ids[k])
+	}
+	return ids
+}
+
+// protoInfo is what the first bound reads of a prototype, kept in one
+// slice rather than behind each *Cluster.
+type protoInfo struct {
+	norm  int32    // len(Proto.Norm)
+	sizes [3]int32 // tokens, concepts, numbers
+}
+
+// buildIndex indexes the clusters (loaded or folded) on first need.
+func (s *State) buildIndex() {
+	s.index = make(map[indexKey]int32, 4*len(s.Clusters))
+	for i, c := range s.Clusters {
+		c.ids = nil // ids are the index's
+		s.indexCluster(i, c)
+	}
 }
 
 func (s *State) addFailure(r *ledger.Record, run Run) {
-	text := r.ComparisonText()
-	var f Features
-	best, bestScore, from := -1, -1.0, 0
-	hit, ok := s.memo[text]
-	if ok {
-		f = s.memoFeatures[text]
-		best, bestScore, from = hit.cluster, hit.score, hit.upto
-	} else {
-		f = s.opts.Text.Prepare(text)
+	if s.index == nil {
+		s.buildIndex()
 	}
-	best, bestScore = s.bestCluster(&f, from, best, bestScore)
+	text := r.ComparisonText()
+	m := s.memo[text]
+	if m == nil {
+		m = &memoHit{cluster: -1, score: -1, f: s.opts.Text.Prepare(text)}
+		m.ids = s.keyIDs(&m.f)
+		s.memo[text] = m
+	}
+	f := &m.f
+	best, bestScore := m.cluster, m.score
+	if m.upto < len(s.Clusters) { // else no cluster was created since
+		best, bestScore = s.bestCluster(f, &m.ids, m.upto, best, bestScore)
+	}
 	if best >= 0 && roundedAtLeast(bestScore, ClusterThreshold) && bestScore >= ClusterThreshold {
-		s.join(s.Clusters[best], r, run, &f)
+		s.join(s.Clusters[best], r, run, f)
 	} else {
-		c := &Cluster{Proto: f}
+		c := &Cluster{Proto: *f}
 		s.Clusters = append(s.Clusters, c)
 		k := len(s.Clusters) - 1
 		s.indexCluster(k, c)
-		s.join(c, r, run, &f)
-		if self := s.opts.Text.Similarity(&f, &f); self > bestScore {
+		s.join(c, r, run, f)
+		if self := s.opts.Text.Similarity(f, f); self > bestScore {
 			best, bestScore = k, self
 		}
 	}
-	s.memo[text] = memoHit{cluster: best, score: bestScore, upto: len(s.Clusters)}
-	if !ok {
-		if s.memoFeatures == nil {
-			s.memoFeatures = map[string]Features{}
-		}
-		s.memoFeatures[text] = f
-	}
+	m.cluster, m.score, m.upto = best, bestScore, len(s.Clusters)
 }
 
 // bestCluster returns the most similar cluster with index ≥ from, starting
-// from (best, bestScore) found among earlier clusters. Walking the posting
-// lists counts, per candidate, the shared tokens, concepts and numbers:
-// those counts are the set intersections, so the three Jaccard terms of the
-// bound cost O(1) per candidate.
-func (s *State) bestCluster(f *Features, from, best int, bestScore float64) (int, float64) {
-	for len(s.cnt[0]) < len(s.Clusters) {
-		for k := range s.cnt {
-			s.cnt[k] = append(s.cnt[k], 0)
-		}
+// from (best, bestScore) found among earlier clusters.
+//
+// Prefix filtering: the probe's keys (tokens, concepts, numbers) are sorted
+// from the most to the least common among the prototypes. A prototype that
+// shares none of the rarer keys shares at most the common ones, so its
+// Jaccard terms are at most (common keys of that kind) / (probe's keys of
+// that kind); the longest run of common keys whose bound (with a sequence
+// ratio of 1) stays below the target is not walked at all, and only the
+// posting lists of the rarer keys yield candidates. A candidate whose bound,
+// counting every unwalked key as shared, passes gets its exact
+// intersections from merging sorted key ids.
+func (s *State) bestCluster(f *Features, ids *[3][]int32, from, best int, bestScore float64) (int, float64) {
+	if len(f.Norm) == 0 {
+		return best, bestScore // every score is 0 < ClusterThreshold
 	}
-	s.touched = s.touched[:0]
-	walk := func(kind int, keys []string) {
-		for _, key := range keys {
-			post := s.index[indexKey{uint8(kind), key}]
-			for j := len(post) - 1; j >= 0 && int(post[j]) >= from; j-- {
-				c := post[j]
-				if s.cnt[0][c]+s.cnt[1][c]+s.cnt[2][c] == 0 {
-					s.touched = append(s.touched, c)
+	for len(s.cnt) < len(s.Clusters) {
+		s.cnt = append(s.cnt, shared{})
+	}
+	keys := s.keys[:0]
+	for kind := range ids {
+		for _, id := range ids[kind] {
+			post := s.posts[id]
+			// Posting lists ascend: keep the clusters ≥ from.
+			lo, hi := 0, len(post)
+			for lo < hi {
+				if m := int(uint(lo+hi) >> 1); int(post[m]) < from {
+					lo = m + 1
+				} else {
+					hi = m
 				}
-				s.cnt[kind][c]++
+			}
+			if lo < len(post) {
+				keys = append(keys, probeKey{uint8(kind), post[lo:]})
 			}
 		}
 	}
-	walk(0, f.Tokens)
-	walk(1, f.Concepts)
-	walk(2, f.Numbers)
-	jac := func(inter int32, a, b int) float64 {
-		if a+b == 0 {
-			return 0
+	for _, k := range keys {
+		s.work.postings += len(k.post)
+	}
+	slices.SortFunc(keys, func(a, b probeKey) int { return len(b.post) - len(a.post) })
+	target := max(ClusterThreshold, bestScore)
+	sizes := [3]int{len(f.Tokens), len(f.Concepts), len(f.Numbers)}
+	var rest [3]int
+	skip := 0
+	for ; skip < len(keys); skip++ {
+		rest[keys[skip].kind]++
+		if roundedAtLeast(restBound(rest, sizes), target) {
+			rest[keys[skip].kind]-- // keys[skip:] are walked
+			break
 		}
-		return float64(inter) / float64(a+b-int(inter))
+	}
+	s.touched = s.touched[:0]
+	for _, k := range keys[skip:] {
+		s.work.walked += len(k.post)
+		for _, c := range k.post {
+			n := &s.cnt[c]
+			if n[0]|n[1]|n[2] == 0 {
+				s.touched = append(s.touched, c)
+			}
+			n[k.kind]++
+		}
+	}
+	s.keys = keys[:0]
+	// The probe's byte-class histogram, for the quick_ratio bound (only
+	// the default model's sequence ratio is difflib's).
+	quick := s.opts.Text == &DefaultText && len(s.touched) > 0
+	var fh charHist
+	if quick {
+		fh = histOf(f.Norm)
 	}
 	for _, c := range s.touched {
-		p := &s.Clusters[c].Proto
-		ub := 0.0
-		if la, lb := len(f.Norm), len(p.Norm); la > 0 && lb > 0 {
-			ub = wSeq*2*float64(min(la, lb))/float64(la+lb) +
-				wTokens*jac(s.cnt[0][c], len(f.Tokens), len(p.Tokens)) +
-				wConcepts*jac(s.cnt[1][c], len(f.Concepts), len(p.Concepts)) +
-				wNumbers*jac(s.cnt[2][c], len(f.Numbers), len(p.Numbers))
+		n := s.cnt[c]
+		s.cnt[c] = shared{}
+		pi := &s.protos[c]
+		la, lb := len(f.Norm), int(pi.norm)
+		if lb == 0 {
+			continue // the bound is 0 < ClusterThreshold
 		}
-		s.cnt[0][c], s.cnt[1][c], s.cnt[2][c] = 0, 0, 0
+		// The walked keys' counts are exact; each unwalked key may be
+		// shared too.
+		psizes := [3]int{int(pi.sizes[0]), int(pi.sizes[1]), int(pi.sizes[2])}
+		var terms float64
+		for k, w := range [3]float64{wTokens, wConcepts, wNumbers} {
+			terms += w * jaccardOf(min(int(n[k])+rest[k], sizes[k], psizes[k]), sizes[k], psizes[k])
+		}
+		ub := wSeq*2*float64(min(la, lb))/float64(la+lb) + terms
 		if !roundedAtLeast(ub, ClusterThreshold) || !roundedAtLeast(ub, bestScore) {
 			continue
 		}
-		sc := s.opts.Text.Similarity(f, p)
+		cl := s.Clusters[c]
+		if rest != [3]int{} {
+			if cl.ids == nil {
+				pids := s.keyIDs(&cl.Proto) // on first need: most are never merged
+				cl.ids = &pids
+			}
+			terms = 0
+			for k, w := range [3]float64{wTokens, wConcepts, wNumbers} {
+				terms += w * jaccardOf(intersect(ids[k], cl.ids[k]), sizes[k], psizes[k])
+			}
+			ub = wSeq*2*float64(min(la, lb))/float64(la+lb) + terms
+			if !roundedAtLeast(ub, ClusterThreshold) || !roundedAtLeast(ub, bestScore) {
+				continue
+			}
+		}
+		if quick {
+			// difflib's quick_ratio: the matching characters are at most
+			// the multiset intersection of the two texts' characters.
+			if cl.hist == nil {
+				h := histOf(cl.Proto.Norm)
+				cl.hist = &h
+			}
+			ub = wSeq*2*float64(fh.inter(cl.hist))/float64(la+lb) + terms
+			if !roundedAtLeast(ub, ClusterThreshold) || !roundedAtLeast(ub, bestScore) {
+				continue
+			}
+		}
+		s.work.exact++
+		sc := s.opts.Text.Similarity(f, &cl.Proto)
 		if sc > bestScore || (sc == bestScore && int(c) < best) {
 			best, bestScore = int(c), sc
 		}
 	}
 	return best, bestScore
 }
+
+// clusterWork counts what clustering did (tests pin it).
+type clusterWork struct {
+	postings int // posting entries of the probes' keys (clusters ≥ from)
+	walked   int // of which walked
+	exact    int // exact similarities computed
+}
+
+// probeKey is one of the probe's keys and its posting list (clusters ≥ from).
+type probeKey struct {
+	kind uint8
+	post []int32
+}
+
+// restBound bounds the similarity of the probe to a prototype that shares
+// only rest[k] of the probe's sizes[k] keys of each kind: the intersection
+// is at most rest[k], the union at least sizes[k], the sequence ratio at
+// most 1.
+func restBound(rest, sizes [3]int) float64 {
+	frac := func(k int) float64 {
+		if sizes[k] == 0 {
+			return 0
+		}
+		return float64(rest[k]) / float64(sizes[k])
+	}
+	return wSeq + wTokens*frac(0) + wConcepts*frac(1) + wNumbers*frac(2)
+}
+
+// jaccardOf is the Jaccard index of sets of sizes na and nb sharing inter.
+func jaccardOf(inter, na, nb int) float64 {
+	if na+nb == 0 {
+		return 0
+	}
+	return float64(inter) / float64(na+nb-inter)
+}
+
+// intersect counts the ids two sorted id lists share.
+func intersect(a, b []int32) int {
+	inter, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return inter
+}
+
+// shared counts the walked keys a probe shares with one prototype, by kind.
+type shared [3]int32
+
+// charHist counts the bytes of a normalised text by class (letters, digits,
+// space, anything else): the multiset intersection of two histograms
+// bounds difflib's matching characters, merged classes only loosening it.
+type charHist [38]int32
+
+func histOf(norm string) charHist {
+	var h charHist
+	for i := 0; i < len(norm); i++ {
+		h[charClass[norm[i]]]++
+	}
+	return h
+}
+
+func (h *charHist) inter(o *charHist) int32 {
+	n := int32(0)
+	for i := range h {
+		n += min(h[i], o[i])
+	}
+	return n
+}
+
+var charClass = func() (t [256]uint8) {
+	for i := range t {
+		switch {
+		case i >= 'a' && i <= 'z':
+			t[i] = uint8(i - 'a')
+		case i >= '0' && i <= '9':
+			t[i] = uint8(26 + i - '0')
+		case i == ' ':
+			t[i] = 36
+		default:
+			t[i] = 37
+		}
+	}
+	return t
+}()
 
 func (s *State) join(c *Cluster, r *ledger.Record, run Run, f *Features) {
 	c.Size++

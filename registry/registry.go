@@ -186,6 +186,8 @@ type Cluster struct {
 	Order    []string // tokens in first-seen order (label ties)
 	Freq     []int    // Freq[i] counts Order[i] over the members
 	idx      map[string]int
+	hist     *charHist   // Proto.Norm's, built on first use
+	ids      *[3][]int32 // ids of Proto's tokens, concepts, numbers, sorted; built on first need
 }
 
 // State is the registry as an incremental fold. Exported fields are
@@ -210,23 +212,30 @@ type State struct {
 	// Reps holds the replicate groups (empty in a ChampionOnly fold).
 	Reps *Replicates
 
-	opts         Options
-	index        map[indexKey][]int32
-	memo         map[string]memoHit
-	memoFeatures map[string]Features
-	cnt          [3][]int32 // shared tokens / concepts / numbers per cluster
-	touched      []int32
-	rankCache    map[string][]Run // ranked's answers until the next Add
-	keptSeen     bool             // a ChampionOnly fold met a rankable kept run
-	groupTops    []GroupTop       // each replicate group's top (champion.go)
-	groupIdx     map[string]int32 // GroupKey.Replicate → its first top in groupTops
-	runSlab      []Run            // where groups' top runs are cut from (newRun)
+	opts      Options
+	index     map[indexKey]int32 // key → id, the index of its posting list
+	posts     [][]int32          // clusters having the key, ascending
+	protos    []protoInfo        // per cluster
+	work      clusterWork
+	memo      map[string]*memoHit // by comparison text
+	cnt       []shared            // per cluster, zero between calls
+	keys      []probeKey
+	touched   []int32
+	rankCache map[string][]Run // ranked's answers until the next Add
+	keptSeen  bool             // a ChampionOnly fold met a rankable kept run
+	groupTops []GroupTop       // each replicate group's top (champion.go)
+	groupIdx  map[string]int32 // GroupKey.Replicate → its first top in groupTops
+	runSlab   []Run            // where groups' top runs are cut from (newRun)
 }
 
+// memoHit is what clustering remembers of a comparison text: its features
+// and its best cluster among the first upto.
 type memoHit struct {
 	cluster int // -1: none
 	score   float64
 	upto    int // clusters considered
+	f       Features
+	ids     [3][]int32 // keyIDs(&f)
 }
 
 // New returns an empty State.
@@ -252,12 +261,10 @@ func (s *State) setOptions(opts Options) {
 		opts.Text = &DefaultText
 	}
 	s.opts = opts
-	s.index = make(map[indexKey][]int32, 4*len(s.Clusters))
-	s.memo = map[string]memoHit{}
-	s.memoFeatures = map[string]Features{}
-	for i, c := range s.Clusters {
-		s.indexCluster(i, c)
-	}
+	// The cluster index is built by the first failure folded (most loads
+	// fold none, or only kept runs).
+	s.index, s.posts, s.protos = nil, nil, nil
+	s.memo = map[string]*memoHit{}
 }
 
 // Goal is the state's metric and direction.
@@ -275,8 +282,7 @@ func Build(recs []ledger.Record, opts Options) *State {
 
 // dropMemo frees the clustering memo (a speed-up for long folds only).
 func (s *State) dropMemo() {
-	s.memo = map[string]memoHit{}
-	s.memoFeatures = map[string]Features{}
+	s.memo = map[string]*memoHit{}
 }
 
 // RunOf summarises r as the registry keeps it.
