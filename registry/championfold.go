@@ -37,13 +37,7 @@ func (s *State) MarshalChampionFold() ([]byte, error) {
 	b = ledger.AppendBool(b, s.Max)
 	b = appendInt(b, s.N)
 	b = ledger.AppendBool(b, s.keptSeen)
-	b = binary.AppendUvarint(b, uint64(len(s.Counts)))
-	for _, k := range sortedKeys(s.Counts) {
-		b = ledger.AppendString(b, k)
-		b = appendInt(b, s.Counts[k])
-	}
-	b = appendRuns(b, s.TopKept)
-	b = appendRuns(b, s.TopAll)
+	b = appendTally(b, s)
 	b = binary.AppendUvarint(b, uint64(len(s.SetTops)))
 	for _, k := range sortedKeys(s.SetTops) {
 		b = ledger.AppendString(b, k)
@@ -80,11 +74,7 @@ func UnmarshalChampionFold(b []byte, opts Options) (*State, error) {
 	}
 	s := New(opts)
 	s.N, s.keptSeen = d.Int(), d.Bool()
-	for range d.Count() {
-		k := d.Str()
-		s.Counts[k] = d.Int()
-	}
-	s.TopKept, s.TopAll = readRuns(d), readRuns(d)
+	readTally(d, s)
 	for range d.Count() {
 		k := d.Str()
 		s.SetTops[k] = readTop(d)

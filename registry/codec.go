@@ -118,6 +118,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// appendTally encodes the status counts and the top runs, as the state
+// (Marshal) and a champion fold (MarshalChampionFold) both hold them.
+func appendTally(b []byte, s *State) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s.Counts)))
+	for _, k := range sortedKeys(s.Counts) {
+		b = ledger.AppendString(b, k)
+		b = appendInt(b, s.Counts[k])
+	}
+	b = appendRuns(b, s.TopKept)
+	b = appendRuns(b, s.TopAll)
+	return b
+}
+
+// readTally decodes what appendTally wrote into s.
+func readTally(d *ledger.Decoder, s *State) {
+	for range d.Count() {
+		k := d.Str()
+		s.Counts[k] = d.Int()
+	}
+	s.TopKept, s.TopAll = readRuns(d), readRuns(d)
+}
+
 // Marshal encodes the state for the registry cache.
 func (s *State) Marshal() ([]byte, error) {
 	s.Commits.compact()
@@ -126,13 +148,7 @@ func (s *State) Marshal() ([]byte, error) {
 	b = ledger.AppendString(b, s.Metric)
 	b = ledger.AppendBool(b, s.Max)
 	b = appendInt(b, s.N)
-	b = binary.AppendUvarint(b, uint64(len(s.Counts)))
-	for _, k := range sortedKeys(s.Counts) {
-		b = ledger.AppendString(b, k)
-		b = appendInt(b, s.Counts[k])
-	}
-	b = appendRuns(b, s.TopKept)
-	b = appendRuns(b, s.TopAll)
+	b = appendTally(b, s)
 	b = ledger.AppendString(b, s.Commits.Data)
 	b = binary.AppendUvarint(b, uint64(len(s.Lineages)))
 	for _, k := range sortedKeys(s.Lineages) {
@@ -211,11 +227,7 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 	if d.Err() == nil && (s.Version != StateVersion || s.Metric != opts.Goal.Metric || s.Max != opts.Goal.Max) {
 		return nil, fmt.Errorf("%w: version %d, goal %s/%v", ErrStateMismatch, s.Version, s.Metric, s.Max)
 	}
-	for range d.Count() {
-		k := d.Str()
-		s.Counts[k] = d.Int()
-	}
-	s.TopKept, s.TopAll = readRuns(d), readRuns(d)
+	readTally(d, s)
 	s.Commits.Data = d.Str()
 	for range d.Count() {
 		l := &LineageAgg{Root: d.Str(), Best: readRun(d), HasBest: d.Bool()}
