@@ -1,6 +1,7 @@
 package novelty
 
 import (
+	"cmp"
 	"sort"
 	"strings"
 	"sync"
@@ -307,8 +308,14 @@ func Jaccard(a, b []string) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 0
 	}
-	inter := 0
-	i, j := 0, 0
+	inter := Shared(a, b)
+	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// Shared is |a∩b| of two sorted sets (the registry's clustering counts
+// shared key ids with it).
+func Shared[T cmp.Ordered](a, b []T) int {
+	inter, i, j := 0, 0, 0
 	for i < len(a) && j < len(b) {
 		switch {
 		case a[i] == b[j]:
@@ -321,5 +328,5 @@ func Jaccard(a, b []string) float64 {
 			j++
 		}
 	}
-	return float64(inter) / float64(len(a)+len(b)-inter)
+	return inter
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
 )
 
 // Failure clustering (MEMORYLAB_RULES.md "Failure clusters"): discard and
@@ -225,7 +226,7 @@ func (s *State) bestCluster(f *Features, ids *[3][]int32, from, best int, bestSc
 			}
 			terms = 0
 			for k, w := range [3]float64{wTokens, wConcepts, wNumbers} {
-				terms += w * jaccardOf(intersect(ids[k], cl.ids[k]), sizes[k], psizes[k])
+				terms += w * jaccardOf(novelty.Shared(ids[k], cl.ids[k]), sizes[k], psizes[k])
 			}
 			ub = wSeq*2*float64(min(la, lb))/float64(la+lb) + terms
 			if !roundedAtLeast(ub, ClusterThreshold) || !roundedAtLeast(ub, bestScore) {
@@ -286,24 +287,6 @@ func jaccardOf(inter, na, nb int) float64 {
 		return 0
 	}
 	return float64(inter) / float64(na+nb-inter)
-}
-
-// intersect counts the ids two sorted id lists share.
-func intersect(a, b []int32) int {
-	inter, i, j := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i] == b[j]:
-			inter++
-			i++
-			j++
-		case a[i] < b[j]:
-			i++
-		default:
-			j++
-		}
-	}
-	return inter
 }
 
 // shared counts the walked keys a probe shares with one prototype, by kind.
