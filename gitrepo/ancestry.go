@@ -1147,15 +1147,7 @@ func (an *ancestry) decode(data []byte) error {
 // the whole ledger.
 func (an *ancestry) decodeV2(data []byte) error {
 	d := ledger.NewDecoder(data)
-	an.fp.Size = d.Varint()
-	an.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
-	an.kept = make([]keptRun, d.Count())
-	for i := range an.kept {
-		k := &an.kept[i]
-		k.id = ledger.RunID(d.Str())
-		copy(k.commit[:], d.Bytes(len(k.commit)))
-		k.short = d.Str()
-	}
+	an.readKept(d)
 	if d.Err() != nil {
 		return errBadCache
 	}
@@ -1197,18 +1189,24 @@ var keptDecoded atomic.Int64
 // decodeKept reads the ledger prefix covered and the kept-run table.
 func (an *ancestry) decodeKept(data []byte) error {
 	d := ledger.NewDecoder(data)
+	an.readKept(d)
+	keptDecoded.Add(int64(len(an.kept)))
+	if d.Done() != nil {
+		return errBadCache
+	}
+	return nil
+}
+
+// readKept decodes the ledger prefix covered and the kept-run table, as
+// versions 2 (before the graph) and 3 (after it) both hold them.
+func (an *ancestry) readKept(d *ledger.Decoder) {
 	an.fp.Size = d.Varint()
 	an.fp.TailHash = hex.EncodeToString([]byte(d.Str()))
 	an.kept = make([]keptRun, d.Count())
-	keptDecoded.Add(int64(len(an.kept)))
 	for i := range an.kept {
 		k := &an.kept[i]
 		k.id = ledger.RunID(d.Str())
 		copy(k.commit[:], d.Bytes(len(k.commit)))
 		k.short = d.Str()
 	}
-	if d.Done() != nil {
-		return errBadCache
-	}
-	return nil
 }
