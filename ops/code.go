@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/memorylab/memorylab/change"
 	"github.com/memorylab/memorylab/gitrepo"
@@ -123,9 +124,55 @@ func (c *RunCode) appendLine(b *bytes.Buffer) {
 }
 
 func parseRunCode(line []byte) (RunCode, bool) {
-	f := strings.Split(strings.TrimRight(string(line), "\n"), "\t")
-	if len(f) != 7 || f[0] == "" { // a line of version 1 has no values: recomputed
+	var c RunCode
+	var v float64
+	var scratch []string
+	if !parseRunCodeInto(line, &c, &v, &scratch) {
 		return RunCode{}, false
+	}
+	// Copies: the line's bytes may be a mapping or a reused buffer.
+	out := RunCode{Run: ledger.RunID(strings.Clone(string(c.Run))), Status: strings.Clone(c.Status)}
+	out.Change, out.Result = strings.Clone(c.Change), strings.Clone(c.Result)
+	if c.Value != nil {
+		out.Value = &v
+	}
+	for _, e := range c.Edits {
+		out.Edits = append(out.Edits, change.Edit{File: strings.Clone(e.File), Name: strings.Clone(e.Name), Old: strings.Clone(e.Old), New: strings.Clone(e.New)})
+	}
+	for _, x := range c.Values {
+		out.Values = append(out.Values, change.Value{File: strings.Clone(x.File), Name: strings.Clone(x.Name), Value: strings.Clone(x.Value)})
+	}
+	return out, true
+}
+
+// parseRunCodeInto is parseRunCode into *c, reusing its Edits and Values,
+// with every string a view of line (valid while line's bytes are) and the
+// value in *v; false when the line is malformed (c is then garbage). The
+// one reader of a cache line: params folds a million of them without an
+// allocation each (issue 30).
+func parseRunCodeInto(line []byte, c *RunCode, v *float64, scratch *[]string) bool {
+	if len(line) > 0 && line[len(line)-1] == '\n' {
+		line = bytes.TrimRight(line, "\n")
+	}
+	if len(line) == 0 {
+		return false
+	}
+	str := unsafe.String(&line[0], len(line))
+	var f [7]string
+	n := 0
+	for rest := str; ; n++ {
+		i := strings.IndexByte(rest, '\t')
+		if n == 6 || i < 0 {
+			if i >= 0 || n != 6 { // a line of version 1 has no values: recomputed
+				return false
+			}
+			f[6] = rest
+			break
+		}
+		f[n], rest = rest[:i], rest[i+1:]
+	}
+	if f[0] == "" {
+		return false
 	}
 	undash := func(s string) string {
 		if s == "-" {
@@ -133,34 +180,55 @@ func parseRunCode(line []byte) (RunCode, bool) {
 		}
 		return s
 	}
-	c := RunCode{Run: ledger.RunID(f[0]), Status: undash(f[1])}
+	edits, values := c.Edits[:0], c.Values[:0]
+	*c = RunCode{Run: ledger.RunID(f[0]), Status: undash(f[1])}
 	c.Change, c.Result = undash(f[3]), undash(f[4])
 	if f[2] != "-" {
-		v, err := strconv.ParseFloat(f[2], 64)
+		x, err := strconv.ParseFloat(f[2], 64)
 		if err != nil {
-			return RunCode{}, false
+			return false
 		}
-		c.Value = &v
+		*v = x
+		c.Value = v
+	}
+	split := func(s, sep string) []string { // strings.Split into the scratch slice
+		p := (*scratch)[:0]
+		for {
+			i := strings.Index(s, sep)
+			if i < 0 {
+				break
+			}
+			p, s = append(p, s[:i]), s[i+len(sep):]
+		}
+		p = append(p, s)
+		*scratch = p
+		return p
 	}
 	if f[5] != "-" {
-		for _, e := range strings.Split(f[5], editSep) {
-			p := strings.Split(e, fieldSep)
+		for e := range strings.SplitSeq(f[5], editSep) {
+			p := split(e, fieldSep)
 			if len(p) != 5 {
-				return RunCode{}, false
+				return false
 			}
-			c.Edits = append(c.Edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
+			edits = append(edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
 		}
 	}
 	if f[6] != "-" {
-		for _, e := range strings.Split(f[6], editSep) {
-			p := strings.Split(e, valueSep)
+		for e := range strings.SplitSeq(f[6], editSep) {
+			p := split(e, valueSep)
 			if len(p) != 4 {
-				return RunCode{}, false
+				return false
 			}
-			c.Values = append(c.Values, change.Value{File: p[1], Name: p[2], Value: p[3]})
+			values = append(values, change.Value{File: p[1], Name: p[2], Value: p[3]})
 		}
 	}
-	return c, true
+	if len(edits) > 0 {
+		c.Edits = edits
+	}
+	if len(values) > 0 {
+		c.Values = values
+	}
+	return true
 }
 
 // codeSet is the code cache as read: the base file's lines (searched, not
@@ -399,6 +467,48 @@ func (cs *codeSet) keepsAfter(id ledger.RunID) int {
 		n += keep(cs.tail[t])
 	}
 	return n
+}
+
+// eachRun calls fn with every run of the set in ledger order, as all
+// returns them (a run's first well-formed line), without holding them:
+// each is parsed into one reused RunCode whose strings point into the
+// set's bytes, so fn copies what it keeps (issue 30: params over a
+// million runs parsed and held every line, 2.5 s of CPU). It counts the
+// lines it parses in read.
+func (cs *codeSet) eachRun(fn func(c *RunCode)) {
+	n := bytes.Count(cs.base, []byte("\n")) + len(cs.tail)
+	seen := make(map[ledger.RunID]struct{}, n)
+	var c RunCode
+	var v float64
+	var scratch []string
+	for b := cs.base; len(b) > 0; {
+		end := bytes.IndexByte(b, '\n')
+		if end < 0 {
+			end = len(b)
+		}
+		line := b[:end]
+		b = b[min(end+1, len(b)):]
+		cs.read += len(line) + 1
+		if !parseRunCodeInto(line, &c, &v, &scratch) {
+			continue
+		}
+		if _, dup := seen[c.Run]; dup {
+			continue
+		}
+		seen[c.Run] = struct{}{}
+		fn(&c)
+	}
+	for _, id := range cs.tailOrder() {
+		if t := cs.tail[id]; !hasRun(seen, t.Run) {
+			seen[t.Run] = struct{}{}
+			fn(&t)
+		}
+	}
+}
+
+func hasRun(seen map[ledger.RunID]struct{}, id ledger.RunID) bool {
+	_, ok := seen[id]
+	return ok
 }
 
 // all parses every run of the set, in ledger order.
