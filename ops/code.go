@@ -875,6 +875,9 @@ func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunI
 		defer step.Done()
 	}
 	var b bytes.Buffer
+	if fp, err := s.CurrentFingerprint(); err == nil {
+		b.Grow(int(min(fp.Size/64, 1<<30))) // a line is ~50 bytes of a ~4 KB record: grown once, if ever
+	}
 	n := 0
 	var corr ledger.Corrections
 	end, _, err := s.ScanFromBulk(0, func(r *ledger.Record, _ int, _ int64) error {
@@ -910,7 +913,7 @@ func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunI
 		base = kept
 	}
 	if fp, err := s.FingerprintAt(end); err == nil {
-		if err := s.WriteCache(codeCacheName, codeCacheVersion, fp, base); err == nil {
+		if err := s.WriteCacheOf(codeCacheName, codeCacheVersion, fp, base); err == nil {
 			_ = os.Remove(s.CachePath(codeTailName))
 		}
 	}

@@ -110,6 +110,11 @@ func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
 		if m, ok, err := morningBounded(env, s, x, in); ok || err != nil {
 			return m, err
 		}
+		if streamMorningCache(env, s, x, in) { // missing or stale: built from the catalog file
+			if m, ok, err := morningBounded(env, s, x, in); ok || err != nil {
+				return m, err
+			}
+		}
 	} else if m, ok, err := MorningFromCaches(env, s, in); ok || err != nil {
 		return m, err
 	}
@@ -642,6 +647,55 @@ func extendMorningCache(c *ledger.MorningCache, recs []*ledger.Record, g registr
 		}
 		c.Runs++
 	}
+}
+
+// streamMorningCache writes the morning cache from the catalog file read
+// one record at a time (ledger.CatalogStream) when the cache on disk is
+// missing or covers another ledger, the catalog file holds exactly the
+// runs of x, and the report's window is one morningBounded answers: its
+// fold is of the runs before the window, as the report would leave it. It
+// reports whether it wrote one. (Issue 30: the first report after a first
+// use built it from the catalog decoded whole, 1.3 GB at 1M runs.)
+func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput) bool {
+	if mc, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err == nil && mc.Covers == x.Covers {
+		return false // current: what stopped morningBounded is the window
+	}
+	src := newIndexedRuns(s, x)
+	p, ok := src.before(report.NewWindow(morningOptions(env, in).Now, in.SinceHours))
+	if !ok || src.n-p > MaxMorningReads {
+		return false
+	}
+	cs, err := s.OpenCatalogStream(s.Config.Metric)
+	if err != nil {
+		return false
+	}
+	defer cs.Close() // after the cache is written: its strings point into the file
+	if cs.Covers != x.Covers || cs.Runs != src.n {
+		return false
+	}
+	g := registry.GoalOf(s.Config)
+	c := &ledger.MorningCache{Covers: x.Covers, Metric: s.Config.Metric, Goal: s.Config.Goal,
+		Corrections: len(x.Corrections), Hosts: map[string]ledger.HostCount{}}
+	fold := registry.NewChampionFold(g)
+	var rec ledger.Record
+	one := []*ledger.Record{&rec}
+	for i := 0; ; i++ {
+		if _, ok := cs.Next(&rec); !ok {
+			break
+		}
+		extendMorningCache(c, one, g)
+		if i < p {
+			fold.Add(&rec)
+		}
+	}
+	if cs.Err() != nil || c.Runs != src.n {
+		return false
+	}
+	c.FoldAt = p
+	if c.Fold, err = fold.MarshalChampionFold(); err != nil {
+		return false
+	}
+	return s.WriteMorningCache(c) == nil
 }
 
 // saveMorningCache writes the morning cache from cat when the cache on

@@ -189,3 +189,52 @@ func TestReportReadsItsWindow(t *testing.T) {
 	check("a timestamp that does not parse", in, -1)
 	check("a timestamp that does not parse, again", in, -1)
 }
+
+// TestFirstReportStreamsTheCatalog pins the first report after a first use
+// (issue 30: at 1M runs it decoded the whole catalog to build the run index
+// and again for the morning cache, 1.5 and 1.3 GB): with the catalog file
+// current and neither the run index nor the morning cache on disk, the
+// report reads the catalog file as a stream, twice (the index, the cache),
+// never decodes it whole, decodes about its window's runs from the ledger,
+// and says what the report through the catalog says.
+func TestFirstReportStreamsTheCatalog(t *testing.T) {
+	l, _, _ := lookupLab(t)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := l.env
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(10000 * 5 * time.Minute)
+	env.Now = func() time.Time { return now }
+	cat, _, err := s.OpenCatalog(s.Config.Metric, nil) // as a first use leaves it
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ops.MorningOf(env, s, cat, ops.DefaultReportInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ledger.RunIndexFile, ledger.RunIndexTailFile, ledger.MorningCacheFile} {
+		if err := os.Remove(s.CachePath(f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	reads, streams, decoded := ledger.CatalogReads(), ledger.CatalogStreams(), ledger.RecordsDecoded()
+	got, err := ops.Morning(env, s, ops.DefaultReportInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads, streams, decoded = ledger.CatalogReads()-reads, ledger.CatalogStreams()-streams, ledger.RecordsDecoded()-decoded
+	if reads != 0 || streams != 2 {
+		t.Errorf("read the catalog whole %d times and as a stream %d times, want 0 and 2", reads, streams)
+	}
+	if decoded > 220 { // the 192 runs of the 16 h window and a few more (TestReportReadsItsWindow)
+		t.Errorf("decoded %d records of a 10,000-run ledger, want at most 220", decoded)
+	}
+	if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
+		t.Errorf("the first report:\n%s\nthrough the catalog:\n%s", g, w)
+	}
+	if _, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err != nil {
+		t.Errorf("no morning cache after the first report: %v", err)
+	}
+}
