@@ -758,11 +758,16 @@ func readPart(d *Decoder, size int) (runPart, error) {
 
 // mapped is the run index bases this process mapped, by file identity: a
 // mapping is never unmapped (the strings the index hands out point into
-// it), so one file is mapped once, however often it is opened (the MCP
-// server); a base replaced since stays mapped until the process ends.
+// it, and may outlive the index: a lineage's run ids), so one file is
+// mapped once, however often it is opened (the MCP server). When a newer
+// base of the same store is mapped, the replaced one's pages are given
+// back (madvise DONTNEED): a long-running process (serve, mcp) keeps its
+// address range and the replaced file's blocks, not its memory, and a
+// string that still points there reads the file's bytes again.
 var mapped struct {
 	sync.Mutex
-	files map[mappedKey][]byte
+	files  map[mappedKey][]byte
+	latest map[string]mappedKey // the base last mapped at each path
 }
 
 type mappedKey struct {
@@ -771,10 +776,15 @@ type mappedKey struct {
 	mtime    int64
 }
 
+// runIndexPagesReleased counts the bytes of replaced bases whose pages
+// were given back (tests).
+var runIndexPagesReleased atomic.Int64
+
 // readBase is ReadCache of the run index base, mapped into memory rather
 // than read: a show reads a few of its pages, not its ~86 MB at 1M runs.
 func (s *Store) readBase() (Fingerprint, []byte, error) {
-	f, err := os.Open(s.CachePath(RunIndexFile))
+	path := s.CachePath(RunIndexFile)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, RunIndexFile)
 	}
@@ -799,9 +809,15 @@ func (s *Store) readBase() (Fingerprint, []byte, error) {
 			return s.ReadCache(RunIndexFile, RunIndexVersion)
 		}
 		if mapped.files == nil {
-			mapped.files = map[mappedKey][]byte{}
+			mapped.files, mapped.latest = map[mappedKey][]byte{}, map[string]mappedKey{}
 		}
 		mapped.files[key] = b
+		if old, had := mapped.latest[path]; had && old != key {
+			if ob := mapped.files[old]; syscall.Madvise(ob, syscall.MADV_DONTNEED) == nil {
+				runIndexPagesReleased.Add(int64(len(ob)))
+			}
+		}
+		mapped.latest[path] = key
 	}
 	mapped.Unlock()
 	return parseCache(b, RunIndexFile, RunIndexVersion)
