@@ -145,6 +145,10 @@ func (c *CatalogStream) Close() {
 	}
 }
 
+// SlimCorrection is the catalog's copy of a correction line (what its
+// Corrections hold), for a reader that merges new lines into a stream.
+func SlimCorrection(r *Record) Record { return slimCorrection(r) }
+
 // decodeSlimRecord decodes one record as appendSlimRecord wrote it into r
 // (zero) and returns its offset: the body of decodeSlimRecords' loop, one
 // record at a time (TestCatalogStreamIsTheCatalog holds the two to the

@@ -123,8 +123,7 @@ func (env Env) streamIndex(s *ledger.Store) (*ledger.RunIndex, error) {
 	var corrections []ledger.Record
 	end, warnings, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, off int64) error {
 		if r.Correction != nil {
-			c := *r.Correction
-			corrections = append(corrections, ledger.Record{SchemaVersion: r.SchemaVersion, RunID: r.RunID, Timestamp: r.Timestamp, Correction: &c})
+			corrections = append(corrections, ledger.SlimCorrection(r))
 			return nil
 		}
 		fresh = append(fresh, line{ledger.SlimRecord(r, s.Config.Metric), off})
