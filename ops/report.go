@@ -651,8 +651,9 @@ func extendMorningCache(c *ledger.MorningCache, recs []*ledger.Record, g registr
 
 // streamMorningCache writes the morning cache from the catalog file read
 // one record at a time (ledger.CatalogStream) when the cache on disk is
-// missing or covers another ledger, the catalog file holds exactly the
-// runs of x, and the report's window is one morningBounded answers: its
+// missing or covers another ledger, the catalog file holds the runs of x
+// (it covers the same ledger, or one that only correction lines follow),
+// and the report's window is one morningBounded answers: its
 // fold is of the runs before the window, as the report would leave it. It
 // reports whether it wrote one. (Issue 30: the first report after a first
 // use built it from the catalog decoded whole, 1.3 GB at 1M runs.)
@@ -670,8 +671,25 @@ func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportI
 		return false
 	}
 	defer cs.Close() // after the cache is written: its strings point into the file
-	if cs.Covers != x.Covers || cs.Runs != src.n {
-		return false
+	var gone map[ledger.RunID]ledger.Correction
+	if cs.Covers != x.Covers {
+		// Only correction lines after the catalog's prefix (a note, a
+		// retraction): its runs that count, less those retracted since.
+		if !s.StillCovers(cs.Covers) {
+			return false
+		}
+		var corr []ledger.Record
+		end, _, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, _ int64) error {
+			if r.Correction == nil {
+				return errRebuildIndex // a run: the catalog's catch-up places it
+			}
+			corr = append(corr, ledger.SlimCorrection(r))
+			return nil
+		})
+		if err != nil || end != x.Covers.Size {
+			return false
+		}
+		gone = ledger.CollectCorrections(corr).Retracted
 	}
 	g := registry.GoalOf(s.Config)
 	c := &ledger.MorningCache{Covers: x.Covers, Metric: s.Config.Metric, Goal: s.Config.Goal,
@@ -679,14 +697,18 @@ func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportI
 	fold := registry.NewChampionFold(g)
 	var rec ledger.Record
 	one := []*ledger.Record{&rec}
-	for i := 0; ; i++ {
+	for i := 0; ; {
 		if _, ok := cs.Next(&rec); !ok {
 			break
+		}
+		if _, out := gone[rec.RunID]; out {
+			continue
 		}
 		extendMorningCache(c, one, g)
 		if i < p {
 			fold.Add(&rec)
 		}
+		i++
 	}
 	if cs.Err() != nil || c.Runs != src.n {
 		return false

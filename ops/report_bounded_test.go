@@ -237,4 +237,42 @@ func TestFirstReportStreamsTheCatalog(t *testing.T) {
 	if _, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err != nil {
 		t.Errorf("no morning cache after the first report: %v", err)
 	}
+
+	// A note, then a retraction of a run of the window, appended as a pull
+	// appends them (retract itself drops the caches): the run index and the
+	// morning cache are rebuilt from the catalog file, now behind, and the
+	// lines after it. (The registry state cannot forget a run: after the
+	// retraction ops.LoadRegistry builds it from the catalog, once.)
+	all, _, err := s.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line     *ledger.Record
+		maxReads int64
+	}{
+		{ledger.NewCorrection(now, ledger.CorrectionNote, all[5].RunID, "seen"), 0},
+		{ledger.NewCorrection(now, ledger.CorrectionRetract, all[len(all)-60].RunID, "bad data"), 1},
+	} {
+		if err := s.Append(c.line); err != nil {
+			t.Fatal(err)
+		}
+		reads, streams = ledger.CatalogReads(), ledger.CatalogStreams()
+		got, err = ops.Morning(env, s, ops.DefaultReportInput())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads, streams = ledger.CatalogReads()-reads, ledger.CatalogStreams()-streams; reads > c.maxReads || streams != 2 {
+			t.Errorf("after a %s: read the catalog whole %d times and as a stream %d times, want at most %d and 2", c.line.Correction.Kind, reads, streams, c.maxReads)
+		}
+		if cat, _, err = s.OpenCatalog(s.Config.Metric, nil); err != nil { // caught up: the next line leaves it behind again
+			t.Fatal(err)
+		}
+		if want, err = ops.MorningOf(env, s, cat, ops.DefaultReportInput()); err != nil {
+			t.Fatal(err)
+		}
+		if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
+			t.Errorf("after a %s:\n%s\nthrough the catalog:\n%s", c.line.Correction.Kind, g, w)
+		}
+	}
 }
