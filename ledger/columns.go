@@ -1,0 +1,133 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+)
+
+// ScanCatalog calls fn with each slim record of the catalog file for
+// metric — the runs that count (counted true), then the retracted runs —
+// with its ledger byte offset, without holding them: the file is mapped
+// (MapCache) and each record decoded in turn into one reused Record whose
+// strings point into the mapping, valid only until fn returns (fn copies
+// what it keeps). It returns the ledger prefix the file covers. A missing
+// file, one of another version or metric, one whose prefix the ledger no
+// longer starts with, or a damaged one gives an error wrapping
+// ErrCacheInvalid; the caller then opens the catalog (OpenCatalog), which
+// rebuilds it. The dashboard's runs and lineage pages read what they need
+// of a million runs this way instead of holding 1.3 GB of records (issue
+// 30).
+func (s *Store) ScanCatalog(metric string, fn func(r *Record, off int64, counted bool) error) (Fingerprint, error) {
+	catalogScans.Add(1)
+	fp, payload, release, err := s.MapCache(CatalogFile, CatalogVersion)
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	defer release()
+	if !s.StillCovers(fp) {
+		return Fingerprint{}, fmt.Errorf("%w: the ledger no longer starts with the part the catalog covers", ErrCacheInvalid)
+	}
+	d := NewDecoder(payload)
+	if m := d.Str(); m != metric {
+		return Fingerprint{}, fmt.Errorf("%w: catalog is for metric %s", ErrCacheInvalid, m)
+	}
+	var r Record
+	for _, counted := range []bool{true, false} {
+		n := d.Uvarint()
+		if n > uint64(len(payload)) {
+			return Fingerprint{}, fmt.Errorf("%w: bad record count", ErrCacheInvalid)
+		}
+		for range n {
+			off, err := decodeSlimRecordInto(d, &r)
+			if err != nil {
+				return Fingerprint{}, err
+			}
+			if err := fn(&r, off, counted); err != nil {
+				return Fingerprint{}, err
+			}
+		}
+	}
+	return fp, d.Err()
+}
+
+// catalogScans counts ScanCatalog calls of this process (tests).
+var catalogScans atomic.Int64
+
+// CatalogScans is how many times this process scanned the catalog file
+// (ScanCatalog).
+func CatalogScans() int64 { return catalogScans.Load() }
+
+// decodeSlimRecordInto decodes one record of what appendSlimRecord wrote
+// into r, reusing r's tags and metrics, and returns its offset. It reads
+// the format decodeSlimRecords reads (TestScanCatalogIsTheCatalog holds the
+// two together); that one allocates each record for keeps.
+func decodeSlimRecordInto(d *Decoder, r *Record) (int64, error) {
+	tags, metrics := r.Tags[:0], r.Metrics
+	clear(metrics)
+	*r = Record{}
+	off := d.Varint()
+	r.SchemaVersion = int(d.Uvarint())
+	flags := d.Uvarint()
+	r.RunID = RunID(d.Str())
+	r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
+	if parent := d.Str(); flags&flagParent != 0 {
+		r.ParentCommit = &parent
+	}
+	if flags&flagDirty != 0 {
+		dirty := true
+		r.Dirty = &dirty
+	}
+	r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+	if g := d.Bytes(int(d.Uvarint())); len(g) > 0 {
+		r.NoveltyGuard = RawJSON(g)
+	}
+	if p := d.Bytes(int(d.Uvarint())); len(p) > 0 {
+		r.DecisionPacket = RawJSON(p)
+	}
+	if flags&flagError != 0 {
+		r.Error = &ErrorInfo{Summary: d.Str(), Source: d.Str()}
+	}
+	r.Replicate = d.Str()
+	if flags&flagSeed != 0 {
+		seed := d.Varint()
+		r.Seed = &seed
+	}
+	if flags&flagHardware != 0 {
+		r.Hardware = &Hardware{Host: d.Str(), Accelerator: d.Str()}
+	}
+	if flags&flagItems != 0 {
+		r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
+	}
+	for n := d.Count(); n > 0 && d.Err() == nil; n-- {
+		tags = append(tags, d.Str())
+	}
+	if tags == nil {
+		tags = []string{} // as decodeSlimRecords: empty, not nil
+	}
+	r.Tags = tags
+	if nm := d.Count(); nm > 0 {
+		if metrics == nil {
+			metrics = make(Metrics, nm)
+		}
+		r.Metrics = metrics
+		for range nm {
+			k := d.Str()
+			if d.Byte() == 0 {
+				r.Metrics[k] = nil
+				continue
+			}
+			v := d.Float()
+			r.Metrics[k] = &v
+		}
+	}
+	if src := d.Str(); src != "" {
+		if err := json.Unmarshal([]byte(src), &r.Source); err != nil {
+			return 0, fmt.Errorf("%w: bad source of %s", ErrCacheInvalid, r.RunID)
+		}
+	}
+	if d.Err() != nil {
+		return 0, d.Err()
+	}
+	return off, nil
+}

@@ -1,0 +1,133 @@
+package ops_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/ledger"
+	"github.com/memorylab/memorylab/novelty"
+	"github.com/memorylab/memorylab/ops"
+)
+
+// TestRunTableIsRunsPage (issue 30): the dashboard's runs page through
+// ops.RunTable answers as ops.RunsPage over the catalog — every filter,
+// sort, order, search (the index's matches first) and page — through new
+// runs (appended to the table from their lines alone: no catalog read or
+// scan), a retraction, a run dated before the others, and a catalog file
+// that lags the ledger (its runs from the file, the rest from their lines).
+func TestRunTableIsRunsPage(t *testing.T) {
+	l := newLab(t)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := novelty.SyntheticRecords(1500, 5) // dated 2025
+	for i, r := range recs {
+		r.Tags = []string{fmt.Sprintf("tag-%d", i%4)}
+		if i%7 == 0 {
+			r.Tags = append(r.Tags, "rare", "Ünïcode")
+		}
+		if i%11 == 0 {
+			r.Description = "MATRIX LR Sweep with Élan"
+		}
+	}
+	if err := s.Append(recs...); err != nil {
+		t.Fatal(err)
+	}
+	l.experiment("baseline run", "LR = 0.04\n", ledger.StatusKeep, 0.99)
+	if _, _, err := s.OpenCatalog(s.Config.Metric, nil); err != nil { // the catalog file, as a first use leaves it
+		t.Fatal(err)
+	}
+	now := time.Date(2025, 1, 2, 12, 0, 0, 0, time.UTC)
+	var inputs []ops.PageInput
+	for _, sortKey := range []string{"", "time", "metric", "status", "family", "memory"} {
+		for _, desc := range []bool{false, true} {
+			inputs = append(inputs, ops.PageInput{Sort: sortKey, Desc: desc}, ops.PageInput{Sort: sortKey, Desc: desc, Page: 3, Size: 40},
+				ops.PageInput{Sort: sortKey, Desc: desc, Query: "matrix lr"}, ops.PageInput{Sort: sortKey, Desc: desc, Query: "élan", Page: 2, Size: 10})
+		}
+	}
+	inputs = append(inputs,
+		ops.PageInput{ListInput: ops.ListInput{Status: []string{"crash"}}},
+		ops.PageInput{ListInput: ops.ListInput{Status: []string{"keep,discard"}}, Sort: "metric", Page: 4},
+		ops.PageInput{ListInput: ops.ListInput{Family: recs[3].Family}, Tag: "tag-3", Desc: true},
+		ops.PageInput{ListInput: ops.ListInput{Family: "no such family"}},
+		ops.PageInput{Tag: "rare", Sort: "family"},
+		ops.PageInput{Tag: "ünïcode", Query: "ÜNÏ"},
+		ops.PageInput{ListInput: ops.ListInput{Since: 20 * time.Hour}, Sort: "time", Desc: true},
+		ops.PageInput{ListInput: ops.ListInput{Since: 20 * time.Hour, Status: []string{"keep"}}, Query: "lr"},
+		ops.PageInput{Page: 1 << 40, Size: 7},
+		ops.PageInput{Query: "no run says this"},
+		ops.PageInput{Query: "baseline\nrun"},
+		ops.PageInput{Sort: "colour"},
+		ops.PageInput{ListInput: ops.ListInput{Status: []string{"kept"}}},
+	)
+	var tab *ops.RunTable
+	check := func(step string) {
+		t.Helper()
+		var err error
+		if tab, err = ops.OpenRunTable(l.env, s, tab); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		cat, _, err := s.OpenCatalog(s.Config.Metric, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The index finds a few runs, one of them twice, best first.
+		search := func(string) ([]int64, error) {
+			n := len(cat.Offsets)
+			return []int64{cat.Offsets[n-1], cat.Offsets[n/2], cat.Offsets[7], cat.Offsets[n/2], -1}, nil
+		}
+		for _, in := range inputs {
+			want, werr := ops.RunsPage(cat, s.Config, in, now, search)
+			got, gerr := tab.Page(s, s.Config, in, now, search)
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%s: %+v: error %v, through the catalog %v", step, in, gerr, werr)
+			}
+			w, _ := json.Marshal(want)
+			g, _ := json.Marshal(got)
+			if string(w) != string(g) {
+				t.Fatalf("%s: %+v:\n%s\nthrough the catalog:\n%s", step, in, g, w)
+			}
+		}
+	}
+	check("first")
+	// New runs: appended to the table from their lines alone.
+	l.experiment("raise learning rate to 0.08", "LR = 0.08\n", ledger.StatusDiscard, 1.01)
+	l.experiment("deeper model", "LR = 0.04\nDEPTH = 10\n", ledger.StatusKeep, 0.97)
+	reads, scans, decoded := ledger.CatalogReads(), ledger.CatalogScans(), ledger.RecordsDecoded()
+	before := tab
+	if tab, err = ops.OpenRunTable(l.env, s, tab); err != nil {
+		t.Fatal(err)
+	}
+	if n := ledger.CatalogReads() - reads; n > 0 {
+		t.Errorf("the table after two new runs read the catalog %d times, want none", n)
+	}
+	if n := ledger.CatalogScans() - scans; n > 0 {
+		t.Errorf("the table after two new runs scanned the catalog %d times, want none", n)
+	}
+	// Each new line twice: the run index's catch-up, then the table's row.
+	if n := ledger.RecordsDecoded() - decoded; n > 4 {
+		t.Errorf("the table after two new runs decoded %d records, want at most 4", n)
+	}
+	if tab.Len() != before.Len()+2 {
+		t.Errorf("the table holds %d runs after two new ones, had %d", tab.Len(), before.Len())
+	}
+	check("two new runs")
+	// A fresh table while the catalog file lags the ledger.
+	l.experiment("wider model", "LR = 0.04\nWIDTH = 2\n", ledger.StatusDiscard, 1.02)
+	tab = nil
+	check("a catalog file behind the ledger")
+	// A retraction and a run dated before the others: the index is rebuilt.
+	if _, err := ops.Correct(l.env, ops.CorrectInput{Kind: ledger.CorrectionRetract, Run: string(recs[10].RunID), Text: "bad data"}); err != nil {
+		t.Fatal(err)
+	}
+	check("a retraction")
+	early := *recs[20]
+	early.RunID = ledger.RunID(string(early.RunID[:len(early.RunID)-3]) + "zzz")
+	if err := s.Append(&early); err != nil {
+		t.Fatal(err)
+	}
+	check("a run dated among the others")
+}
