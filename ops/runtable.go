@@ -44,6 +44,7 @@ type RunTable struct {
 
 	mu    sync.Mutex
 	perms map[string][]int32 // sort key → rows in ascending order (nil: row order)
+	ranks []int32            // row → its place in (timestamp, run id) order, when not the row's own
 	byOff map[int64]int32    // ledger offset → row, for the index's search matches
 }
 
@@ -139,29 +140,29 @@ func (b *tableBuilder) set(i int, r *ledger.Record, off int64) {
 // and tags joined by newlines (lower-casing each piece is the same, a
 // newline being its own lower case).
 func appendSearchText(b []byte, r *ledger.Record) []byte {
-	pieces := append([]string{r.Description, r.Hypothesis, r.Family, string(r.RunID), r.Commit}, r.Tags...)
-	for k, p := range pieces {
-		if k > 0 {
-			b = append(b, '\n')
+	b = appendLower(b, r.Description)
+	for _, p := range [...]string{r.Hypothesis, r.Family, string(r.RunID), r.Commit} {
+		b = appendLower(append(b, '\n'), p)
+	}
+	for _, p := range r.Tags {
+		b = appendLower(append(b, '\n'), p)
+	}
+	return b
+}
+
+// appendLower appends strings.ToLower(p).
+func appendLower(b []byte, p string) []byte {
+	for j := 0; j < len(p); j++ {
+		if p[j] >= utf8.RuneSelf {
+			return append(b, strings.ToLower(p)...)
 		}
-		ascii := true
-		for j := 0; j < len(p); j++ {
-			if p[j] >= utf8.RuneSelf {
-				ascii = false
-				break
-			}
+	}
+	for j := 0; j < len(p); j++ {
+		c := p[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
 		}
-		if !ascii {
-			b = append(b, strings.ToLower(p)...)
-			continue
-		}
-		for j := 0; j < len(p); j++ {
-			c := p[j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			b = append(b, c)
-		}
+		b = append(b, c)
 	}
 	return b
 }
@@ -253,13 +254,30 @@ func OpenRunTable(env Env, s *ledger.Store, prev *RunTable) (*RunTable, error) {
 func (env Env) eachSlimAt(s *ledger.Store, ids []ledger.RunID, offs []int64, scan bool, fn func(k int, r *ledger.Record, off int64)) error {
 	done := make([]bool, len(offs))
 	if scan && len(offs) > 0 {
-		want := make(map[int64]int32, len(offs))
-		for k, off := range offs {
-			want[off] = int32(k)
+		// The catalog's runs come in the one order of runs, as offs
+		// usually does: the next one wanted is tried first, and a map
+		// made only when a run is not where it was expected.
+		next := 0
+		var want map[int64]int32
+		find := func(off int64) (int, bool) {
+			for next < len(offs) && done[next] {
+				next++
+			}
+			if next < len(offs) && offs[next] == off {
+				return next, true
+			}
+			if want == nil {
+				want = make(map[int64]int32, len(offs))
+				for k, off := range offs {
+					want[off] = int32(k)
+				}
+			}
+			k, ok := want[off]
+			return int(k), ok
 		}
 		take := func(r *ledger.Record, off int64) {
-			if k, ok := want[off]; ok && !done[k] && r.RunID == ids[k] {
-				fn(int(k), r, off)
+			if k, ok := find(off); ok && !done[k] && r.RunID == ids[k] {
+				fn(k, r, off)
 				done[k] = true
 			}
 		}
@@ -318,10 +336,10 @@ func (env Env) eachSlimAt(s *ledger.Store, ids []ledger.RunID, offs []int64, sca
 // Len is the number of runs that count.
 func (t *RunTable) Len() int { return t.n }
 
-// less orders rows a and b by key (RunsPage's sortRuns): the metric best
-// first and runs without it last, memory ascending, status or family by
-// name; ties by (timestamp, run id).
-func (t *RunTable) less(key string, better func(a, b float64) bool, a, b int32) bool {
+// cmpKey compares rows a and b by key alone (RunsPage's sortRuns): the
+// metric best first and runs without it last, memory ascending, status or
+// family by name; 0 for a tie.
+func (t *RunTable) cmpKey(key string, better func(a, b float64) bool, a, b int32) int {
 	switch key {
 	case "metric", "memory":
 		flag, vals := uint8(hasValue), t.value
@@ -329,56 +347,93 @@ func (t *RunTable) less(key string, better func(a, b float64) bool, a, b int32) 
 			flag, vals = hasMem, t.mem
 		}
 		ha, hb := t.has[a]&flag != 0, t.has[b]&flag != 0
-		if ha != hb {
-			return ha
-		}
-		if ha && vals[a] != vals[b] {
-			if key == "metric" {
-				return better(vals[a], vals[b])
-			}
-			return vals[a] < vals[b]
+		switch {
+		case ha != hb && ha:
+			return -1
+		case ha != hb:
+			return 1
+		case !ha || vals[a] == vals[b]:
+			return 0
+		case key == "metric" && better(vals[a], vals[b]), key == "memory" && vals[a] < vals[b]:
+			return -1
+		case key == "metric" && better(vals[b], vals[a]), key == "memory" && vals[b] < vals[a]:
+			return 1
 		}
 	case "status", "family":
 		col := t.status
 		if key == "family" {
 			col = t.family
 		}
-		if na, nb := t.names[col[a]], t.names[col[b]]; na != nb {
-			return na < nb
+		return strings.Compare(t.names[col[a]], t.names[col[b]])
+	}
+	return 0
+}
+
+// cmpTime compares rows by (timestamp, run id), sortRuns's ties.
+func (t *RunTable) cmpTime(a, b int32) int {
+	if c := strings.Compare(t.ts[a], t.ts[b]); c != 0 {
+		return c
+	}
+	return strings.Compare(t.ids[a], t.ids[b])
+}
+
+// order is the comparison of rows for key: cmpKey, ties by their rank in
+// (timestamp, run id) order (its permutation is made once, and is the
+// rows' own order unless timestamps came in other forms).
+func (t *RunTable) order(key string, better func(a, b float64) bool) func(a, b int32) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.orderLocked(key, better)
+}
+
+func (t *RunTable) orderLocked(key string, better func(a, b float64) bool) func(a, b int32) int {
+	if key == "" || key == "time" {
+		return t.cmpTime
+	}
+	byTime := t.permLocked("time", better)
+	var rank []int32
+	if byTime != nil {
+		if t.ranks == nil {
+			t.ranks = make([]int32, t.n)
+			for k, r := range byTime {
+				t.ranks[r] = int32(k)
+			}
 		}
+		rank = t.ranks
 	}
-	if t.ts[a] != t.ts[b] {
-		return t.ts[a] < t.ts[b]
+	return func(a, b int32) int {
+		if c := t.cmpKey(key, better, a, b); c != 0 {
+			return c
+		}
+		if byTime != nil {
+			a, b = rank[a], rank[b]
+		}
+		return int(a) - int(b)
 	}
-	return t.ids[a] < t.ids[b]
 }
 
 // perm is every row in ascending order of key, made once per table; nil
 // means the rows' own order.
 func (t *RunTable) perm(key string, better func(a, b float64) bool) []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.permLocked(key, better)
+}
+
+func (t *RunTable) permLocked(key string, better func(a, b float64) bool) []int32 {
 	if key == "" {
 		key = "time"
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if p, ok := t.perms[key]; ok {
 		return p
-	}
-	cmp := func(a, b int32) int {
-		switch {
-		case t.less(key, better, a, b):
-			return -1
-		case t.less(key, better, b, a):
-			return 1
-		}
-		return 0
 	}
 	var p []int32
 	ordered := key == "time"
 	for i := 1; ordered && i < t.n; i++ {
-		ordered = cmp(int32(i-1), int32(i)) < 0
+		ordered = t.cmpTime(int32(i-1), int32(i)) < 0
 	}
 	if !ordered {
+		cmp := t.orderLocked(key, better)
 		p = make([]int32, t.n)
 		for i := range p {
 			p[i] = int32(i)
@@ -437,15 +492,7 @@ func (t *RunTable) Page(s *ledger.Store, cfg ledger.Config, in PageInput, now ti
 		relevant := false
 		sel, relevant = t.search(q, keep, search)
 		if !relevant || in.Sort != "" {
-			slices.SortFunc(sel, func(a, b int32) int {
-				switch {
-				case t.less(in.Sort, cfg.Better, a, b):
-					return -1
-				case t.less(in.Sort, cfg.Better, b, a):
-					return 1
-				}
-				return 0
-			})
+			slices.SortFunc(sel, t.order(in.Sort, cfg.Better))
 			if desc {
 				slices.Reverse(sel)
 			}

@@ -33,6 +33,11 @@ func TestRunTableIsRunsPage(t *testing.T) {
 			r.Description = "MATRIX LR Sweep with Élan"
 		}
 	}
+	// Timestamps in other forms: the one order of runs and the string
+	// order sortRuns breaks ties by differ.
+	recs[30].Timestamp = "2025-01-01T00:00:00.5+00:00"
+	recs[31].Timestamp = "2024-12-31T23:00:00-02:00"
+	recs[30].Status, recs[31].Status, recs[30].Metrics, recs[31].Metrics = ledger.StatusCrash, ledger.StatusCrash, nil, nil
 	if err := s.Append(recs...); err != nil {
 		t.Fatal(err)
 	}
