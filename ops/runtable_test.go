@@ -3,6 +3,7 @@ package ops_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,4 +136,124 @@ func TestRunTableIsRunsPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a run dated among the others")
+}
+
+// TestLineagesThroughTheRunIndex (issue 30): the lineage page, computed
+// over the run index's kept runs with only its chains' runs read, is the
+// page computed as before over every run of the catalog — through kept
+// chains, discards, a reset that starts a new chain, a branch merged back,
+// thousands of runs whose commits the repository lacks, and a retraction —
+// and it reads no catalog while the run index is fresh.
+func TestLineagesThroughTheRunIndex(t *testing.T) {
+	l := newLab(t)
+	l.experiment("baseline run", "LR = 0.04\n", ledger.StatusKeep, 0.99)
+	l.experiment("deeper model", "LR = 0.04\nDEPTH = 10\n", ledger.StatusKeep, 0.97)
+	l.experiment("raise learning rate", "LR = 0.08\nDEPTH = 10\n", ledger.StatusDiscard, 1.01)
+	if err := l.repo.ResetHardToParent(); err != nil {
+		t.Fatal(err)
+	}
+	l.experiment("wider model", "LR = 0.04\nDEPTH = 10\nWIDTH = 2\n", ledger.StatusKeep, 0.96)
+	s, loc, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(novelty.SyntheticRecords(3000, 9)...); err != nil { // commits the repository lacks
+		t.Fatal(err)
+	}
+	for range 2 { // back to the baseline: a second line grows from it
+		if err := l.repo.ResetHardToParent(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.experiment("a second line: warmup", "LR = 0.04\nWARMUP = 100\n", ledger.StatusKeep, 0.98)
+	l.experiment("a second line: longer warmup", "LR = 0.04\nWARMUP = 200\n", ledger.StatusKeep, 0.975)
+	// The page as it was computed before: over every run of the catalog.
+	before := func() *ops.LineagesResult {
+		cat, _, err := s.OpenCatalog(s.Config.Metric, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := cat.Records
+		ls, err := loc.Repo.Lineages(s, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[ledger.RunID]*ledger.Record{}
+		for i := range recs {
+			byID[recs[i].RunID] = &recs[i]
+		}
+		grownFrom := map[ledger.RunID]bool{}
+		for i := range recs {
+			if l, ok := ls.ByRun[recs[i].RunID]; ok && recs[i].Status == ledger.StatusKeep && l.Known() && l.Prev != "" {
+				grownFrom[l.Prev] = true
+			}
+		}
+		out := &ops.LineagesResult{Metric: s.Config.Metric, Chains: []ops.LineageChain{}}
+		for i := range recs {
+			r := &recs[i]
+			l, ok := ls.ByRun[r.RunID]
+			if r.Status != ledger.StatusKeep || !ok || !l.Known() || grownFrom[r.RunID] {
+				continue
+			}
+			c := ops.LineageChain{Root: l.Root, OnHead: ls.ReachableFromHEAD(l.Commit)}
+			for _, id := range ls.Chain(r.RunID) {
+				step := byID[id]
+				if step == nil {
+					continue
+				}
+				st := ops.LineageStep{RunID: string(step.RunID), Commit: step.Commit, Description: step.Description, Timestamp: step.Timestamp}
+				if v, ok := step.Metric(s.Config.Metric); ok {
+					st.Value = &v
+				}
+				c.Steps = append(c.Steps, st)
+				if st.Value != nil && (c.Best == nil || s.Config.Better(*st.Value, *c.Best)) {
+					c.Best = st.Value
+				}
+			}
+			if len(c.Steps) > 0 {
+				out.Chains = append(out.Chains, c)
+			}
+		}
+		slices.SortStableFunc(out.Chains, func(a, b ops.LineageChain) int {
+			switch {
+			case (a.Best == nil) != (b.Best == nil) && a.Best != nil, a.Best != nil && b.Best != nil && s.Config.Better(*a.Best, *b.Best):
+				return -1
+			case (a.Best == nil) != (b.Best == nil), a.Best != nil && b.Best != nil && s.Config.Better(*b.Best, *a.Best):
+				return 1
+			}
+			return 0
+		})
+		return out
+	}
+	check := func(step string, chains int) {
+		t.Helper()
+		got, err := ops.Lineages(l.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(before())
+		if string(g) != string(w) {
+			t.Fatalf("%s:\n%s\nover every run of the catalog:\n%s", step, g, w)
+		}
+		if len(got.Chains) != chains {
+			t.Fatalf("%s: %d chains, want %d: %s", step, len(got.Chains), chains, g)
+		}
+	}
+	check("two lines", 2)
+	reads := ledger.CatalogReads()
+	if _, err := ops.Lineages(l.env); err != nil {
+		t.Fatal(err)
+	}
+	if n := ledger.CatalogReads() - reads; n > 0 {
+		t.Errorf("the lineage page read the catalog %d times with the run index fresh, want none", n)
+	}
+	res, err := ops.Lineages(l.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.Correct(l.env, ops.CorrectInput{Kind: ledger.CorrectionRetract, Run: res.Chains[0].Steps[len(res.Chains[0].Steps)-1].RunID, Text: "bad data"}); err != nil {
+		t.Fatal(err)
+	}
+	check("a chain's tip retracted", 2)
 }
