@@ -167,13 +167,30 @@ func appendLower(b []byte, p string) []byte {
 	return b
 }
 
-// grow makes room for n more rows.
-func (t *RunTable) grow(n int) {
-	t.ids, t.ts, t.text = slices.Grow(t.ids, n)[:t.n+n], slices.Grow(t.ts, n)[:t.n+n], slices.Grow(t.text, n)[:t.n+n]
-	t.off, t.sec, t.nsec = slices.Grow(t.off, n)[:t.n+n], slices.Grow(t.sec, n)[:t.n+n], slices.Grow(t.nsec, n)[:t.n+n]
-	t.status, t.family, t.tags = slices.Grow(t.status, n)[:t.n+n], slices.Grow(t.family, n)[:t.n+n], slices.Grow(t.tags, n)[:t.n+n]
-	t.value, t.mem, t.has = slices.Grow(t.value, n)[:t.n+n], slices.Grow(t.mem, n)[:t.n+n], slices.Grow(t.has, n)[:t.n+n]
+// grow adds n rows, with room for spare more when the columns must move.
+func (t *RunTable) grow(n, spare int) {
+	growCol(&t.ids, n, spare)
+	growCol(&t.ts, n, spare)
+	growCol(&t.text, n, spare)
+	growCol(&t.off, n, spare)
+	growCol(&t.sec, n, spare)
+	growCol(&t.nsec, n, spare)
+	growCol(&t.status, n, spare)
+	growCol(&t.family, n, spare)
+	growCol(&t.tags, n, spare)
+	growCol(&t.value, n, spare)
+	growCol(&t.mem, n, spare)
+	growCol(&t.has, n, spare)
 	t.n += n
+}
+
+// growCol extends a column by n rows, in place when its capacity allows.
+func growCol[T any](col *[]T, n, spare int) {
+	c := *col
+	if cap(c)-len(c) < n {
+		c = slices.Grow(c, n+spare)
+	}
+	*col = c[:len(c)+n]
 }
 
 // OpenRunTable is the runs table of the ledger as it is now, through the
@@ -213,14 +230,15 @@ func OpenRunTable(env Env, s *ledger.Store, prev *RunTable) (*RunTable, error) {
 			t.n, from = prev.n, prev.n
 			t.ids, t.ts, t.text, t.off, t.sec, t.nsec = prev.ids, prev.ts, prev.text, prev.off, prev.sec, prev.nsec
 			t.status, t.family, t.tags, t.value, t.mem, t.has = prev.status, prev.family, prev.tags, prev.value, prev.mem, prev.has
-			t.names, t.tagSets = slices.Clip(prev.names), slices.Clip(prev.tagSets)
-			// Clipped: an append copies, and prev's readers keep their rows.
-			t.ids, t.ts, t.text, t.off, t.sec, t.nsec = slices.Clip(t.ids), slices.Clip(t.ts), slices.Clip(t.text), slices.Clip(t.off), slices.Clip(t.sec), slices.Clip(t.nsec)
-			t.status, t.family, t.tags, t.value, t.mem, t.has = slices.Clip(t.status), slices.Clip(t.family), slices.Clip(t.tags), slices.Clip(t.value), slices.Clip(t.mem), slices.Clip(t.has)
+			t.names, t.tagSets = prev.names, prev.tagSets
+			// The new rows go after prev's, in the room the columns were
+			// made with when there is some (prev's readers read only its
+			// own rows; tables are extended one after the other, each from
+			// the last).
 		}
 	}
 	b := newTableBuilder(t)
-	t.grow(len(pos) - from)
+	t.grow(len(pos)-from, len(pos)/16+1024) // room for the runs of the next hours
 	if cat != nil && from == 0 {
 		// The index was rebuilt from this catalog: its runs that count
 		// are the table's rows, in the same order.
