@@ -46,6 +46,9 @@ type RunTable struct {
 	perms map[string][]int32 // sort key → rows in ascending order (nil: row order)
 	ranks []int32            // row → its place in (timestamp, run id) order, when not the row's own
 	byOff map[int64]int32    // ledger offset → row, for the index's search matches
+	// offOrder is 1 when the offsets rise with the rows, -1 when not, 0
+	// before it was looked at.
+	offOrder int
 }
 
 const (
@@ -465,13 +468,30 @@ func (t *RunTable) permLocked(key string, better func(a, b float64) bool) []int3
 	return p
 }
 
-// rowOf is the row of the run at ledger offset off, or -1.
+// rowOf is the row of the run at ledger offset off, or -1: a binary
+// search of the offsets when they rise with the rows (a ledger whose runs
+// were appended in order), else a map made once.
 func (t *RunTable) rowOf(off int64) int32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.offOrder == 0 {
+		t.offOrder = 1
+		for i := 1; i < t.n; i++ {
+			if t.off[i-1] >= t.off[i] {
+				t.offOrder = -1
+				break
+			}
+		}
+	}
+	if t.offOrder > 0 {
+		if i, ok := slices.BinarySearch(t.off[:t.n], off); ok {
+			return int32(i)
+		}
+		return -1
+	}
 	if t.byOff == nil {
 		t.byOff = make(map[int64]int32, t.n)
-		for i, o := range t.off {
+		for i, o := range t.off[:t.n] {
 			t.byOff[o] = int32(i)
 		}
 	}
@@ -638,9 +658,10 @@ func (t *RunTable) filter(in PageInput, now time.Time) func(int32) bool {
 // relevant says whether any row matched.
 func (t *RunTable) search(q string, keep func(int32) bool, search SearchFunc) ([]int32, bool) {
 	sel := []int32{}
-	seen := map[int32]bool{}
+	var seen []bool // the rows the index found
 	if search != nil {
-		if offs, err := search(novelty.Normalize(q)); err == nil {
+		if offs, err := search(novelty.Normalize(q)); err == nil && len(offs) > 0 {
+			seen = make([]bool, t.n)
 			for _, off := range offs {
 				if r := t.rowOf(off); r >= 0 && !seen[r] && (keep == nil || keep(r)) {
 					seen[r] = true
@@ -652,7 +673,7 @@ func (t *RunTable) search(q string, keep func(int32) bool, search SearchFunc) ([
 	lq := []byte(strings.ToLower(q))
 	for i := range t.n {
 		r := int32(i)
-		if seen[r] || keep != nil && !keep(r) {
+		if seen != nil && seen[r] || keep != nil && !keep(r) {
 			continue
 		}
 		if bytes.Contains(unsafe.Slice(unsafe.StringData(t.text[i]), len(t.text[i])), lq) {
