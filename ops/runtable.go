@@ -29,7 +29,7 @@ type RunTable struct {
 	metric, goal string
 	n            int
 	ids, ts      []string // run id and timestamp (strings in arena blocks)
-	text         []string // the search text: searchText's
+	text         []string // the search text (appendSearchText)
 	off          []int64  // ledger byte offset
 	sec          []int64  // Record.Time(), as seconds and nanoseconds
 	nsec         []int32
@@ -220,8 +220,10 @@ func OpenRunTable(env Env, s *ledger.Store, prev *RunTable) (*RunTable, error) {
 	}
 	t := &RunTable{covers: x.Covers, metric: s.Config.Metric, goal: s.Config.Goal}
 	from := 0
-	if prev != nil && prev.metric == t.metric && prev.goal == t.goal && prev.n <= len(pos) {
-		// Runs appended: the table holds the first prev.n runs as they are.
+	if prev != nil && prev.metric == t.metric && prev.goal == t.goal && prev.n <= len(pos) && s.StillCovers(prev.covers) {
+		// Runs appended (the ledger still starts with what prev was made
+		// from): the table holds the first prev.n runs as they are when
+		// they are still the first ones.
 		same := true
 		for k := range prev.n {
 			if x.Offset(pos[k]) != prev.off[k] {
