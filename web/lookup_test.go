@@ -11,8 +11,8 @@ import (
 )
 
 // TestPagesDecodeBoundedRecords (issue 30): the run, compare and lineage
-// endpoints find runs in the server's in-memory catalog and decode only
-// the records they show — at 100k runs each decoded the whole ledger
+// endpoints find runs through the run index and decode only the records
+// they show — at 100k runs each decoded the whole ledger
 // (43 s and over 1.4 GB with six pages open).
 func TestPagesDecodeBoundedRecords(t *testing.T) {
 	f := newFixture(t)
@@ -31,7 +31,7 @@ func TestPagesDecodeBoundedRecords(t *testing.T) {
 		"/api/compare?a=" + string(recs[0].RunID) + "&b=champion",
 		"/api/lineages",
 	}
-	for _, p := range append([]string{"/api/overview"}, pages...) { // warm: the catalog and the ancestry cache
+	for _, p := range append([]string{"/api/overview"}, pages...) { // warm: the run index and the ancestry cache
 		if res, body := get(t, ts.URL+p, nil); res.StatusCode != 200 {
 			t.Fatalf("%s: %d %s", p, res.StatusCode, body)
 		}
