@@ -2,6 +2,7 @@ package ops
 
 import (
 	"bytes"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -672,15 +673,31 @@ func (t *RunTable) search(q string, keep func(int32) bool, search SearchFunc) ([
 			}
 		}
 	}
+	// The rows whose text holds q, in order: the rows cut into one part a
+	// core, each searched on its own (a search of a million rows was
+	// ~80 ms on one).
 	lq := []byte(strings.ToLower(q))
-	for i := range t.n {
-		r := int32(i)
-		if seen != nil && seen[r] || keep != nil && !keep(r) {
-			continue
-		}
-		if bytes.Contains(unsafe.Slice(unsafe.StringData(t.text[i]), len(t.text[i])), lq) {
-			sel = append(sel, r)
-		}
+	parts := min(runtime.GOMAXPROCS(0), max(t.n/512, 1))
+	found := make([][]int32, parts)
+	var wg sync.WaitGroup
+	for k := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := k * t.n / parts; i < (k+1)*t.n/parts; i++ {
+				r := int32(i)
+				if seen != nil && seen[r] || keep != nil && !keep(r) {
+					continue
+				}
+				if bytes.Contains(unsafe.Slice(unsafe.StringData(t.text[i]), len(t.text[i])), lq) {
+					found[k] = append(found[k], r)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, f := range found {
+		sel = append(sel, f...)
 	}
 	return sel, len(sel) > 0
 }
