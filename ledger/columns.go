@@ -38,6 +38,7 @@ func (s *Store) ScanCatalog(metric string, fn func(r *Record, off int64, counted
 		return Fingerprint{}, fmt.Errorf("%w: catalog is for metric %s", ErrCacheInvalid, m)
 	}
 	var r Record
+	var sc slimScratch
 	for _, counted := range []bool{true, false} {
 		n := d.Uvarint()
 		if n > uint64(len(payload)) {
@@ -47,7 +48,7 @@ func (s *Store) ScanCatalog(metric string, fn func(r *Record, off int64, counted
 			if mapped != nil && d.pos-mapped.done >= scanRelease {
 				mapped.drop(d.pos) // scanned: out of this process's memory
 			}
-			off, err := decodeSlimRecordInto(d, &r)
+			off, err := decodeSlimRecordInto(d, &r, &sc)
 			if err != nil {
 				return Fingerprint{}, err
 			}
@@ -66,25 +67,39 @@ var catalogScans atomic.Int64
 // (ScanCatalog).
 func CatalogScans() int64 { return catalogScans.Load() }
 
+// slimScratch is what decodeSlimRecordInto's record points into, reused
+// from one record to the next (a scan of a million records allocated
+// each record's parent, metric values and the like).
+type slimScratch struct {
+	parent  string
+	dirty   bool
+	seed    int64
+	err     ErrorInfo
+	hw      Hardware
+	items   ItemsInfo
+	tags    []string
+	vals    []float64
+	metrics Metrics
+}
+
 // decodeSlimRecordInto decodes one record of what appendSlimRecord wrote
-// into r, reusing r's tags and metrics, and returns its offset. It reads
-// the format decodeSlimRecords reads (TestScanCatalogIsTheCatalog holds the
-// two together); that one allocates each record for keeps.
-func decodeSlimRecordInto(d *Decoder, r *Record) (int64, error) {
-	tags, metrics := r.Tags[:0], r.Metrics
-	clear(metrics)
+// into r, whose pointers, tags and metrics point into sc, and returns its
+// offset. It reads the format decodeSlimRecords reads
+// (TestScanCatalogIsTheCatalog holds the two together); that one
+// allocates each record for keeps.
+func decodeSlimRecordInto(d *Decoder, r *Record, sc *slimScratch) (int64, error) {
 	*r = Record{}
 	off := d.Varint()
 	r.SchemaVersion = int(d.Uvarint())
 	flags := d.Uvarint()
 	r.RunID = RunID(d.Str())
 	r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
-	if parent := d.Str(); flags&flagParent != 0 {
-		r.ParentCommit = &parent
+	if sc.parent = d.Str(); flags&flagParent != 0 {
+		r.ParentCommit = &sc.parent
 	}
 	if flags&flagDirty != 0 {
-		dirty := true
-		r.Dirty = &dirty
+		sc.dirty = true
+		r.Dirty = &sc.dirty
 	}
 	r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
 	if g := d.Bytes(int(d.Uvarint())); len(g) > 0 {
@@ -94,39 +109,48 @@ func decodeSlimRecordInto(d *Decoder, r *Record) (int64, error) {
 		r.DecisionPacket = RawJSON(p)
 	}
 	if flags&flagError != 0 {
-		r.Error = &ErrorInfo{Summary: d.Str(), Source: d.Str()}
+		sc.err = ErrorInfo{Summary: d.Str(), Source: d.Str()}
+		r.Error = &sc.err
 	}
 	r.Replicate = d.Str()
 	if flags&flagSeed != 0 {
-		seed := d.Varint()
-		r.Seed = &seed
+		sc.seed = d.Varint()
+		r.Seed = &sc.seed
 	}
 	if flags&flagHardware != 0 {
-		r.Hardware = &Hardware{Host: d.Str(), Accelerator: d.Str()}
+		sc.hw = Hardware{Host: d.Str(), Accelerator: d.Str()}
+		r.Hardware = &sc.hw
 	}
 	if flags&flagItems != 0 {
-		r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
+		sc.items = ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
+		r.Items = &sc.items
 	}
+	sc.tags = sc.tags[:0]
 	for n := d.Count(); n > 0 && d.Err() == nil; n-- {
-		tags = append(tags, d.Str())
+		sc.tags = append(sc.tags, d.Str())
 	}
-	if tags == nil {
-		tags = []string{} // as decodeSlimRecords: empty, not nil
+	if sc.tags == nil {
+		sc.tags = []string{} // as decodeSlimRecords: empty, not nil
 	}
-	r.Tags = tags
+	r.Tags = sc.tags
 	if nm := d.Count(); nm > 0 {
-		if metrics == nil {
-			metrics = make(Metrics, nm)
+		if sc.metrics == nil {
+			sc.metrics = Metrics{}
 		}
-		r.Metrics = metrics
-		for range nm {
+		clear(sc.metrics)
+		if cap(sc.vals) < nm {
+			sc.vals = make([]float64, nm)
+		}
+		vals := sc.vals[:nm]
+		r.Metrics = sc.metrics
+		for j := range nm {
 			k := d.Str()
 			if d.Byte() == 0 {
 				r.Metrics[k] = nil
 				continue
 			}
-			v := d.Float()
-			r.Metrics[k] = &v
+			vals[j] = d.Float()
+			r.Metrics[k] = &vals[j]
 		}
 	}
 	if src := d.Str(); src != "" {
