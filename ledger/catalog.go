@@ -616,40 +616,58 @@ func decodeSlimRecords(d *Decoder, size int) ([]Record, []int64, error) {
 	offsets := make([]int64, n)
 	// Parents, tags and metric values come from a few big slices instead
 	// of one small allocation each per record.
-	var strs chunk[string]
-	var floats chunk[float64]
+	var m slimMem
 	for i := range recs {
 		var err error
-		if offsets[i], err = decodeSlimRecord(d, &recs[i], &strs, &floats); err != nil {
+		if offsets[i], err = decodeSlimRecord(d, &recs[i], &m); err != nil {
 			return nil, nil, err
 		}
-		if d.Err() != nil {
-			break
-		}
-	}
-	if d.Err() != nil {
-		return nil, nil, d.Err()
 	}
 	return recs, offsets, nil
 }
 
-// decodeSlimRecord decodes one record appendSlimRecord wrote into r and
-// returns its offset; parents, tags and metric values come from strs and
-// floats. A truncated record sets d's Err.
-func decodeSlimRecord(d *Decoder, r *Record, strs *chunk[string], floats *chunk[float64]) (off int64, err error) {
-	off = d.Varint()
+// slimMem is where decoded slim records' pointers, tags and metric values
+// live: storage of their own, kept with them (a catalog's records, a few
+// big chunks at a time), or, with reuse, one scratch that the next record
+// overwrites (ScanCatalog: nothing allocated per record).
+type slimMem struct {
+	reuse  bool
+	strs   chunk[string]
+	floats chunk[float64]
+	// The scratch, with reuse.
+	parent  string
+	dirty   bool
+	seed    int64
+	err     ErrorInfo
+	hw      Hardware
+	items   ItemsInfo
+	tags    []string
+	vals    []float64
+	metrics Metrics
+}
+
+// decodeSlimRecord decodes one record appendSlimRecord wrote into r, its
+// parent, tags, metric values and the like in m, and returns its offset.
+// Every decoding of the catalog's records goes through it.
+func decodeSlimRecord(d *Decoder, r *Record, m *slimMem) (int64, error) {
+	*r = Record{}
+	off := d.Varint()
 	r.SchemaVersion = int(d.Uvarint())
 	flags := d.Uvarint()
 	r.RunID = RunID(d.Str())
 	r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
 	if parent := d.Str(); flags&flagParent != 0 {
-		p := strs.take(1)
-		p[0] = parent
-		r.ParentCommit = &p[0]
+		if m.reuse {
+			m.parent = parent
+			r.ParentCommit = &m.parent
+		} else {
+			p := m.strs.take(1)
+			p[0] = parent
+			r.ParentCommit = &p[0]
+		}
 	}
 	if flags&flagDirty != 0 {
-		dirty := true
-		r.Dirty = &dirty
+		r.Dirty = pick(m.reuse, &m.dirty, true)
 	}
 	r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
 	// Slices of the payload, not copies (two allocations per record
@@ -661,26 +679,48 @@ func decodeSlimRecord(d *Decoder, r *Record, strs *chunk[string], floats *chunk[
 		r.DecisionPacket = RawJSON(p)
 	}
 	if flags&flagError != 0 {
-		r.Error = &ErrorInfo{Summary: d.Str(), Source: d.Str()}
+		r.Error = pick(m.reuse, &m.err, ErrorInfo{Summary: d.Str(), Source: d.Str()})
 	}
 	r.Replicate = d.Str()
 	if flags&flagSeed != 0 {
-		seed := d.Varint()
-		r.Seed = &seed
+		r.Seed = pick(m.reuse, &m.seed, d.Varint())
 	}
 	if flags&flagHardware != 0 {
-		r.Hardware = &Hardware{Host: d.Str(), Accelerator: d.Str()}
+		r.Hardware = pick(m.reuse, &m.hw, Hardware{Host: d.Str(), Accelerator: d.Str()})
 	}
 	if flags&flagItems != 0 {
-		r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
+		r.Items = pick(m.reuse, &m.items, ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()})
 	}
-	r.Tags = strs.take(d.Count())
-	for j := range r.Tags {
-		r.Tags[j] = d.Str()
+	n := d.Count()
+	if m.reuse {
+		if m.tags == nil {
+			m.tags = []string{} // empty, not nil, as a chunk's
+		}
+		r.Tags = m.tags[:0]
+		for ; n > 0 && d.Err() == nil; n-- {
+			r.Tags = append(r.Tags, d.Str())
+		}
+		m.tags = r.Tags
+	} else {
+		r.Tags = m.strs.take(n)
+		for j := range r.Tags {
+			r.Tags[j] = d.Str()
+		}
 	}
 	if nm := d.Count(); nm > 0 {
-		r.Metrics = make(Metrics, nm)
-		vals := floats.take(nm)
+		var vals []float64
+		if m.reuse {
+			if m.metrics == nil {
+				m.metrics = Metrics{}
+			}
+			clear(m.metrics)
+			if cap(m.vals) < nm {
+				m.vals = make([]float64, nm)
+			}
+			r.Metrics, vals = m.metrics, m.vals[:nm]
+		} else {
+			r.Metrics, vals = make(Metrics, nm), m.floats.take(nm)
+		}
 		for j := range nm {
 			k := d.Str()
 			if d.Byte() == 0 {
@@ -696,7 +736,16 @@ func decodeSlimRecord(d *Decoder, r *Record, strs *chunk[string], floats *chunk[
 			return off, fmt.Errorf("%w: bad source of %s", ErrCacheInvalid, r.RunID)
 		}
 	}
-	return off, nil
+	return off, d.Err()
+}
+
+// pick is v in *scratch when reuse, else in a variable of its own.
+func pick[T any](reuse bool, scratch *T, v T) *T {
+	if reuse {
+		*scratch = v
+		return scratch
+	}
+	return &v
 }
 
 // ExtendCatalog returns c caught up with the ledger's tail, for a process

@@ -273,8 +273,7 @@ func (sc *sortedCatalog) read(spans []span, fn func(enc []byte) error) error {
 // record is decoded from a copy of its own encoding, so a sink that keeps
 // a record keeps that record's bytes only.
 func (sc *sortedCatalog) each(fn func([]passRun)) error {
-	var strs chunk[string]
-	var floats chunk[float64]
+	var m slimMem
 	var batch []passRun
 	err := sc.read(sc.counted, func(enc []byte) error {
 		if batch == nil {
@@ -284,9 +283,7 @@ func (sc *sortedCatalog) each(fn func([]passRun)) error {
 		run := &batch[len(batch)-1]
 		d := NewDecoder(append([]byte(nil), enc...))
 		var err error
-		if run.off, err = decodeSlimRecord(d, &run.rec, &strs, &floats); err == nil {
-			err = d.Err()
-		}
+		run.off, err = decodeSlimRecord(d, &run.rec, &m)
 		if err == nil && len(d.Rest()) != 0 {
 			err = fmt.Errorf("%w: a run's encoding has %d bytes left over", ErrCacheInvalid, len(d.Rest()))
 		}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +14,8 @@ import (
 // metric — the runs that count (counted true), then the retracted runs —
 // with its ledger byte offset, without holding them: the file is mapped
 // (MapCache) and each record decoded in turn into one reused Record whose
-// strings point into the mapping, valid only until fn returns (fn copies
+// strings point into the mapping (decodeSlimRecord, reusing its memory),
+// valid only until fn returns (fn copies
 // what it keeps). It returns the ledger prefix the file covers. A missing
 // file, one of another version or metric, one whose prefix the ledger no
 // longer starts with, or a damaged one gives an error wrapping
@@ -38,7 +38,7 @@ func (s *Store) ScanCatalog(metric string, fn func(r *Record, off int64, counted
 		return Fingerprint{}, fmt.Errorf("%w: catalog is for metric %s", ErrCacheInvalid, m)
 	}
 	var r Record
-	var sc slimScratch
+	m := slimMem{reuse: true}
 	for _, counted := range []bool{true, false} {
 		n := d.Uvarint()
 		if n > uint64(len(payload)) {
@@ -48,7 +48,7 @@ func (s *Store) ScanCatalog(metric string, fn func(r *Record, off int64, counted
 			if mapped != nil && d.pos-mapped.done >= scanRelease {
 				mapped.drop(d.pos) // scanned: out of this process's memory
 			}
-			off, err := decodeSlimRecordInto(d, &r, &sc)
+			off, err := decodeSlimRecord(d, &r, &m)
 			if err != nil {
 				return Fingerprint{}, err
 			}
@@ -66,103 +66,6 @@ var catalogScans atomic.Int64
 // CatalogScans is how many times this process scanned the catalog file
 // (ScanCatalog).
 func CatalogScans() int64 { return catalogScans.Load() }
-
-// slimScratch is what decodeSlimRecordInto's record points into, reused
-// from one record to the next (a scan of a million records allocated
-// each record's parent, metric values and the like).
-type slimScratch struct {
-	parent  string
-	dirty   bool
-	seed    int64
-	err     ErrorInfo
-	hw      Hardware
-	items   ItemsInfo
-	tags    []string
-	vals    []float64
-	metrics Metrics
-}
-
-// decodeSlimRecordInto decodes one record of what appendSlimRecord wrote
-// into r, whose pointers, tags and metrics point into sc, and returns its
-// offset. It reads the format decodeSlimRecords reads
-// (TestScanCatalogIsTheCatalog holds the two together); that one
-// allocates each record for keeps.
-func decodeSlimRecordInto(d *Decoder, r *Record, sc *slimScratch) (int64, error) {
-	*r = Record{}
-	off := d.Varint()
-	r.SchemaVersion = int(d.Uvarint())
-	flags := d.Uvarint()
-	r.RunID = RunID(d.Str())
-	r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
-	if sc.parent = d.Str(); flags&flagParent != 0 {
-		r.ParentCommit = &sc.parent
-	}
-	if flags&flagDirty != 0 {
-		sc.dirty = true
-		r.Dirty = &sc.dirty
-	}
-	r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
-	if g := d.Bytes(int(d.Uvarint())); len(g) > 0 {
-		r.NoveltyGuard = RawJSON(g)
-	}
-	if p := d.Bytes(int(d.Uvarint())); len(p) > 0 {
-		r.DecisionPacket = RawJSON(p)
-	}
-	if flags&flagError != 0 {
-		sc.err = ErrorInfo{Summary: d.Str(), Source: d.Str()}
-		r.Error = &sc.err
-	}
-	r.Replicate = d.Str()
-	if flags&flagSeed != 0 {
-		sc.seed = d.Varint()
-		r.Seed = &sc.seed
-	}
-	if flags&flagHardware != 0 {
-		sc.hw = Hardware{Host: d.Str(), Accelerator: d.Str()}
-		r.Hardware = &sc.hw
-	}
-	if flags&flagItems != 0 {
-		sc.items = ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
-		r.Items = &sc.items
-	}
-	sc.tags = sc.tags[:0]
-	for n := d.Count(); n > 0 && d.Err() == nil; n-- {
-		sc.tags = append(sc.tags, d.Str())
-	}
-	if sc.tags == nil {
-		sc.tags = []string{} // as decodeSlimRecords: empty, not nil
-	}
-	r.Tags = sc.tags
-	if nm := d.Count(); nm > 0 {
-		if sc.metrics == nil {
-			sc.metrics = Metrics{}
-		}
-		clear(sc.metrics)
-		if cap(sc.vals) < nm {
-			sc.vals = make([]float64, nm)
-		}
-		vals := sc.vals[:nm]
-		r.Metrics = sc.metrics
-		for j := range nm {
-			k := d.Str()
-			if d.Byte() == 0 {
-				r.Metrics[k] = nil
-				continue
-			}
-			vals[j] = d.Float()
-			r.Metrics[k] = &vals[j]
-		}
-	}
-	if src := d.Str(); src != "" {
-		if err := json.Unmarshal([]byte(src), &r.Source); err != nil {
-			return 0, fmt.Errorf("%w: bad source of %s", ErrCacheInvalid, r.RunID)
-		}
-	}
-	if d.Err() != nil {
-		return 0, d.Err()
-	}
-	return off, nil
-}
 
 // scanRelease is how many bytes of the mapped catalog ScanCatalog reads
 // before it lets the kernel drop them from the process (at a million runs

@@ -11,7 +11,7 @@ import (
 
 // TestScanCatalogIsTheCatalog: ScanCatalog gives every record of the
 // catalog file, counted then retracted, with its offset, as OpenCatalog
-// decodes them (decodeSlimRecordInto reads what decodeSlimRecords reads),
+// decodes them (both through decodeSlimRecord, reusing its memory or not),
 // over records with and without each optional field; it refuses a catalog
 // of another metric, a missing one, and one the ledger no longer starts
 // with. With a page of scanned bytes dropped every few records, the
