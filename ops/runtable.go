@@ -507,22 +507,9 @@ func (t *RunTable) rowOf(off int64) int32 {
 // Page is RunsPage over the table: one page of the runs table, with only
 // its rows' ledger lines decoded.
 func (t *RunTable) Page(s *ledger.Store, cfg ledger.Config, in PageInput, now time.Time, search SearchFunc) (*PageResult, error) {
-	in.Status = SplitTags(in.Status)
-	if err := ledger.CheckStatuses("status", in.Status...); err != nil {
+	if err := in.check(); err != nil {
 		return nil, err
 	}
-	switch in.Sort {
-	case "", "time", "metric", "status", "family", "memory":
-	default:
-		return nil, ledger.BadInputf("sort must be time, metric, status, family or memory, got %q", in.Sort)
-	}
-	if in.Page < 1 {
-		in.Page = 1
-	}
-	if in.Size <= 0 {
-		in.Size = DefaultPageSize
-	}
-	in.Size = min(in.Size, MaxPageSize)
 	keep := t.filter(in, now)
 	var sel []int32 // the rows matched, in page order; nil with order instead
 	var order []int32
