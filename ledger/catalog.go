@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync/atomic"
 
 	"github.com/memorylab/memorylab/atomicfile"
 )
@@ -298,9 +299,44 @@ func (s *Store) OpenCatalog(metric string, notice io.Writer) (*Catalog, []Warnin
 		if notice != nil && !isMissing(err) {
 			fmt.Fprintf(notice, "memorylab: rebuilding the catalog cache (%s)\n", reason)
 		}
+		if c, warnings, ok, err := s.catalogByPass(metric); ok || err != nil {
+			return c, warnings, err
+		}
 		c = &Catalog{Metric: metric}
 	}
 	return s.catchUpCatalog(c)
+}
+
+// passCatalogBytes is the ledger size from which a catalog is rebuilt by
+// a Pass rather than by a scan (a variable for tests).
+var passCatalogBytes int64 = 1 << 20
+
+// catalogByPass rebuilds the catalog of a ledger of passCatalogBytes or
+// more with a Pass (the fast decoder on every core, the catalog file
+// written as it reads) and reads it back, caught up; a scan decodes each
+// line with encoding/json on one core (a minute of CPU at a million
+// runs). ok is false, and nothing is returned, when the ledger is smaller
+// or the pass could not write the file: the caller scans.
+func (s *Store) catalogByPass(metric string) (*Catalog, []Warning, bool, error) {
+	if fi, err := os.Stat(s.LedgerPath()); err != nil || fi.Size() < passCatalogBytes {
+		return nil, nil, false, nil
+	}
+	p, err := s.ReadPass(metric)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	c, err := s.readCatalog(metric)
+	if err != nil || !s.StillCovers(c.Covers) {
+		return nil, nil, false, nil
+	}
+	var passed []Warning
+	for _, w := range p.Warnings {
+		if w.Offset < c.Covers.Size { // a torn tail is read, and told, again
+			passed = append(passed, w)
+		}
+	}
+	c, warnings, err := s.catchUpCatalog(c)
+	return c, append(passed, warnings...), true, err
 }
 
 // catchUpCatalog appends the ledger's records after c.Covers to c and
@@ -559,87 +595,157 @@ func (c *chunk[T]) take(n int) []T {
 	return out
 }
 
+// slimRecordsHeld counts the slim records this process decoded into
+// memory together (decodeSlimRecords: a catalog's), for tests.
+var slimRecordsHeld atomic.Int64
+
+// SlimRecordsHeld is how many slim records this process has decoded into
+// memory as parts of whole catalogs. Tests read it before and after an
+// operation to pin that it never held the catalog (a first use at a
+// million runs: 1.3 GB).
+func SlimRecordsHeld() int64 { return slimRecordsHeld.Load() }
+
 // decodeSlimRecords decodes what appendSlimRecords wrote.
 func decodeSlimRecords(d *Decoder, size int) ([]Record, []int64, error) {
 	n := d.Uvarint()
 	if n > uint64(size) {
 		return nil, nil, fmt.Errorf("%w: bad record count", ErrCacheInvalid)
 	}
+	slimRecordsHeld.Add(int64(n))
 	recs := make([]Record, n)
 	offsets := make([]int64, n)
 	// Parents, tags and metric values come from a few big slices instead
 	// of one small allocation each per record.
-	var strs chunk[string]
-	var floats chunk[float64]
+	var m slimMem
 	for i := range recs {
-		r := &recs[i]
-		offsets[i] = d.Varint()
-		r.SchemaVersion = int(d.Uvarint())
-		flags := d.Uvarint()
-		r.RunID = RunID(d.Str())
-		r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
-		if parent := d.Str(); flags&flagParent != 0 {
-			p := strs.take(1)
+		var err error
+		if offsets[i], err = decodeSlimRecord(d, &recs[i], &m); err != nil {
+			return nil, nil, err
+		}
+	}
+	return recs, offsets, nil
+}
+
+// slimMem is where decoded slim records' pointers, tags and metric values
+// live: storage of their own, kept with them (a catalog's records, a few
+// big chunks at a time), or, with reuse, one scratch that the next record
+// overwrites (ScanCatalog: nothing allocated per record).
+type slimMem struct {
+	reuse  bool
+	strs   chunk[string]
+	floats chunk[float64]
+	// The scratch, with reuse.
+	parent  string
+	dirty   bool
+	seed    int64
+	err     ErrorInfo
+	hw      Hardware
+	items   ItemsInfo
+	tags    []string
+	vals    []float64
+	metrics Metrics
+}
+
+// decodeSlimRecord decodes one record appendSlimRecord wrote into r, its
+// parent, tags, metric values and the like in m, and returns its offset.
+// Every decoding of the catalog's records goes through it.
+func decodeSlimRecord(d *Decoder, r *Record, m *slimMem) (int64, error) {
+	*r = Record{}
+	off := d.Varint()
+	r.SchemaVersion = int(d.Uvarint())
+	flags := d.Uvarint()
+	r.RunID = RunID(d.Str())
+	r.Timestamp, r.Branch, r.Commit, r.CommitFull = d.Str(), d.Str(), d.Str(), d.Str()
+	if parent := d.Str(); flags&flagParent != 0 {
+		if m.reuse {
+			m.parent = parent
+			r.ParentCommit = &m.parent
+		} else {
+			p := m.strs.take(1)
 			p[0] = parent
 			r.ParentCommit = &p[0]
 		}
-		if flags&flagDirty != 0 {
-			dirty := true
-			r.Dirty = &dirty
+	}
+	if flags&flagDirty != 0 {
+		r.Dirty = pick(m.reuse, &m.dirty, true)
+	}
+	r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
+	// Slices of the payload, not copies (two allocations per record
+	// fewer); their capacity ends with them, so an append copies.
+	if g := d.Bytes(int(d.Uvarint())); len(g) > 0 {
+		r.NoveltyGuard = RawJSON(g)
+	}
+	if p := d.Bytes(int(d.Uvarint())); len(p) > 0 {
+		r.DecisionPacket = RawJSON(p)
+	}
+	if flags&flagError != 0 {
+		r.Error = pick(m.reuse, &m.err, ErrorInfo{Summary: d.Str(), Source: d.Str()})
+	}
+	r.Replicate = d.Str()
+	if flags&flagSeed != 0 {
+		r.Seed = pick(m.reuse, &m.seed, d.Varint())
+	}
+	if flags&flagHardware != 0 {
+		r.Hardware = pick(m.reuse, &m.hw, Hardware{Host: d.Str(), Accelerator: d.Str()})
+	}
+	if flags&flagItems != 0 {
+		r.Items = pick(m.reuse, &m.items, ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()})
+	}
+	n := d.Count()
+	if m.reuse {
+		if m.tags == nil {
+			m.tags = []string{} // empty, not nil, as a chunk's
 		}
-		r.Family, r.Status, r.Description, r.Hypothesis, r.LineageRoot = d.Str(), d.Str(), d.Str(), d.Str(), d.Str()
-		// Slices of the payload, not copies (two allocations per record
-		// fewer); their capacity ends with them, so an append copies.
-		if g := d.Bytes(int(d.Uvarint())); len(g) > 0 {
-			r.NoveltyGuard = RawJSON(g)
+		r.Tags = m.tags[:0]
+		for ; n > 0 && d.Err() == nil; n-- {
+			r.Tags = append(r.Tags, d.Str())
 		}
-		if p := d.Bytes(int(d.Uvarint())); len(p) > 0 {
-			r.DecisionPacket = RawJSON(p)
-		}
-		if flags&flagError != 0 {
-			r.Error = &ErrorInfo{Summary: d.Str(), Source: d.Str()}
-		}
-		r.Replicate = d.Str()
-		if flags&flagSeed != 0 {
-			seed := d.Varint()
-			r.Seed = &seed
-		}
-		if flags&flagHardware != 0 {
-			r.Hardware = &Hardware{Host: d.Str(), Accelerator: d.Str()}
-		}
-		if flags&flagItems != 0 {
-			r.Items = &ItemsInfo{Count: int(d.Uvarint()), Mean: d.Float(), Binary: d.Bool()}
-		}
-		r.Tags = strs.take(d.Count())
+		m.tags = r.Tags
+	} else {
+		r.Tags = m.strs.take(n)
 		for j := range r.Tags {
 			r.Tags[j] = d.Str()
 		}
-		if nm := d.Count(); nm > 0 {
-			r.Metrics = make(Metrics, nm)
-			vals := floats.take(nm)
-			for j := range nm {
-				k := d.Str()
-				if d.Byte() == 0 {
-					r.Metrics[k] = nil
-					continue
-				}
-				vals[j] = d.Float()
-				r.Metrics[k] = &vals[j]
+	}
+	if nm := d.Count(); nm > 0 {
+		var vals []float64
+		if m.reuse {
+			if m.metrics == nil {
+				m.metrics = Metrics{}
 			}
-		}
-		if src := d.Str(); src != "" {
-			if jerr := json.Unmarshal([]byte(src), &r.Source); jerr != nil {
-				return nil, nil, fmt.Errorf("%w: bad source of %s", ErrCacheInvalid, r.RunID)
+			clear(m.metrics)
+			if cap(m.vals) < nm {
+				m.vals = make([]float64, nm)
 			}
+			r.Metrics, vals = m.metrics, m.vals[:nm]
+		} else {
+			r.Metrics, vals = make(Metrics, nm), m.floats.take(nm)
 		}
-		if d.Err() != nil {
-			break
+		for j := range nm {
+			k := d.Str()
+			if d.Byte() == 0 {
+				r.Metrics[k] = nil
+				continue
+			}
+			vals[j] = d.Float()
+			r.Metrics[k] = &vals[j]
 		}
 	}
-	if d.Err() != nil {
-		return nil, nil, d.Err()
+	if src := d.Str(); src != "" {
+		if jerr := json.Unmarshal([]byte(src), &r.Source); jerr != nil {
+			return off, fmt.Errorf("%w: bad source of %s", ErrCacheInvalid, r.RunID)
+		}
 	}
-	return recs, offsets, nil
+	return off, d.Err()
+}
+
+// pick is v in *scratch when reuse, else in a variable of its own.
+func pick[T any](reuse bool, scratch *T, v T) *T {
+	if reuse {
+		*scratch = v
+		return scratch
+	}
+	return &v
 }
 
 // ExtendCatalog returns c caught up with the ledger's tail, for a process

@@ -11,11 +11,13 @@ import (
 // with their offsets, and Rest is its retracted runs and correction lines,
 // over records with every optional field (parent, dirty, error, seed,
 // hardware, items, a missing metric, an ArcMemo source) and across the
-// give-back of the mapping's pages (a catalog of several of its steps).
+// give-back of the mapping's pages (a catalog of many of its steps).
 func TestCatalogStreamIsTheCatalog(t *testing.T) {
+	defer func(n int) { scanRelease = n }(scanRelease)
+	scanRelease = 1 << 16
 	s := catalogStore(t)
 	var recs []*Record
-	for i := 1; i <= 30000; i++ {
+	for i := 1; i <= 5000; i++ {
 		r := catalogRecord(i)
 		switch i % 7 {
 		case 1:

@@ -21,42 +21,35 @@ import (
 // every version of a cache rewritten as often as this one. Where the file
 // cannot be mapped, it is read (release then does nothing).
 func (s *Store) MapCache(name string, version int) (fp Fingerprint, payload []byte, release func(), err error) {
-	fp, payload, _, release, err = s.mapCache(name, version)
-	return fp, payload, release, err
-}
-
-// mapCache is MapCache, with the whole mapping (nil when the file was read
-// instead).
-func (s *Store) mapCache(name string, version int) (fp Fingerprint, payload, mapped []byte, release func(), err error) {
 	release = func() {}
 	f, err := os.Open(s.CachePath(name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Fingerprint{}, nil, nil, release, fmt.Errorf("%w: %s", ErrCacheMissing, name)
+		return Fingerprint{}, nil, release, fmt.Errorf("%w: %s", ErrCacheMissing, name)
 	}
 	if err != nil {
-		return Fingerprint{}, nil, nil, release, fmt.Errorf("unable to read cache: %w", err)
+		return Fingerprint{}, nil, release, fmt.Errorf("unable to read cache: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return Fingerprint{}, nil, nil, release, fmt.Errorf("unable to read cache: %w", err)
+		return Fingerprint{}, nil, release, fmt.Errorf("unable to read cache: %w", err)
 	}
 	if st.Size() == 0 || st.Size() > 1<<40 {
 		fp, payload, err = s.ReadCache(name, version)
-		return fp, payload, nil, release, err
+		return fp, payload, release, err
 	}
 	b, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		fp, payload, err = s.ReadCache(name, version)
-		return fp, payload, nil, release, err
+		return fp, payload, release, err
 	}
 	release = func() { _ = syscall.Munmap(b) }
 	fp, payload, err = parseCache(b, name, version)
 	if err != nil {
 		release()
-		return fp, nil, nil, func() {}, err
+		release = func() {}
 	}
-	return fp, payload, b, release, nil
+	return fp, payload, release, err
 }
 
 // WriteCacheOf is WriteCache writing payload as it is, after the header,

@@ -25,16 +25,19 @@ type Pass struct {
 	// Runs is how many run lines the pass read.
 	Runs int
 	// Ordered: the runs were in the one order of runs (order.go) and none
-	// is retracted, so a fold of the runs in ledger order (each sink's) is
-	// the fold of the catalog's records. When false, sinks that fold in
-	// the catalog's order fold the catalog instead (Store.CatalogFromPass).
+	// is retracted, so the catalog is the runs in ledger order.
 	Ordered bool
+	// Folded: every sink made with InCatalogOrder got the runs that count,
+	// in the catalog's order. It is false only when the runs had to be
+	// sorted and the pass's catalog file could not be written; such a sink
+	// then folds the catalog instead (Store.CatalogFromPass).
+	Folded bool
 	// RetractedOffsets are the ledger offsets of the retracted runs (the
 	// last line of each retracted run id, as the index's own rebuild drops
 	// them); nil when none is.
 	RetractedOffsets map[int64]bool
 	// RetractedUnknown: runs are retracted, but which lines they are could
-	// not be told (the catalog file, which tells them, could not be
+	// not be told (the pass's catalog file, which tells them, could not be
 	// written): a sink's result that must leave them out is not usable.
 	RetractedUnknown bool
 	// Corrections are the correction lines in ledger order (slimCorrection).
@@ -42,10 +45,6 @@ type Pass struct {
 	Covers      Fingerprint // the ledger prefix read
 	Warnings    []Warning
 	Metric      string
-	// catalog is the catalog built when the runs were not Ordered (sorted,
-	// retractions applied); when Ordered it was written to the cache file
-	// without ever being held.
-	catalog *Catalog
 }
 
 // A KeptRun is what the ancestry table needs of a kept run.
@@ -92,6 +91,27 @@ func missing(path string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
+// A CatalogSink folds the runs that count — retracted runs left out — in
+// the catalog's order (order.go), the order registry.Build folds them in.
+// A Pass feeds it as it reads while the ledger's runs are in that order;
+// when they turn out not to be, or some are retracted, it is Reset and fed
+// again after the read, from the catalog file the pass wrote, sorted. Add
+// is called from one goroutine of the sink's own; r and what it points to
+// are read-only and may be kept.
+type CatalogSink interface {
+	Add(r *Record)
+	// Reset forgets every run added.
+	Reset()
+}
+
+// InCatalogOrder makes sink a PassSink that ReadPass feeds in the
+// catalog's order (Pass.Folded says whether it could).
+func InCatalogOrder(sink CatalogSink) PassSink { return catalogOrder{sink} }
+
+type catalogOrder struct{ sink CatalogSink }
+
+func (c catalogOrder) Add(r *Record, _ int64, _ bool) { c.sink.Add(r) }
+
 // passRun is one run of a Pass as its sinks get it.
 type passRun struct {
 	rec Record
@@ -102,14 +122,78 @@ type passRun struct {
 // passSinkBatch is how many runs go to the sinks at a time.
 const passSinkBatch = 512
 
+// passSortWindow is how many runs the catalog's sinks' window holds back
+// (windowSort): how far out of order a run may come, behind later ones,
+// and still be folded as the pass reads. Two runs logged in one second
+// come one place apart; a pull appends the runs other machines logged
+// since the last one, behind the runs logged here since then (a swarm that
+// syncs after every run: about one per machine). A ledger further out of
+// order has the sinks fed again after the read, which costs CPU but no
+// memory; the window costs about 1 KB a run it holds (65,536 runs took a
+// first use at 100k runs from 280 to 340 MB).
+const passSortWindow = 1 << 12
+
+// sinkFeed runs sinks, each on a goroutine of its own, and hands them
+// batches of runs (shared, read-only).
+type sinkFeed struct {
+	feeds  []chan []passRun
+	panics []any
+	wg     sync.WaitGroup
+}
+
+func startSinks(sinks []PassSink) *sinkFeed {
+	f := &sinkFeed{feeds: make([]chan []passRun, len(sinks)), panics: make([]any, len(sinks))}
+	for i, sink := range sinks {
+		f.feeds[i] = make(chan []passRun, 8)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			defer func() {
+				if f.panics[i] = recover(); f.panics[i] != nil {
+					for range f.feeds[i] { // keep the pass from blocking
+					}
+				}
+			}()
+			for batch := range f.feeds[i] {
+				for j := range batch {
+					sink.Add(&batch[j].rec, batch[j].off, batch[j].tie)
+				}
+			}
+		}()
+	}
+	return f
+}
+
+func (f *sinkFeed) send(batch []passRun) {
+	for _, feed := range f.feeds {
+		feed <- batch
+	}
+}
+
+// stop waits for the sinks to take every batch sent, and re-panics with a
+// sink's panic.
+func (f *sinkFeed) stop() {
+	for _, feed := range f.feeds {
+		close(feed)
+	}
+	f.wg.Wait()
+	for _, pv := range f.panics {
+		if pv != nil {
+			panic(pv)
+		}
+	}
+}
+
 // ReadPass reads the whole ledger once for metric. Each line is decoded
 // (decodeFast, the fields a slim record keeps), slimmed and encoded as a
 // catalog record on every core; in ledger order, each run goes to every
 // sink (in batches, each sink on a goroutine of its own) and its encoding
-// to the catalog, which is written to the cache when the pass ends (a
+// to the catalog, which is written to the cache when the pass ends. Sinks
+// made with InCatalogOrder get the runs in the catalog's order instead: a
 // ledger whose runs are not in the one order, or that retracts some, has
-// its catalog sorted afterwards, from that file). The warnings and the
-// prefix covered are ScanFromParallel's.
+// its catalog sorted afterwards by copying the encodings the pass wrote,
+// and those sinks are fed again from them. The warnings and the prefix
+// covered are ScanFromParallel's.
 func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 	f, err := s.OpenLedger()
 	if err != nil {
@@ -118,52 +202,42 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 	defer f.Close()
 	size := f.Size()
 	p := &Pass{Metric: metric, Ordered: true}
+	var inLedger, inCatalog []PassSink
+	for _, sink := range sinks {
+		if _, ok := sink.(catalogOrder); ok {
+			inCatalog = append(inCatalog, sink)
+		} else {
+			inLedger = append(inLedger, sink)
+		}
+	}
 	// The catalog is a cache: when it cannot be written (a read-only or
 	// full cache directory) the pass goes on without it, and
 	// CatalogFromPass reads the ledger instead.
 	cw := s.newCatalogWriter()
 	defer cw.discard()
-	feeds := make([]chan []passRun, len(sinks))
-	var wg sync.WaitGroup
-	panics := make([]any, len(sinks))
-	for i, sink := range sinks {
-		feeds[i] = make(chan []passRun, 8)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if panics[i] = recover(); panics[i] != nil {
-					for range feeds[i] { // keep the pass from blocking
-					}
-				}
-			}()
-			for batch := range feeds[i] {
-				for j := range batch {
-					sink.Add(&batch[j].rec, batch[j].off, batch[j].tie)
-				}
-			}
-		}()
-	}
-	var batch []passRun
+	ledgerFeed, catalogFeed := startSinks(inLedger), startSinks(inCatalog)
+	var batch, inOrder []passRun
+	// The catalog's sinks get the runs through a window that sorts them
+	// as they come; a ledger further out of order than it has them fed
+	// again afterwards, from the catalog file.
+	window := newWindowSort(passSortWindow, func(a, b *passRun) bool {
+		return TimestampBefore(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID)
+	}, func(r passRun) {
+		if inOrder == nil {
+			inOrder = make([]passRun, 0, passSinkBatch)
+		}
+		if inOrder = append(inOrder, r); len(inOrder) == passSinkBatch {
+			catalogFeed.send(inOrder)
+			inOrder = nil
+		}
+	})
+	windowed := len(inCatalog) > 0
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
-		for _, feed := range feeds {
-			feed <- batch // shared, read-only
-		}
+		ledgerFeed.send(batch)
 		batch = nil
-	}
-	stopSinks := func() {
-		for _, feed := range feeds {
-			close(feed)
-		}
-		wg.Wait()
-		for _, pv := range panics {
-			if pv != nil {
-				panic(pv)
-			}
-		}
 	}
 	type slimLine struct {
 		rec  Record // the slim record, when have (a value: no allocation per line)
@@ -210,6 +284,9 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 					batch = make([]passRun, 0, passSinkBatch)
 				}
 				batch = append(batch, passRun{rec: d.rec, off: l.Offset, tie: d.tie})
+				if windowed {
+					windowed = window.Add(batch[len(batch)-1])
+				}
 				if len(batch) == passSinkBatch {
 					flush()
 				}
@@ -218,7 +295,12 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 		return nil
 	})
 	flush()
-	stopSinks()
+	ledgerFeed.stop()
+	retracted := p.Retracted()
+	if windowed = windowed && len(retracted) == 0 && window.Flush(); windowed && len(inOrder) > 0 {
+		catalogFeed.send(inOrder)
+	}
+	catalogFeed.stop()
 	if err != nil {
 		return nil, err
 	}
@@ -232,37 +314,43 @@ func (s *Store) ReadPass(metric string, sinks ...PassSink) (*Pass, error) {
 	if p.Covers, err = s.FingerprintAt(end); err != nil {
 		return nil, err
 	}
-	if len(p.Retracted()) > 0 {
+	if len(retracted) > 0 {
 		p.Ordered = false
 	}
 	if p.Ordered {
 		// The catalog as the pass wrote it is the catalog: no record is
 		// held. A failed cache write only costs the next command time.
 		_ = s.commitCatalog(cw, p.Covers, metric, p.Runs, p.Corrections)
+		p.Folded = true
 		return p, nil
 	}
-	// Sorting and retractions need the records: read back what the pass
-	// wrote (a slim record's encoding decodes to the record encoded).
-	if p.catalog, err = cw.catalog(metric, p.Runs, p.Corrections, p.Covers); err != nil {
+	if windowed && len(inCatalog) > 0 {
+		p.Folded = true
+	}
+	// Sorting and retractions: the encodings the pass wrote, sorted.
+	sorted, err := cw.sort(retracted)
+	if err != nil {
 		// Not written: the sinks that fold in the catalog's order fall
 		// back to reading it (CatalogFromPass: OpenCatalog).
-		p.catalog, p.RetractedUnknown = nil, len(p.Retracted()) > 0
+		p.RetractedUnknown = len(retracted) > 0
 		return p, nil
 	}
-	if len(p.catalog.Retracted) > 0 {
-		p.RetractedOffsets = map[int64]bool{}
-		last := map[RunID]int64{}
-		for i := range p.catalog.Retracted {
-			id := p.catalog.Retracted[i].RunID
-			if off, ok := last[id]; !ok || p.catalog.RetractedOffsets[i] > off {
-				last[id] = p.catalog.RetractedOffsets[i]
-			}
+	p.RetractedOffsets = sorted.retractedOffsets()
+	// A failed cache write only costs the next command time; the sinks
+	// are fed from the pass's own file either way.
+	_ = s.writeSortedCatalog(sorted, p.Covers, metric, p.Corrections)
+	if !p.Folded && len(inCatalog) > 0 {
+		for _, sink := range inCatalog {
+			sink.(catalogOrder).sink.Reset()
 		}
-		for _, off := range last {
-			p.RetractedOffsets[off] = true
+		feed := startSinks(inCatalog)
+		err = sorted.each(func(batch []passRun) { feed.send(batch) })
+		feed.stop()
+		if err != nil {
+			return nil, err
 		}
 	}
-	_ = s.WriteCache(CatalogFile, CatalogVersion, p.Covers, encodeCatalog(p.catalog))
+	p.Folded = true
 	return p, nil
 }
 
@@ -272,17 +360,9 @@ func (p *Pass) Retracted() map[RunID]Correction {
 }
 
 // CatalogFromPass is OpenCatalog for a store whose catalog was missing,
-// after p wrote it: the catalog p built when its runs were not Ordered,
-// else the file p wrote (read back: a pass never holds every record),
-// caught up with anything appended after p.
+// after p wrote it: the file p wrote (read back: a pass never holds every
+// record), caught up with anything appended after p, with p's warnings.
 func (s *Store) CatalogFromPass(p *Pass) (*Catalog, []Warning, error) {
-	var cat *Catalog
-	var warnings []Warning
-	var err error
-	if p.catalog != nil {
-		cat, warnings, err = s.catchUpCatalog(p.catalog) // only this reads p.catalog
-	} else {
-		cat, warnings, err = s.OpenCatalog(p.Metric, nil)
-	}
+	cat, warnings, err := s.OpenCatalog(p.Metric, nil)
 	return cat, append(append([]Warning(nil), p.Warnings...), warnings...), err
 }

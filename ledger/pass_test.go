@@ -35,6 +35,8 @@ func TestCatalogFromPassIsTheCatalog(t *testing.T) {
 	b := line("20261122T020000Z-bbbbbbb", "2026-11-22T02:00:00Z", ledger.StatusDiscard, true)
 	c := line("20261122T030000Z-ccccccc", "2026-11-22T03:00:00Z", ledger.StatusDiscard, false)
 	later := line("20261122T040000Z-ddddddd", "2026-11-22T04:00:00Z", ledger.StatusKeep, false)
+	// Logged in the same second as b, after it, with a smaller random id.
+	same := line("20261122T020000Z-1eeeeee", "2026-11-22T02:00:00Z", ledger.StatusDiscard, false)
 	for _, tc := range []struct {
 		name, ledger, after string
 		order               string // the run ids' letters in ledger order
@@ -43,15 +45,19 @@ func TestCatalogFromPassIsTheCatalog(t *testing.T) {
 	}{
 		{name: "in order", ledger: a + b + c, order: "abc", ordered: true},
 		{name: "out of order", ledger: c + a + b, order: "cab"},
+		{name: "one second, the smaller id second", ledger: a + b + same + c, order: "abec"},
 		{name: "a retracted run", ledger: a + b + c + retract("20261122T050000Z-corr001", "2026-11-22T05:00:00Z", "20261122T020000Z-bbbbbbb"),
 			order: "abc", retracted: []int64{int64(len(a))}},
+		{name: "out of order, a run retracted", ledger: c + a + b + retract("20261122T050000Z-corr001", "2026-11-22T05:00:00Z", "20261122T010000Z-aaaaaaa"),
+			order: "cab", retracted: []int64{int64(len(c))}},
 		{name: "garbage and a torn tail", ledger: a + "not json\n" + b + c + `{"run_id": "x"`, order: "abc", ordered: true},
 		{name: "grew after the pass", ledger: a + b + c, after: later, order: "abc", ordered: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := ledgertest.Store(t, tc.ledger)
 			var sink collect
-			p, err := s.ReadPass(s.Config.Metric, &sink)
+			folded := &fold{}
+			p, err := s.ReadPass(s.Config.Metric, &sink, ledger.InCatalogOrder(folded))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,6 +106,21 @@ func TestCatalogFromPassIsTheCatalog(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("catalog from the pass\n%+v\nread from the ledger\n%+v", got, want)
 			}
+			// The sink in the catalog's order folded the catalog's runs
+			// that count (as the pass read them: the catalog's own
+			// records when nothing grew after it), and nothing else.
+			if !p.Folded {
+				t.Error("Folded false with a writable cache directory")
+			}
+			var wantFold []string
+			for _, r := range want.Records {
+				if tc.after == "" || r.RunID != "20261122T040000Z-ddddddd" {
+					wantFold = append(wantFold, string(r.RunID))
+				}
+			}
+			if !reflect.DeepEqual(folded.ids, wantFold) {
+				t.Errorf("folded in the catalog's order %v, want %v", folded.ids, wantFold)
+			}
 			order := ""
 			for i, r := range sink.runs {
 				order += string(r.RunID[len(r.RunID)-1])
@@ -138,6 +159,12 @@ func (c *collect) Add(r *ledger.Record, off int64, tie bool) {
 	c.runs, c.offs, c.ties = append(c.runs, *r), append(c.offs, off), append(c.ties, tie)
 }
 
+// fold is a CatalogSink keeping the run ids it is given.
+type fold struct{ ids []string }
+
+func (f *fold) Add(r *ledger.Record) { f.ids = append(f.ids, string(r.RunID)) }
+func (f *fold) Reset()               { f.ids = nil }
+
 // count is a PassSink counting runs.
 type count struct{ n int }
 
@@ -150,32 +177,57 @@ func (c *count) Add(*ledger.Record, int64, bool) { c.n++ }
 // of live heap at a million runs, most of a first use's collector time).
 func TestPassHoldsNoRecords(t *testing.T) {
 	const n = 20000
-	s := ledgertest.Store(t, "")
-	if err := s.Append(novelty.SyntheticRecords(n, 7)...); err != nil {
-		t.Fatal(err)
-	}
-	var sink count
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	p, err := s.ReadPass(s.Config.Metric, &sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runtime.GC()
-	runtime.GC() // the line buffers' pool too
-	runtime.ReadMemStats(&after)
-	kept := len(p.Kept)
-	runtime.KeepAlive(p)
-	if sink.n != n || p.Runs != n {
-		t.Fatalf("the sink got %d runs, the pass counted %d, want %d", sink.n, p.Runs, n)
-	}
-	// A kept run's entry: three strings (~100 bytes with their bytes).
-	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if limit := int64(kept)*160 + 2<<20; held > limit {
-		t.Errorf("the pass of %d runs (%d kept) holds %d bytes of heap, want at most %d", n, kept, held, limit)
+	for _, tc := range []struct {
+		name    string
+		ordered bool
+	}{
+		{"in order", true},
+		// Two runs swapped, as a pull or two logs in one second leave
+		// them: the pass sorted a catalog it held, and the registry's
+		// fold was made again from it (3.75 GB at a million runs).
+		{"two runs out of order", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ledgertest.Store(t, "")
+			recs := novelty.SyntheticRecords(n, 7)
+			if !tc.ordered {
+				recs[n/2], recs[n/2+1] = recs[n/2+1], recs[n/2]
+			}
+			if err := s.Append(recs...); err != nil {
+				t.Fatal(err)
+			}
+			var sink count
+			folded := &countFold{}
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			p, err := s.ReadPass(s.Config.Metric, &sink, ledger.InCatalogOrder(folded))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			runtime.GC() // the line buffers' pool too
+			runtime.ReadMemStats(&after)
+			kept := len(p.Kept)
+			runtime.KeepAlive(p)
+			if sink.n != n || p.Runs != n || folded.n != n || !p.Folded || p.Ordered != tc.ordered {
+				t.Fatalf("the sinks got %d and %d runs (folded %v), the pass counted %d (ordered %v), want %d (%v)",
+					sink.n, folded.n, p.Folded, p.Runs, p.Ordered, n, tc.ordered)
+			}
+			// A kept run's entry: three strings (~100 bytes with their bytes).
+			held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			if limit := int64(kept)*160 + 2<<20; held > limit {
+				t.Errorf("the pass of %d runs (%d kept) holds %d bytes of heap, want at most %d", n, kept, held, limit)
+			}
+		})
 	}
 }
+
+// countFold is a CatalogSink counting runs.
+type countFold struct{ n int }
+
+func (c *countFold) Add(*ledger.Record) { c.n++ }
+func (c *countFold) Reset()             { c.n = 0 }
 
 // TestPassWithoutACacheDirectory: the catalog is a cache, so a pass whose
 // catalog file cannot be written (here cache/ is a file) still reads the

@@ -81,7 +81,7 @@ func DecideStatus(env Env, s *ledger.Store, repo *gitrepo.Repo, in DecideInput) 
 		d.Status = ledger.StatusCrash
 		d.ErrText = fmt.Sprintf("training command exited 0 but reported no %s", metric)
 	default:
-		j, err := judgeRun(s, in, v)
+		j, err := judgeRun(env, s, in, v)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -99,30 +99,28 @@ type judgement struct {
 	status, note string
 }
 
-// judgeRun decides keep or discard for a finished run with metric value v.
-// It scans the ledger: the kept runs (the champion is the best of them on
-// the run's hardware when any ran there, by its group's mean when it has
-// one), the replicate groups and the noise floor.
-func judgeRun(s *ledger.Store, in DecideInput, v float64) (judgement, error) {
-	goal := registry.GoalOf(s.Config)
-	rp := registry.NewReplicates(goal)
-	var all, kept []ledger.Record
-	_, err := s.Scan(func(r *ledger.Record, _ int, _ int64) error {
-		all = append(all, ledger.Record{RunID: r.RunID, Status: r.Status, Metrics: ledger.Metrics{goal.Metric: r.Metrics[goal.Metric]},
-			Replicate: r.Replicate, Hardware: r.Hardware, Correction: r.Correction})
-		return nil
-	})
+// judgeRun decides keep or discard for a finished run with metric value v,
+// against the registry state (cached and caught up with the ledger's
+// tail, as log reads it): the champion is the best kept run on the run's
+// hardware when any ran there, by its group's mean when it has one
+// (Replicates.BestKeptOn), and the margin comes from the replicate
+// groups' noise floor. It reads no record: at a million runs a pass over
+// the ledger was half a minute of every `run`.
+func judgeRun(env Env, s *ledger.Store, in DecideInput, v float64) (judgement, error) {
+	st, fp, behind, err := LoadRegistry(s, env.Notice, nil)
 	if err != nil {
 		return judgement{}, err
 	}
-	for _, r := range ledger.Counted(all) { // a retracted run counts nowhere
-		rp.Add(&r)
-		if _, ok := goal.Value(&r); ok && r.Status == ledger.StatusKeep {
-			kept = append(kept, r)
+	if behind < 0 {
+		// Rebuilt: keep it for the log that follows (a cache; a failed
+		// write only costs that log a rebuild).
+		if b, err := st.Marshal(); err == nil {
+			_ = s.WriteCache(RegistryStateFile, registry.StateVersion, fp, b)
 		}
 	}
+	goal, rp := st.Goal(), st.Reps
 	margin := registry.TieMargin(in.MinDelta, registry.NoiseFor(rp.Noise(), in.Hardware))
-	champ, champGroup, have := registry.ChampionValue(kept, rp, in.Hardware)
+	champ, champGroup, have := rp.BestKeptOn(in.Hardware)
 	self := registry.GroupKey{Replicate: in.Replicate, Hardware: in.Hardware}
 	value, what := v, fmt.Sprintf("%s %.6g", goal.Metric, v)
 	if sp := rp.With(self, v); in.Replicate != "" && sp.N > 1 {

@@ -27,10 +27,19 @@ type builtRegistry struct {
 	covers ledger.Fingerprint
 }
 
-// registryFold folds the pass's runs as they are read (a ledger.PassSink).
-type registryFold struct{ f *registry.Fold }
+// registryFold folds the pass's runs in the catalog's order (a
+// ledger.CatalogSink).
+type registryFold struct {
+	opts registry.Options
+	f    *registry.Fold
+}
 
-func (r *registryFold) Add(rec *ledger.Record, _ int64, _ bool) { r.f.Add(rec) }
+func newRegistryFold(opts registry.Options) *registryFold {
+	return &registryFold{opts: opts, f: registry.NewFold(opts)}
+}
+
+func (r *registryFold) Add(rec *ledger.Record) { r.f.Add(rec) }
+func (r *registryFold) Reset()                 { r.f = registry.NewFold(r.opts) }
 
 func readFirstUse(env Env, s *ledger.Store) (firstUse, error) {
 	if !s.NeedsPass() {
@@ -43,23 +52,23 @@ func readFirstUse(env Env, s *ledger.Store) (firstUse, error) {
 		sinks = append(sinks, fu.groups)
 	}
 	if absent(s.CachePath(RegistryStateFile)) {
-		fu.registry = &registryFold{f: registry.NewFold(RegistryOptions(s))}
-		sinks = append(sinks, fu.registry)
+		fu.registry = newRegistryFold(RegistryOptions(s))
+		sinks = append(sinks, ledger.InCatalogOrder(fu.registry))
 	}
 	var err error
 	fu.pass, err = s.ReadPass(s.Config.Metric, sinks...)
 	return fu, err
 }
 
-// loadRegistry is LoadRegistry taking what the pass built: the fold when
-// the pass's runs were in the one order and none retracted (the fold of
-// the catalog's records), else the catalog the pass wrote.
+// loadRegistry is LoadRegistry taking what the pass built: its fold of
+// the catalog's records, or, when the pass could not make one (its
+// catalog file could not be written), the catalog.
 func (fu *firstUse) loadRegistry(s *ledger.Store, env Env) (*registry.State, int, error) {
 	var built *builtRegistry
 	var cat *ledger.Catalog
 	switch {
 	case fu.pass == nil:
-	case fu.pass.Ordered && fu.registry != nil:
+	case fu.pass.Folded && fu.registry != nil:
 		built = &builtRegistry{st: fu.registry.f.State(), covers: fu.pass.Covers}
 	default:
 		var err error
@@ -76,4 +85,4 @@ func absent(path string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-var _ ledger.PassSink = (*registryFold)(nil)
+var _ ledger.CatalogSink = (*registryFold)(nil)

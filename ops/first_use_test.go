@@ -73,10 +73,14 @@ func TestFirstUseReadsTheLedgerOnce(t *testing.T) {
 	}
 
 	// The ledger as logged (a run retracted: the pass's catalog is sorted
-	// and retracted afterwards and the registry built from it), and the
-	// same runs in the one order of runs with no correction (the pass's
-	// catalog file and registry fold are used as they were made).
+	// and retracted afterwards, and its registry fold made again in the
+	// catalog's order), the same runs in the one order of runs with no
+	// correction (the pass's catalog file and registry fold are used as
+	// they were made), and those with two runs swapped, as a pull leaves
+	// them (sorted afterwards; none retracted).
 	var ordered []byte
+	var runs []ledger.Record
+	var runLines [][]byte
 	for i := range all {
 		if all[i].Correction != nil {
 			continue
@@ -85,12 +89,18 @@ func TestFirstUseReadsTheLedgerOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ordered = append(append(ordered, b...), '\n')
+		runs, runLines = append(runs, all[i]), append(runLines, append(b, '\n'))
+		ordered = append(ordered, runLines[len(runLines)-1]...)
 	}
+	if len(runs) < 4 || !ledger.TimestampBefore(runs[1].Timestamp, runs[1].RunID, runs[2].Timestamp, runs[2].RunID) {
+		t.Fatalf("the lab's runs 1 and 2 cannot be swapped out of order")
+	}
+	runLines[1], runLines[2] = runLines[2], runLines[1]
+	swapped := bytes.Join(runLines, nil)
 	for _, v := range []struct {
 		name   string
 		ledger []byte
-	}{{"a retracted run", snap}, {"in order, none retracted", ordered}} {
+	}{{"a retracted run", snap}, {"in order, none retracted", ordered}, {"two runs swapped", swapped}} {
 		if err := os.WriteFile(s.LedgerPath(), v.ledger, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -108,10 +118,15 @@ func TestFirstUseReadsTheLedgerOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		drop()
-		before := ledger.RecordsDecoded()
+		before, held := ledger.RecordsDecoded(), ledger.SlimRecordsHeld()
 		got := logRun()
 		if n := ledger.RecordsDecoded() - before; n > lines+maxDecodes {
 			t.Errorf("%s: first use decoded %d records of a %d-line ledger, want each line once", v.name, n, lines)
+		}
+		// It never held the catalog: sorting it copies the encodings the
+		// pass wrote, and the registry is folded from them one at a time.
+		if n := ledger.SlimRecordsHeld() - held; n != 0 {
+			t.Errorf("%s: first use held %d catalog records, want none", v.name, n)
 		}
 		if got.Record.LineageRoot != want.Record.LineageRoot || got.Record.LineageRoot == "" {
 			t.Errorf("%s: lineage root %q, one by one %q", v.name, got.Record.LineageRoot, want.Record.LineageRoot)

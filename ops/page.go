@@ -53,17 +53,17 @@ type PageResult struct {
 // for a normalised text, best first.
 type SearchFunc func(norm string) ([]int64, error)
 
-// RunsPage filters, searches, sorts and pages the catalog's slim records
-// (in ledger order, offsets beside them). search may be nil (no index).
-func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Time, search SearchFunc) (*PageResult, error) {
+// check validates a page request and fills in its defaults: page 1, the
+// default size, at most MaxPageSize.
+func (in *PageInput) check() error {
 	in.Status = SplitTags(in.Status)
 	if err := ledger.CheckStatuses("status", in.Status...); err != nil {
-		return nil, err
+		return err
 	}
 	switch in.Sort {
 	case "", "time", "metric", "status", "family", "memory":
 	default:
-		return nil, ledger.BadInputf("sort must be time, metric, status, family or memory, got %q", in.Sort)
+		return ledger.BadInputf("sort must be time, metric, status, family or memory, got %q", in.Sort)
 	}
 	if in.Page < 1 {
 		in.Page = 1
@@ -72,6 +72,15 @@ func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Tim
 		in.Size = DefaultPageSize
 	}
 	in.Size = min(in.Size, MaxPageSize)
+	return nil
+}
+
+// RunsPage filters, searches, sorts and pages the catalog's slim records
+// (in ledger order, offsets beside them). search may be nil (no index).
+func RunsPage(cat *ledger.Catalog, cfg ledger.Config, in PageInput, now time.Time, search SearchFunc) (*PageResult, error) {
+	if err := in.check(); err != nil {
+		return nil, err
+	}
 	filters := in.ListInput
 	filters.Best, filters.Limit = 0, 0
 	sel := filterRuns(cat.Records, filters, cfg, now)

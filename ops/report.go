@@ -177,7 +177,11 @@ func reportRegistry(env Env, s *ledger.Store, cat *ledger.Catalog) (*registry.St
 	if err != nil {
 		return nil, err
 	}
-	if behind != 0 {
+	// Written as log writes it (SaveRegistry): when rebuilt, or RegistryCacheLag
+	// or more runs behind; fewer are folded again from their lines, which
+	// costs less than encoding and writing the whole state (issue 30: at 1M
+	// runs 20 MB, ~0.17 s of the dashboard's first page after three runs).
+	if behind < 0 || behind >= RegistryCacheLag {
 		if b, err := st.Marshal(); err == nil {
 			_ = s.WriteCache(RegistryStateFile, registry.StateVersion, fp, b) // a cache: failure only costs time
 		}
@@ -356,20 +360,36 @@ func morningBounded(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput
 		if mc.Runs > n || n-mc.Runs > MaxMorningReads || len(x.Corrections) != mc.Corrections || !s.StillCovers(mc.Covers) {
 			return none, false, nil
 		}
-		// The new runs (after the part of the ledger the cache covers) must
-		// be the last ones in the order of runs: there are n-mc.Runs of them
-		// (nothing was retracted), so the runs after position mc.Runs must
-		// all be new.
-		for i := n - 1; i >= mc.Runs; i-- {
-			if x.Offset(src.idx(i)) < mc.Covers.Size {
+		// The new runs (after the part of the ledger the cache covers; there
+		// are n-mc.Runs of them, nothing was retracted) sort after every run
+		// the cache covers, or among its last runs (issue 30: two runs
+		// logged in one second sort by their random ids, and the dashboard
+		// polls between them; the catalog then answered, 8 s and 3.6 GB at
+		// 1M runs). From q, the first place a new run sorts at, the runs are
+		// read and the cache's order-bound part made again; one sorting
+		// before the cache's fold (older runs pulled in) rebuilds it.
+		q, found := n, 0
+		var isNew []bool // of the runs at [q, n), from the end
+		for i := n - 1; i >= 0 && found < n-mc.Runs; i-- {
+			if n-i > MaxMorningReads {
 				return none, false, nil
 			}
+			fresh := x.Offset(src.idx(i)) >= mc.Covers.Size
+			if fresh {
+				found, q = found+1, i
+			}
+			isNew = append(isNew, fresh)
 		}
-		recs, err := src.read(mc.Runs, n)
+		if found < n-mc.Runs || q < mc.FoldAt {
+			return none, false, nil
+		}
+		isNew = isNew[:n-q]
+		slices.Reverse(isNew)
+		recs, err := src.read(q, n)
 		if err != nil {
 			return none, false, err
 		}
-		extendMorningCache(mc, recs, g)
+		addMorningRuns(mc, recs, q, isNew, g)
 		mc.Covers = x.Covers
 		changed = true
 	}
@@ -630,14 +650,31 @@ var morningTags = []string{"arcmemo"}
 // extendMorningCache adds the runs recs, the next ones in the order of
 // runs, to the whole-history aggregates of c.
 func extendMorningCache(c *ledger.MorningCache, recs []*ledger.Record, g registry.Goal) {
-	for _, r := range recs {
-		h := c.Hosts[report.HostOf(r)]
-		h.Runs++
-		h.LastRun = max(h.LastRun, r.Timestamp)
-		c.Hosts[report.HostOf(r)] = h
-		for _, t := range morningTags {
-			if !slices.Contains(c.Tagged, t) && report.HasTag(r, t) {
-				c.Tagged = append(c.Tagged, t)
+	addMorningRuns(c, recs, c.Runs, nil, g)
+}
+
+// addMorningRuns makes c cover the runs recs at positions [from, from +
+// len(recs)), the last ones: its kept runs that bettered those before
+// them are made again from from on, and the runs recs holds that c did not
+// cover yet (isNew; nil: all of them) are added to the hosts and tags,
+// which do not depend on the order.
+func addMorningRuns(c *ledger.MorningCache, recs []*ledger.Record, from int, isNew []bool, g registry.Goal) {
+	k := len(c.BestKept)
+	for k > 0 && c.BestKept[k-1].Pos >= from {
+		k--
+	}
+	c.BestKept = c.BestKept[:k]
+	c.Runs = from
+	for i, r := range recs {
+		if isNew == nil || isNew[i] {
+			h := c.Hosts[report.HostOf(r)]
+			h.Runs++
+			h.LastRun = max(h.LastRun, r.Timestamp)
+			c.Hosts[report.HostOf(r)] = h
+			for _, t := range morningTags {
+				if !slices.Contains(c.Tagged, t) && report.HasTag(r, t) {
+					c.Tagged = append(c.Tagged, t)
+				}
 			}
 		}
 		if r.Status == ledger.StatusKeep {

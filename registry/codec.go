@@ -196,8 +196,7 @@ func (s *State) Marshal() ([]byte, error) {
 		kr, kept := s.Reps.Kept[k]
 		b = ledger.AppendBool(b, kept)
 		if kept {
-			b = ledger.AppendString(b, kr.RunID)
-			b = ledger.AppendFloat(b, kr.Value)
+			b = appendKeptRun(b, kr)
 		}
 		t := s.lookupTop(k)
 		b = ledger.AppendBool(b, t != nil)
@@ -210,7 +209,22 @@ func (s *State) Marshal() ([]byte, error) {
 		b = ledger.AppendString(b, k)
 		b = appendTop(b, s.SetTops[k])
 	}
-	return b, nil
+	b = binary.AppendUvarint(b, uint64(len(s.Reps.Loose)))
+	for _, hw := range sortedKeys(s.Reps.Loose) {
+		b = appendKeptRun(ledger.AppendString(b, hw), s.Reps.Loose[hw])
+	}
+	b = appendStrings(b, sortedKeys(s.Reps.KeptOn))
+	return appendInt(b, s.Reps.Added), nil
+}
+
+func appendKeptRun(b []byte, kr KeptRun) []byte {
+	b = ledger.AppendString(b, kr.RunID)
+	b = ledger.AppendFloat(b, kr.Value)
+	return appendInt(b, kr.First)
+}
+
+func readKeptRun(d *ledger.Decoder, acc *evidence.Accumulator) KeptRun {
+	return KeptRun{RunID: d.Str(), Value: d.Float(), First: d.Int(), acc: acc}
 }
 
 // ErrStateMismatch means a persisted state is of another version or goal,
@@ -257,7 +271,7 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 		a := &evidence.Accumulator{N: d.Int(), Mean: d.Float(), M2: d.Float()}
 		s.Reps.Groups[k] = a
 		if d.Bool() {
-			s.Reps.Kept[k] = KeptRun{RunID: d.Str(), Value: d.Float(), acc: a}
+			s.Reps.Kept[k] = readKeptRun(d, a)
 		}
 		if d.Bool() {
 			t := readTop(d)
@@ -270,6 +284,14 @@ func Unmarshal(b []byte, opts Options) (*State, error) {
 		k := d.Str()
 		s.SetTops[k] = readTop(d)
 	}
+	for range d.Count() {
+		hw := d.Str()
+		s.Reps.Loose[hw] = readKeptRun(d, nil)
+	}
+	for _, hw := range readStrings(d) {
+		s.Reps.KeptOn[hw] = true
+	}
+	s.Reps.Added = d.Int()
 	if err := d.Done(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrStateMismatch, err)
 	}

@@ -20,7 +20,10 @@ import (
 //	6: the champion by its group's mean: the top lists hold ungrouped runs,
 //	   each group's best runs beside its replicates, SetTops ungrouped ArcMemo runs per
 //	   puzzle set; Run.Set.
-const StateVersion = 6
+//	7: the best kept run without a replicate key per hardware, the hardware
+//	   kept runs ran on and each group's first kept run (Replicates.BestKeptOn:
+//	   run's keep decision without a pass over the ledger).
+const StateVersion = 7
 
 // Sizes of the registry, from MEMORYLAB_RULES.md.
 const (

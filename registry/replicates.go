@@ -34,18 +34,30 @@ type Replicates struct {
 	// Kept is, per group with a kept run, its best kept run: the champions
 	// per hardware come from here without a pass over every record.
 	Kept map[GroupKey]KeptRun
+	// Loose is, per hardware, the best kept run of those without a
+	// replicate key (older records), valued by its own value.
+	Loose map[string]KeptRun
+	// KeptOn are the hardware keys kept runs ran on, whether or not their
+	// metric was usable.
+	KeptOn map[string]bool
+	// Added counts the records folded in: the order BestKeptOn breaks ties in.
+	Added int
 }
 
-// KeptRun is a group's best kept run.
+// KeptRun is a group's best kept run, or a hardware's best loose one.
 type KeptRun struct {
 	RunID string
 	Value float64
+	// First is when the group's first kept run was folded in (Added
+	// before it); for a loose run, when it was. Ties go to the earlier.
+	First int
 	acc   *evidence.Accumulator // the group's (saves a lookup per group)
 }
 
 // NewReplicates returns empty groups for goal g.
 func NewReplicates(g Goal) *Replicates {
-	return &Replicates{Goal: g, Groups: map[GroupKey]*evidence.Accumulator{}, Kept: map[GroupKey]KeptRun{}}
+	return &Replicates{Goal: g, Groups: map[GroupKey]*evidence.Accumulator{}, Kept: map[GroupKey]KeptRun{},
+		Loose: map[string]KeptRun{}, KeptOn: map[string]bool{}}
 }
 
 // CollectReplicates groups recs by GroupOf.
@@ -59,12 +71,23 @@ func CollectReplicates(recs []ledger.Record, g Goal) *Replicates {
 
 // Add folds one record in.
 func (rp *Replicates) Add(r *ledger.Record) {
-	k, ok := GroupOf(r)
-	if !ok {
-		return
+	seq := rp.Added
+	rp.Added++
+	keep := r.Status == ledger.StatusKeep
+	if keep {
+		rp.KeptOn[r.Hardware.Key()] = true
 	}
 	v, ok := rp.Goal.Value(r)
 	if !ok {
+		return
+	}
+	k, ok := GroupOf(r)
+	if !ok {
+		if hw := r.Hardware.Key(); keep {
+			if kr, ok := rp.Loose[hw]; !ok || rp.Goal.Better(v, kr.Value) {
+				rp.Loose[hw] = KeptRun{RunID: string(r.RunID), Value: v, First: seq}
+			}
+		}
 		return
 	}
 	a := rp.Groups[k]
@@ -73,11 +96,50 @@ func (rp *Replicates) Add(r *ledger.Record) {
 		rp.Groups[k] = a
 	}
 	a.Add(v)
-	if r.Status == ledger.StatusKeep {
-		if kr, ok := rp.Kept[k]; !ok || rp.Goal.Better(v, kr.Value) {
-			rp.Kept[k] = KeptRun{RunID: string(r.RunID), Value: v, acc: a}
+	if keep {
+		kr, ok := rp.Kept[k]
+		if !ok {
+			kr.First = seq
+		}
+		if !ok || rp.Goal.Better(v, kr.Value) {
+			rp.Kept[k] = KeptRun{RunID: string(r.RunID), Value: v, First: kr.First, acc: a}
 		}
 	}
+}
+
+// BestKeptOn is the champion a run on hardware hw is judged against: the
+// best kept run on hw when a kept run ran there, else over all, each run
+// valued by its replicate group's mean when the group has two runs or
+// more; of equal values, the run folded in first. It returns the value
+// and the run's group (zero for a run without one); ok is false when no
+// kept run can rank. It reads the groups' and hardware's bests, not the
+// runs.
+func (rp *Replicates) BestKeptOn(hw string) (float64, GroupKey, bool) {
+	onHW := rp.KeptOn[hw]
+	var best GroupKey
+	bestV, bestFirst, have := 0.0, 0, false
+	consider := func(k GroupKey, v float64, first int) {
+		if !have || rp.Goal.Better(v, bestV) || v == bestV && first < bestFirst {
+			best, bestV, bestFirst, have = k, v, first, true
+		}
+	}
+	for k, kr := range rp.Kept {
+		if onHW && k.Hardware != hw {
+			continue
+		}
+		v := kr.Value
+		if a := kr.acc; a != nil && a.N >= 2 {
+			v = a.Mean
+		}
+		consider(k, v, kr.First)
+	}
+	for h, kr := range rp.Loose {
+		if onHW && h != hw {
+			continue
+		}
+		consider(GroupKey{}, kr.Value, kr.First)
+	}
+	return bestV, best, have
 }
 
 // Spread is the mean ± sd (n) of r's replicate group; ok only when the
@@ -255,47 +317,4 @@ func (m Margin) String() string {
 		return fmt.Sprintf("margin %.6g = %d × noise sd %.6g%s (%s)", m.Value, NoiseSigmas, m.Noise.SD, hw, m.Noise.Basis())
 	}
 	return fmt.Sprintf("margin %.6g (--min-delta)", m.Value)
-}
-
-// BestKept is the best kept run of recs: on hardware hw when any kept run
-// ran there (else over all), each run valued by its replicate group's mean
-// when the group has two runs or more. It returns the run's index and
-// value; ok is false when no kept run can rank.
-func BestKept(recs []ledger.Record, rp *Replicates, hw string) (int, float64, bool) {
-	onHW := false
-	for i := range recs {
-		if recs[i].Status == ledger.StatusKeep && recs[i].Hardware.Key() == hw {
-			onHW = true
-			break
-		}
-	}
-	best, bestV := -1, 0.0
-	for i := range recs {
-		r := &recs[i]
-		if r.Status != ledger.StatusKeep || onHW && r.Hardware.Key() != hw {
-			continue
-		}
-		v, ok := rp.Goal.Value(r)
-		if !ok {
-			continue
-		}
-		if sp, ok := rp.Spread(r); ok {
-			v = sp.Mean
-		}
-		if best < 0 || rp.Goal.Better(v, bestV) {
-			best, bestV = i, v
-		}
-	}
-	return best, bestV, best >= 0
-}
-
-// ChampionValue is BestKept's value and the champion's group (zero when it
-// has none).
-func ChampionValue(kept []ledger.Record, rp *Replicates, hw string) (float64, GroupKey, bool) {
-	i, v, ok := BestKept(kept, rp, hw)
-	if !ok {
-		return 0, GroupKey{}, false
-	}
-	g, _ := GroupOf(&kept[i])
-	return v, g, true
 }

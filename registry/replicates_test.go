@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"math"
+	"math/rand"
 	"testing"
 
 	"github.com/memorylab/memorylab/evidence"
@@ -96,34 +97,110 @@ func TestTieMargin(t *testing.T) {
 	}
 }
 
-func TestChampionValue(t *testing.T) {
+func TestBestKeptOn(t *testing.T) {
 	g := Goal{Metric: "val_bpb"}
-	recs := replicateLedger()
-	rp := CollectReplicates(recs, g)
-	var kept []ledger.Record
-	for _, r := range recs {
-		if r.Status == "keep" {
-			kept = append(kept, r)
-		}
-	}
+	rp := CollectReplicates(replicateLedger(), g)
 	// H100: group a's mean 1.02, group b's 0.985 (its kept run is judged by
 	// the group's mean), the single run 0.97 → the single run.
-	v, grp, ok := ChampionValue(kept, rp, "H100")
+	v, grp, ok := rp.BestKeptOn("H100")
 	if !ok || v != 0.97 || grp.Replicate != ledger.ReplicateKey("single", "") {
 		t.Fatalf("H100 champion %v %+v", v, grp)
 	}
-	v, _, _ = ChampionValue(kept, rp, "RTX 4090")
+	v, _, _ = rp.BestKeptOn("RTX 4090")
 	if math.Abs(v-1.12) > 1e-12 {
 		t.Fatalf("4090 champion %v, want the group mean 1.12", v)
 	}
 	// A run on hardware no kept run used: the best over all.
-	if v, _, _ = ChampionValue(kept, rp, "A100"); v != 0.97 {
+	if v, _, _ = rp.BestKeptOn("A100"); v != 0.97 {
 		t.Fatalf("A100 champion %v", v)
 	}
 }
 
+// bestKeptScan is the rule BestKeptOn keeps, over every record (how `run`
+// judged a run before: a pass over the whole ledger): the best kept run on
+// hardware hw when a kept run ran there (else over all), each valued by its
+// replicate group's mean when the group has two runs or more, the first of
+// equal values; its value and group.
+func bestKeptScan(recs []ledger.Record, rp *Replicates, hw string) (float64, GroupKey, bool) {
+	onHW := false
+	for i := range recs {
+		if recs[i].Status == ledger.StatusKeep && recs[i].Hardware.Key() == hw {
+			onHW = true
+			break
+		}
+	}
+	best, bestV := -1, 0.0
+	for i := range recs {
+		r := &recs[i]
+		if r.Status != ledger.StatusKeep || onHW && r.Hardware.Key() != hw {
+			continue
+		}
+		v, ok := rp.Goal.Value(r)
+		if !ok {
+			continue
+		}
+		if sp, ok := rp.Spread(r); ok {
+			v = sp.Mean
+		}
+		if best < 0 || rp.Goal.Better(v, bestV) {
+			best, bestV = i, v
+		}
+	}
+	if best < 0 {
+		return 0, GroupKey{}, false
+	}
+	k, _ := GroupOf(&recs[best])
+	return bestV, k, true
+}
+
+// TestBestKeptOnIsTheScan: the champion `run` judges against, from the
+// replicate groups a registry state keeps (and after its cache round
+// trip), is the scan's over random ledgers: grouped and ungrouped runs,
+// kept runs without a usable metric, three accelerators and none, equal
+// values across groups, both goals.
+func TestBestKeptOnIsTheScan(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	hws := []string{"", "H100", "A100", "RTX 4090"}
+	for round := range 200 {
+		goal := Goal{Metric: "val_bpb", Max: round%2 == 1}
+		var recs []ledger.Record
+		for i := range 1 + rng.Intn(40) {
+			r := ledger.Record{RunID: ledger.RunID(fmt.Sprintf("r%03d", i)), Status: []string{"keep", "discard", "crash"}[rng.Intn(3)],
+				Metrics: ledger.Metrics{}}
+			if hw := hws[rng.Intn(len(hws))]; hw != "" {
+				r.Hardware = &ledger.Hardware{Accelerator: hw}
+			}
+			if rng.Intn(3) > 0 {
+				r.Replicate = fmt.Sprintf("code%d", rng.Intn(5))
+			}
+			if r.Status != "crash" && rng.Intn(8) > 0 {
+				r.Metrics.Set("val_bpb", float64(rng.Intn(6))/4) // few values: ties
+			}
+			recs = append(recs, r)
+		}
+		st := Build(recs, Options{Goal: goal})
+		b, err := st.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Unmarshal(b, Options{Goal: goal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hw := range append(hws, "TPU") {
+			wantV, wantG, wantOK := bestKeptScan(recs, CollectReplicates(recs, goal), hw)
+			for name, rp := range map[string]*Replicates{"built": st.Reps, "from the cache": back.Reps} {
+				v, g, ok := rp.BestKeptOn(hw)
+				if ok != wantOK || ok && (math.Abs(v-wantV) > 1e-12 || g != wantG) {
+					t.Fatalf("round %d, %s, hardware %q: %v %+v %v, the scan %v %+v %v", round, name, hw, v, g, ok, wantV, wantG, wantOK)
+				}
+			}
+		}
+	}
+}
+
 // TestChampionByGroupMean (issue 27): the champion is judged by its
-// replicate group's mean, as `run`'s keep decision (ChampionValue) is, in
+// replicate group's mean, as `run`'s keep decision (BestKeptOn) is, in
 // the registry state (list --best, show champion, report, packets), after a
 // cache round trip, and in Ranked and ChampionIndex.
 func TestChampionByGroupMean(t *testing.T) {
@@ -184,14 +261,8 @@ func TestChampionByGroupMean(t *testing.T) {
 			}
 			// The keep decision's champion is the same run's group.
 			rp := CollectReplicates(tc.recs, g)
-			var kept []ledger.Record
-			for _, r := range tc.recs {
-				if r.Status == "keep" {
-					kept = append(kept, r)
-				}
-			}
-			if v, _, _ := ChampionValue(kept, rp, ""); math.Abs(v-tc.value) > 1e-12 {
-				t.Fatalf("ChampionValue %v, want %v", v, tc.value)
+			if v, _, _ := rp.BestKeptOn(""); math.Abs(v-tc.value) > 1e-12 {
+				t.Fatalf("BestKeptOn %v, want %v", v, tc.value)
 			}
 			if i, ok := ChampionIndex(tc.recs, g); !ok || string(tc.recs[i].RunID) != want {
 				t.Fatalf("ChampionIndex %d", i)
