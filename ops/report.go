@@ -688,15 +688,22 @@ func addMorningRuns(c *ledger.MorningCache, recs []*ledger.Record, from int, isN
 
 // streamMorningCache writes the morning cache from the catalog file read
 // one record at a time (ledger.CatalogStream) when the cache on disk is
-// missing or covers another ledger, the catalog file holds the runs of x
-// (it covers the same ledger, or one that only correction lines follow),
-// and the report's window is one morningBounded answers: its
-// fold is of the runs before the window, as the report would leave it. It
-// reports whether it wrote one. (Issue 30: the first report after a first
-// use built it from the catalog decoded whole, 1.3 GB at 1M runs.)
+// missing, covers another ledger or holds a fold of another version, the
+// catalog file holds the runs of x (it covers the same ledger, or one that
+// only correction lines follow), and the report's window is one
+// morningBounded answers: its fold is of the runs before the window, as
+// the report would leave it. It reports whether it wrote one. (Issue 30:
+// the first report after a first use built it from the catalog decoded
+// whole, 1.3 GB at 1M runs.)
 func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput) bool {
+	g := registry.GoalOf(s.Config)
 	if mc, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err == nil && mc.Covers == x.Covers {
-		return false // current: what stopped morningBounded is the window
+		if _, err := registry.UnmarshalChampionFold(mc.Fold, registry.Options{Goal: g}); err == nil {
+			return false // current: what stopped morningBounded is the window
+		}
+		// A fold of another version (an upgrade): the cache is written
+		// again, or every report would read the catalog until the
+		// ledger changed.
 	}
 	src := newIndexedRuns(s, x)
 	p, ok := src.before(report.NewWindow(morningOptions(env, in).Now, in.SinceHours))
@@ -728,7 +735,6 @@ func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportI
 		}
 		gone = ledger.CollectCorrections(corr).Retracted
 	}
-	g := registry.GoalOf(s.Config)
 	c := &ledger.MorningCache{Covers: x.Covers, Metric: s.Config.Metric, Goal: s.Config.Goal,
 		Corrections: len(x.Corrections), Hosts: map[string]ledger.HostCount{}}
 	fold := registry.NewChampionFold(g)

@@ -234,8 +234,32 @@ func TestFirstReportStreamsTheCatalog(t *testing.T) {
 	if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
 		t.Errorf("the first report:\n%s\nthrough the catalog:\n%s", g, w)
 	}
-	if _, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err != nil {
-		t.Errorf("no morning cache after the first report: %v", err)
+	mc, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal)
+	if err != nil {
+		t.Fatalf("no morning cache after the first report: %v", err)
+	}
+
+	// A morning cache whose fold is of another version (as after an
+	// upgrade of the champion's fold) is written again from the stream;
+	// before, every report read the catalog until the ledger changed.
+	mc.Fold = []byte{99}
+	if err := s.WriteMorningCache(mc); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		reads, streams = ledger.CatalogReads(), ledger.CatalogStreams()
+		if got, err = ops.Morning(env, s, ops.DefaultReportInput()); err != nil {
+			t.Fatal(err)
+		}
+		if reads = ledger.CatalogReads() - reads; reads != 0 {
+			t.Errorf("with a fold of another version: read the catalog whole %d times, want none", reads)
+		}
+		if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
+			t.Errorf("with a fold of another version:\n%s\nthrough the catalog:\n%s", g, w)
+		}
+	}
+	if streams = ledger.CatalogStreams() - streams; streams != 0 {
+		t.Errorf("the second report streamed the catalog %d times, want none (the cache was written again)", streams)
 	}
 
 	// A note, then a retraction of a run of the window, appended as a pull
