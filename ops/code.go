@@ -3,6 +3,7 @@ package ops
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -476,39 +477,56 @@ func (cs *codeSet) keepsAfter(id ledger.RunID) int {
 // million runs parsed and held every line, 2.5 s of CPU). It counts the
 // lines it parses in read.
 func (cs *codeSet) eachRun(fn func(c *RunCode)) {
-	n := bytes.Count(cs.base, []byte("\n")) + len(cs.tail)
-	seen := make(map[ledger.RunID]struct{}, n)
+	// A run's second line is dropped. Lines whose ids rise (the ledger's
+	// usual order) cannot repeat an earlier rising line, so only the
+	// others are looked up: among the rising ones by a binary search of
+	// their ids, and among each other in a map (a map of every id was half
+	// of params at 1M runs).
+	var rising []int32 // the offsets in base of the rising lines
+	others := map[ledger.RunID]struct{}{}
+	idAt := func(start int32) string {
+		line := cs.base[start:]
+		return unsafe.String(&line[0], bytes.IndexByte(line, '\t'))
+	}
+	seen := func(id ledger.RunID) bool {
+		if _, ok := others[id]; ok {
+			return true
+		}
+		i := sort.Search(len(rising), func(i int) bool { return idAt(rising[i]) >= string(id) })
+		return i < len(rising) && idAt(rising[i]) == string(id)
+	}
 	var c RunCode
 	var v float64
 	var scratch []string
+	last := ""
 	for b := cs.base; len(b) > 0; {
 		end := bytes.IndexByte(b, '\n')
 		if end < 0 {
 			end = len(b)
 		}
 		line := b[:end]
+		start := len(cs.base) - len(b)
 		b = b[min(end+1, len(b)):]
 		cs.read += len(line) + 1
 		if !parseRunCodeInto(line, &c, &v, &scratch) {
 			continue
 		}
-		if _, dup := seen[c.Run]; dup {
+		switch id := string(c.Run); {
+		case id > last && start < math.MaxInt32:
+			rising, last = append(rising, int32(start)), id
+		case seen(c.Run):
 			continue
+		default:
+			others[c.Run] = struct{}{}
 		}
-		seen[c.Run] = struct{}{}
 		fn(&c)
 	}
 	for _, id := range cs.tailOrder() {
-		if t := cs.tail[id]; !hasRun(seen, t.Run) {
-			seen[t.Run] = struct{}{}
+		if t := cs.tail[id]; !seen(t.Run) {
+			others[t.Run] = struct{}{}
 			fn(&t)
 		}
 	}
-}
-
-func hasRun(seen map[ledger.RunID]struct{}, id ledger.RunID) bool {
-	_, ok := seen[id]
-	return ok
 }
 
 // all parses every run of the set, in ledger order.

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/memorylab/memorylab/gitrepo"
@@ -82,4 +83,36 @@ func mustChampion(t *testing.T, env Env, s *ledger.Store) registry.Run {
 		t.Fatal("no champion")
 	}
 	return c
+}
+
+// TestEachRunIsAll: codeSet.eachRun gives the runs all gives, in the same
+// order — a run's first well-formed line, never its second — over lines
+// out of order, repeated (rising, then not), malformed, and a tail that
+// repeats a line of the base.
+func TestEachRunIsAll(t *testing.T) {
+	v := 0.5
+	line := func(id, status string) string {
+		return string((&RunCode{Run: ledger.RunID(id), Status: status, Value: &v}).line())
+	}
+	base := line("20261101T000000Z-a", "keep") + line("20261102T000000Z-b", "discard") +
+		"20261103T000000Z-bad\tkeep\n" + line("20261103T000000Z-c", "keep") +
+		line("20261102T000000Z-b", "crash") + // a repeat that does not rise
+		line("20261101T120000Z-x", "discard") + // out of order, new
+		line("20261104T000000Z-d", "keep") + line("20261101T120000Z-x", "keep") + // a repeat of a line that did not rise
+		line("20261103T000000Z-bad", "discard") + // the well-formed line of a run whose first was malformed
+		line("20261105T000000Z-e", "keep") + line("20261105T000000Z-e", "crash") // a repeat of the last
+	tail := map[ledger.RunID]RunCode{
+		"20261103T000000Z-c": {Run: "20261103T000000Z-c", Status: "crash"},
+		"20261106T000000Z-f": {Run: "20261106T000000Z-f", Status: "keep"},
+	}
+	cs := &codeSet{base: []byte(base), tail: tail, order: []ledger.RunID{"20261103T000000Z-c", "20261106T000000Z-f"}}
+	var got []string
+	cs.eachRun(func(c *RunCode) { got = append(got, string(c.Run)+" "+c.Status) })
+	var want []string
+	for _, c := range cs.all() {
+		want = append(want, string(c.Run)+" "+c.Status)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) != 8 {
+		t.Errorf("eachRun:\n%s\nall:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
