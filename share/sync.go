@@ -78,6 +78,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/gitwire"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -556,7 +557,8 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		}
 	} else {
 		pc = g.readPinCache(rs)
-		pins, err := g.readPins(ctx, rs, res, pc)
+		var refs gitrepo.RefUpdates
+		pins, err := g.readPins(ctx, rs, res, pc, &refs)
 		if err != nil {
 			return nil, err
 		}
@@ -568,7 +570,10 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		}
 		// Runs another machine pinned become run refs here too: the cache
 		// now counts them as read.
-		if err := g.adoptPins(pins, local, res); err != nil {
+		if err := g.adoptPins(pins, local, res, &refs); err != nil {
+			return nil, err
+		}
+		if err := g.writeRefs(&refs, res); err != nil {
 			return nil, err
 		}
 		for id := range local {
@@ -670,15 +675,17 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		}
 		return nil, fmt.Errorf("unable to push to %s: %w", rs.label, err)
 	}
+	var refs gitrepo.RefUpdates
 	if sendLedger { // merged here by definition; also this machine's last sync
-		if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackMachine(me), newTip)); err != nil {
-			return nil, fmt.Errorf("unable to set %s: %w", rs.trackMachine(me), err)
-		}
+		refs.Set = append(refs.Set, plumbing.NewHashReference(rs.trackMachine(me), newTip))
 	}
 	if pinTip, ok := runs[myPins]; ok {
-		if err := g.trackPins(rs, me, pinTip); err != nil {
-			return nil, err
-		}
+		g.trackPins(rs, me, pinTip, &refs)
+	}
+	if err := g.writeRefs(&refs, res); err != nil {
+		return nil, err
+	}
+	if pinTip, ok := runs[myPins]; ok {
 		if pc != nil {
 			pc.tips[me] = pinTip
 			pc.dirty = true
@@ -840,9 +847,18 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	if err != nil {
 		return nil, err
 	}
-	if len(tips) > 0 {
+	// The pin chains that moved since the last sync read them come in the
+	// same fetch as the ledgers.
+	var pinTips []plumbing.Hash
+	if prev == nil || prev.Pins == "" || prev.Pins != pinDigest(res.pinTips) {
+		for _, h := range res.pinTips {
+			pinTips = append(pinTips, h)
+		}
+	}
+	sort.Slice(pinTips, func(i, j int) bool { return pinTips[i].String() < pinTips[j].String() })
+	if len(tips)+len(pinTips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		err = g.fetchListed(ctx, rs, fetch, tips, res)
+		err = g.fetchListed(ctx, rs, fetch, tips, pinTips, res)
 		step.Done()
 		if err != nil {
 			return nil, err
@@ -928,7 +944,8 @@ func (g *Repo) pullPins(ctx context.Context, rs *remoteSpec, res *SyncResult, re
 		return nil
 	}
 	pc := g.readPinCache(rs)
-	pins, err := g.readPins(ctx, rs, res, pc)
+	var refs gitrepo.RefUpdates
+	pins, err := g.readPins(ctx, rs, res, pc, &refs)
 	if err != nil {
 		return err
 	}
@@ -940,7 +957,10 @@ func (g *Repo) pullPins(ctx context.Context, rs *remoteSpec, res *SyncResult, re
 			return err
 		}
 	}
-	if err := g.adoptPins(pins, local, res); err != nil {
+	if err := g.adoptPins(pins, local, res, &refs); err != nil {
+		return err
+	}
+	if err := g.writeRefs(&refs, res); err != nil {
 		return err
 	}
 	for id := range remoteRuns {
