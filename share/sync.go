@@ -394,14 +394,39 @@ func noteRefs(refs []*plumbing.Reference, res *SyncResult) (plumbing.Hash, map[l
 }
 
 func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
+	memo := g.tracked != nil && strings.HasPrefix(name.String(), "refs/remotes/")
+	if memo {
+		if h, ok := g.tracked[name]; ok {
+			return h, nil
+		}
+	}
 	ref, err := g.Storer().Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		if memo {
+			g.tracked[name] = plumbing.ZeroHash
+		}
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("unable to read %s: %w", name, err)
 	}
+	if memo {
+		g.tracked[name] = ref.Hash()
+	}
 	return ref.Hash(), nil
+}
+
+// noteRef keeps g.tracked in step with a write of name (zero: removed, or
+// unknown after a failed write).
+func (g *Repo) noteRef(name plumbing.ReferenceName, h plumbing.Hash, known bool) {
+	if g.tracked == nil || !strings.HasPrefix(name.String(), "refs/remotes/") {
+		return
+	}
+	if known {
+		g.tracked[name] = h
+	} else {
+		delete(g.tracked, name)
+	}
 }
 
 // Push folds local records into refs/memorylab/ledger and pushes it to this
@@ -791,7 +816,9 @@ func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, don
 		g.UnlockHandle()
 		return nil, nil, nil, err
 	}
+	g.tracked = map[plumbing.ReferenceName]plumbing.Hash{}
 	done = func() {
+		g.tracked = nil
 		_ = lock.Unlock()
 		g.UnlockHandle()
 	}
@@ -913,6 +940,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		// keeps one ref per run, which matters because go-git reads every
 		// loose ref on each fetch and push.
 		_ = g.Storer().RemoveReference(rs.trackRun(id))
+		g.noteRef(rs.trackRun(id), plumbing.ZeroHash, false)
 		res.RunRefsFetched++
 	}
 	// The pin chains as the last completed sync read them: no pin cache to
@@ -1045,7 +1073,9 @@ func (g *Repo) createRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 	if !cur.IsZero() {
 		return nil
 	}
-	if err := g.Storer().SetReference(plumbing.NewHashReference(name, h)); err != nil {
+	err = g.Storer().SetReference(plumbing.NewHashReference(name, h))
+	g.noteRef(name, h, err == nil)
+	if err != nil {
 		return fmt.Errorf("unable to create %s: %w", name, err)
 	}
 	return nil
@@ -1696,7 +1726,9 @@ func (g *Repo) casRef(name string, newHash, old plumbing.Hash) error {
 	} else if !cur.IsZero() {
 		return fmt.Errorf("unable to update %s: %w", name, storage.ErrReferenceHasChanged)
 	}
-	if err := g.Storer().CheckAndSetReference(ref, oldRef); err != nil {
+	err := g.Storer().CheckAndSetReference(ref, oldRef)
+	g.noteRef(ref.Name(), newHash, err == nil)
+	if err != nil {
 		return fmt.Errorf("unable to update %s (another process moved it; run the command again): %w", name, err)
 	}
 	return nil

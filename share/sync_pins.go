@@ -273,7 +273,9 @@ func (g *Repo) writeRefs(refs *gitrepo.RefUpdates, res *SyncResult) error {
 	sto, ok := g.Storer().(*gitrepo.RefStorage)
 	if !ok { // a handle opened by go-git directly (tests): one ref at a time
 		for _, ref := range refs.Set {
-			if err := g.Storer().SetReference(ref); err != nil {
+			err := g.Storer().SetReference(ref)
+			g.noteRef(ref.Name(), ref.Hash(), err == nil)
+			if err != nil {
 				return fmt.Errorf("unable to set %s: %w", ref.Name(), err)
 			}
 		}
@@ -289,6 +291,9 @@ func (g *Repo) writeRefs(refs *gitrepo.RefUpdates, res *SyncResult) error {
 	w, err := sto.SetReferences(*refs)
 	g.work.refFiles += w.Files
 	res.RunRefsFetched += w.Created
+	for _, ref := range refs.Set {
+		g.noteRef(ref.Name(), ref.Hash(), err == nil)
+	}
 	*refs = gitrepo.RefUpdates{}
 	if err != nil {
 		return fmt.Errorf("unable to update refs: %w", err)
