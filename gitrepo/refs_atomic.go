@@ -44,6 +44,7 @@ const refTempFile = "memorylab-ref.tmp"
 type RefStorage struct {
 	*filesystem.Storage
 	gitDir, commonDir string
+	packed            packedCache
 }
 
 func (s *RefStorage) SetReference(ref *plumbing.Reference) error {
@@ -57,14 +58,24 @@ func (s *RefStorage) CheckAndSetReference(ref, old *plumbing.Reference) error {
 // Reference reads a loose ref's file directly when it holds an object id
 // (one open and read; go-git resolves the path one element at a time, an
 // lstat each, which was most of what a sync with a machine ref and a pin
-// chain per machine spent reading refs), else asks go-git: packed refs,
-// symbolic refs, and anything unusual read as before.
+// chain per machine spent reading refs); a ref of the common dir with no
+// loose file is looked up in packed-refs as last read (packedCache: the
+// tracking refs a sync sets live there, SetReferences). Anything else —
+// symbolic refs, unusual files, an unreadable packed-refs — goes to go-git.
 func (s *RefStorage) Reference(name plumbing.ReferenceName) (*plumbing.Reference, error) {
 	if strings.HasPrefix(name.String(), "refs/") {
 		if dir, rel, err := s.refLocation(name); err == nil {
 			b, err := os.ReadFile(filepath.Join(dir, rel))
 			if err == nil && len(b) == 41 && b[40] == '\n' && plumbing.IsHash(string(b[:40])) {
 				return plumbing.NewHashReference(name, plumbing.NewHash(string(b[:40]))), nil
+			}
+			if errors.Is(err, fs.ErrNotExist) && dir == s.commonDir {
+				if h, found, ok := s.packed.lookup(filepath.Join(s.commonDir, "packed-refs"), name.String()); ok {
+					if !found {
+						return nil, plumbing.ErrReferenceNotFound
+					}
+					return plumbing.NewHashReference(name, h), nil
+				}
 			}
 		}
 	}

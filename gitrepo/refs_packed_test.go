@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/memorylab/memorylab/ledger"
 )
 
 // TestCreatePackedRefs: new refs land in packed-refs, sorted under git's
@@ -125,4 +127,148 @@ func FuzzReadPackedRefs(f *testing.F) {
 			t.Fatalf("re-read: %d entries, %v; want %d", len(again), err, len(refs))
 		}
 	})
+}
+
+// TestSetReferences: a batch goes into packed-refs in one write when the file
+// is small (the loose files of the refs it sets removed, so the new values
+// win; refs to create left alone where they exist), as loose files when git
+// holds packed-refs.lock, when packed-refs is too big to rewrite for so few
+// refs, or for a single ref; a batch with a symbolic ref or a bad name is
+// refused with nothing written. Every ref
+// reads back with its new value, through RefStorage and through go-git.
+func TestSetReferences(t *testing.T) {
+	_, c1, c2, _ := twoCommits(t)
+	h1, h2 := plumbing.NewHash(c1), plumbing.NewHash(c2)
+	ref := func(name string, h plumbing.Hash) *plumbing.Reference {
+		return plumbing.NewHashReference(plumbing.ReferenceName(name), h)
+	}
+	var bulk strings.Builder
+	for i := 0; bulk.Len() <= 3*packedBudget; i++ {
+		fmt.Fprintf(&bulk, "%s refs/memorylab/runs/r%06d\n", c1, i)
+	}
+	const (
+		trackA = "refs/remotes/origin/memorylab/ledgers/a"
+		trackB = "refs/remotes/origin/memorylab/ledgers/b"
+		runX   = "refs/memorylab/runs/x"
+		runY   = "refs/memorylab/runs/y"
+	)
+	for _, tc := range []struct {
+		name    string
+		packed  string // packed-refs before ("" none)
+		gitLock bool
+		u       RefUpdates
+		want    RefsWritten
+		err     error
+		inPack  bool // the batch went into packed-refs
+	}{
+		{"packed", c1 + " " + trackB + "\n", false,
+			RefUpdates{Set: []*plumbing.Reference{ref(trackA, h2), ref(trackB, h2)}, Create: []*plumbing.Reference{ref(runX, h2), ref(runY, h2)}},
+			RefsWritten{Created: 1, Files: 1}, nil, true},
+		{"git holds packed-refs", c1 + " " + trackB + "\n", true,
+			RefUpdates{Set: []*plumbing.Reference{ref(trackA, h2), ref(trackB, h2)}, Create: []*plumbing.Reference{ref(runX, h2), ref(runY, h2)}},
+			RefsWritten{Created: 1, Files: 3}, nil, false},
+		{"packed-refs too big", bulk.String(), false,
+			RefUpdates{Set: []*plumbing.Reference{ref(trackA, h2), ref(trackB, h2)}},
+			RefsWritten{Files: 2}, nil, false},
+		{"one ref", "", false, RefUpdates{Set: []*plumbing.Reference{ref(trackA, h2)}}, RefsWritten{Files: 1}, nil, false},
+		{"a symbolic ref", "", false, RefUpdates{Set: []*plumbing.Reference{plumbing.NewSymbolicReference(trackB, trackA), ref(trackA, h2)}}, RefsWritten{}, ledger.ErrBadInput, false},
+		{"a bad name", "", false, RefUpdates{Create: []*plumbing.Reference{ref("refs/memorylab/runs/../x", h2), ref(runY, h2)}}, RefsWritten{}, ledger.ErrBadInput, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _, _, _ := twoCommits(t)
+			gitDir := filepath.Join(dir, ".git")
+			packedPath := filepath.Join(gitDir, "packed-refs")
+			if tc.packed != "" {
+				if err := os.WriteFile(packedPath, []byte(packedRefsHeader+tc.packed), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Loose refs: trackA at its old value, runX (to create) existing.
+			for name, v := range map[string]string{trackA: c1, runX: c1} {
+				p := filepath.Join(gitDir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.gitLock {
+				if err := os.WriteFile(packedPath+".lock", nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				defer os.Remove(packedPath + ".lock")
+			}
+			before, _ := os.ReadFile(packedPath)
+			sto := OpenStorage(gitDir, gitDir, false)
+			got, err := sto.SetReferences(tc.u)
+			if !errors.Is(err, tc.err) || got != tc.want {
+				t.Fatalf("wrote %+v, %v; want %+v, %v", got, err, tc.want, tc.err)
+			}
+			after, _ := os.ReadFile(packedPath)
+			if changed := string(after) != string(before); changed != tc.inPack {
+				t.Fatalf("packed-refs changed: %v, want %v:\n%s", changed, tc.inPack, after)
+			}
+			if err != nil {
+				return
+			}
+			want := map[string]plumbing.Hash{runX: h1}
+			for _, r := range tc.u.Set {
+				want[r.Name().String()] = r.Hash()
+			}
+			for _, r := range tc.u.Create {
+				if _, ok := want[r.Name().String()]; !ok {
+					want[r.Name().String()] = r.Hash()
+				}
+			}
+			if tc.inPack {
+				if _, err := os.Stat(filepath.Join(gitDir, filepath.FromSlash(trackA))); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("the loose %s is left over its packed value: %v", trackA, err)
+				}
+			}
+			fresh := OpenStorage(gitDir, gitDir, false)
+			for name, h := range want {
+				for who, s := range map[string]storer.ReferenceStorer{"RefStorage": sto, "go-git": fresh.Storage} {
+					r, err := s.Reference(plumbing.ReferenceName(name))
+					if err != nil || r.Hash() != h {
+						t.Fatalf("%s reads %s = %v, %v; want %s", who, name, r, err, h)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPackedRefsReadAfterRewrite: RefStorage's packed-refs cache sees every
+// rewrite of the file: renamed into place, or rewritten in place at the
+// same size within the file system's timestamp granularity.
+func TestPackedRefsReadAfterRewrite(t *testing.T) {
+	dir, c1, c2, _ := twoCommits(t)
+	gitDir := filepath.Join(dir, ".git")
+	packedPath := filepath.Join(gitDir, "packed-refs")
+	const name = "refs/remotes/origin/memorylab/pins/a"
+	sto := OpenStorage(gitDir, gitDir, false)
+	if _, err := sto.Reference(name); !errors.Is(err, plumbing.ErrReferenceNotFound) {
+		t.Fatalf("no packed-refs: %v", err)
+	}
+	for i, v := range []string{c1, c2, c1, c2} {
+		content := []byte(packedRefsHeader + v + " " + name + "\n")
+		if i%2 == 0 { // renamed into place
+			if err := os.WriteFile(packedPath+".new", content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(packedPath+".new", packedPath); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(packedPath, content, 0o644); err != nil { // in place, same size
+			t.Fatal(err)
+		}
+		r, err := sto.Reference(name)
+		if err != nil || r.Hash().String() != v {
+			t.Fatalf("write %d: read %v, %v; want %s", i, r, err, v)
+		}
+		if _, err := sto.Reference("refs/remotes/origin/memorylab/pins/b"); !errors.Is(err, plumbing.ErrReferenceNotFound) {
+			t.Fatalf("write %d: a ref packed-refs lacks: %v", i, err)
+		}
+	}
 }

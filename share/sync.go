@@ -78,6 +78,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/gitwire"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -393,14 +394,39 @@ func noteRefs(refs []*plumbing.Reference, res *SyncResult) (plumbing.Hash, map[l
 }
 
 func (g *Repo) localRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
+	memo := g.tracked != nil && strings.HasPrefix(name.String(), "refs/remotes/")
+	if memo {
+		if h, ok := g.tracked[name]; ok {
+			return h, nil
+		}
+	}
 	ref, err := g.Storer().Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		if memo {
+			g.tracked[name] = plumbing.ZeroHash
+		}
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("unable to read %s: %w", name, err)
 	}
+	if memo {
+		g.tracked[name] = ref.Hash()
+	}
 	return ref.Hash(), nil
+}
+
+// noteRef keeps g.tracked in step with a write of name (zero: removed, or
+// unknown after a failed write).
+func (g *Repo) noteRef(name plumbing.ReferenceName, h plumbing.Hash, known bool) {
+	if g.tracked == nil || !strings.HasPrefix(name.String(), "refs/remotes/") {
+		return
+	}
+	if known {
+		g.tracked[name] = h
+	} else {
+		delete(g.tracked, name)
+	}
 }
 
 // Push folds local records into refs/memorylab/ledger and pushes it to this
@@ -556,7 +582,8 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		}
 	} else {
 		pc = g.readPinCache(rs)
-		pins, err := g.readPins(ctx, rs, res, pc)
+		var refs gitrepo.RefUpdates
+		pins, err := g.readPins(ctx, rs, res, pc, &refs)
 		if err != nil {
 			return nil, err
 		}
@@ -568,7 +595,10 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		}
 		// Runs another machine pinned become run refs here too: the cache
 		// now counts them as read.
-		if err := g.adoptPins(pins, local, res); err != nil {
+		if err := g.adoptPins(pins, local, res, &refs); err != nil {
+			return nil, err
+		}
+		if err := g.writeRefs(&refs, res); err != nil {
 			return nil, err
 		}
 		for id := range local {
@@ -670,15 +700,17 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		}
 		return nil, fmt.Errorf("unable to push to %s: %w", rs.label, err)
 	}
+	var refs gitrepo.RefUpdates
 	if sendLedger { // merged here by definition; also this machine's last sync
-		if err := g.Storer().SetReference(plumbing.NewHashReference(rs.trackMachine(me), newTip)); err != nil {
-			return nil, fmt.Errorf("unable to set %s: %w", rs.trackMachine(me), err)
-		}
+		refs.Set = append(refs.Set, plumbing.NewHashReference(rs.trackMachine(me), newTip))
 	}
 	if pinTip, ok := runs[myPins]; ok {
-		if err := g.trackPins(rs, me, pinTip); err != nil {
-			return nil, err
-		}
+		g.trackPins(rs, me, pinTip, &refs)
+	}
+	if err := g.writeRefs(&refs, res); err != nil {
+		return nil, err
+	}
+	if pinTip, ok := runs[myPins]; ok {
 		if pc != nil {
 			pc.tips[me] = pinTip
 			pc.dirty = true
@@ -784,7 +816,9 @@ func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, don
 		g.UnlockHandle()
 		return nil, nil, nil, err
 	}
+	g.tracked = map[plumbing.ReferenceName]plumbing.Hash{}
 	done = func() {
+		g.tracked = nil
 		_ = lock.Unlock()
 		g.UnlockHandle()
 	}
@@ -840,9 +874,18 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	if err != nil {
 		return nil, err
 	}
-	if len(tips) > 0 {
+	// The pin chains that moved since the last sync read them come in the
+	// same fetch as the ledgers.
+	var pinTips []plumbing.Hash
+	if prev == nil || prev.Pins == "" || prev.Pins != pinDigest(res.pinTips) {
+		for _, h := range res.pinTips {
+			pinTips = append(pinTips, h)
+		}
+	}
+	sort.Slice(pinTips, func(i, j int) bool { return pinTips[i].String() < pinTips[j].String() })
+	if len(tips)+len(pinTips) > 0 {
 		step := opts.progress().Start("fetching the ledger from "+rs.label, 0)
-		err = g.fetchListed(ctx, rs, fetch, tips, res)
+		err = g.fetchListed(ctx, rs, fetch, tips, pinTips, res)
 		step.Done()
 		if err != nil {
 			return nil, err
@@ -897,6 +940,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 		// keeps one ref per run, which matters because go-git reads every
 		// loose ref on each fetch and push.
 		_ = g.Storer().RemoveReference(rs.trackRun(id))
+		g.noteRef(rs.trackRun(id), plumbing.ZeroHash, false)
 		res.RunRefsFetched++
 	}
 	// The pin chains as the last completed sync read them: no pin cache to
@@ -928,7 +972,8 @@ func (g *Repo) pullPins(ctx context.Context, rs *remoteSpec, res *SyncResult, re
 		return nil
 	}
 	pc := g.readPinCache(rs)
-	pins, err := g.readPins(ctx, rs, res, pc)
+	var refs gitrepo.RefUpdates
+	pins, err := g.readPins(ctx, rs, res, pc, &refs)
 	if err != nil {
 		return err
 	}
@@ -940,7 +985,10 @@ func (g *Repo) pullPins(ctx context.Context, rs *remoteSpec, res *SyncResult, re
 			return err
 		}
 	}
-	if err := g.adoptPins(pins, local, res); err != nil {
+	if err := g.adoptPins(pins, local, res, &refs); err != nil {
+		return err
+	}
+	if err := g.writeRefs(&refs, res); err != nil {
 		return err
 	}
 	for id := range remoteRuns {
@@ -1025,7 +1073,9 @@ func (g *Repo) createRef(name plumbing.ReferenceName, h plumbing.Hash) error {
 	if !cur.IsZero() {
 		return nil
 	}
-	if err := g.Storer().SetReference(plumbing.NewHashReference(name, h)); err != nil {
+	err = g.Storer().SetReference(plumbing.NewHashReference(name, h))
+	g.noteRef(name, h, err == nil)
+	if err != nil {
 		return fmt.Errorf("unable to create %s: %w", name, err)
 	}
 	return nil
@@ -1676,7 +1726,9 @@ func (g *Repo) casRef(name string, newHash, old plumbing.Hash) error {
 	} else if !cur.IsZero() {
 		return fmt.Errorf("unable to update %s: %w", name, storage.ErrReferenceHasChanged)
 	}
-	if err := g.Storer().CheckAndSetReference(ref, oldRef); err != nil {
+	err := g.Storer().CheckAndSetReference(ref, oldRef)
+	g.noteRef(ref.Name(), newHash, err == nil)
+	if err != nil {
 		return fmt.Errorf("unable to update %s (another process moved it; run the command again): %w", name, err)
 	}
 	return nil

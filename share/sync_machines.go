@@ -34,6 +34,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -175,29 +176,29 @@ func (g *Repo) newTips(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) ([
 }
 
 // markMerged sets the tracking refs of the remote ledgers listed in res
-// (and the legacy one) once their tips are merged into the local ledger.
+// (and the legacy one) once their tips are merged into the local ledger: one
+// ref file read each, and one batch of writes for those that moved.
 func (g *Repo) markMerged(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) error {
-	set := func(name plumbing.ReferenceName, h plumbing.Hash) error {
+	var refs gitrepo.RefUpdates
+	set := func(name plumbing.ReferenceName, h plumbing.Hash) {
 		if h.IsZero() {
-			return nil
+			return
 		}
 		if cur, err := g.localRef(name); err == nil && cur == h {
-			return nil // one ref file read, not a write and an fsync per machine
+			return
 		}
-		if err := g.Storer().SetReference(plumbing.NewHashReference(name, h)); err != nil {
-			return fmt.Errorf("unable to set %s: %w", name, err)
-		}
-		return nil
+		refs.Set = append(refs.Set, plumbing.NewHashReference(name, h))
 	}
-	if err := set(rs.trackLedger(), legacy); err != nil {
-		return err
+	set(rs.trackLedger(), legacy)
+	ids := make([]string, 0, len(res.machineTips))
+	for id := range res.machineTips {
+		ids = append(ids, id)
 	}
-	for id, h := range res.machineTips {
-		if err := set(rs.trackMachine(id), h); err != nil {
-			return err
-		}
+	sort.Strings(ids)
+	for _, id := range ids {
+		set(rs.trackMachine(id), res.machineTips[id])
 	}
-	return nil
+	return g.writeRefs(&refs, res)
 }
 
 // fetchTips fetches the ledger commits tips (with what they reach that this
@@ -221,6 +222,7 @@ func (g *Repo) fetchTips(ctx context.Context, rs *remoteSpec, res *SyncResult, t
 	if err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
+	g.work.fetches++
 	if err := g.receiveFrom(ctx, sess, ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits); err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
@@ -430,20 +432,52 @@ func (g *Repo) listForFetch(ctx context.Context, rs *remoteSpec) (*listedFetch, 
 	return f, nil
 }
 
-// fetchListed fetches the ledger tips this repository lacks through the
-// session f listed them in (which can serve them: it advertised them).
-func (g *Repo) fetchListed(ctx context.Context, rs *remoteSpec, f *listedFetch, tips []plumbing.Hash, res *SyncResult) error {
+// fetchListed fetches the ledger tips and the pin chain tips (pins) this
+// repository lacks through the session f listed them in (which can serve
+// them: it advertised them): one upload-pack session for both, where a
+// pull opened a second one for the pin chains (over ssh, a git process
+// and its pack-objects on the server each). The pack is held to the
+// ledger's limits; a pack refused by them (an object over 65 MiB, which a
+// pinned commit may hold) is fetched again as two, the ledgers within their
+// limits and the pin chains within those of code (readPins).
+func (g *Repo) fetchListed(ctx context.Context, rs *remoteSpec, f *listedFetch, tips, pins []plumbing.Hash, res *SyncResult) error {
 	var wants []plumbing.Hash
-	for _, h := range tips {
-		if _, err := g.CommitObject(h); err != nil {
+	seen := map[plumbing.Hash]bool{}
+	ledgerWants := 0
+	for i, h := range append(append([]plumbing.Hash(nil), tips...), pins...) {
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if g.Storer().HasEncodedObject(h) != nil { // an index lookup, nothing decoded
 			wants = append(wants, h)
+			if i < len(tips) {
+				ledgerWants++
+			}
 		}
 	}
 	if len(wants) == 0 || f.ar == nil {
 		return nil
 	}
-	err := g.receiveFrom(ctx, f.sess, f.ar, wants, g.ledgerHaves(rs, res), ledgerPackLimits)
+	haves := g.ledgerHaves(rs, res)
+	if len(wants) > ledgerWants {
+		for _, h := range g.pinHaves(rs, res) {
+			if !seen[h] {
+				seen[h] = true
+				haves = append(haves, h)
+			}
+		}
+	}
+	g.work.fetches++
+	err := g.receiveFrom(ctx, f.sess, f.ar, wants, haves, ledgerPackLimits)
 	f.close() // one fetch per session
+	var tooLarge *tooLargeError
+	if errors.As(err, &tooLarge) && len(wants) > ledgerWants {
+		if ledgerWants == 0 {
+			return nil // the pin chains alone, within code's limits (readPins)
+		}
+		err = g.fetchTips(ctx, rs, res, tips)
+	}
 	if err != nil {
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}

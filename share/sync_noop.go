@@ -272,4 +272,6 @@ type workCount struct {
 	// it read (sync_missing.go)
 	commitsWalked, treesRead int
 	shardsRead               int // ledger shards read (a tree of runs each)
+	refFiles                 int // synced files written for tracking and run refs (writeRefs)
+	fetches                  int // packs fetched (an upload-pack session each)
 }

@@ -21,7 +21,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -137,10 +136,11 @@ func (g *Repo) writePinCache(rs *remoteSpec, pc *pinCache) error {
 // and walks each back to the tip pc holds, returning the runs they pin that
 // pc did not know (pc is updated in memory). Batches that name a run id
 // that is not one, or a commit that is not among their parents, are
-// reported and skipped.
-func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc *pinCache) ([]pinEntry, error) {
+// reported and skipped. The tracking refs of the chains go into refs, which
+// the caller writes (with the run refs it adopts) before the pin cache.
+func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc *pinCache, refs *gitrepo.RefUpdates) ([]pinEntry, error) {
 	for _, tip := range res.pinTips {
-		if _, err := g.CommitObject(tip); err != nil {
+		if g.Storer().HasEncodedObject(tip) != nil {
 			if err := g.fetchPins(ctx, rs, res); err != nil {
 				return nil, fmt.Errorf("unable to fetch the pinned runs from %s: %w", rs.label, err)
 			}
@@ -180,9 +180,7 @@ func (g *Repo) readPins(ctx context.Context, rs *remoteSpec, res *SyncResult, pc
 		pc.dirty = true
 	}
 	for m, tip := range res.pinTips {
-		if err := g.trackPins(rs, m, tip); err != nil {
-			return nil, err
-		}
+		g.trackPins(rs, m, tip, refs)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
@@ -219,6 +217,7 @@ func (g *Repo) fetchPins(ctx context.Context, rs *remoteSpec, res *SyncResult) e
 	if len(wants) == 0 {
 		return nil
 	}
+	g.work.fetches++
 	return g.receiveFrom(ctx, sess, ar, wants, g.pinHaves(rs, res), codePackLimits)
 }
 
@@ -252,16 +251,52 @@ func (rs *remoteSpec) trackPinsRef(machine string) plumbing.ReferenceName {
 	return plumbing.ReferenceName("refs/remotes/" + rs.track + "/memorylab/pins/" + machine)
 }
 
-// trackPins sets refs/remotes/<remote>/memorylab/pins/<machine>, which keeps
-// the chain (and the runs it pins) reachable here, so `git gc` or a repack
-// does not drop a pin commit the next push builds on.
-func (g *Repo) trackPins(rs *remoteSpec, machine string, tip plumbing.Hash) error {
+// trackPins adds to refs the update of refs/remotes/<remote>/memorylab/
+// pins/<machine>, which keeps the chain (and the runs it pins) reachable
+// here, so `git gc` or a repack does not drop a pin commit the next push
+// builds on; nothing when it holds tip already.
+func (g *Repo) trackPins(rs *remoteSpec, machine string, tip plumbing.Hash, refs *gitrepo.RefUpdates) {
 	name := rs.trackPinsRef(machine)
 	if cur, err := g.localRef(name); err == nil && cur == tip {
+		return
+	}
+	refs.Set = append(refs.Set, plumbing.NewHashReference(name, tip))
+}
+
+// writeRefs writes a sync step's ref updates in one batch
+// (gitrepo.SetReferences: one synced packed-refs rewrite where there were a
+// synced file per ref) and counts the run refs created.
+func (g *Repo) writeRefs(refs *gitrepo.RefUpdates, res *SyncResult) error {
+	if len(refs.Set)+len(refs.Create) == 0 {
 		return nil
 	}
-	if err := g.Storer().SetReference(plumbing.NewHashReference(name, tip)); err != nil {
-		return fmt.Errorf("unable to set %s: %w", name, err)
+	sto, ok := g.Storer().(*gitrepo.RefStorage)
+	if !ok { // a handle opened by go-git directly (tests): one ref at a time
+		for _, ref := range refs.Set {
+			err := g.Storer().SetReference(ref)
+			g.noteRef(ref.Name(), ref.Hash(), err == nil)
+			if err != nil {
+				return fmt.Errorf("unable to set %s: %w", ref.Name(), err)
+			}
+		}
+		for _, ref := range refs.Create {
+			if err := g.createRef(ref.Name(), ref.Hash()); err != nil {
+				return err
+			}
+			res.RunRefsFetched++
+		}
+		*refs = gitrepo.RefUpdates{}
+		return nil
+	}
+	w, err := sto.SetReferences(*refs)
+	g.work.refFiles += w.Files
+	res.RunRefsFetched += w.Created
+	for _, ref := range refs.Set {
+		g.noteRef(ref.Name(), ref.Hash(), err == nil)
+	}
+	*refs = gitrepo.RefUpdates{}
+	if err != nil {
+		return fmt.Errorf("unable to update refs: %w", err)
 	}
 	return nil
 }
@@ -271,15 +306,12 @@ func (g *Repo) trackPins(rs *remoteSpec, machine string, tip plumbing.Hash) erro
 // the loose ref reads packed-refs, which can hold a line per run).
 const pinLookups = 1000
 
-// adoptPins creates the local run refs of pinned runs not pinned here
+// adoptPins adds to refs the local run refs of pinned runs not pinned here
 // (local: this repository's run refs, updated; nil: each pin's ref is
-// looked up).
-func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, res *SyncResult) error {
-	// Many new pins (a fresh clone of a big lab) go into packed-refs in one
-	// write rather than a synced file each (gitrepo.CreatePackedRefs).
-	var packed []*plumbing.Reference
-	sto, bulk := g.Storer().(*gitrepo.RefStorage)
-	bulk = bulk && local != nil && len(pins) > pinLookups
+// looked up), to be created where they do not exist yet. Many new pins (a
+// fresh clone of a big lab) go into packed-refs in one write rather than a
+// synced file each (gitrepo.SetReferences).
+func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, res *SyncResult, refs *gitrepo.RefUpdates) error {
 	for _, e := range pins {
 		if local == nil {
 			if h, err := g.runRefValue(e.id); err != nil {
@@ -296,36 +328,11 @@ func (g *Repo) adoptPins(pins []pinEntry, local map[ledger.RunID]plumbing.Hash, 
 			continue
 		}
 		ref, _ := ledger.RunRef(e.id)
-		if bulk {
-			packed = append(packed, plumbing.NewHashReference(plumbing.ReferenceName(ref), e.commit))
-			local[e.id] = e.commit
-			continue
-		}
-		if err := g.createRef(plumbing.ReferenceName(ref), e.commit); err != nil {
-			return err
-		}
+		refs.Create = append(refs.Create, plumbing.NewHashReference(plumbing.ReferenceName(ref), e.commit))
 		if local != nil {
 			local[e.id] = e.commit
 		}
-		res.RunRefsFetched++
 	}
-	if len(packed) == 0 {
-		return nil
-	}
-	n, err := sto.CreatePackedRefs(packed)
-	if errors.Is(err, gitrepo.ErrPackedRefsBusy) {
-		// git holds packed-refs: one loose ref each, as for a few pins.
-		for _, ref := range packed {
-			if err := g.createRef(ref.Name(), ref.Hash()); err != nil {
-				return err
-			}
-		}
-		n, err = len(packed), nil
-	}
-	if err != nil {
-		return err
-	}
-	res.RunRefsFetched += n
 	return nil
 }
 

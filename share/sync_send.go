@@ -694,10 +694,23 @@ var ledgerPackLimits = packLimits{whole: maxLedgerObject, delta: maxLedgerObject
 // whole); deltas, which go-git resolves in memory, build at most 256 MiB.
 var codePackLimits = packLimits{delta: 256 << 20}
 
-// tooLargeObject refuses object i of a pack, size bytes by its header.
+// tooLargeError refuses object i of a pack, size bytes by its header, over
+// limit; nothing of the pack is written. A fetch of ledgers and pin chains
+// together then fetches each alone, within its own limits (fetchListed).
+type tooLargeError struct {
+	i           uint32
+	size, limit uint64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("%v: object %d of the pack is %d bytes, over the %d MiB an object may have here; nothing was written (remove it from the remote, or ask who pushed it)",
+		ledger.ErrBadInput, e.i, e.size, e.limit>>20)
+}
+
+func (e *tooLargeError) Unwrap() error { return ledger.ErrBadInput }
+
 func tooLargeObject(i uint32, size, limit uint64) error {
-	return fmt.Errorf("%w: object %d of the pack is %d bytes, over the %d MiB an object may have here; nothing was written (remove it from the remote, or ask who pushed it)",
-		ledger.ErrBadInput, i, size, limit>>20)
+	return &tooLargeError{i: i, size: size, limit: limit}
 }
 
 // deltaHeaderSize reads one size of a delta's header (7 bits a byte, least
