@@ -3,9 +3,12 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // MapCache is ReadCache of cache file name, mapped into memory rather than
@@ -47,4 +50,20 @@ func (s *Store) MapCache(name string, version int) (fp Fingerprint, payload []by
 		release = func() {}
 	}
 	return fp, payload, release, err
+}
+
+// WriteCacheOf is WriteCache writing payload as it is, after the header,
+// rather than gathering both into one buffer first (a 48 MB code cache
+// was copied whole to be written: issue 30).
+func (s *Store) WriteCacheOf(name string, version int, fp Fingerprint, payload []byte) error {
+	if err := s.EnsureCacheDir(); err != nil {
+		return err
+	}
+	return atomicfile.WriteAtomic(s.CachePath(name), 0o644, func(w io.Writer) error {
+		if _, err := w.Write(cacheHeader(name, version, fp)); err != nil {
+			return err
+		}
+		_, err := w.Write(payload)
+		return err
+	})
 }

@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/memorylab/memorylab/atomicfile"
 )
 
 // The run index (cache/runindex.bin) is a small cache beside the catalog
@@ -253,45 +257,172 @@ func NewRunIndex(cat *Catalog, metric, goal string) *RunIndex {
 
 // newRunPart lays out the columns of runs.
 func newRunPart(runs []Record, offs []int64, counted []bool) runPart {
-	n := len(runs)
-	p := runPart{n: n, offsets: make([]byte, 8*n), flags: make([]byte, n)}
+	var b partBuilder
+	b.grow(runs)
 	for i := range runs {
-		binary.LittleEndian.PutUint64(p.offsets[8*i:], uint64(offs[i]))
-		if counted[i] {
-			p.flags[i] |= RunCounted
-		}
-		if runs[i].Status == StatusKeep {
-			p.flags[i] |= RunKept
-		}
+		b.add(&runs[i], offs[i], counted[i])
 	}
-	field := func(r *Record, c int) string {
-		switch c {
-		case colID:
-			return string(r.RunID)
-		case colCommit:
-			return r.Commit
-		case colCommitFull:
-			return r.CommitFull
-		case colStatus:
-			return r.Status
-		}
-		return r.Timestamp
+	return b.part()
+}
+
+// partBuilder lays out the columns of runs added one at a time, copying
+// what it keeps of each (a record may point into a mapping its caller
+// releases).
+type partBuilder struct {
+	n       int
+	offsets []byte
+	flags   []byte
+	ends    [numCols][]byte
+	data    [numCols][]byte
+}
+
+// colOf is the string of column c of r.
+func colOf(r *Record, c int) string {
+	switch c {
+	case colID:
+		return string(r.RunID)
+	case colCommit:
+		return r.Commit
+	case colCommitFull:
+		return r.CommitFull
+	case colStatus:
+		return r.Status
 	}
-	for c := range p.cols {
+	return r.Timestamp
+}
+
+// grow sizes the columns for runs, exactly (one allocation a column: at
+// 1M runs, ~100 MB all told).
+func (b *partBuilder) grow(runs []Record) {
+	n := len(runs)
+	b.offsets, b.flags = slices.Grow(b.offsets, 8*n), slices.Grow(b.flags, n)
+	for c := range b.data {
 		size := 0
 		for i := range runs {
-			size += len(field(&runs[i], c))
+			size += len(colOf(&runs[i], c))
 		}
-		ends := make([]byte, 4*n)
-		var data strings.Builder
-		data.Grow(size) // one allocation a column: at 1M runs, ~100 MB all told
-		for i := range runs {
-			data.WriteString(field(&runs[i], c))
-			binary.LittleEndian.PutUint32(ends[4*i:], uint32(data.Len()))
+		b.ends[c], b.data[c] = slices.Grow(b.ends[c], 4*n), slices.Grow(b.data[c], size)
+	}
+}
+
+// growLike sizes the columns for n runs like r.
+func (b *partBuilder) growLike(n int, r *Record) {
+	b.offsets, b.flags = slices.Grow(b.offsets, 8*n), slices.Grow(b.flags, n)
+	for c := range b.data {
+		b.ends[c], b.data[c] = slices.Grow(b.ends[c], 4*n), slices.Grow(b.data[c], n*(len(colOf(r, c))+1))
+	}
+}
+
+// add appends r, whose line is at off.
+func (b *partBuilder) add(r *Record, off int64, counted bool) {
+	b.n++
+	b.offsets = binary.LittleEndian.AppendUint64(b.offsets, uint64(off))
+	var f byte
+	if counted {
+		f |= RunCounted
+	}
+	if r.Status == StatusKeep {
+		f |= RunKept
+	}
+	b.flags = append(b.flags, f)
+	for c := range b.data {
+		b.data[c] = append(b.data[c], colOf(r, c)...)
+		b.ends[c] = binary.LittleEndian.AppendUint32(b.ends[c], uint32(len(b.data[c])))
+	}
+}
+
+// part is the columns built.
+func (b *partBuilder) part() runPart {
+	p := runPart{n: b.n, offsets: b.offsets, flags: b.flags}
+	for c := range p.cols {
+		p.cols[c] = strColumn{ends: b.ends[c]}
+		if len(b.data[c]) > 0 {
+			p.cols[c].data = unsafe.String(&b.data[c][0], len(b.data[c]))
 		}
-		p.cols[c] = strColumn{ends: ends, data: data.String()}
+	}
+	if p.offsets == nil {
+		p.offsets, p.flags = []byte{}, []byte{}
 	}
 	return p
+}
+
+// A RunIndexBuilder builds a run index one run at a time, in the one order
+// of runs, without holding the runs (the rebuild from the catalog file:
+// CatalogStream).
+type RunIndexBuilder struct {
+	b    partBuilder
+	hint int
+}
+
+// NewRunIndexBuilder is a builder for about n runs.
+func NewRunIndexBuilder(n int) *RunIndexBuilder { return &RunIndexBuilder{hint: n} }
+
+// Add appends r, whose line is at off, and returns its position; counted
+// says whether it counts (RunCounted). r is not kept.
+func (x *RunIndexBuilder) Add(r *Record, off int64, counted bool) int {
+	if x.b.n == 0 && x.hint > 0 {
+		x.b.growLike(x.hint, r)
+	}
+	x.b.add(r, off, counted)
+	return x.b.n - 1
+}
+
+// Index is the run index of the runs added and of extra (runs that count
+// nowhere, in the one order of runs, each sorting after the added runs
+// of the same timestamp and id: the catalog's retracted runs), covering
+// covers, built under metric and goal, with the correction lines; pos
+// maps the position Add returned to the run's position in the index.
+func (x *RunIndexBuilder) Index(extra []Record, extraOffs []int64, covers Fingerprint, metric, goal string, corrections []Record) (ix *RunIndex, pos func(int) int) {
+	p := x.b.part()
+	x.b = partBuilder{}
+	pos = func(i int) int { return i }
+	if len(extra) > 0 {
+		counted := make([]bool, len(extra))
+		e := newRunPart(extra, extraOffs, counted)
+		var at []int // the positions of extra's runs in the index
+		p, at = mergeParts(&p, &e)
+		pos = func(i int) int {
+			// i plus the extra runs before it: the k-th extra run before
+			// it is at a position under i+k.
+			k := sort.Search(len(at), func(k int) bool { return at[k] > i+k })
+			return i + k
+		}
+	}
+	return &RunIndex{Covers: covers, Metric: metric, Goal: goal, Names: map[string]int{}, Corrections: corrections,
+		base: p, baseCovers: covers, baseDirty: true}, pos
+}
+
+// mergeParts is a and b merged in the one order of runs (a's run first
+// when two sort alike), in new columns, with the positions of b's runs.
+func mergeParts(a, b *runPart) (runPart, []int) {
+	var m partBuilder
+	m.offsets, m.flags = make([]byte, 0, len(a.offsets)+len(b.offsets)), make([]byte, 0, a.n+b.n)
+	for c := range m.data {
+		m.ends[c] = make([]byte, 0, 4*(a.n+b.n))
+		m.data[c] = make([]byte, 0, len(a.cols[c].data)+len(b.cols[c].data))
+	}
+	at := make([]int, 0, b.n)
+	put := func(p *runPart, i int) {
+		m.n++
+		m.offsets = append(m.offsets, p.offsets[8*i:8*i+8]...)
+		m.flags = append(m.flags, p.flags[i])
+		for c := range m.data {
+			m.data[c] = append(m.data[c], p.cols[c].at(i)...)
+			m.ends[c] = binary.LittleEndian.AppendUint32(m.ends[c], uint32(len(m.data[c])))
+		}
+	}
+	i, j := 0, 0
+	for i < a.n || j < b.n {
+		if j == b.n || i < a.n && !TimestampBefore(b.cols[colTimestamp].at(j), RunID(b.cols[colID].at(j)), a.cols[colTimestamp].at(i), RunID(a.cols[colID].at(i))) {
+			put(a, i)
+			i++
+			continue
+		}
+		at = append(at, m.n)
+		put(b, j)
+		j++
+	}
+	return m.part(), at
 }
 
 // joinParts is a followed by b, in new columns.
@@ -445,20 +576,44 @@ func partSize(p *runPart) int {
 }
 
 // WriteRunIndex stores x: its base when it is new, and its tail (a failed
-// write only costs the next command time).
+// write only costs the next command time). The base is written as it is
+// encoded, not gathered first (at 1M runs it is ~86 MB, which a rebuild
+// held twice more: issue 30).
 func (s *Store) WriteRunIndex(x *RunIndex) error {
 	if x.baseDirty {
-		b := make([]byte, 0, 64+partSize(&x.base))
-		b = AppendString(b, x.Metric)
-		b = AppendString(b, x.Goal)
-		b, err := appendPart(b, &x.base)
+		for c := range x.base.cols {
+			if len(x.base.cols[c].data) > maxColumnBytes {
+				return fmt.Errorf("run index column %d too large", c)
+			}
+		}
+		if err := s.EnsureCacheDir(); err != nil {
+			return err
+		}
+		head := AppendString(cacheHeader(RunIndexFile, RunIndexVersion, x.baseCovers), x.Metric)
+		head = AppendString(head, x.Goal)
+		head = binary.AppendUvarint(head, uint64(x.base.n))
+		p := &x.base
+		err := atomicfile.WriteAtomic(s.CachePath(RunIndexFile), 0o644, func(w io.Writer) error {
+			bw := bufio.NewWriterSize(w, 1<<20)
+			for _, b := range [][]byte{head, p.offsets, p.flags} {
+				if _, err := bw.Write(b); err != nil {
+					return err
+				}
+			}
+			for c := range p.cols {
+				if _, err := bw.Write(p.cols[c].ends); err != nil {
+					return err
+				}
+				if _, err := bw.WriteString(p.cols[c].data); err != nil {
+					return err
+				}
+			}
+			return bw.Flush()
+		})
 		if err != nil {
 			return err
 		}
-		if err := s.WriteCache(RunIndexFile, RunIndexVersion, x.baseCovers, b); err != nil {
-			return err
-		}
-		runIndexBytesWritten.Add(int64(len(b)))
+		runIndexBytesWritten.Add(int64(partSize(p)))
 		x.baseDirty = false
 	}
 	b := make([]byte, 0, 256+partSize(&x.tail)+len(x.Extra))
@@ -603,11 +758,16 @@ func readPart(d *Decoder, size int) (runPart, error) {
 
 // mapped is the run index bases this process mapped, by file identity: a
 // mapping is never unmapped (the strings the index hands out point into
-// it), so one file is mapped once, however often it is opened (the MCP
-// server); a base replaced since stays mapped until the process ends.
+// it, and may outlive the index: a lineage's run ids), so one file is
+// mapped once, however often it is opened (the MCP server). When a newer
+// base of the same store is mapped, the replaced one's pages are given
+// back (madvise DONTNEED): a long-running process (serve, mcp) keeps its
+// address range and the replaced file's blocks, not its memory, and a
+// string that still points there reads the file's bytes again.
 var mapped struct {
 	sync.Mutex
-	files map[mappedKey][]byte
+	files  map[mappedKey][]byte
+	latest map[string]mappedKey // the base last mapped at each path
 }
 
 type mappedKey struct {
@@ -616,10 +776,15 @@ type mappedKey struct {
 	mtime    int64
 }
 
+// runIndexPagesReleased counts the bytes of replaced bases whose pages
+// were given back (tests).
+var runIndexPagesReleased atomic.Int64
+
 // readBase is ReadCache of the run index base, mapped into memory rather
 // than read: a show reads a few of its pages, not its ~86 MB at 1M runs.
 func (s *Store) readBase() (Fingerprint, []byte, error) {
-	f, err := os.Open(s.CachePath(RunIndexFile))
+	path := s.CachePath(RunIndexFile)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, RunIndexFile)
 	}
@@ -644,9 +809,15 @@ func (s *Store) readBase() (Fingerprint, []byte, error) {
 			return s.ReadCache(RunIndexFile, RunIndexVersion)
 		}
 		if mapped.files == nil {
-			mapped.files = map[mappedKey][]byte{}
+			mapped.files, mapped.latest = map[mappedKey][]byte{}, map[string]mappedKey{}
 		}
 		mapped.files[key] = b
+		if old, had := mapped.latest[path]; had && old != key {
+			if ob := mapped.files[old]; syscall.Madvise(ob, syscall.MADV_DONTNEED) == nil {
+				runIndexPagesReleased.Add(int64(len(ob)))
+			}
+		}
+		mapped.latest[path] = key
 	}
 	mapped.Unlock()
 	return parseCache(b, RunIndexFile, RunIndexVersion)

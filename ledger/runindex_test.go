@@ -4,7 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestRunIndexIsUsedOnlyWhileFresh: the run index is read back as written,
@@ -212,4 +215,92 @@ func FuzzReadRunIndexTail(f *testing.F) {
 		_ = got.FirstOf("z")
 		_ = got.Base().Len()
 	})
+}
+
+// TestReplacedRunIndexBaseGivesItsPagesBack: a process that maps a newer
+// run index base (a long-running serve or mcp, after a merge or a rebuild)
+// gives the replaced base's resident pages back, and an index still
+// reading the replaced base reads it right.
+func TestReplacedRunIndexBaseGivesItsPagesBack(t *testing.T) {
+	s := catalogStore(t)
+	var recs []*Record
+	for i := 1; i <= 20000; i++ {
+		recs = append(recs, catalogRecord(i))
+	}
+	if err := s.Append(recs...); err != nil {
+		t.Fatal(err)
+	}
+	write := func() *RunIndex {
+		t.Helper()
+		cat, _, err := s.OpenCatalog("val_bpb", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := NewRunIndex(cat, "val_bpb", GoalMin)
+		x.Extra = []byte{0}
+		if err := s.WriteRunIndex(x); err != nil {
+			t.Fatal(err)
+		}
+		y, err := s.ReadRunIndex("val_bpb", GoalMin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return y
+	}
+	old := write()
+	ids := make([]RunID, old.Len())
+	for i := range old.Len() { // every page of the base read
+		ids[i] = old.RunID(i)
+	}
+	base := old.base.offsets // a slice of the mapping
+	if kb := residentKB(t, base); kb < 256 {
+		t.Fatalf("the base read is %d KB resident, want its whole size", kb)
+	}
+	if err := s.Append(catalogRecord(20001)); err != nil {
+		t.Fatal(err)
+	}
+	released := runIndexPagesReleased.Load()
+	write() // a new base replaces the file and is mapped
+	if runIndexPagesReleased.Load() == released {
+		t.Error("no replaced base was given back")
+	}
+	if kb := residentKB(t, base); kb > 8 {
+		t.Errorf("the replaced base keeps %d KB resident", kb)
+	}
+	for i := range old.Len() {
+		if old.RunID(i) != ids[i] {
+			t.Fatalf("run %d of the replaced base reads %q, was %q", i, old.RunID(i), ids[i])
+		}
+	}
+}
+
+// residentKB is the resident size of the mapping that holds b
+// (/proc/self/smaps).
+func residentKB(t *testing.T, b []byte) int {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skip("no /proc/self/smaps")
+	}
+	addr := uintptr(unsafe.Pointer(&b[0]))
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		// A mapping's first line: "start-end perms offset dev inode path".
+		if f := strings.Fields(line); len(f) >= 5 && len(f[1]) == 4 && strings.Contains(f[0], "-") {
+			lo, hi, _ := strings.Cut(f[0], "-")
+			l, err1 := strconv.ParseUint(lo, 16, 64)
+			h, err2 := strconv.ParseUint(hi, 16, 64)
+			in = err1 == nil && err2 == nil && uint64(addr) >= l && uint64(addr) < h
+			continue
+		}
+		if in && strings.HasPrefix(line, "Rss:") {
+			kb, err := strconv.Atoi(strings.Fields(line)[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return 0
 }

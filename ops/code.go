@@ -3,11 +3,13 @@ package ops
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/memorylab/memorylab/change"
 	"github.com/memorylab/memorylab/gitrepo"
@@ -80,13 +82,26 @@ func orDash(s string) string {
 
 func (c *RunCode) line() []byte {
 	var b bytes.Buffer
-	b.WriteString(string(c.Run) + "\t" + orDash(cleanField(c.Status)) + "\t")
+	c.appendLine(&b)
+	return b.Bytes()
+}
+
+// appendLine writes the run's cache line to b.
+func (c *RunCode) appendLine(b *bytes.Buffer) {
+	b.WriteString(string(c.Run))
+	b.WriteByte('\t')
+	b.WriteString(orDash(cleanField(c.Status)))
+	b.WriteByte('\t')
 	if c.Value != nil {
-		b.WriteString(strconv.FormatFloat(*c.Value, 'g', -1, 64))
+		b.Write(strconv.AppendFloat(b.AvailableBuffer(), *c.Value, 'g', -1, 64))
 	} else {
 		b.WriteString("-")
 	}
-	b.WriteString("\t" + orDash(c.Change) + "\t" + orDash(c.Result) + "\t")
+	b.WriteByte('\t')
+	b.WriteString(orDash(c.Change))
+	b.WriteByte('\t')
+	b.WriteString(orDash(c.Result))
+	b.WriteByte('\t')
 	for i, e := range c.Edits {
 		if i > 0 {
 			b.WriteString(editSep)
@@ -107,13 +122,58 @@ func (c *RunCode) line() []byte {
 		b.WriteString("-")
 	}
 	b.WriteByte('\n')
-	return b.Bytes()
 }
 
 func parseRunCode(line []byte) (RunCode, bool) {
-	f := strings.Split(strings.TrimRight(string(line), "\n"), "\t")
-	if len(f) != 7 || f[0] == "" { // a line of version 1 has no values: recomputed
+	var c RunCode
+	var v float64
+	var scratch []string
+	if !parseRunCodeInto(line, &c, &v, &scratch) {
 		return RunCode{}, false
+	}
+	// Copies: the line's bytes may be a mapping or a reused buffer.
+	out := RunCode{Run: ledger.RunID(strings.Clone(string(c.Run))), Status: strings.Clone(c.Status)}
+	out.Change, out.Result = strings.Clone(c.Change), strings.Clone(c.Result)
+	if c.Value != nil {
+		out.Value = &v
+	}
+	for _, e := range c.Edits {
+		out.Edits = append(out.Edits, change.Edit{File: strings.Clone(e.File), Name: strings.Clone(e.Name), Old: strings.Clone(e.Old), New: strings.Clone(e.New)})
+	}
+	for _, x := range c.Values {
+		out.Values = append(out.Values, change.Value{File: strings.Clone(x.File), Name: strings.Clone(x.Name), Value: strings.Clone(x.Value)})
+	}
+	return out, true
+}
+
+// parseRunCodeInto is parseRunCode into *c, reusing its Edits and Values,
+// with every string a view of line (valid while line's bytes are) and the
+// value in *v; false when the line is malformed (c is then garbage). The
+// one reader of a cache line: params folds a million of them without an
+// allocation each (issue 30).
+func parseRunCodeInto(line []byte, c *RunCode, v *float64, scratch *[]string) bool {
+	if len(line) > 0 && line[len(line)-1] == '\n' {
+		line = bytes.TrimRight(line, "\n")
+	}
+	if len(line) == 0 {
+		return false
+	}
+	str := unsafe.String(&line[0], len(line))
+	var f [7]string
+	n := 0
+	for rest := str; ; n++ {
+		i := strings.IndexByte(rest, '\t')
+		if n == 6 || i < 0 {
+			if i >= 0 || n != 6 { // a line of version 1 has no values: recomputed
+				return false
+			}
+			f[6] = rest
+			break
+		}
+		f[n], rest = rest[:i], rest[i+1:]
+	}
+	if f[0] == "" {
+		return false
 	}
 	undash := func(s string) string {
 		if s == "-" {
@@ -121,34 +181,55 @@ func parseRunCode(line []byte) (RunCode, bool) {
 		}
 		return s
 	}
-	c := RunCode{Run: ledger.RunID(f[0]), Status: undash(f[1])}
+	edits, values := c.Edits[:0], c.Values[:0]
+	*c = RunCode{Run: ledger.RunID(f[0]), Status: undash(f[1])}
 	c.Change, c.Result = undash(f[3]), undash(f[4])
 	if f[2] != "-" {
-		v, err := strconv.ParseFloat(f[2], 64)
+		x, err := strconv.ParseFloat(f[2], 64)
 		if err != nil {
-			return RunCode{}, false
+			return false
 		}
-		c.Value = &v
+		*v = x
+		c.Value = v
+	}
+	split := func(s, sep string) []string { // strings.Split into the scratch slice
+		p := (*scratch)[:0]
+		for {
+			i := strings.Index(s, sep)
+			if i < 0 {
+				break
+			}
+			p, s = append(p, s[:i]), s[i+len(sep):]
+		}
+		p = append(p, s)
+		*scratch = p
+		return p
 	}
 	if f[5] != "-" {
-		for _, e := range strings.Split(f[5], editSep) {
-			p := strings.Split(e, fieldSep)
+		for e := range strings.SplitSeq(f[5], editSep) {
+			p := split(e, fieldSep)
 			if len(p) != 5 {
-				return RunCode{}, false
+				return false
 			}
-			c.Edits = append(c.Edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
+			edits = append(edits, change.Edit{File: p[1], Name: p[2], Old: p[3], New: p[4]})
 		}
 	}
 	if f[6] != "-" {
-		for _, e := range strings.Split(f[6], editSep) {
-			p := strings.Split(e, valueSep)
+		for e := range strings.SplitSeq(f[6], editSep) {
+			p := split(e, valueSep)
 			if len(p) != 4 {
-				return RunCode{}, false
+				return false
 			}
-			c.Values = append(c.Values, change.Value{File: p[1], Name: p[2], Value: p[3]})
+			values = append(values, change.Value{File: p[1], Name: p[2], Value: p[3]})
 		}
 	}
-	return c, true
+	if len(edits) > 0 {
+		c.Edits = edits
+	}
+	if len(values) > 0 {
+		c.Values = values
+	}
+	return true
 }
 
 // codeSet is the code cache as read: the base file's lines (searched, not
@@ -387,6 +468,65 @@ func (cs *codeSet) keepsAfter(id ledger.RunID) int {
 		n += keep(cs.tail[t])
 	}
 	return n
+}
+
+// eachRun calls fn with every run of the set in ledger order, as all
+// returns them (a run's first well-formed line), without holding them:
+// each is parsed into one reused RunCode whose strings point into the
+// set's bytes, so fn copies what it keeps (issue 30: params over a
+// million runs parsed and held every line, 2.5 s of CPU). It counts the
+// lines it parses in read.
+func (cs *codeSet) eachRun(fn func(c *RunCode)) {
+	// A run's second line is dropped. Lines whose ids rise (the ledger's
+	// usual order) cannot repeat an earlier rising line, so only the
+	// others are looked up: among the rising ones by a binary search of
+	// their ids, and among each other in a map (a map of every id was half
+	// of params at 1M runs).
+	var rising []int32 // the offsets in base of the rising lines
+	others := map[ledger.RunID]struct{}{}
+	idAt := func(start int32) string {
+		line := cs.base[start:]
+		return unsafe.String(&line[0], bytes.IndexByte(line, '\t'))
+	}
+	seen := func(id ledger.RunID) bool {
+		if _, ok := others[id]; ok {
+			return true
+		}
+		i := sort.Search(len(rising), func(i int) bool { return idAt(rising[i]) >= string(id) })
+		return i < len(rising) && idAt(rising[i]) == string(id)
+	}
+	var c RunCode
+	var v float64
+	var scratch []string
+	last := ""
+	for b := cs.base; len(b) > 0; {
+		end := bytes.IndexByte(b, '\n')
+		if end < 0 {
+			end = len(b)
+		}
+		line := b[:end]
+		start := len(cs.base) - len(b)
+		b = b[min(end+1, len(b)):]
+		cs.read += len(line) + 1
+		if !parseRunCodeInto(line, &c, &v, &scratch) {
+			continue
+		}
+		switch id := string(c.Run); {
+		case id > last && start < math.MaxInt32:
+			rising, last = append(rising, int32(start)), id
+		case seen(c.Run):
+			continue
+		default:
+			others[c.Run] = struct{}{}
+		}
+		fn(&c)
+	}
+	for _, id := range cs.tailOrder() {
+		if t := cs.tail[id]; !seen(t.Run) {
+			others[t.Run] = struct{}{}
+			fn(&t)
+		}
+	}
 }
 
 // all parses every run of the set, in ledger order.
@@ -741,19 +881,101 @@ func openCodeFrom(env Env, s *ledger.Store, repo *gitrepo.Repo, read func() (led
 	return cs, nil
 }
 
+// maxUnsureCode is the most runs rebuildCodeFromCatalog reads from the
+// ledger to learn whether each is an import before it gives up.
+const maxUnsureCode = 10000
+
+// rebuildCodeFromCatalog is rebuildCode from the catalog file read as a
+// stream (ledger.CatalogStream) when it covers the ledger as it is: its
+// runs that count are the cache's runs, its offsets their ledger order,
+// and a slim record holds what a run's line needs — but for one thing: a
+// results.tsv row keeps no source in the catalog, so a run without a
+// novelty guard (which every logged run has) whose commit gives code has
+// its own line read to tell (imports get no code). ok is false when the
+// catalog cannot give the cache (missing, stale, too many such runs).
+// Issue 30: reading the 4.3 GB ledger of a million runs was 10 s of CPU;
+// its 508 MB catalog is about one.
+func rebuildCodeFromCatalog(s *ledger.Store, cr *codeReader, known map[ledger.RunID]RunCode) (cs *codeSet, ok bool, err error) {
+	st, err := s.OpenCatalogStream(s.Config.Metric)
+	if err != nil {
+		return nil, false, nil
+	}
+	defer st.Close()
+	if now, err := s.CurrentFingerprint(); err != nil || now != st.Covers {
+		return nil, false, nil
+	}
+	var b bytes.Buffer
+	b.Grow(st.Runs * 64)
+	starts, offs := make([]int, 0, st.Runs+1), make([]int64, 0, st.Runs)
+	sorted, unsure := true, 0
+	var rec ledger.Record
+	for {
+		off, more := st.Next(&rec)
+		if !more {
+			break
+		}
+		c, have := known[rec.RunID]
+		if !have {
+			c = cr.entry(&rec)
+			if c.HasCode() && rec.NoveltyGuard == nil && !rec.Imported() {
+				if unsure++; unsure > maxUnsureCode {
+					return nil, false, nil
+				}
+				full, err := s.ReadRunsAt([]ledger.RunID{rec.RunID}, []int64{off})
+				if err != nil {
+					return nil, false, nil
+				}
+				c = cr.entry(full[0])
+			}
+		}
+		sorted = sorted && (len(offs) == 0 || offs[len(offs)-1] < off)
+		starts, offs = append(starts, b.Len()), append(offs, off)
+		c.appendLine(&b)
+	}
+	if st.Err() != nil {
+		return nil, false, nil
+	}
+	base := b.Bytes()
+	if !sorted { // the cache is in ledger order; the catalog, in the order of runs
+		starts = append(starts, len(base))
+		perm := make([]int, len(offs))
+		for i := range perm {
+			perm[i] = i
+		}
+		sort.SliceStable(perm, func(i, j int) bool { return offs[perm[i]] < offs[perm[j]] })
+		out := make([]byte, 0, len(base))
+		for _, i := range perm {
+			out = append(out, base[starts[i]:starts[i+1]]...)
+		}
+		base = out
+	}
+	if err := s.WriteCacheOf(codeCacheName, codeCacheVersion, st.Covers, base); err == nil {
+		_ = os.Remove(s.CachePath(codeTailName))
+	}
+	return &codeSet{base: base}, true, nil
+}
+
 func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunID]RunCode) (*codeSet, error) {
+	if cs, ok, err := rebuildCodeFromCatalog(s, cr, known); ok || err != nil {
+		return cs, err
+	}
 	// Streamed: a first use at 100,000 runs must not hold the records.
+	// The ledger is read on every core with the bulk readers' decoder, and
+	// only the lines are kept (issue 30: decoding every line with
+	// encoding/json was 50 s of CPU at a million runs, and a line per run
+	// was held twice).
 	var step ledger.Step
 	if fp, err := s.CurrentFingerprint(); err == nil && fp.Size >= ledger.ProgressMinBytes && env.Progress != nil {
 		step = env.Progress.Start("code fingerprints: reading each run's commit", 0)
 		defer step.Done()
 	}
 	var b bytes.Buffer
+	if fp, err := s.CurrentFingerprint(); err == nil {
+		b.Grow(int(min(fp.Size/64, 1<<30))) // a line is ~50 bytes of a ~4 KB record: grown once, if ever
+	}
 	n := 0
 	var corr ledger.Corrections
-	var lines [][]byte // kept only once a correction shows up
-	var ids []ledger.RunID
-	end, _, err := s.ScanFrom(0, func(r *ledger.Record, _ int, _ int64) error {
+	end, _, err := s.ScanFromBulk(0, func(r *ledger.Record, _ int, _ int64) error {
 		if r.Correction != nil {
 			if corr.Retracted == nil {
 				corr = ledger.CollectCorrections(nil)
@@ -765,8 +987,7 @@ func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunI
 		if !ok {
 			c = cr.entry(r)
 		}
-		b.Write(c.line())
-		lines, ids = append(lines, c.line()), append(ids, r.RunID)
+		c.appendLine(&b)
 		if n++; step != nil && n%256 == 0 {
 			step.Set(n)
 		}
@@ -775,20 +996,23 @@ func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunI
 	if err != nil {
 		return nil, err
 	}
+	base := b.Bytes()
 	if len(corr.Retracted) > 0 { // a retracted run's code blocks nothing
-		b.Reset()
-		for i, l := range lines {
-			if _, gone := corr.Retracted[ids[i]]; !gone {
-				b.Write(l)
+		kept := base[:0] // filtered in place: a line never moves forward
+		for line := range bytes.SplitAfterSeq(base, []byte("\n")) {
+			id, _, _ := bytes.Cut(line, []byte("\t"))
+			if _, gone := corr.Retracted[ledger.RunID(id)]; !gone {
+				kept = append(kept, line...)
 			}
 		}
+		base = kept
 	}
 	if fp, err := s.FingerprintAt(end); err == nil {
-		if err := s.WriteCache(codeCacheName, codeCacheVersion, fp, b.Bytes()); err == nil {
+		if err := s.WriteCacheOf(codeCacheName, codeCacheVersion, fp, base); err == nil {
 			_ = os.Remove(s.CachePath(codeTailName))
 		}
 	}
-	return &codeSet{base: b.Bytes()}, nil
+	return &codeSet{base: base}, nil
 }
 
 func readCodeTail(s *ledger.Store) map[ledger.RunID]RunCode {

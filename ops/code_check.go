@@ -333,29 +333,38 @@ func ParamsOf(env Env, s *ledger.Store, repo *gitrepo.Repo, in ParamsInput) (*Pa
 		champOf = in.champion
 	}
 	champ, hasChamp := champOf()
-	var all []RunCode
+	var sws []Sweep
+	count := func(c *RunCode) {
+		if c.HasCode() {
+			out.RunsWithCode++
+		} else {
+			out.RunsWithoutCode++
+		}
+	}
 	if in.window != nil { // the champion's line is found in the same pass when it can be
 		var also []ledger.RunID
 		if hasChamp {
 			also = append(also, ledger.RunID(champ.RunID))
 		}
-		all = cs.windowOf(in.window, also...)
-	} else {
-		all = cs.all()
-	}
-	for i := range all {
-		if all[i].HasCode() {
-			out.RunsWithCode++
-		} else {
-			out.RunsWithoutCode++
+		all := cs.windowOf(in.window, also...)
+		for i := range all {
+			count(&all[i])
 		}
+		sws = sweeps(all, s.Config.Better)
+	} else { // every run: folded line by line, not held (issue 30)
+		fold := newSweepFold(s.Config.Better)
+		cs.eachRun(func(c *RunCode) {
+			count(c)
+			fold.add(c)
+		})
+		sws = fold.sweeps()
 	}
 	want := map[string]bool{}
 	for _, n := range in.Names {
 		want[n] = true
 	}
 	found := map[string]bool{}
-	for _, sw := range sweeps(all, s.Config.Better) {
+	for _, sw := range sws {
 		if len(want) == 0 || want[sw.Name] {
 			found[sw.Name] = true
 			out.Sweeps = append(out.Sweeps, sw)

@@ -110,6 +110,11 @@ func Morning(env Env, s *ledger.Store, in ReportInput) (report.Morning, error) {
 		if m, ok, err := morningBounded(env, s, x, in); ok || err != nil {
 			return m, err
 		}
+		if streamMorningCache(env, s, x, in) { // missing or stale: built from the catalog file
+			if m, ok, err := morningBounded(env, s, x, in); ok || err != nil {
+				return m, err
+			}
+		}
 	} else if m, ok, err := MorningFromCaches(env, s, in); ok || err != nil {
 		return m, err
 	}
@@ -679,6 +684,83 @@ func addMorningRuns(c *ledger.MorningCache, recs []*ledger.Record, from int, isN
 		}
 		c.Runs++
 	}
+}
+
+// streamMorningCache writes the morning cache from the catalog file read
+// one record at a time (ledger.CatalogStream) when the cache on disk is
+// missing, covers another ledger or holds a fold of another version, the
+// catalog file holds the runs of x (it covers the same ledger, or one that
+// only correction lines follow), and the report's window is one
+// morningBounded answers: its fold is of the runs before the window, as
+// the report would leave it. It reports whether it wrote one. (Issue 30:
+// the first report after a first use built it from the catalog decoded
+// whole, 1.3 GB at 1M runs.)
+func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput) bool {
+	g := registry.GoalOf(s.Config)
+	if mc, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err == nil && mc.Covers == x.Covers {
+		if _, err := registry.UnmarshalChampionFold(mc.Fold, registry.Options{Goal: g}); err == nil {
+			return false // current: what stopped morningBounded is the window
+		}
+		// A fold of another version (an upgrade): the cache is written
+		// again, or every report would read the catalog until the
+		// ledger changed.
+	}
+	src := newIndexedRuns(s, x)
+	p, ok := src.before(report.NewWindow(morningOptions(env, in).Now, in.SinceHours))
+	if !ok || src.n-p > MaxMorningReads {
+		return false
+	}
+	cs, err := s.OpenCatalogStream(s.Config.Metric)
+	if err != nil {
+		return false
+	}
+	defer cs.Close() // after the cache is written: its strings point into the file
+	var gone map[ledger.RunID]ledger.Correction
+	if cs.Covers != x.Covers {
+		// Only correction lines after the catalog's prefix (a note, a
+		// retraction): its runs that count, less those retracted since.
+		if !s.StillCovers(cs.Covers) {
+			return false
+		}
+		var corr []ledger.Record
+		end, _, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, _ int64) error {
+			if r.Correction == nil {
+				return errRebuildIndex // a run: the catalog's catch-up places it
+			}
+			corr = append(corr, ledger.SlimCorrection(r))
+			return nil
+		})
+		if err != nil || end != x.Covers.Size {
+			return false
+		}
+		gone = ledger.CollectCorrections(corr).Retracted
+	}
+	c := &ledger.MorningCache{Covers: x.Covers, Metric: s.Config.Metric, Goal: s.Config.Goal,
+		Corrections: len(x.Corrections), Hosts: map[string]ledger.HostCount{}}
+	fold := registry.NewChampionFold(g)
+	var rec ledger.Record
+	one := []*ledger.Record{&rec}
+	for i := 0; ; {
+		if _, ok := cs.Next(&rec); !ok {
+			break
+		}
+		if _, out := gone[rec.RunID]; out {
+			continue
+		}
+		extendMorningCache(c, one, g)
+		if i < p {
+			fold.Add(&rec)
+		}
+		i++
+	}
+	if cs.Err() != nil || c.Runs != src.n {
+		return false
+	}
+	c.FoldAt = p
+	if c.Fold, err = fold.MarshalChampionFold(); err != nil {
+		return false
+	}
+	return s.WriteMorningCache(c) == nil
 }
 
 // saveMorningCache writes the morning cache from cat when the cache on

@@ -189,3 +189,114 @@ func TestReportReadsItsWindow(t *testing.T) {
 	check("a timestamp that does not parse", in, -1)
 	check("a timestamp that does not parse, again", in, -1)
 }
+
+// TestFirstReportStreamsTheCatalog pins the first report after a first use
+// (issue 30: at 1M runs it decoded the whole catalog to build the run index
+// and again for the morning cache, 1.5 and 1.3 GB): with the catalog file
+// current and neither the run index nor the morning cache on disk, the
+// report reads the catalog file as a stream, twice (the index, the cache),
+// never decodes it whole, decodes about its window's runs from the ledger,
+// and says what the report through the catalog says.
+func TestFirstReportStreamsTheCatalog(t *testing.T) {
+	l, _, _ := lookupLab(t)
+	s, _, err := l.env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := l.env
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(10000 * 5 * time.Minute)
+	env.Now = func() time.Time { return now }
+	cat, _, err := s.OpenCatalog(s.Config.Metric, nil) // as a first use leaves it
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ops.MorningOf(env, s, cat, ops.DefaultReportInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ledger.RunIndexFile, ledger.RunIndexTailFile, ledger.MorningCacheFile} {
+		if err := os.Remove(s.CachePath(f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	reads, streams, decoded := ledger.CatalogReads(), ledger.CatalogStreams(), ledger.RecordsDecoded()
+	got, err := ops.Morning(env, s, ops.DefaultReportInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads, streams, decoded = ledger.CatalogReads()-reads, ledger.CatalogStreams()-streams, ledger.RecordsDecoded()-decoded
+	if reads != 0 || streams != 2 {
+		t.Errorf("read the catalog whole %d times and as a stream %d times, want 0 and 2", reads, streams)
+	}
+	if decoded > 220 { // the 192 runs of the 16 h window and a few more (TestReportReadsItsWindow)
+		t.Errorf("decoded %d records of a 10,000-run ledger, want at most 220", decoded)
+	}
+	if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
+		t.Errorf("the first report:\n%s\nthrough the catalog:\n%s", g, w)
+	}
+	mc, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal)
+	if err != nil {
+		t.Fatalf("no morning cache after the first report: %v", err)
+	}
+
+	// A morning cache whose fold is of another version (as after an
+	// upgrade of the champion's fold) is written again from the stream;
+	// before, every report read the catalog until the ledger changed.
+	mc.Fold = []byte{99}
+	if err := s.WriteMorningCache(mc); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		reads, streams = ledger.CatalogReads(), ledger.CatalogStreams()
+		if got, err = ops.Morning(env, s, ops.DefaultReportInput()); err != nil {
+			t.Fatal(err)
+		}
+		if reads = ledger.CatalogReads() - reads; reads != 0 {
+			t.Errorf("with a fold of another version: read the catalog whole %d times, want none", reads)
+		}
+		if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
+			t.Errorf("with a fold of another version:\n%s\nthrough the catalog:\n%s", g, w)
+		}
+	}
+	if streams = ledger.CatalogStreams() - streams; streams != 0 {
+		t.Errorf("the second report streamed the catalog %d times, want none (the cache was written again)", streams)
+	}
+
+	// A note, then a retraction of a run of the window, appended as a pull
+	// appends them (retract itself drops the caches): the run index and the
+	// morning cache are rebuilt from the catalog file, now behind, and the
+	// lines after it. (The registry state cannot forget a run: after the
+	// retraction ops.LoadRegistry builds it from the catalog, once.)
+	all, _, err := s.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line     *ledger.Record
+		maxReads int64
+	}{
+		{ledger.NewCorrection(now, ledger.CorrectionNote, all[5].RunID, "seen"), 0},
+		{ledger.NewCorrection(now, ledger.CorrectionRetract, all[len(all)-60].RunID, "bad data"), 1},
+	} {
+		if err := s.Append(c.line); err != nil {
+			t.Fatal(err)
+		}
+		reads, streams = ledger.CatalogReads(), ledger.CatalogStreams()
+		got, err = ops.Morning(env, s, ops.DefaultReportInput())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reads, streams = ledger.CatalogReads()-reads, ledger.CatalogStreams()-streams; reads > c.maxReads || streams != 2 {
+			t.Errorf("after a %s: read the catalog whole %d times and as a stream %d times, want at most %d and 2", c.line.Correction.Kind, reads, streams, c.maxReads)
+		}
+		if cat, _, err = s.OpenCatalog(s.Config.Metric, nil); err != nil { // caught up: the next line leaves it behind again
+			t.Fatal(err)
+		}
+		if want, err = ops.MorningOf(env, s, cat, ops.DefaultReportInput()); err != nil {
+			t.Fatal(err)
+		}
+		if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
+			t.Errorf("after a %s:\n%s\nthrough the catalog:\n%s", c.line.Correction.Kind, g, w)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/memorylab/memorylab/arcmemo"
 	"github.com/memorylab/memorylab/evidence"
 	"github.com/memorylab/memorylab/ledger"
 	"github.com/memorylab/memorylab/registry"
@@ -35,6 +36,9 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 			if y != nil {
 				return y, nil, nil
 			}
+		}
+		if y, err := env.streamIndex(s); y != nil || err != nil {
+			return y, nil, err
 		}
 	}
 	cat, err := env.catalog(s)
@@ -89,6 +93,138 @@ func (env Env) runIndex(s *ledger.Store) (*ledger.RunIndex, *ledger.Catalog, err
 		builtIndex.Unlock()
 	}
 	return x, cat, nil
+}
+
+// streamIndex rebuilds the run index from the catalog file read one
+// record at a time (ledger.CatalogStream), with the ledger lines written
+// after the catalog's prefix merged in as the catalog's catch-up would,
+// and writes it: the same index as NewRunIndex over the caught-up catalog
+// with runIndex's names and payload, without holding the catalog (issue
+// 30: at 1M runs that rebuild held 1.5 GB). It returns nil when the file
+// cannot give it — missing, damaged, of another metric or ledger, or a
+// new run retracted by a correction the catalog holds — and the caller
+// takes the catalog.
+func (env Env) streamIndex(s *ledger.Store) (*ledger.RunIndex, error) {
+	cs, err := s.OpenCatalogStream(s.Config.Metric)
+	if err != nil {
+		return nil, nil
+	}
+	defer cs.Close() // after the folds: their strings point into it
+	if !s.StillCovers(cs.Covers) {
+		return nil, nil
+	}
+	// The lines after the catalog's prefix (a correction, a pull's older
+	// runs): few, held as the catalog's catch-up holds them.
+	type line struct {
+		rec ledger.Record
+		off int64
+	}
+	var fresh []line
+	var corrections []ledger.Record
+	end, warnings, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, off int64) error {
+		if r.Correction != nil {
+			corrections = append(corrections, ledger.SlimCorrection(r))
+			return nil
+		}
+		fresh = append(fresh, line{ledger.SlimRecord(r, s.Config.Metric), off})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(warnings) > 0 {
+		env.notef("%d ledger line(s) skipped, first: %s", len(warnings), warnings[0])
+	}
+	covers := cs.Covers
+	if end != cs.Covers.Size {
+		if covers, err = s.FingerprintAt(end); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(fresh, func(a, b line) int {
+		switch {
+		case ledger.TimestampBefore(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID):
+			return -1
+		case ledger.TimestampBefore(b.rec.Timestamp, b.rec.RunID, a.rec.Timestamp, a.rec.RunID):
+			return 1
+		}
+		return 0
+	})
+	retracted := ledger.CollectCorrections(corrections).Retracted // by the new lines
+	g := registry.GoalOf(s.Config)
+	rp, fold := registry.NewReplicates(g), registry.NewChampionFold(g)
+	b := ledger.NewRunIndexBuilder(cs.Runs + len(fresh))
+	latest, previous := -1, -1
+	add := func(r *ledger.Record, off int64) {
+		_, gone := retracted[r.RunID]
+		p := b.Add(r, off, !gone)
+		if gone {
+			return
+		}
+		rp.Add(r)
+		fold.Add(r)
+		if !arcmemo.Secondary(r) { // ResolveRun's latest and previous
+			latest, previous = p, latest
+		}
+	}
+	var rec ledger.Record
+	k := 0
+	for {
+		off, ok := cs.Next(&rec)
+		if !ok {
+			break
+		}
+		// The new runs that sort before it: the catalog's catch-up sorts
+		// them in, after the runs it held that sort alike.
+		for ; k < len(fresh) && ledger.TimestampBefore(fresh[k].rec.Timestamp, fresh[k].rec.RunID, rec.Timestamp, rec.RunID); k++ {
+			add(&fresh[k].rec, fresh[k].off)
+		}
+		add(&rec, off)
+	}
+	if err := cs.Err(); err != nil {
+		return nil, nil
+	}
+	for ; k < len(fresh); k++ {
+		add(&fresh[k].rec, fresh[k].off)
+	}
+	gone, goneOffs, held, err := cs.Rest()
+	if err != nil {
+		return nil, nil
+	}
+	old := ledger.CollectCorrections(held).Retracted
+	for i := range fresh {
+		if _, ok := old[fresh[i].rec.RunID]; ok {
+			return nil, nil // a run that arrived after its retraction: the catalog's catch-up moves it
+		}
+	}
+	// The runs the new lines retract join the catalog's retracted ones,
+	// counted nowhere; they were added in their place already.
+	x, pos := b.Index(gone, goneOffs, covers, s.Config.Metric, s.Config.Goal, append(held, corrections...))
+	if latest >= 0 {
+		x.Names["latest"] = pos(latest)
+	}
+	if previous >= 0 {
+		x.Names["previous"] = pos(previous)
+	}
+	if c, ok := fold.Champion(); ok {
+		if counted := x.Counted(); c.Seq < counted.Len() {
+			x.Names["champion"] = counted.Pos(c.Seq)
+		}
+	}
+	if x.Extra, err = encodeIndexExtra(rp, fold); err != nil {
+		return nil, err
+	}
+	x.SetFirst(nil)
+	x.BaseNames, x.BaseFirst, x.BaseExtra = x.Names, x.First, x.Extra
+	if s.WriteRunIndex(x) == nil { // a failed cache write only costs the next command time
+		// The index as written, mapped: its columns leave the heap (at 1M
+		// runs ~130 MB, which a report then carried through the code
+		// cache's rebuild).
+		if y, current, err := s.OpenRunIndex(s.Config.Metric, s.Config.Goal); err == nil && current {
+			return y, nil
+		}
+	}
+	return x, nil
 }
 
 // errRebuildIndex stops a catch-up that cannot append (catchUpIndex).

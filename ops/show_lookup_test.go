@@ -367,19 +367,20 @@ func TestListWindowDecodesOnlyItsRuns(t *testing.T) {
 			}
 		})
 	}
-	// A run appended: the index is stale, rebuilt from the catalog, which
-	// is read once and answers (the new run in the window).
+	// A run appended, dated before the index's last run: the index is
+	// rebuilt from the catalog file read as a stream (not decoded whole),
+	// and answers (the new run in the window).
 	late := novelty.SyntheticRecords(1, 11)
 	late[0].RunID, late[0].Timestamp = "20261122T025900Z-1a7e000", "2026-11-22T02:59:00Z"
 	if err := s.Append(late...); err != nil {
 		t.Fatal(err)
 	}
-	catBefore := ledger.CatalogReads()
+	catBefore, streamsBefore := ledger.CatalogReads(), ledger.CatalogStreams()
 	if got, err := ops.List(env, ops.ListInput{Since: time.Hour}); err != nil || len(got.Items) != 4 || got.Items[1].RunID != string(late[0].RunID) {
 		t.Fatalf("list after a new run: %+v, %v", got, err)
 	}
-	if n := ledger.CatalogReads() - catBefore; n != 1 {
-		t.Errorf("list with a stale run index read the catalog %d times, want 1", n)
+	if n, m := ledger.CatalogReads()-catBefore, ledger.CatalogStreams()-streamsBefore; n != 0 || m != 1 {
+		t.Errorf("list with a stale run index read the catalog whole %d times and as a stream %d times, want a stream alone", n, m)
 	}
 	// A window of more runs than MaxWindowReads is read from the catalog,
 	// with the same answer.

@@ -97,53 +97,97 @@ type sweepKey struct{ file, name string }
 // values are unknown counts for the value its edit set. better compares
 // metric values.
 func sweeps(runs []RunCode, better func(a, b float64) bool) []Sweep {
-	edited := map[sweepKey]int{}
+	f := newSweepFold(better)
 	for i := range runs {
-		for _, e := range runs[i].Edits {
-			edited[sweepKey{e.File, e.Name}]++
+		f.add(&runs[i])
+	}
+	return f.sweeps()
+}
+
+// sweepFold is sweeps one run at a time, so that the runs need not be held
+// (params over a million runs' code cache: issue 30). Every parameter a
+// run's code held is folded, and only those some run's edit set are
+// returned: a run counts for a parameter's value whether or not it edited
+// it, so this is the fold of sweeps' rule, in one pass.
+type sweepFold struct {
+	better    func(a, b float64) bool
+	edited    map[sweepKey]int
+	by        map[sweepKey]map[string]*ValueTried
+	held      map[sweepKey]string // per run, reused
+	set       map[sweepKey]bool
+	ownedKeys map[sweepKey]sweepKey // the fold's own copy of each key (add's strings may be views)
+}
+
+func newSweepFold(better func(a, b float64) bool) *sweepFold {
+	return &sweepFold{better: better, edited: map[sweepKey]int{}, by: map[sweepKey]map[string]*ValueTried{},
+		held: map[sweepKey]string{}, set: map[sweepKey]bool{}, ownedKeys: map[sweepKey]sweepKey{}}
+}
+
+// own is k with strings of the fold's own.
+func (f *sweepFold) own(k sweepKey) sweepKey {
+	o, ok := f.ownedKeys[k]
+	if !ok {
+		o = sweepKey{strings.Clone(k.file), strings.Clone(k.name)}
+		f.ownedKeys[o] = o
+	}
+	return o
+}
+
+// add folds run r; its strings may point into a buffer reused after add
+// returns (the fold copies what it keeps).
+func (f *sweepFold) add(r *RunCode) {
+	clear(f.held)
+	clear(f.set)
+	for _, e := range r.Edits {
+		f.edited[f.own(sweepKey{e.File, e.Name})]++
+	}
+	for _, v := range r.Values {
+		f.held[sweepKey{v.File, v.Name}] = v.Value
+	}
+	for _, e := range r.Edits {
+		k := sweepKey{e.File, e.Name}
+		if f.held[k] == "" {
+			f.held[k] = e.New
+		}
+		f.set[k] = f.held[k] == e.New
+	}
+	for k, val := range f.held {
+		vals := f.by[k]
+		if vals == nil {
+			vals = map[string]*ValueTried{}
+			f.by[f.own(k)] = vals
+		}
+		v := vals[val]
+		if v == nil {
+			v = &ValueTried{Value: strings.Clone(val), Statuses: map[string]int{}}
+			vals[v.Value] = v
+		}
+		v.Runs++
+		if n, ok := v.Statuses[r.Status]; ok {
+			v.Statuses[r.Status] = n + 1
+		} else {
+			v.Statuses[strings.Clone(r.Status)] = 1
+		}
+		if f.set[k] && r.Run > v.lastSet {
+			v.lastSet = ledger.RunID(strings.Clone(string(r.Run)))
+		}
+		if r.Value != nil && (v.Best == nil || f.better(*r.Value, *v.Best) || (*r.Value == *v.Best && r.Run < v.BestRun)) {
+			val := *r.Value
+			v.Best, v.BestRun = &val, ledger.RunID(strings.Clone(string(r.Run)))
 		}
 	}
-	by := map[sweepKey]map[string]*ValueTried{}
-	held, set := map[sweepKey]string{}, map[sweepKey]bool{} // per run, reused
-	for i := range runs {
-		r := &runs[i]
-		clear(held)
-		clear(set)
-		for _, v := range r.Values {
-			if k := (sweepKey{v.File, v.Name}); edited[k] > 0 {
-				held[k] = v.Value
-			}
+}
+
+// sweeps is one Sweep per parameter some run's edit set, the parameters
+// most often edited first.
+func (f *sweepFold) sweeps() []Sweep {
+	better := f.better
+	out := make([]Sweep, 0, len(f.by))
+	for k, vals := range f.by {
+		if f.edited[k] == 0 {
+			continue
 		}
-		for _, e := range r.Edits {
-			k := sweepKey{e.File, e.Name}
-			if held[k] == "" {
-				held[k] = e.New
-			}
-			set[k] = held[k] == e.New
-		}
-		for k, val := range held {
-			if by[k] == nil {
-				by[k] = map[string]*ValueTried{}
-			}
-			v := by[k][val]
-			if v == nil {
-				v = &ValueTried{Value: val, Statuses: map[string]int{}}
-				by[k][val] = v
-			}
-			v.Runs++
-			v.Statuses[r.Status]++
-			if set[k] && r.Run > v.lastSet {
-				v.lastSet = r.Run
-			}
-			if r.Value != nil && (v.Best == nil || better(*r.Value, *v.Best) || (*r.Value == *v.Best && r.Run < v.BestRun)) {
-				val := *r.Value
-				v.Best, v.BestRun = &val, r.Run
-			}
-		}
-	}
-	out := make([]Sweep, 0, len(by))
-	for k, vals := range by {
-		sw := Sweep{Name: k.name, File: k.file, Edited: edited[k], Gaps: []Gap{}}
+		sw := Sweep{Name: k.name, File: k.file, Edited: f.edited[k], Gaps: []Gap{}}
 		var best *ValueTried
 		for _, v := range vals {
 			sw.Values = append(sw.Values, *v)
