@@ -9,7 +9,7 @@ import (
 // A CatalogStream reads the catalog file one record at a time, for a
 // reader of every run that keeps little of each (the run index's rebuild:
 // issue 30, decoding the whole catalog of a million runs held 1.5 GB).
-// It is ScanCatalog pulled rather than pushed, for a reader that needs the
+// ScanCatalog pushes the same records to a function; this is for a reader that needs the
 // prefix the file covers before its runs (to merge the ledger lines after
 // it) and its correction lines after them: the file is mapped
 // (mapCatalog), the pages behind the cursor are given back as it moves,
@@ -45,6 +45,12 @@ func CatalogStreams() int64 { return catalogStreams.Load() }
 // ErrCacheInvalid.
 func (s *Store) OpenCatalogStream(metric string) (*CatalogStream, error) {
 	catalogStreams.Add(1)
+	return s.openCatalogStream(metric)
+}
+
+// openCatalogStream is OpenCatalogStream, uncounted (ScanCatalog counts
+// its own).
+func (s *Store) openCatalogStream(metric string) (*CatalogStream, error) {
 	fp, payload, mapped, release, err := s.mapCatalog()
 	if err != nil {
 		return nil, err

@@ -25,39 +25,34 @@ import (
 // 30).
 func (s *Store) ScanCatalog(metric string, fn func(r *Record, off int64, counted bool) error) (Fingerprint, error) {
 	catalogScans.Add(1)
-	fp, payload, mapped, release, err := s.mapCatalog()
+	c, err := s.openCatalogStream(metric)
 	if err != nil {
 		return Fingerprint{}, err
 	}
-	defer release()
-	if !s.StillCovers(fp) {
+	defer c.Close()
+	if !s.StillCovers(c.Covers) {
 		return Fingerprint{}, fmt.Errorf("%w: the ledger no longer starts with the part the catalog covers", ErrCacheInvalid)
 	}
-	d := NewDecoder(payload)
-	if m := d.Str(); m != metric {
-		return Fingerprint{}, fmt.Errorf("%w: catalog is for metric %s", ErrCacheInvalid, m)
-	}
 	var r Record
-	m := slimMem{reuse: true}
-	for _, counted := range []bool{true, false} {
-		n := d.Uvarint()
-		if n > uint64(len(payload)) {
-			return Fingerprint{}, fmt.Errorf("%w: bad record count", ErrCacheInvalid)
+	for {
+		off, ok := c.Next(&r)
+		if !ok {
+			break
 		}
-		for range n {
-			if mapped != nil && d.pos-mapped.done >= scanRelease {
-				mapped.drop(d.pos) // scanned: out of this process's memory
-			}
-			off, err := decodeSlimRecord(d, &r, &m)
-			if err != nil {
-				return Fingerprint{}, err
-			}
-			if err := fn(&r, off, counted); err != nil {
-				return Fingerprint{}, err
-			}
+		if err := fn(&r, off, true); err != nil {
+			return Fingerprint{}, err
 		}
 	}
-	return fp, d.Err()
+	retracted, offsets, _, err := c.Rest() // few: copies
+	for i := range retracted {
+		if err == nil {
+			err = fn(&retracted[i], offsets[i], false)
+		}
+	}
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	return c.Covers, nil
 }
 
 // catalogScans counts ScanCatalog calls of this process (tests).
