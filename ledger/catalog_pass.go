@@ -202,16 +202,7 @@ func (cw *catalogWriter) sort(retracted map[RunID]Correction) (*sortedCatalog, e
 }
 
 func (sc *sortedCatalog) sortSpans(spans []span) {
-	cmp := func(a, b span) int {
-		ta, ida, tb, idb := a.ts(sc.keys), a.id(sc.keys), b.ts(sc.keys), b.id(sc.keys)
-		switch {
-		case TimestampBefore(ta, ida, tb, idb):
-			return -1
-		case TimestampBefore(tb, idb, ta, ida):
-			return 1
-		}
-		return 0
-	}
+	cmp := func(a, b span) int { return CompareRuns(a.ts(sc.keys), a.id(sc.keys), b.ts(sc.keys), b.id(sc.keys)) }
 	if !slices.IsSortedFunc(spans, cmp) {
 		slices.SortStableFunc(spans, cmp)
 	}

@@ -98,29 +98,38 @@ func (s *Store) ScanFrom(from int64, fn func(r *Record, line int, offset int64) 
 	warnings, err = scanReader(io.LimitReader(f, size-from), int(min(max(size-from, 4096), 1<<20)), func(r *Record, line int, off int64) error {
 		return fn(r, line, from+off)
 	})
+	end, warnings, cerr := placeWarnings(f, from, size, warnings)
+	if cerr != nil {
+		return from, nil, cerr
+	}
+	return end, warnings, err
+}
+
+// placeWarnings turns the warnings of a read from offset from (line
+// numbers and offsets relative to it) into the ledger's own, and returns
+// the offset up to which the read covers the ledger of size bytes: all of
+// it but a torn tail, which a writer may still be finishing.
+func placeWarnings(f io.ReaderAt, from, size int64, warnings []Warning) (int64, []Warning, error) {
 	if len(warnings) > 0 && from > 0 {
 		// Warnings name the line from the ledger's start, as every other
 		// reader does: count the lines before from (only when there is
 		// something to report).
-		before, cerr := countLines(io.NewSectionReader(f, 0, from))
-		if cerr != nil {
-			return from, nil, cerr
+		before, err := countLines(io.NewSectionReader(f, 0, from))
+		if err != nil {
+			return from, nil, err
 		}
 		for i := range warnings {
 			warnings[i].Line += before
 		}
 	}
+	end := size
 	for i := range warnings {
 		warnings[i].Offset += from
-	}
-	end = size
-	// Do not claim to cover a torn tail: a writer may still be finishing it.
-	for _, w := range warnings {
-		if w.Torn {
-			end = w.Offset
+		if warnings[i].Torn {
+			end = warnings[i].Offset
 		}
 	}
-	return end, warnings, err
+	return end, warnings, nil
 }
 
 // countLines counts the newlines rd holds.

@@ -33,6 +33,19 @@ func TimestampBefore(ta string, a RunID, tb string, b RunID) bool {
 	return RunBefore(ParseTimestamp(ta), a, ParseTimestamp(tb), b)
 }
 
+// CompareRuns is TimestampBefore as a three-way comparison (for
+// slices.SortStableFunc): -1 when (ta, a) comes first, 1 when (tb, b)
+// does, 0 when neither.
+func CompareRuns(ta string, a RunID, tb string, b RunID) int {
+	switch {
+	case TimestampBefore(ta, a, tb, b):
+		return -1
+	case TimestampBefore(tb, b, ta, a):
+		return 1
+	}
+	return 0
+}
+
 func canonicalTimestamp(s string) bool {
 	return len(s) == 20 && s[19] == 'Z' && s[10] == 'T' && s[4] == '-'
 }

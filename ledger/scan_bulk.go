@@ -43,23 +43,9 @@ func (s *Store) ScanFromBulk(from int64, fn func(r *Record, line int, offset int
 		}
 		return nil
 	})
-	end = size
-	if len(warnings) > 0 && from > 0 {
-		// Warnings name the line from the ledger's start (ScanFrom).
-		before, cerr := countLines(io.NewSectionReader(f, 0, from))
-		if cerr != nil {
-			return from, nil, cerr
-		}
-		for i := range warnings {
-			warnings[i].Line += before
-		}
-	}
-	for i := range warnings {
-		warnings[i].Offset += from
-		// Do not claim to cover a torn tail: a writer may still be finishing it.
-		if warnings[i].Torn {
-			end = warnings[i].Offset
-		}
+	end, warnings, cerr := placeWarnings(f, from, size, warnings)
+	if cerr != nil {
+		return from, nil, cerr
 	}
 	return end, warnings, err
 }

@@ -142,13 +142,7 @@ func (env Env) streamIndex(s *ledger.Store) (*ledger.RunIndex, error) {
 		}
 	}
 	slices.SortStableFunc(fresh, func(a, b line) int {
-		switch {
-		case ledger.TimestampBefore(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID):
-			return -1
-		case ledger.TimestampBefore(b.rec.Timestamp, b.rec.RunID, a.rec.Timestamp, a.rec.RunID):
-			return 1
-		}
-		return 0
+		return ledger.CompareRuns(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID)
 	})
 	retracted := ledger.CollectCorrections(corrections).Retracted // by the new lines
 	g := registry.GoalOf(s.Config)
@@ -306,13 +300,7 @@ func (env Env) catchUpIndex(s *ledger.Store, x *ledger.RunIndex) (*ledger.RunInd
 	// The new runs in the one order of runs (two logged in one second
 	// may sort either way), after every run of x.
 	slices.SortStableFunc(lines, func(a, b line) int {
-		switch {
-		case ledger.TimestampBefore(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID):
-			return -1
-		case ledger.TimestampBefore(b.rec.Timestamp, b.rec.RunID, a.rec.Timestamp, a.rec.RunID):
-			return 1
-		}
-		return 0
+		return ledger.CompareRuns(a.rec.Timestamp, a.rec.RunID, b.rec.Timestamp, b.rec.RunID)
 	})
 	runs, offs := make([]ledger.Record, len(lines)), make([]int64, len(lines))
 	for i := range lines {
