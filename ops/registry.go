@@ -68,6 +68,10 @@ func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog, built *b
 		case built != nil:
 			st, fp = built.st, built.covers
 		case cat == nil:
+			var ok bool
+			if st, fp, ok = streamRegistry(s, opts); ok {
+				return st, fp, -1, nil
+			}
 			if cat, _, err = s.OpenCatalog(s.Config.Metric, errw); err != nil {
 				return nil, fp, -1, err
 			}
@@ -95,6 +99,9 @@ func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog, built *b
 	if retracted {
 		// A run left: the state cannot forget one, so it is built again
 		// from the catalog, which leaves retracted runs out.
+		if st, fp, ok := streamRegistry(s, opts); ok {
+			return st, fp, -1, nil
+		}
 		if cat, _, err = s.OpenCatalog(s.Config.Metric, errw); err != nil {
 			return nil, fp, -1, err
 		}
@@ -106,6 +113,80 @@ func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog, built *b
 		}
 	}
 	return st, fp, behind, nil
+}
+
+// streamRegistry builds the registry state of the whole ledger from the
+// catalog file read one record at a time (ledger.CatalogStream), without
+// holding the catalog (at a million runs, 1.3 GB decoded whole): the
+// catalog's runs that count, less those the lines after its prefix
+// retract, then the runs among those lines, which must sort after every
+// run of the file. ok is false when the file cannot give it (missing,
+// damaged, another metric or ledger, or runs pulled in that sort among
+// its runs); the caller then takes the catalog.
+func streamRegistry(s *ledger.Store, opts registry.Options) (*registry.State, ledger.Fingerprint, bool) {
+	cs, err := s.OpenCatalogStream(s.Config.Metric)
+	if err != nil {
+		return nil, ledger.Fingerprint{}, false
+	}
+	defer cs.Close() // after the state is detached from it: its strings point into the file
+	if !s.StillCovers(cs.Covers) {
+		return nil, ledger.Fingerprint{}, false
+	}
+	var after, corrections []ledger.Record
+	end, _, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, _ int64) error {
+		if r.Correction != nil {
+			corrections = append(corrections, ledger.SlimCorrection(r))
+		} else {
+			after = append(after, ledger.SlimRecord(r, s.Config.Metric))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, ledger.Fingerprint{}, false
+	}
+	gone := ledger.CollectCorrections(corrections).Retracted
+	f := registry.NewFold(opts)
+	var rec ledger.Record
+	var lastTS string
+	var lastID ledger.RunID
+	for {
+		if _, ok := cs.Next(&rec); !ok {
+			break
+		}
+		lastTS, lastID = rec.Timestamp, rec.RunID
+		if _, out := gone[rec.RunID]; !out {
+			f.Add(&rec)
+		}
+	}
+	_, _, held, err := cs.Rest() // the catalog's own corrections: a run after them may be one they retract
+	if err != nil {
+		return nil, ledger.Fingerprint{}, false
+	}
+	gone = ledger.CollectCorrections(append(held, corrections...)).Retracted
+	ledger.SortRecords(after)
+	if len(after) > 0 && lastID != "" && ledger.TimestampBefore(after[0].Timestamp, after[0].RunID, lastTS, lastID) {
+		return nil, ledger.Fingerprint{}, false // older runs pulled in: they sort among the file's
+	}
+	for i := range after {
+		if _, out := gone[after[i].RunID]; !out {
+			f.Add(&after[i])
+		}
+	}
+	// The state's strings point into the mapped file: its own encoding,
+	// decoded, holds them instead.
+	b, err := f.State().Marshal()
+	if err != nil {
+		return nil, ledger.Fingerprint{}, false
+	}
+	st, err := registry.Unmarshal(b, opts)
+	if err != nil {
+		return nil, ledger.Fingerprint{}, false
+	}
+	fp, err := s.FingerprintAt(end)
+	if err != nil {
+		return nil, ledger.Fingerprint{}, false
+	}
+	return st, fp, true
 }
 
 // SaveRegistry replaces champion_challenger.json atomically and, when st
