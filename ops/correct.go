@@ -109,9 +109,10 @@ func Correct(env Env, in CorrectInput) (*CorrectResult, error) {
 // resolveAmong names a run among runs, every run of the ledger in order,
 // retracted ones included (show, note, retract): latest, previous and
 // champion mean what they mean among counted, the runs that count; other
-// names resolve among all runs. The index is into runs. show finds runs
-// through the catalog's slim records, retract and note through the full
-// ones: this is the one rule for both.
+// names resolve among all runs. The index is into runs. It is the rule
+// over the decoded ledger; show, note and retract apply it over the run
+// index (resolveIndexed), which TestIndexedResolutionIsResolveAmong pins
+// to it.
 func resolveAmong(counted, runs []ledger.Record, cfg ledger.Config, name string) (int, error) {
 	if IsRunName(name) {
 		i, err := ResolveRun(counted, cfg, name)
