@@ -457,6 +457,16 @@ var recordsDecoded atomic.Int64
 // 30), not the whole ledger.
 func RecordsDecoded() int64 { return recordsDecoded.Load() }
 
+// recordsUnmarshalled counts the ledger lines of RecordsDecoded that went
+// through encoding/json whole (RecordsUnmarshalled).
+var recordsUnmarshalled atomic.Int64
+
+// RecordsUnmarshalled is how many ledger lines this process has decoded
+// whole with encoding/json (every field, the slow path), rather than with
+// the bulk readers' fast decoder. Tests pin with it that a whole-ledger
+// operation reads through a Pass, not Scan or ReadAll (issue 30).
+func RecordsUnmarshalled() int64 { return recordsUnmarshalled.Load() }
+
 func decodeLine(line []byte, lineNo int, start int64, torn bool) (*Record, *Warning) {
 	r := new(Record)
 	if have, w := decodeLineInto(r, line, lineNo, start, torn, nil); !have {
@@ -475,6 +485,7 @@ func decodeLineInto(r *Record, line []byte, lineNo int, start int64, torn bool, 
 	}
 	recordsDecoded.Add(1)
 	if fast == nil || !decodeFast(body, r, *fast) {
+		recordsUnmarshalled.Add(1)
 		var perr error
 		if *r, perr = unmarshalRecord(body); perr != nil {
 			return false, &Warning{Line: lineNo, Offset: start, Reason: ShortReason(perr), Torn: torn}

@@ -26,19 +26,37 @@ func (c CommitRun) String() string {
 	return s
 }
 
-// RunsOfCommit lists the ledger's runs of commit (a full hash), in ledger
-// order. It reads the catalog (the slim cache of the ledger, caught up from
-// its tail), never the whole ledger.
+// RunsOfCommit lists the ledger's runs of commit (a full hash) that count,
+// in the one order of runs. It finds them in the run index (caught up from
+// the ledger's tail) and decodes only their records, for whether each ran
+// with uncommitted changes; it never reads the whole ledger, nor holds the
+// catalog (issue 30: run, before and after every training, opened the
+// catalog and rewrote it after each log, 0.3 s of CPU and 300 MB at 100k
+// runs).
 func RunsOfCommit(s *ledger.Store, commit string) ([]CommitRun, error) {
-	cat, _, err := s.OpenCatalog(s.Config.Metric, io.Discard)
+	env := Env{Notice: io.Discard} // the index's notes are not this question's
+	x, _, err := env.runIndex(s)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read ledger: %w", err)
 	}
-	var out []CommitRun
-	for i := range cat.Records {
-		if r := &cat.Records[i]; r.CommitFull == commit {
-			out = append(out, CommitRun{RunID: r.RunID, Status: r.Status, Dirty: r.Dirty != nil && *r.Dirty})
+	var ids []ledger.RunID
+	var offs []int64
+	var pos []int
+	for i := 0; i < x.Len(); i++ {
+		if _, full := x.Commit(i); full == commit && x.Flags(i)&ledger.RunCounted != 0 {
+			ids, offs, pos = append(ids, x.RunID(i)), append(offs, x.Offset(i)), append(pos, i)
 		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	recs, err := s.ReadRunsAt(ids, offs)
+	if err != nil {
+		return nil, fmt.Errorf("unable to read ledger: %w", err)
+	}
+	out := make([]CommitRun, len(recs))
+	for k, r := range recs {
+		out[k] = CommitRun{RunID: r.RunID, Status: x.Status(pos[k]), Dirty: r.Dirty != nil && *r.Dirty}
 	}
 	return out, nil
 }

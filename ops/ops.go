@@ -124,16 +124,6 @@ func (env Env) readOrdered(s *ledger.Store) ([]ledger.Record, error) {
 	return recs, nil
 }
 
-// openRecords opens the store and reads its whole ledger (Records).
-func (env Env) openRecords() (*ledger.Store, gitrepo.Location, []ledger.Record, error) {
-	s, loc, err := env.Open()
-	if err != nil {
-		return nil, loc, nil, err
-	}
-	recs, err := env.Records(s)
-	return s, loc, recs, err
-}
-
 // openCatalog opens the store and its catalog (catalog).
 func (env Env) openCatalog() (*ledger.Store, gitrepo.Location, *ledger.Catalog, error) {
 	s, loc, err := env.Open()

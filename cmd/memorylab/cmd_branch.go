@@ -54,15 +54,10 @@ func runBranch(env *Env, opts branchOptions) error {
 	if loc.Repo == nil {
 		return loc.RepoErr
 	}
-	recs, err := env.opsEnv(opts.Store).Records(s)
+	rec, err := ops.CountedRun(env.opsEnv(opts.Store), s, opts.Query)
 	if err != nil {
 		return err
 	}
-	i, err := ops.ResolveRun(recs, s.Config, opts.Query)
-	if err != nil {
-		return err
-	}
-	rec := &recs[i]
 	commit, err := loc.Repo.RunCommit(rec)
 	if err != nil {
 		return err

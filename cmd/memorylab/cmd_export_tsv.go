@@ -6,8 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/memorylab/memorylab/atomicfile"
-	"github.com/memorylab/memorylab/ledger"
-	"github.com/memorylab/memorylab/results"
+	"github.com/memorylab/memorylab/ops"
 )
 
 type exportTSVOptions struct {
@@ -40,19 +39,10 @@ func exportTSVCommand(env *Env) *cli.Command {
 }
 
 func runExportTSV(env *Env, opts exportTSVOptions) error {
-	s, _, err := openStore(env, opts.Store)
+	data, rows, err := ops.ExportTSV(env.opsWith(opts.Store, false))
 	if err != nil {
 		return err
 	}
-	recs, warns, err := s.ReadOrdered()
-	if err != nil {
-		return err
-	}
-	for _, w := range warns {
-		fmt.Fprintf(env.Err, "memorylab: warning: %s: %s\n", s.LedgerPath(), w)
-	}
-	recs = ledger.Counted(recs) // no correction lines, no retracted run
-	data := results.Canonical(s.Config.Metric, recs)
 	if opts.Output == "" || opts.Output == "-" {
 		_, err := env.Out.Write(data)
 		return err
@@ -60,6 +50,6 @@ func runExportTSV(env *Env, opts exportTSVOptions) error {
 	if err := atomicfile.WriteOutput(env.abs(opts.Output), data, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Err, "memorylab: wrote %d rows to %s\n", len(recs), opts.Output)
+	fmt.Fprintf(env.Err, "memorylab: wrote %d rows to %s\n", rows, opts.Output)
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"strconv"
 	"strings"
@@ -60,7 +61,11 @@ func runList(env *Env, store string, in ops.ListInput, asJSON bool) error {
 		fmt.Fprintf(env.Out, "no runs match (%d in the ledger)\n", res.Total)
 		return nil
 	}
-	tw := tabwriter.NewWriter(env.Out, 0, 0, 2, ' ', 0)
+	// tabwriter writes each cell and its padding apart: on an unbuffered
+	// stdout that was ~15 write(2) calls a run (issue 30: 2.3 s of system
+	// time to list 100k runs).
+	out := bufio.NewWriterSize(env.Out, 64<<10)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "RUN\tSTATUS\t%s\tTIME\tBRANCH\tFAMILY\tDESCRIPTION\n", strings.ToUpper(res.Metric))
 	dirty := false
 	for _, it := range items {
@@ -81,9 +86,9 @@ func runList(env *Env, store string, in ops.ListInput, asJSON bool) error {
 		return err
 	}
 	if dirty {
-		fmt.Fprintln(env.Out, "* dirty: ran with uncommitted changes to tracked files; `memorylab show` prints the code that ran")
+		fmt.Fprintln(out, "* dirty: ran with uncommitted changes to tracked files; `memorylab show` prints the code that ran")
 	}
-	return nil
+	return out.Flush()
 }
 
 // cellMiddle is cell cut in the middle: families share prefixes
