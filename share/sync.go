@@ -1374,12 +1374,13 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 		}
 		_ = ledger.Parallel(workers...)
 		batch := make([]*ledger.Record, 0, n)
+		// The batch's archive files are synced together, before its
+		// ledger lines (the commit point) are appended.
+		var archives atomicfile.Batch
 		for j, a := range arrivals[i : i+n] {
 			if err := decoded[j].err; err != nil {
-				if errors.Is(err, ledger.ErrNewerVersion) {
-					return arrived, err
-				}
-				if !errors.Is(err, ledger.ErrBadInput) {
+				if errors.Is(err, ledger.ErrNewerVersion) || !errors.Is(err, ledger.ErrBadInput) {
+					archives.Abort()
 					return arrived, err
 				}
 				res.Refused = append(res.Refused, string(a.id))
@@ -1387,15 +1388,20 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 				continue
 			}
 			if !a.archive.IsZero() && !opts.NoArchives {
-				if err := g.writeArchive(s, a.id, a.archive, budget); err != nil {
+				if err := g.writeArchive(s, a.id, a.archive, budget, &archives); err != nil {
+					archives.Abort()
 					return arrived, err
 				}
 			} else if !a.archive.IsZero() {
 				if err := markNotFetched(s, a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
+					archives.Abort()
 					return arrived, err
 				}
 			}
 			batch = append(batch, decoded[j].r)
+		}
+		if err := archives.Commit(); err != nil {
+			return arrived, err
 		}
 		if len(batch) > 0 {
 			if err := s.AppendLocked(batch...); err != nil {

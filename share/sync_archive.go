@@ -130,12 +130,13 @@ func markNotFetched(s *ledger.Store, id ledger.RunID, note string) error {
 }
 
 // writeArchive writes an arriving run's archive tree into runs/<id>/ (files
-// that already exist are left as they are). The caller holds the store lock.
+// that already exist are left as they are), as temp files of batch that its
+// Commit puts in place. The caller holds the store lock.
 //
 // Only ArchiveNames are written, each at most maxArrivingArchiveFile bytes,
 // the run's files at most maxRunArchiveBytes together and the pull's at
 // most what budget has left; what is skipped is noted in budget.
-func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, budget *archiveBudget) error {
+func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, budget *archiveBudget, batch *atomicfile.Batch) error {
 	dir, err := s.RunDir(id)
 	if err != nil {
 		return err
@@ -200,5 +201,5 @@ func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unable to create %s: %w", dir, err)
 	}
-	return atomicfile.WriteAll(dir, writes)
+	return batch.Add(dir, writes)
 }

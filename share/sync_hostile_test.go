@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
@@ -222,7 +223,12 @@ func TestArchiveByteCaps(t *testing.T) {
 				t.Fatal(err)
 			}
 			budget := &archiveBudget{left: tc.left, perRun: tc.perRun}
-			if err := Of(g).writeArchive(s, id, tree, budget); err != nil {
+			var batch atomicfile.Batch
+			err = Of(g).writeArchive(s, id, tree, budget, &batch)
+			if err == nil {
+				err = batch.Commit()
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			dir, _ := s.RunDir(id)

@@ -1,0 +1,120 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestBatch: files added to a batch in several directories appear, whole,
+// only at Commit (an existing one replaced); Abort, or a write that fails,
+// leaves no temp file and replaces nothing.
+func TestBatch(t *testing.T) {
+	content := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	for _, tc := range []struct {
+		name   string
+		fail   bool // the second directory's write fails
+		commit bool
+		want   map[string]string // file → content after
+	}{
+		{name: "commit", commit: true, want: map[string]string{"a/x": "new x", "a/y": "y", "b/z": "z"}},
+		{name: "abort", want: map[string]string{"a/x": "old x"}},
+		{name: "a write fails", fail: true, commit: true, want: map[string]string{"a/x": "old x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, d := range []string{"a", "b"} {
+				if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(root, "a", "x"), []byte("old x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var b Batch
+			if err := b.Add(filepath.Join(root, "a"), []File{
+				{Path: filepath.Join(root, "a", "x"), Perm: 0o644, Write: content("new x")},
+				{Path: filepath.Join(root, "a", "y"), Perm: 0o644, Write: content("y")},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			second := File{Path: filepath.Join(root, "b", "z"), Perm: 0o644, Write: content("z")}
+			if tc.fail {
+				second.Write = func(io.Writer) error { return errors.New("disk full") }
+			}
+			if err := b.Add(filepath.Join(root, "b"), []File{second}); (err != nil) != tc.fail {
+				t.Fatalf("Add: %v", err)
+			}
+			visible := map[string]string{}
+			for k, v := range read(t, root) {
+				if !strings.Contains(k, "/.") { // not a temp file
+					visible[k] = v
+				}
+			}
+			if !maps(visible, map[string]string{"a/x": "old x"}) {
+				t.Fatalf("before Commit: %v", visible)
+			}
+			if tc.commit {
+				if err := b.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				b.Abort()
+			}
+			if got := read(t, root); !maps(got, tc.want) {
+				t.Errorf("after: %v, want %v", got, tc.want)
+			}
+			if tc.commit && !tc.fail {
+				if fi, err := os.Stat(filepath.Join(root, "b", "z")); err != nil || fi.Mode().Perm() != 0o644 {
+					t.Errorf("b/z: %v, mode %v", err, fi.Mode())
+				}
+			}
+		})
+	}
+}
+
+// read is every file under root (temp files included), by slash path.
+func read(t *testing.T, root string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		got[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func maps(a, b map[string]string) bool {
+	ka, kb := make([]string, 0, len(a)), make([]string, 0, len(b))
+	for k := range a {
+		ka = append(ka, k)
+	}
+	for k := range b {
+		kb = append(kb, k)
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	if !slices.Equal(ka, kb) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
