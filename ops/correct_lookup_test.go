@@ -34,6 +34,10 @@ func TestNoteAndBranchLookupsDecodeBoundedRecords(t *testing.T) {
 	if _, err := ops.Show(l.env, ops.ShowInput{Run: "latest", NoDiff: true}); err != nil {
 		t.Fatal(err)
 	}
+	// The notes this test adds are the ledger's lines after the catalog
+	// file: a run index rebuilt after one (a correction line stops its
+	// catch-up) streams the file and decodes those lines, one more each.
+	notes := int64(0)
 	mid := counted[5000]
 	names := []string{"champion", "latest", "previous", string(mid.RunID), string(mid.RunID[:len(mid.RunID)-2]), base.Commit}
 	for _, name := range append(names, string(retracted)) {
@@ -52,9 +56,10 @@ func TestNoteAndBranchLookupsDecodeBoundedRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := ledger.RecordsDecoded() - before; n > maxDecodes {
-				t.Errorf("note decoded %d records of a 10,005-line ledger, want at most %d", n, maxDecodes)
+			if n := ledger.RecordsDecoded() - before; n > maxDecodes+notes {
+				t.Errorf("note decoded %d records of a 10,005-line ledger, want at most %d", n, maxDecodes+notes)
 			}
+			notes++
 			if res.Run != recs[i].RunID || res.Description != recs[i].Description {
 				t.Errorf("noted %s (%q), the full ledger says %s (%q)", res.Run, res.Description, recs[i].RunID, recs[i].Description)
 			}
@@ -71,8 +76,8 @@ func TestNoteAndBranchLookupsDecodeBoundedRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := ledger.RecordsDecoded() - before; n > maxDecodes {
-				t.Errorf("branch's lookup decoded %d records of a 10,005-line ledger, want at most %d", n, maxDecodes)
+			if n := ledger.RecordsDecoded() - before; n > maxDecodes+notes {
+				t.Errorf("branch's lookup decoded %d records of a 10,005-line ledger, want at most %d", n, maxDecodes+notes)
 			}
 			if rec.RunID != counted[i].RunID || rec.Commit != counted[i].Commit {
 				t.Errorf("found %s at %s, the full ledger says %s at %s", rec.RunID, rec.Commit, counted[i].RunID, counted[i].Commit)
