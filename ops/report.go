@@ -715,19 +715,22 @@ func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportI
 		return false
 	}
 	defer cs.Close() // after the cache is written: its strings point into the file
+	// The lines after the catalog's prefix (the run a first use's log
+	// appends after the pass wrote the catalog, a note, a retraction):
+	// the catalog's runs that count less those retracted since, then the
+	// new runs, which must sort after every run of the file.
 	var gone map[ledger.RunID]ledger.Correction
+	var after, corr []ledger.Record
 	if cs.Covers != x.Covers {
-		// Only correction lines after the catalog's prefix (a note, a
-		// retraction): its runs that count, less those retracted since.
 		if !s.StillCovers(cs.Covers) {
 			return false
 		}
-		var corr []ledger.Record
 		end, _, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, _ int64) error {
-			if r.Correction == nil {
-				return errRebuildIndex // a run: the catalog's catch-up places it
+			if r.Correction != nil {
+				corr = append(corr, ledger.SlimCorrection(r))
+			} else {
+				after = append(after, ledger.SlimRecord(r, s.Config.Metric))
 			}
-			corr = append(corr, ledger.SlimCorrection(r))
 			return nil
 		})
 		if err != nil || end != x.Covers.Size {
@@ -740,18 +743,41 @@ func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportI
 	fold := registry.NewChampionFold(g)
 	var rec ledger.Record
 	one := []*ledger.Record{&rec}
-	for i := 0; ; {
+	i := 0
+	add := func(r *ledger.Record) {
+		one[0] = r
+		extendMorningCache(c, one, g)
+		if i < p {
+			fold.Add(r)
+		}
+		i++
+	}
+	var lastTS string
+	var lastID ledger.RunID
+	for {
 		if _, ok := cs.Next(&rec); !ok {
 			break
 		}
-		if _, out := gone[rec.RunID]; out {
-			continue
+		lastTS, lastID = rec.Timestamp, rec.RunID
+		if _, out := gone[rec.RunID]; !out {
+			add(&rec)
 		}
-		extendMorningCache(c, one, g)
-		if i < p {
-			fold.Add(&rec)
+	}
+	if len(after) > 0 {
+		_, _, held, err := cs.Rest() // the catalog's corrections: a new run may be one they retract
+		if err != nil {
+			return false
 		}
-		i++
+		gone = ledger.CollectCorrections(append(held, corr...)).Retracted
+		ledger.SortRecords(after)
+		if lastID != "" && ledger.TimestampBefore(after[0].Timestamp, after[0].RunID, lastTS, lastID) {
+			return false // older runs pulled in: they sort among the file's
+		}
+		for j := range after {
+			if _, out := gone[after[j].RunID]; !out {
+				add(&after[j])
+			}
+		}
 	}
 	if cs.Err() != nil || c.Runs != src.n {
 		return false

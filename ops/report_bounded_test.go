@@ -271,12 +271,19 @@ func TestFirstReportStreamsTheCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A run logged after the catalog was written (as a first use's log
+	// leaves the store) is merged in after the file's runs; before, the
+	// catalog was caught up and read whole (3.25 GB at a million runs).
+	run := all[len(all)-1]
+	run.RunID, run.Timestamp = "20991231T000000Z-late001", now.Add(-time.Minute).UTC().Format(time.RFC3339)
 	for _, c := range []struct {
+		name    string
 		line    *ledger.Record
 		streams int64
 	}{
-		{ledger.NewCorrection(now, ledger.CorrectionNote, all[5].RunID, "seen"), 2},
-		{ledger.NewCorrection(now, ledger.CorrectionRetract, all[len(all)-60].RunID, "bad data"), 3},
+		{"note", ledger.NewCorrection(now, ledger.CorrectionNote, all[5].RunID, "seen"), 2},
+		{"retract", ledger.NewCorrection(now, ledger.CorrectionRetract, all[len(all)-60].RunID, "bad data"), 3},
+		{"new run", &run, 3}, // the run index, the morning cache, the code cache (the run has no code line)
 	} {
 		if err := s.Append(c.line); err != nil {
 			t.Fatal(err)
@@ -287,7 +294,7 @@ func TestFirstReportStreamsTheCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 		if reads, streams = ledger.CatalogReads()-reads, ledger.CatalogStreams()-streams; reads != 0 || streams != c.streams {
-			t.Errorf("after a %s: read the catalog whole %d times and as a stream %d times, want none and %d", c.line.Correction.Kind, reads, streams, c.streams)
+			t.Errorf("after a %s: read the catalog whole %d times and as a stream %d times, want none and %d", c.name, reads, streams, c.streams)
 		}
 		if cat, _, err = s.OpenCatalog(s.Config.Metric, nil); err != nil { // caught up: the next line leaves it behind again
 			t.Fatal(err)
@@ -296,7 +303,7 @@ func TestFirstReportStreamsTheCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 		if g, w := morningBytes(t, got), morningBytes(t, want); !bytes.Equal(g, w) {
-			t.Errorf("after a %s:\n%s\nthrough the catalog:\n%s", c.line.Correction.Kind, g, w)
+			t.Errorf("after a %s:\n%s\nthrough the catalog:\n%s", c.name, g, w)
 		}
 	}
 }
