@@ -695,6 +695,13 @@ func addMorningRuns(c *ledger.MorningCache, recs []*ledger.Record, from int, isN
 // the report would leave it. It reports whether it wrote one. (Issue 30:
 // the first report after a first use built it from the catalog decoded
 // whole, 1.3 GB at 1M runs.)
+// maxStreamedAfter is how many runs after the catalog file's prefix the
+// morning cache merges into a stream of it; past that the catalog is
+// caught up and written again (a store whose catalog a first use of an
+// empty ledger left, then a night of logs, would otherwise leave every
+// later reader of the file the whole night to read from the ledger).
+const maxStreamedAfter = 1000
+
 func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportInput) bool {
 	g := registry.GoalOf(s.Config)
 	if mc, err := s.ReadMorningCache(s.Config.Metric, s.Config.Goal); err == nil && mc.Covers == x.Covers {
@@ -733,7 +740,7 @@ func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportI
 			}
 			return nil
 		})
-		if err != nil || end != x.Covers.Size {
+		if err != nil || end != x.Covers.Size || len(after) > maxStreamedAfter {
 			return false
 		}
 		gone = ledger.CollectCorrections(corr).Retracted
