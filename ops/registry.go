@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"time"
 
@@ -129,48 +130,10 @@ func streamRegistry(s *ledger.Store, opts registry.Options) (*registry.State, le
 		return nil, ledger.Fingerprint{}, false
 	}
 	defer cs.Close() // after the state is detached from it: its strings point into the file
-	if !s.StillCovers(cs.Covers) {
-		return nil, ledger.Fingerprint{}, false
-	}
-	var after, corrections []ledger.Record
-	end, _, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, _ int64) error {
-		if r.Correction != nil {
-			corrections = append(corrections, ledger.SlimCorrection(r))
-		} else {
-			after = append(after, ledger.SlimRecord(r, s.Config.Metric))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, ledger.Fingerprint{}, false
-	}
-	gone := ledger.CollectCorrections(corrections).Retracted
 	f := registry.NewFold(opts)
-	var rec ledger.Record
-	var lastTS string
-	var lastID ledger.RunID
-	for {
-		if _, ok := cs.Next(&rec); !ok {
-			break
-		}
-		lastTS, lastID = rec.Timestamp, rec.RunID
-		if _, out := gone[rec.RunID]; !out {
-			f.Add(&rec)
-		}
-	}
-	_, _, held, err := cs.Rest() // the catalog's own corrections: a run after them may be one they retract
-	if err != nil {
+	end, ok := countedRuns(s, cs, math.MaxInt, f.Add)
+	if !ok {
 		return nil, ledger.Fingerprint{}, false
-	}
-	gone = ledger.CollectCorrections(append(held, corrections...)).Retracted
-	ledger.SortRecords(after)
-	if len(after) > 0 && lastID != "" && ledger.TimestampBefore(after[0].Timestamp, after[0].RunID, lastTS, lastID) {
-		return nil, ledger.Fingerprint{}, false // older runs pulled in: they sort among the file's
-	}
-	for i := range after {
-		if _, out := gone[after[i].RunID]; !out {
-			f.Add(&after[i])
-		}
 	}
 	// The state's strings point into the mapped file: its own encoding,
 	// decoded, holds them instead.

@@ -723,68 +723,23 @@ func streamMorningCache(env Env, s *ledger.Store, x *ledger.RunIndex, in ReportI
 	}
 	defer cs.Close() // after the cache is written: its strings point into the file
 	// The lines after the catalog's prefix (the run a first use's log
-	// appends after the pass wrote the catalog, a note, a retraction):
-	// the catalog's runs that count less those retracted since, then the
-	// new runs, which must sort after every run of the file.
-	var gone map[ledger.RunID]ledger.Correction
-	var after, corr []ledger.Record
-	if cs.Covers != x.Covers {
-		if !s.StillCovers(cs.Covers) {
-			return false
-		}
-		end, _, err := s.ScanFrom(cs.Covers.Size, func(r *ledger.Record, _ int, _ int64) error {
-			if r.Correction != nil {
-				corr = append(corr, ledger.SlimCorrection(r))
-			} else {
-				after = append(after, ledger.SlimRecord(r, s.Config.Metric))
-			}
-			return nil
-		})
-		if err != nil || end != x.Covers.Size || len(after) > maxStreamedAfter {
-			return false
-		}
-		gone = ledger.CollectCorrections(corr).Retracted
-	}
+	// appends after the pass wrote the catalog, a note, a retraction) are
+	// merged in (countedRuns).
 	c := &ledger.MorningCache{Covers: x.Covers, Metric: s.Config.Metric, Goal: s.Config.Goal,
 		Corrections: len(x.Corrections), Hosts: map[string]ledger.HostCount{}}
 	fold := registry.NewChampionFold(g)
-	var rec ledger.Record
-	one := []*ledger.Record{&rec}
+	one := make([]*ledger.Record, 1)
 	i := 0
-	add := func(r *ledger.Record) {
+	end, ok := countedRuns(s, cs, maxStreamedAfter, func(r *ledger.Record) {
 		one[0] = r
 		extendMorningCache(c, one, g)
 		if i < p {
 			fold.Add(r)
 		}
 		i++
-	}
-	var lastTS string
-	var lastID ledger.RunID
-	for {
-		if _, ok := cs.Next(&rec); !ok {
-			break
-		}
-		lastTS, lastID = rec.Timestamp, rec.RunID
-		if _, out := gone[rec.RunID]; !out {
-			add(&rec)
-		}
-	}
-	if len(after) > 0 {
-		_, _, held, err := cs.Rest() // the catalog's corrections: a new run may be one they retract
-		if err != nil {
-			return false
-		}
-		gone = ledger.CollectCorrections(append(held, corr...)).Retracted
-		ledger.SortRecords(after)
-		if lastID != "" && ledger.TimestampBefore(after[0].Timestamp, after[0].RunID, lastTS, lastID) {
-			return false // older runs pulled in: they sort among the file's
-		}
-		for j := range after {
-			if _, out := gone[after[j].RunID]; !out {
-				add(&after[j])
-			}
-		}
+	})
+	if !ok || end != x.Covers.Size {
+		return false
 	}
 	if cs.Err() != nil || c.Runs != src.n {
 		return false
