@@ -258,6 +258,7 @@ var ErrCacheOutdated = fmt.Errorf("%w: another version", ErrCacheInvalid)
 // ReadCache reads a cache file written by WriteCache with the given version.
 func (s *Store) ReadCache(name string, version int) (Fingerprint, []byte, error) {
 	b, err := os.ReadFile(s.CachePath(name))
+	cacheBytesCopied.Add(int64(len(b)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, name)
 	}

@@ -756,11 +756,13 @@ func readPart(d *Decoder, size int) (runPart, error) {
 	return p, nil
 }
 
-// mapped is the run index bases this process mapped, by file identity: a
-// mapping is never unmapped (the strings the index hands out point into
-// it, and may outlive the index: a lineage's run ids), so one file is
-// mapped once, however often it is opened (the MCP server). When a newer
-// base of the same store is mapped, the replaced one's pages are given
+// mapped is the cache files this process mapped for its life (the run
+// index bases, and in a one-shot command the registry state: see
+// ReadCacheInPlace), by file identity: a mapping is never unmapped (the
+// strings the index hands out point into it, and may outlive the index: a
+// lineage's run ids), so one file is mapped once, however often it is
+// opened (the MCP server). When a newer file at the same path is mapped,
+// the replaced one's pages are given
 // back (madvise DONTNEED): a long-running process (serve, mcp) keeps its
 // address range and the replaced file's blocks, not its memory, and a
 // string that still points there reads the file's bytes again.
@@ -783,10 +785,17 @@ var runIndexPagesReleased atomic.Int64
 // readBase is ReadCache of the run index base, mapped into memory rather
 // than read: a show reads a few of its pages, not its ~86 MB at 1M runs.
 func (s *Store) readBase() (Fingerprint, []byte, error) {
-	path := s.CachePath(RunIndexFile)
+	return s.mapForProcess(RunIndexFile, RunIndexVersion)
+}
+
+// mapForProcess is ReadCache of cache file name, mapped into memory for
+// the rest of the process (see mapped) rather than read. Where the file
+// cannot be mapped, it is read.
+func (s *Store) mapForProcess(name string, version int) (Fingerprint, []byte, error) {
+	path := s.CachePath(name)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, RunIndexFile)
+		return Fingerprint{}, nil, fmt.Errorf("%w: %s", ErrCacheMissing, name)
 	}
 	if err != nil {
 		return Fingerprint{}, nil, fmt.Errorf("unable to read cache: %w", err)
@@ -798,7 +807,7 @@ func (s *Store) readBase() (Fingerprint, []byte, error) {
 	}
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok || st.Size() == 0 || st.Size() > 1<<40 {
-		return s.ReadCache(RunIndexFile, RunIndexVersion)
+		return s.ReadCache(name, version)
 	}
 	key := mappedKey{dev: uint64(sys.Dev), ino: uint64(sys.Ino), size: st.Size(), mtime: st.ModTime().UnixNano()}
 	mapped.Lock()
@@ -806,7 +815,7 @@ func (s *Store) readBase() (Fingerprint, []byte, error) {
 	if !ok {
 		if b, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED); err != nil {
 			mapped.Unlock()
-			return s.ReadCache(RunIndexFile, RunIndexVersion)
+			return s.ReadCache(name, version)
 		}
 		if mapped.files == nil {
 			mapped.files, mapped.latest = map[mappedKey][]byte{}, map[string]mappedKey{}
@@ -820,5 +829,5 @@ func (s *Store) readBase() (Fingerprint, []byte, error) {
 		mapped.latest[path] = key
 	}
 	mapped.Unlock()
-	return parseCache(b, RunIndexFile, RunIndexVersion)
+	return parseCache(b, name, version)
 }

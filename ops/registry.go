@@ -51,7 +51,7 @@ func LoadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog) (*regist
 // rebuild would make from the catalog (a first use's fold of the pass).
 func loadRegistry(s *ledger.Store, errw io.Writer, cat *ledger.Catalog, built *builtRegistry) (*registry.State, ledger.Fingerprint, int, error) {
 	opts := RegistryOptions(s)
-	fp, payload, err := s.ReadCache(RegistryStateFile, registry.StateVersion)
+	fp, payload, err := s.ReadCacheInPlace(RegistryStateFile, registry.StateVersion)
 	var st *registry.State
 	if err == nil {
 		if !s.StillCovers(fp) {
@@ -226,3 +226,9 @@ func RefreshRegistry(now time.Time, notice io.Writer, s *ledger.Store, outOfOrde
 	}
 	return SaveRegistry(s, st, fp, behind, RegistryCacheLag, now)
 }
+
+// MapCachesForLife says whether this process runs one command and exits
+// (the CLI) rather than serving many (serve, mcp): caches decoded in
+// place, the registry state among them, are then mapped rather than read
+// (ledger.MapCachesForLife).
+func MapCachesForLife(on bool) { ledger.MapCachesForLife(on) }

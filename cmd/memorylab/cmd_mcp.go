@@ -43,6 +43,7 @@ func mcpCommand(env *Env) *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("mcp takes no arguments, got %q", c.Args().First())
 			}
+			ops.MapCachesForLife(false) // a server outlives the cache files it reads
 			allow, err := allowedDirs(env, c.StringSlice("allow-path"))
 			if err != nil {
 				return err

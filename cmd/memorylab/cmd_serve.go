@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/memorylab/memorylab/ops"
 	"github.com/memorylab/memorylab/web"
 )
 
@@ -39,6 +40,7 @@ func serveCommand(env *Env) *cli.Command {
 			if c.NArg() > 0 {
 				return usagef("serve takes no arguments, got %q", c.Args().First())
 			}
+			ops.MapCachesForLife(false) // a server outlives the cache files it reads
 			return runServe(c.Context, env, c.String("store"), c.String("addr"), c.String("token"), c.Bool("open"))
 		},
 	}

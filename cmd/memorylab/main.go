@@ -27,6 +27,7 @@ import (
 
 func main() {
 	tuneGC()
+	ops.MapCachesForLife(true) // serve and mcp turn it off
 	os.Exit(profiled(func() int { return run(os.Args) }))
 }
 
