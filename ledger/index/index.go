@@ -163,26 +163,32 @@ func decodeGroup(s string) (novelty.Group, error) {
 	if parts[3] == "" {
 		return g, nil
 	}
-	runs := strings.Split(parts[3], ";")
-	g.Runs = make([]novelty.Run, len(runs))
-	for i, r := range runs {
-		off, rest, ok1 := strings.Cut(r, ":")
-		code, val, ok2 := strings.Cut(rest, ":")
+	// One pass over the runs, no slice of their strings, and the values
+	// in one array: a group can hold thousands of runs, and log and check
+	// decode the idea's group every time (issue 30).
+	n := strings.Count(parts[3], ";") + 1
+	g.Runs = make([]novelty.Run, n)
+	values := make([]float64, n)
+	rest := parts[3]
+	for i := range g.Runs {
+		var r string
+		r, rest, _ = strings.Cut(rest, ";")
+		off, tail, ok1 := strings.Cut(r, ":")
+		code, val, ok2 := strings.Cut(tail, ":")
 		status, ok3 := codeStatus[code]
 		if !ok1 || !ok2 || !ok3 {
 			return g, fmt.Errorf("malformed run %q", r)
 		}
-		n, err := strconv.ParseInt(off, 10, 64)
+		at, err := strconv.ParseInt(off, 10, 64)
 		if err != nil {
 			return g, err
 		}
-		g.Runs[i] = novelty.Run{Offset: n, Status: status, Tie: code == "t"}
+		g.Runs[i] = novelty.Run{Offset: at, Status: status, Tie: code == "t"}
 		if val != "" {
-			v, err := strconv.ParseFloat(val, 64)
-			if err != nil {
+			if values[i], err = strconv.ParseFloat(val, 64); err != nil {
 				return g, err
 			}
-			g.Runs[i].Value = &v
+			g.Runs[i].Value = &values[i]
 		}
 	}
 	return g, nil
