@@ -118,16 +118,7 @@ func TestDecideReadsNoRecords(t *testing.T) {
 	if _, err := l.repo.Commit("deeper model", map[string]string{"train.py": "LR = 0.04\nDEPTH = 10\n"}); err != nil {
 		t.Fatal(err)
 	}
-	s, loc, err := l.env.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(novelty.SyntheticRecords(2000, 5)...); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(l.env.Dir, "run.log"), []byte("---\nval_bpb: 0.5\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	s, loc := l.withHistory(2000)
 	in := ops.LogInput{Idea: ops.Idea{Description: "deeper model", Mode: ops.DefaultMode, Threshold: ops.DefaultThreshold}, LogPath: "run.log"}
 	decide := func() ops.Decision {
 		t.Helper()

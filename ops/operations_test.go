@@ -3,6 +3,7 @@ package ops_test
 import (
 	"bytes"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,6 +42,23 @@ func newLab(t *testing.T) *lab {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// withHistory appends runs synthetic records to the lab's store and
+// writes a run.log reporting val_bpb 0.5, for a log on a long history.
+func (l *lab) withHistory(runs int) (*ledger.Store, gitrepo.Location) {
+	l.t.Helper()
+	s, loc, err := l.env.Open()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := s.Append(novelty.SyntheticRecords(runs, 5)...); err != nil {
+		l.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(l.env.Dir, "run.log"), []byte("---\nval_bpb: 0.5\n"), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	return s, loc
 }
 
 // experiment commits one idea and logs it with its metric.

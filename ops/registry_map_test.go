@@ -2,11 +2,9 @@ package ops_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/memorylab/memorylab/ledger"
-	"github.com/memorylab/memorylab/novelty"
 	"github.com/memorylab/memorylab/ops"
 )
 
@@ -23,16 +21,7 @@ func TestLogMapsTheRegistryState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops.MapCachesForLife(tc.mapped)
 			l := newLab(t)
-			s, _, err := l.env.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Append(novelty.SyntheticRecords(2000, 5)...); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(l.env.Dir, "run.log"), []byte("---\nval_bpb: 0.5\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			s, _ := l.withHistory(2000)
 			log := func(desc string) *ops.LogResult {
 				t.Helper()
 				res, err := ops.Log(l.env, ops.LogInput{Idea: ops.Idea{Description: desc, Mode: ops.DefaultMode, Threshold: ops.DefaultThreshold},
