@@ -231,6 +231,9 @@ func readArchiveFile(dfd int, dir, name string, limit int64, whole bool) (data [
 		data, err := ledger.ReadBounded(path, limit)
 		return data, false, err
 	}
+	if st.Size == 0 {
+		return []byte{}, false, nil // empty when opened: no read
+	}
 	buf := make([]byte, 0, min(st.Size+1, limit)) // +1: to see the end at once
 	for int64(len(buf)) < limit {
 		if len(buf) == cap(buf) {
