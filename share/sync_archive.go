@@ -52,12 +52,13 @@ func (g *Repo) startArchives(pb *packBuilder, s *ledger.Store, set *ledgerSet, m
 		return a
 	}
 	limit := opts.archiveCap()
-	a.ids = make(chan ledger.RunID, 4*ledger.LineBatch)
+	ids := make(chan ledger.RunID, 4*ledger.LineBatch)
+	a.ids = ids
 	for range max(runtime.GOMAXPROCS(0), 1) {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			for id := range a.ids {
+			for id := range ids { // not a.ids, which wait clears
 				if a.stop.Load() {
 					continue
 				}
