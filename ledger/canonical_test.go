@@ -235,3 +235,20 @@ func TestScanCanonicalFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendRecordJSONKnowsEveryField: appendRecord writes each field of
+// Record and of the structs it holds by name; a field added to one of them
+// would be missing from every blob a sync folds (and the blob would differ
+// from MarshalRecord's, so from other machines'). Teach appendRecord the
+// new field, add it to TestAppendRecordJSONMatchesMarshal, then update the
+// count here.
+func TestAppendRecordJSONKnowsEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want int
+	}{{Record{}, 27}, {ErrorInfo{}, 3}, {Hardware{}, 2}, {ItemsInfo{}, 3}, {Correction{}, 3}} {
+		if n := reflect.TypeOf(c.v).NumField(); n != c.want {
+			t.Errorf("%T has %d fields, appendRecord writes %d: teach it the new ones (canonical.go)", c.v, n, c.want)
+		}
+	}
+}
