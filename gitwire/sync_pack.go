@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -82,28 +84,94 @@ func (pb *PackBuilder) AddNew(t plumbing.ObjectType, data []byte) (plumbing.Hash
 }
 
 func (pb *PackBuilder) put(t plumbing.ObjectType, data []byte, check bool) (plumbing.Hash, error) {
-	h := plumbing.ComputeHash(t, data)
-	if _, ok := pb.seen[h]; ok {
-		return h, nil
+	h := ObjectHash(t, data)
+	return h, pb.send(packObject{h: h, t: t, data: data}, check)
+}
+
+// send hands o to the writer unless the pack or (check) the repository
+// already holds it.
+func (pb *PackBuilder) send(o packObject, check bool) error {
+	if _, ok := pb.seen[o.h]; ok {
+		return nil
 	}
-	pb.seen[h] = struct{}{}
-	if check && pb.sto.HasEncodedObject(h) == nil {
-		return h, nil
+	pb.seen[o.h] = struct{}{}
+	if check && pb.sto.HasEncodedObject(o.h) == nil {
+		return nil
 	}
 	if pb.f == nil {
 		if err := pb.start(); err != nil {
-			return plumbing.ZeroHash, err
+			return err
 		}
 	}
-	pb.work <- packObject{h: h, t: t, data: data}
-	return h, nil
+	pb.work <- o
+	return nil
 }
 
-// packObject is one object on its way to the compressing writer.
+// packObject is one object on its way to the writer: its content (data),
+// compressed there, or its entry, compressed already (Entry).
 type packObject struct {
-	h    plumbing.Hash
-	t    plumbing.ObjectType
-	data []byte
+	h     plumbing.Hash
+	t     plumbing.ObjectType
+	data  []byte
+	entry []byte
+	crc   uint32
+}
+
+// An Entry is one object hashed and compressed into its pack entry by
+// NewEntry on the caller's goroutine, for AddEntry: a first push of
+// 100,000 runs compresses 430 MB of records and its archives, which on
+// the PackBuilder's one writer goroutine was 6.6 s of a 25 s push.
+type Entry struct {
+	Hash  plumbing.Hash
+	entry []byte
+	crc   uint32
+}
+
+// zlibWriters are NewEntry's compressors (BestSpeed, as the writer's).
+var zlibWriters = sync.Pool{New: func() any {
+	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	return zw
+}}
+
+// NewEntry hashes data as an object of type t and compresses it into its
+// pack entry (EncodeEntry); safe on any goroutine.
+func NewEntry(t plumbing.ObjectType, data []byte) Entry {
+	zw := zlibWriters.Get().(*zlib.Writer)
+	defer zlibWriters.Put(zw)
+	var buf bytes.Buffer
+	buf.Grow(len(data)/2 + 64)
+	EncodeEntry(&buf, zw, t, data)
+	return Entry{Hash: ObjectHash(t, data), entry: buf.Bytes(), crc: crc32.ChecksumIEEE(buf.Bytes())}
+}
+
+// AddEntry is Add for an object NewEntry prepared.
+func (pb *PackBuilder) AddEntry(e Entry) error {
+	return pb.send(packObject{h: e.Hash, entry: e.entry, crc: e.crc}, true)
+}
+
+// AddNewEntry is AddNew for an object NewEntry prepared.
+func (pb *PackBuilder) AddNewEntry(e Entry) error {
+	return pb.send(packObject{h: e.Hash, entry: e.entry, crc: e.crc}, false)
+}
+
+// ObjectHash is git's name of an object of type t with content data: the
+// SHA-1 of its header and content, as plumbing.ComputeHash computes it but
+// without SHA-1 collision detection, which more than tripled the cost of
+// hashing a first push's objects. The objects a PackBuilder hashes are the
+// ones this machine writes; what arrives from a remote is still hashed by
+// go-git, with detection.
+func ObjectHash(t plumbing.ObjectType, data []byte) plumbing.Hash {
+	h := sha1.New()
+	var head [32]byte
+	hd := append(head[:0], t.Bytes()...)
+	hd = append(hd, ' ')
+	hd = strconv.AppendInt(hd, int64(len(data)), 10)
+	hd = append(hd, 0)
+	h.Write(hd)
+	h.Write(data)
+	var out plumbing.Hash
+	h.Sum(out[:0])
+	return out
 }
 
 // start creates the temporary pack and its writer goroutine, which
@@ -133,13 +201,17 @@ func (pb *PackBuilder) start() error {
 			if pb.werr != nil {
 				continue
 			}
-			EncodeEntry(&pb.buf, pb.zw, o.t, o.data)
-			if _, err := pb.bw.Write(pb.buf.Bytes()); err != nil {
+			entry, crc := o.entry, o.crc
+			if entry == nil {
+				EncodeEntry(&pb.buf, pb.zw, o.t, o.data)
+				entry, crc = pb.buf.Bytes(), crc32.ChecksumIEEE(pb.buf.Bytes())
+			}
+			if _, err := pb.bw.Write(entry); err != nil {
 				pb.werr = fmt.Errorf("unable to write a pack: %w", err)
 				continue
 			}
-			pb.entries = append(pb.entries, packEntry{h: o.h, off: pb.off, crc: crc32.ChecksumIEEE(pb.buf.Bytes())})
-			pb.off += int64(pb.buf.Len())
+			pb.entries = append(pb.entries, packEntry{h: o.h, off: pb.off, crc: crc})
+			pb.off += int64(len(entry))
 		}
 	}()
 	return nil

@@ -34,9 +34,12 @@ func DecodeBulk(body []byte, r *Record) error {
 }
 
 // fastFields says what decodeFast decodes besides the fields every bulk
-// reader needs: artifacts (doctor checks the archive).
+// reader needs: artifacts (doctor checks the archive); full: the notes and
+// a crash's traceback too, so the record is json.Unmarshal's in every
+// field (a sync's fold re-encodes it).
 type fastFields struct {
 	artifacts bool
+	full      bool
 }
 
 // decodeFast decodes body (a trimmed ledger line) into r, which must be
@@ -181,6 +184,9 @@ func (d *fastDec) recordValue(f int, r *Record, want fastFields) bool {
 	case fTags:
 		return d.strings(&r.Tags, true)
 	case fNotes:
+		if want.full {
+			return d.str(&r.Notes)
+		}
 		return d.str(nil)
 	case fMetrics:
 		return d.metrics(&r.Metrics)
@@ -196,7 +202,7 @@ func (d *fastDec) recordValue(f int, r *Record, want fastFields) bool {
 				case 0:
 					return d.str(&r.Error.Summary)
 				case 1:
-					return d.strings(nil, false)
+					return d.strings(&r.Error.Tail, want.full)
 				}
 				return d.str(&r.Error.Source)
 			})

@@ -615,6 +615,67 @@ func (s *Store) ArtifactPath(v string) (p string, ok, escapes bool) {
 	return filepath.Join(s.Dir, filepath.FromSlash(rel)), true, false
 }
 
+// ScanCanonicalFrom is ScanFromParallel for a sync's fold, which shares
+// each record as its canonical line (MarshalRecord's bytes) and hashes it:
+// on every core, each line is decoded in full by the ledger's own decoder
+// (decodeFast, which hands anything unusual to encoding/json: the records
+// and warnings ScanFromParallel gives), encoded by AppendRecordJSON, and
+// work makes a T of the record and its canonical line; fn gets them, with
+// the line number and offset, in ledger order on the calling goroutine.
+// The canonical line is the caller's. Lines are read into reused buffers
+// and a record's NoveltyGuard and DecisionPacket alias its ledger line: a
+// record is valid only until fn returns for it. A record that cannot be
+// encoded stops the scan with MarshalRecord's error.
+func ScanCanonicalFrom[T any](s *Store, from int64, work func(r *Record, canon []byte) T, fn func(r *Record, canon []byte, v T, line int, offset int64) error) (end int64, warnings []Warning, err error) {
+	f, err := s.OpenLedger()
+	if err != nil {
+		return from, nil, err
+	}
+	defer f.Close()
+	type decoded struct {
+		rec   Record
+		have  bool
+		warn  *Warning
+		canon []byte
+		err   error
+		v     T
+	}
+	full := fastFields{artifacts: true, full: true}
+	err = EachLineParallelReused(io.NewSectionReader(f, from, f.Size()-from), func(l *Line) (d decoded) {
+		if l.Long {
+			d.warn = &Warning{Line: l.No, Offset: l.Offset, Reason: LongLineReason(l.Size), Torn: l.Torn}
+			return d
+		}
+		if d.have, d.warn = decodeLineInto(&d.rec, l.Raw, l.No, l.Offset, l.Torn, &full); !d.have {
+			return d
+		}
+		// The raw documents are slices of a line the decoder accepted.
+		if d.canon, d.err = appendRecordJSON(make([]byte, 0, len(l.Raw)+len(l.Raw)/8), &d.rec, true); d.err == nil {
+			d.v = work(&d.rec, d.canon)
+		}
+		return d
+	}, func(l *Line, d decoded) error {
+		switch {
+		case d.warn != nil:
+			warnings = append(warnings, *d.warn)
+		case d.err != nil:
+			return fmt.Errorf("unable to encode record %s: %w", d.rec.RunID, d.err)
+		case d.have:
+			return fn(&d.rec, d.canon, d.v, l.No, from+l.Offset)
+		}
+		return nil
+	})
+	end = f.Size()
+	for i := range warnings {
+		warnings[i].Offset += from
+		// Do not claim to cover a torn tail: a writer may still be finishing it.
+		if warnings[i].Torn {
+			end = warnings[i].Offset
+		}
+	}
+	return end, warnings, err
+}
+
 // ScanFromParallel is ScanFrom with JSON decoding spread over the
 // cores (ScanReaderParallel): a first push reads every record of the ledger.
 func (s *Store) ScanFromParallel(from int64, fn func(r *Record, line int, offset int64) error) (end int64, warnings []Warning, err error) {

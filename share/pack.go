@@ -23,10 +23,6 @@ func (pb *packBuilder) add(t plumbing.ObjectType, data []byte) (plumbing.Hash, e
 	return pb.Add(t, data)
 }
 
-func (pb *packBuilder) addNew(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-	return pb.AddNew(t, data)
-}
-
 func (pb *packBuilder) discard() { pb.Discard() }
 
 // flush writes the gathered objects into the repository as one pack. After

@@ -1175,42 +1175,52 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	prog := opts.progress().Start("folding local records", total)
 	folded := map[ledger.RunID]bool{}
 	var conflicts []string
-	end, warnings, err := s.ScanFromParallel(from, func(r *ledger.Record, _ int, off int64) error {
+	// Each record's blob is its canonical line. Decoding, encoding, hashing
+	// and compressing it happen on every core (ScanCanonicalFrom's work);
+	// the records the ref lacks go to the pack in ledger order here, and
+	// their archives are read and compressed by archives' workers. mu
+	// guards set and pb, which both sides add to.
+	var mu sync.Mutex
+	arch := g.startArchives(pb, s, set, &mu, opts)
+	end, warnings, err := ledger.ScanCanonicalFrom(s, from, func(r *ledger.Record, line []byte) gitwire.Entry {
+		if _, err := ledger.RunRef(r.RunID); err != nil {
+			return gitwire.Entry{}
+		}
+		return gitwire.NewEntry(plumbing.BlobObject, append(line, '\n'))
+	}, func(r *ledger.Record, _ []byte, e gitwire.Entry, _ int, off int64) error {
 		prog.Set(int(off - from))
 		if ledger.TimestampBefore(last.Timestamp, last.RunID, r.Timestamp, r.RunID) {
 			last.Timestamp, last.RunID = r.Timestamp, r.RunID
 		}
-		if _, err := ledger.RunRef(r.RunID); err != nil {
+		if e.Hash.IsZero() {
 			return nil // not a run id (hand-edited line): cannot be a file name
 		}
-		line, err := ledger.MarshalRecord(r)
-		if err != nil {
+		if err := arch.failed(); err != nil {
 			return err
 		}
-		line = append(line, '\n')
-		if cur, ok := set.get(r.RunID); ok {
-			if !folded[r.RunID] && cur != plumbing.ComputeHash(plumbing.BlobObject, line) {
+		mu.Lock()
+		cur, have := set.get(r.RunID)
+		var err error
+		switch {
+		case have:
+			if !folded[r.RunID] && cur != e.Hash {
 				conflicts = append(conflicts, string(r.RunID))
 			}
-			return nil
-		}
-		h, err := pb.addNew(plumbing.BlobObject, line)
-		if err != nil {
-			return err
-		}
-		set.put(r.RunID, h)
-		folded[r.RunID] = true
-		if !opts.NoArchives {
-			ah, ok, err := g.archiveTree(pb, s, r.RunID, opts.archiveCap())
-			if err != nil {
-				return err
-			}
-			if ok {
-				set.putArchive(r.RunID, ah)
+		default:
+			if err = pb.AddNewEntry(e); err == nil {
+				set.put(r.RunID, e.Hash)
+				folded[r.RunID] = true
 			}
 		}
-		return nil
+		mu.Unlock()
+		if err == nil && !have {
+			arch.add(r.RunID) // not under mu: the workers take it
+		}
+		return err
 	})
+	if aerr := arch.wait(); err == nil {
+		err = aerr
+	}
 	prog.Done()
 	if err != nil {
 		return false, err

@@ -7,6 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -15,7 +20,9 @@ import (
 
 	"github.com/memorylab/memorylab/atomicfile"
 	"github.com/memorylab/memorylab/evidence"
+	"github.com/memorylab/memorylab/gitwire"
 	"github.com/memorylab/memorylab/ledger"
+	"golang.org/x/sys/unix"
 )
 
 // MaxArchiveFile is the largest archive file shared whole: the most
@@ -26,51 +33,236 @@ const MaxArchiveFile = 64 << 20
 // maxArrivingArchiveFile bounds one archive file read from a remote tree.
 const maxArrivingArchiveFile = MaxArchiveFile
 
-// archiveTree adds the regular files of runs/<id>/ to pb as one tree, each
-// bounded by boundArchive. ok is false when the run has no archive.
-// Symlinks and directories inside the archive are not shared.
-func (g *Repo) archiveTree(pb *packBuilder, s *ledger.Store, id ledger.RunID, limit int64) (plumbing.Hash, bool, error) {
+// archives reads, hashes and compresses the archives of the runs a fold
+// adds (archiveFiles) on every core, and adds each to the pack as one tree
+// (archiveTree) under the fold's mutex: a first push of 100,000 runs
+// reads 500,000 files, 8.7 s on the fold's one goroutine when it read them
+// between records.
+type archives struct {
+	ids  chan ledger.RunID // nil: archives are not shared (--no-archives)
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	err  error
+	stop atomic.Bool
+}
+
+func (g *Repo) startArchives(pb *packBuilder, s *ledger.Store, set *ledgerSet, mu *sync.Mutex, opts SyncOptions) *archives {
+	a := &archives{}
+	if opts.NoArchives {
+		return a
+	}
+	limit := opts.archiveCap()
+	ids := make(chan ledger.RunID, 4*ledger.LineBatch)
+	a.ids = ids
+	for range max(runtime.GOMAXPROCS(0), 1) {
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			for id := range ids { // not a.ids, which wait clears
+				if a.stop.Load() {
+					continue
+				}
+				if err := a.one(pb, s, set, mu, id, limit); err != nil {
+					a.fail(err)
+				}
+			}
+		}()
+	}
+	return a
+}
+
+func (a *archives) one(pb *packBuilder, s *ledger.Store, set *ledgerSet, mu *sync.Mutex, id ledger.RunID, limit int64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error while reading the archive of %s: %v", id, r)
+		}
+	}()
+	files, err := archiveFiles(s, id, limit)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	h, err := archiveTree(pb, files)
+	if err == nil {
+		set.putArchive(id, h)
+	}
+	return err
+}
+
+func (a *archives) fail(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.mu.Unlock()
+	a.stop.Store(true)
+}
+
+// failed is the first error of a worker, if any yet.
+func (a *archives) failed() error {
+	if !a.stop.Load() {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// add queues run id's archive.
+func (a *archives) add(id ledger.RunID) {
+	if a.ids != nil {
+		a.ids <- id
+	}
+}
+
+// wait lets the workers finish and returns their first error.
+func (a *archives) wait() error {
+	if a.ids != nil {
+		close(a.ids)
+		a.ids = nil
+		a.wg.Wait()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+// archiveFile is one file of a run's archive, ready for the pack.
+type archiveFile struct {
+	name  string
+	entry gitwire.Entry
+}
+
+// archiveTree adds files, a run's archive, to pb as one tree.
+func archiveTree(pb *packBuilder, files []archiveFile) (plumbing.Hash, error) {
+	entries := make([]object.TreeEntry, 0, len(files))
+	for _, f := range files {
+		if err := pb.AddEntry(f.entry); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entries = append(entries, object.TreeEntry{Name: f.name, Mode: filemode.Regular, Hash: f.entry.Hash})
+	}
+	return pb.addTree(entries)
+}
+
+// archiveFiles reads the regular files of runs/<id>/ that ArchiveNames
+// names, each bounded by limit as ledger.ReadBounded bounds it, hashed and
+// compressed; none when the run has no archive. Symlinks, directories and
+// other files inside the archive are not shared. The run's directory is
+// listed and its files opened relative to it (openat): no walk of the
+// store's path, and of runs/ with its 100,000 entries, per file.
+func archiveFiles(s *ledger.Store, id ledger.RunID, limit int64) ([]archiveFile, error) {
 	dir, err := s.RunDir(id)
 	if err != nil {
-		return plumbing.ZeroHash, false, nil
+		return nil, nil
 	}
-	entries, err := os.ReadDir(dir)
+	d, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return plumbing.ZeroHash, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, false, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
 	}
-	var files []object.TreeEntry
+	defer d.Close()
+	entries, err := d.ReadDir(-1)
+	if errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+	}
+	rc, err := d.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var files []archiveFile
 	for _, e := range entries {
 		if !e.Type().IsRegular() || !archiveName(e.Name()) {
 			continue
 		}
-		fileLimit := limit
+		fileLimit, whole := limit, false
 		if e.Name() == evidence.ItemsFileName {
 			// Items are data, not a log: a head and tail would not parse.
 			// They travel whole (ReadItems bounds them below what may
 			// arrive) or not at all.
-			fileLimit = maxArrivingArchiveFile
-			if info, err := e.Info(); err != nil || info.Size() > fileLimit {
-				continue
-			}
+			fileLimit, whole = maxArrivingArchiveFile, true
 		}
-		data, err := ledger.ReadBounded(filepath.Join(dir, e.Name()), fileLimit)
+		var data []byte
+		var skip bool
+		if cerr := rc.Control(func(dfd uintptr) {
+			data, skip, err = readArchiveFile(int(dfd), dir, e.Name(), fileLimit, whole)
+		}); cerr != nil {
+			return nil, cerr
+		}
 		if err != nil {
-			return plumbing.ZeroHash, false, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
 		}
-		h, err := pb.add(plumbing.BlobObject, data)
+		if !skip {
+			files = append(files, archiveFile{name: e.Name(), entry: gitwire.NewEntry(plumbing.BlobObject, data)})
+		}
+	}
+	slices.SortFunc(files, func(a, b archiveFile) int { return strings.Compare(a.name, b.name) })
+	return files, nil
+}
+
+// readArchiveFile is ledger.ReadBounded(dir/name, limit) for a file of the
+// directory open as dfd: a file over limit is handed to ReadBounded, which
+// keeps its head and tail, or skipped when whole.
+func readArchiveFile(dfd int, dir, name string, limit int64, whole bool) (data []byte, skip bool, err error) {
+	path := filepath.Join(dir, name)
+	fd, err := openRetry(func() (int, error) {
+		return unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, false, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false, fmt.Errorf("%s is not a regular file", path)
+	}
+	if st.Size > limit {
+		if whole {
+			return nil, true, nil
+		}
+		data, err := ledger.ReadBounded(path, limit)
+		return data, false, err
+	}
+	if st.Size == 0 {
+		return []byte{}, false, nil // empty when opened: no read
+	}
+	buf := make([]byte, 0, min(st.Size+1, limit)) // +1: to see the end at once
+	for int64(len(buf)) < limit {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(int64(2*cap(buf)), limit))-len(buf))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
 		if err != nil {
-			return plumbing.ZeroHash, false, err
+			return nil, false, &fs.PathError{Op: "read", Path: path, Err: err}
 		}
-		files = append(files, object.TreeEntry{Name: e.Name(), Mode: filemode.Regular, Hash: h})
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
 	}
-	if len(files) == 0 {
-		return plumbing.ZeroHash, false, nil
+	return buf, false, nil
+}
+
+// openRetry is open retried on EINTR.
+func openRetry(open func() (int, error)) (int, error) {
+	for {
+		fd, err := open()
+		if err != unix.EINTR {
+			return fd, err
+		}
 	}
-	h, err := pb.addTree(files)
-	return h, err == nil, err
 }
 
 // ArchiveNames are the files memorylab writes into runs/<id>/ (log,
