@@ -651,11 +651,11 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 	if now.IsZero() {
 		now = time.Now()
 	}
-	newTip, sendLedger, err := g.ownCommit(s, mine, localTip, pending, perr == nil, now)
+	// The ledger commit and the pin batches go into one pack.
+	pb := g.newPack()
+	defer pb.discard()
+	newTip, sendLedger, err := g.ownCommit(pb, s, mine, localTip, pending, perr == nil, now)
 	if err != nil {
-		return nil, err
-	}
-	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the pack reopened the handle
 		return nil, err
 	}
 	if !sendLedger && len(missing) == 0 {
@@ -682,12 +682,8 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		for i, id := range missing {
 			entries[i] = pinEntry{id: id, commit: local[id]}
 		}
-		pinTip, err := g.pinBatches(res.pinTips[me], entries, opts.Now)
+		pinTip, err := pb.pinBatches(res.pinTips[me], entries, now)
 		if err != nil {
-			step.Done()
-			return nil, err
-		}
-		if rs, err = g.resolveRemote(opts.Remote); err != nil {
 			step.Done()
 			return nil, err
 		}
@@ -695,6 +691,14 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		if old, ok := res.pinTips[me]; ok {
 			olds[myPins] = old
 		}
+	}
+	if err := pb.flush(); err != nil {
+		step.Done()
+		return nil, err
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the pack reopened the handle
+		step.Done()
+		return nil, err
 	}
 	haves := []plumbing.Hash{legacy}
 	for id, h := range res.machineTips {

@@ -506,12 +506,11 @@ func (g *Repo) fetchListed(ctx context.Context, rs *remoteSpec, f *listedFetch, 
 // it), which is what a format 3 machine pushed: nothing is ever left out.
 // A first push with nothing of its own still publishes the config. send is
 // false when the remote already holds everything (the commit is base).
-func (g *Repo) ownCommit(s *ledger.Store, base, localTip plumbing.Hash, pending []ledger.RunID, known bool, now time.Time) (tip plumbing.Hash, send bool, err error) {
+// The objects go into pb; the caller flushes it.
+func (g *Repo) ownCommit(pb *packBuilder, s *ledger.Store, base, localTip plumbing.Hash, pending []ledger.RunID, known bool, now time.Time) (tip plumbing.Hash, send bool, err error) {
 	if localTip.IsZero() {
 		return base, false, nil
 	}
-	pb := g.newPack()
-	defer pb.discard()
 	if !known {
 		lc, err := g.CommitObject(localTip)
 		if err != nil {
@@ -530,7 +529,7 @@ func (g *Repo) ownCommit(s *ledger.Store, base, localTip plumbing.Hash, pending 
 		if err != nil {
 			return base, false, err
 		}
-		return tip, true, pb.flush()
+		return tip, true, nil
 	}
 	own, err := g.readLedgerSet(base)
 	if err != nil {
@@ -578,5 +577,5 @@ func (g *Repo) ownCommit(s *ledger.Store, base, localTip plumbing.Hash, pending 
 	if err != nil {
 		return base, false, err
 	}
-	return tip, true, pb.flush()
+	return tip, true, nil
 }
