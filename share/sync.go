@@ -18,7 +18,18 @@ package share
 //	   refs/memorylab/ledgers/<machine-id> and readers merge the union of
 //	   every machine's ref (sync_machines.go). The format 1-2 single ref
 //	   refs/memorylab/ledger on a remote is still read and merged, never
-//	   written again; every new commit is format 3.
+//	   written again.
+//	4: the same tree (version blob "4\n"), but a machine's ref no longer
+//	   holds its local ledger as merged (a merge commit over the tips it
+//	   pulled, whose ~60 rewritten shard trees every other machine then
+//	   downloaded): it is a chain of its own pushes, each commit's only
+//	   parent the ref's previous tip and its tree that tip's tree plus the
+//	   runs (and correction lines, with their archives) this machine folded
+//	   since (ownCommit, sync_machines.go). Readers take the union as
+//	   before. A format 3 ref (a union) is the base the chain grows on, so
+//	   the ref only grows; the local refs/memorylab/ledger stays the merged
+//	   union, written as format 4. Every new commit is format 4; formats
+//	   1-3 are read and merged.
 //
 // Objects are written as one packfile per sync (packBuilder), never as one
 // loose object per run.
@@ -85,7 +96,7 @@ import (
 
 // ledgerFormatVersion is the version of the tree layout under LedgerRef; see
 // the comment at the top of this file for what each version holds.
-const ledgerFormatVersion = 3
+const ledgerFormatVersion = 4
 
 // syncStateVersion versions cache/sync.json (2: adds the last run's key; 3:
 // adds the record count of the ledger tip).
@@ -188,6 +199,10 @@ type SyncResult struct {
 	// remote holds the runs, as a push left it (sync_pending.go).
 	journal   string
 	journalTo int64
+	// mergedBefore maps a remote ledger tip to merge to the tip of the same
+	// ref this repository merged before (its tracking ref), whose shards
+	// hold nothing new (newTips).
+	mergedBefore map[plumbing.Hash]plumbing.Hash
 	// unmerged: a push listed ledgers and pin chains of other machines
 	// without merging or reading them; the state it leaves says what was
 	// merged (the tracking refs), not what was listed.
@@ -568,8 +583,12 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 	var pc *pinCache
 	journal, journalTo := journalEnd(s)
 	pending, pid, pend, perr := pendingRuns(s, prev)
-	if alone && perr == nil {
+	if perr == nil {
+		// What the remote holds of this machine's runs, pins and ledger
+		// alike, is the journal up to pend (sync_pending.go).
 		journal, journalTo = pid, pend
+	}
+	if alone && perr == nil {
 		for _, id := range pending {
 			h, err := g.runRefValue(id)
 			if err != nil {
@@ -627,7 +646,18 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 	if err != nil {
 		return nil, err
 	}
-	sendLedger := !localTip.IsZero() && localTip != mine
+	// This machine's ref carries what this machine adds (format 4).
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	// The ledger commit and the pin batches go into one pack.
+	pb := g.newPack()
+	defer pb.discard()
+	newTip, sendLedger, err := g.ownCommit(pb, s, mine, localTip, pending, perr == nil, now)
+	if err != nil {
+		return nil, err
+	}
 	if !sendLedger && len(missing) == 0 {
 		if pc != nil {
 			if err := g.writePinCache(rs, pc); err != nil {
@@ -637,17 +667,13 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		res.RunRefsPushed = 0
 		res.warnNoCode(res.firstPush)
 		res.journal, res.journalTo = journal, journalTo
-		g.recordSynced(s, rs, res, remoteRuns, !localTip.IsZero())
+		g.recordSynced(s, rs, res, remoteRuns, !mine.IsZero())
 		return res, nil
 	}
 	if hook, ok := ctx.Value(pushRoundHookKey{}).(func()); ok {
 		hook()
 	}
 	step := opts.progress().Start("pushing to "+rs.label, 0)
-	newTip := mine
-	if sendLedger {
-		newTip = localTip
-	}
 	runs := map[plumbing.ReferenceName]plumbing.Hash{}
 	olds := map[plumbing.ReferenceName]plumbing.Hash{}
 	myPins := plumbing.ReferenceName(PinsPrefix + me)
@@ -656,12 +682,8 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		for i, id := range missing {
 			entries[i] = pinEntry{id: id, commit: local[id]}
 		}
-		pinTip, err := g.pinBatches(res.pinTips[me], entries, opts.Now)
+		pinTip, err := pb.pinBatches(res.pinTips[me], entries, now)
 		if err != nil {
-			step.Done()
-			return nil, err
-		}
-		if rs, err = g.resolveRemote(opts.Remote); err != nil {
 			step.Done()
 			return nil, err
 		}
@@ -669,6 +691,14 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		if old, ok := res.pinTips[me]; ok {
 			olds[myPins] = old
 		}
+	}
+	if err := pb.flush(); err != nil {
+		step.Done()
+		return nil, err
+	}
+	if rs, err = g.resolveRemote(opts.Remote); err != nil { // the pack reopened the handle
+		step.Done()
+		return nil, err
 	}
 	haves := []plumbing.Hash{legacy}
 	for id, h := range res.machineTips {
@@ -701,7 +731,7 @@ func (g *Repo) pushRound(ctx context.Context, s *ledger.Store, rs *remoteSpec, o
 		return nil, fmt.Errorf("unable to push to %s: %w", rs.label, err)
 	}
 	var refs gitrepo.RefUpdates
-	if sendLedger { // merged here by definition; also this machine's last sync
+	if sendLedger { // its runs are in the local ledger; also this machine's last sync
 		refs.Set = append(refs.Set, plumbing.NewHashReference(rs.trackMachine(me), newTip))
 	}
 	if pinTip, ok := runs[myPins]; ok {
@@ -961,7 +991,7 @@ func (g *Repo) Pull(ctx context.Context, s *ledger.Store, opts SyncOptions) (*Sy
 	_, headErr := g.HeadRef()
 	res.warnNoCode(headErr != nil)
 	g.consolidate(res)
-	g.recordSynced(s, rs, res, remoteRuns, g.stillPushed(prev, res))
+	g.recordSynced(s, rs, res, remoteRuns, g.stillPushed(s, prev, res))
 	return res, nil
 }
 
@@ -1603,16 +1633,30 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 	if err := checkConfig(s.Config, theirSet.config); err != nil {
 		return m, err
 	}
-	// Their shards whose trees are ours unchanged hold nothing new: read
+	// Their shards whose trees are ours unchanged, or as this repository
+	// merged them before from the same ref (a machine's ref carries its own
+	// runs, format 4, so its shards are seldom ours), hold nothing new: read
 	// neither. The others are read, theirs whole, and so is each run shard
 	// whose archive shard differs (an archive this side lacks).
+	var before *ledgerSet
+	if prev := res.mergedBefore[theirs]; !prev.IsZero() && !ours.IsZero() {
+		if ps, err := g.readLedgerSet(prev); err == nil {
+			before = ps
+		}
+	}
 	for sh, h := range theirSet.unreadArch {
+		if before != nil && before.unreadArch[sh] == h {
+			continue
+		}
 		if oh, ok := set.archiveHash(sh); !ok || oh != h {
 			theirSet.need(sh)
 		}
 	}
-	for sh := range theirSet.unread {
-		if h, ok := set.shardHash(sh); ok && h == theirSet.unread[sh] {
+	for sh, h := range theirSet.unread {
+		if before != nil && before.unread[sh] == h {
+			continue
+		}
+		if oh, ok := set.shardHash(sh); ok && oh == h {
 			continue
 		}
 		theirSet.need(sh)

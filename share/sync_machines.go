@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -154,6 +155,11 @@ func (g *Repo) newTips(rs *remoteSpec, legacy plumbing.Hash, res *SyncResult) ([
 				return err
 			} else if t == h {
 				return nil // merged by an earlier sync
+			} else if !t.IsZero() {
+				if res.mergedBefore == nil {
+					res.mergedBefore = map[plumbing.Hash]plumbing.Hash{}
+				}
+				res.mergedBefore[h] = t
 			}
 		}
 		out = append(out, h)
@@ -482,4 +488,94 @@ func (g *Repo) fetchListed(ctx context.Context, rs *remoteSpec, f *listedFetch, 
 		return fmt.Errorf("unable to fetch the ledger from %s: %w", rs.label, err)
 	}
 	return nil
+}
+
+// ownCommit is the commit this machine pushes as its ledger ref (format 4):
+// the tree of base, its ref's tip on the remote (zero: none yet), plus the
+// runs this repository folded since its last push to the remote (pending,
+// from the folded-runs journal: runs logged here and correction lines, each
+// with its archive), with base its only parent. The runs it merged from
+// other machines are not added: they are on those machines' refs, which
+// only grow, and every reader takes the union. So a push sends a commit,
+// the root and the shard trees its own new runs touch, and their blobs; and
+// a pull receives only what the other machines added.
+//
+// known false (the journal cannot say what was folded since: deleted with
+// the caches, or never started for this remote) falls back to the whole
+// local ledger tree (base is a part of it: this repository pushed or merged
+// it), which is what a format 3 machine pushed: nothing is ever left out.
+// A first push with nothing of its own still publishes the config. send is
+// false when the remote already holds everything (the commit is base).
+// The objects go into pb; the caller flushes it.
+func (g *Repo) ownCommit(pb *packBuilder, s *ledger.Store, base, localTip plumbing.Hash, pending []ledger.RunID, known bool, now time.Time) (tip plumbing.Hash, send bool, err error) {
+	if localTip.IsZero() {
+		return base, false, nil
+	}
+	if !known {
+		lc, err := g.CommitObject(localTip)
+		if err != nil {
+			return base, false, err
+		}
+		if !base.IsZero() {
+			bc, err := g.CommitObject(base)
+			if err != nil {
+				return base, false, err
+			}
+			if bc.TreeHash == lc.TreeHash {
+				return base, false, nil
+			}
+		}
+		tip, err = pb.commitTree(lc.TreeHash, []plumbing.Hash{base}, "memorylab: push the ledger as merged here", now)
+		if err != nil {
+			return base, false, err
+		}
+		return tip, true, nil
+	}
+	own, err := g.readLedgerSet(base)
+	if err != nil {
+		return base, false, err
+	}
+	local, err := g.readLedgerSet(localTip)
+	if err != nil {
+		return base, false, err
+	}
+	added := 0
+	for _, id := range pending {
+		h, ok := local.get(id)
+		if !ok {
+			// Journaled but not in the ledger ref (a fold killed between
+			// the two): the next fold journals it again.
+			continue
+		}
+		changed := false
+		// Two blobs for one run id (a copy of this repository pushed
+		// another): the tree keeps the smaller hash, as a merge does.
+		if cur, ok := own.get(id); !ok || h.String() < cur.String() {
+			own.put(id, h)
+			changed = true
+		}
+		if ah, ok := local.archive(id); ok {
+			if cur, ok := own.archive(id); !ok || cur != ah {
+				own.putArchive(id, ah)
+				changed = true
+			}
+		}
+		if changed {
+			added++
+		}
+	}
+	if local.err != nil {
+		return base, false, local.err
+	}
+	if own.err != nil {
+		return base, false, own.err
+	}
+	if added == 0 && !base.IsZero() {
+		return base, false, nil
+	}
+	tip, err = pb.commitLedger(own, s.Config, []plumbing.Hash{base}, fmt.Sprintf("memorylab: push %d runs logged here", added), now)
+	if err != nil {
+		return base, false, err
+	}
+	return tip, true, nil
 }

@@ -45,8 +45,10 @@ import (
 
 // syncedStateVersion versions <git dir>/memorylab-synced-<remote> (2: adds
 // the pin chains' digest and how far into the folded-runs journal the
-// remote holds the runs).
-const syncedStateVersion = 2
+// remote holds the runs; 3: the machine's ref carries its own runs (ledger
+// format 4), not the local ledger tip, so Pushed no longer means "the
+// remote holds the local tip", and Own says which tip it held).
+const syncedStateVersion = 3
 
 // syncedState is what the last completed pull or push with one remote left.
 type syncedState struct {
@@ -60,9 +62,11 @@ type syncedState struct {
 	Records  int    `json:"records"`
 	// HasLedger: the remote held a ledger (a no-op's merge case is "same").
 	HasLedger bool `json:"has_ledger"`
-	// Pushed: the remote held this machine's ledger tip and every run
-	// pinned here (what a push would send).
+	// Pushed: the remote held every run folded here, in this machine's
+	// ledger ref (Own) and pinned (what a push would send).
 	Pushed bool `json:"pushed"`
+	// Own is this machine's ledger tip on the remote as the sync left it.
+	Own string `json:"own,omitempty"`
 	// Pins is pinDigest of the remote's pin chains as read: a pull whose
 	// listing digests the same reads no pin cache.
 	Pins string `json:"pins"`
@@ -146,7 +150,7 @@ func (g *Repo) noOp(s *ledger.Store, rs *remoteSpec, res *SyncResult, runs map[l
 	if err != nil || tip.String() != st.LocalTip {
 		return false
 	}
-	if push && (tip.IsZero() || res.machineTips[me] != tip) {
+	if push && (tip.IsZero() || res.machineTips[me].IsZero() || res.machineTips[me].String() != st.Own) {
 		return false
 	}
 	// Nothing to fold: cache/sync.json covers the whole JSONL at this tip.
@@ -189,8 +193,12 @@ func (g *Repo) recordSynced(s *ledger.Store, rs *remoteSpec, res *SyncResult, ru
 	if res.unmerged {
 		view = g.asMerged(rs, res)
 	}
+	var own string
+	if me := g.knownMachineID(); me != "" && !res.machineTips[me].IsZero() {
+		own = res.machineTips[me].String()
+	}
 	g.writeSyncedState(rs, &syncedState{Store: s.LedgerPath(), Remote: remoteDigest(view, runs), LocalTip: tip.String(),
-		Records: res.Records, HasLedger: res.remoteHasLedger(), Pushed: pushed, Pins: pinDigest(view.pinTips),
+		Records: res.Records, HasLedger: res.remoteHasLedger(), Pushed: pushed && own != "", Own: own, Pins: pinDigest(view.pinTips),
 		Journal: journal, PinnedTo: journalTo})
 }
 
@@ -239,24 +247,30 @@ func pinDigest(tips map[string]plumbing.Hash) string {
 	return hex.EncodeToString(sum.Sum(nil))
 }
 
-// stillPushed: a pull that ends at the local ledger tip the last completed
-// sync left, which the remote held as this machine's ledger with every run
-// pinned here (prev.Pushed), leaves nothing to push either. New local runs
-// come with JSONL lines, which a pull folds into a new tip.
-func (g *Repo) stillPushed(prev *syncedState, res *SyncResult) bool {
-	if prev == nil || !prev.Pushed {
+// stillPushed: a pull after a completed sync that left the remote holding
+// every run folded here (prev.Pushed), which folded nothing new and found
+// this machine's ref where that sync left it, leaves nothing to push
+// either, whatever it merged from the other machines (their runs are on
+// their refs). New local runs come with JSONL lines, which a pull folds.
+func (g *Repo) stillPushed(s *ledger.Store, prev *syncedState, res *SyncResult) bool {
+	if prev == nil || prev.Store != s.LedgerPath() || !prev.Pushed || prev.Own == "" || res.Folded > 0 {
 		return false
 	}
-	tip, err := g.localRef(ledger.LedgerRef)
-	if err != nil || tip.IsZero() || tip.String() != prev.LocalTip {
-		return false
-	}
+	me := g.knownMachineID()
+	return me != "" && res.machineTips[me].String() == prev.Own
+}
+
+// knownMachineID is this repository's machine id, "" when it has none yet
+// (it is made by the first push, never by a reader).
+func (g *Repo) knownMachineID() string {
 	b, err := readBoundedFile(filepath.Join(g.CommonDir, machineFile), 128)
 	if err != nil {
-		return false
+		return ""
 	}
-	me := strings.TrimSpace(string(b))
-	return ValidMachineID(me) && res.machineTips[me] == tip
+	if me := strings.TrimSpace(string(b)); ValidMachineID(me) {
+		return me
+	}
+	return ""
 }
 
 // workCount counts the steps of a sync whose cost grows with the runs, so

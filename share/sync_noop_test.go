@@ -231,11 +231,12 @@ func TestSyncedStateUnreadable(t *testing.T) {
 		name, content string
 		ok            bool
 	}{
-		{"valid", `{"version":2,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true,"pins":"p","journal":"0123456789abcdef","pinned_to":40}`, true},
+		{"valid", `{"version":3,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true,"own":"o","pins":"p","journal":"0123456789abcdef","pinned_to":40}`, true},
 		{"version 1", `{"version":1,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true}`, false},
+		{"version 2 (pushed meant the remote held the local tip)", `{"version":2,"store":"x","remote":"d","local_tip":"t","records":3,"pushed":true,"pins":"p","journal":"0123456789abcdef","pinned_to":40}`, false},
 		{"empty", "", false},
 		{"torn", `{"version":1,"store":"x","rem`, false},
-		{"newer", `{"version":3,"store":"x"}`, false},
+		{"newer", `{"version":4,"store":"x"}`, false},
 		{"older", `{"store":"x"}`, false},
 		{"not json", "tip a b\n", false},
 		{"too big", `{"version":2,"store":"` + strings.Repeat("a", 70<<10) + `"}`, false},
@@ -289,9 +290,10 @@ func TestOneRunSyncReadsWhatIsNew(t *testing.T) {
 			t.Fatalf("round %d: the push did %+v, want no pin cache and no run ref listing", i, ps)
 		}
 		// The fold reads the shard of the new run (of about 2*rounds
-		// shards), the push none.
-		if pw.shardsRead > 1 || ps.shardsRead != 0 {
-			t.Fatalf("round %d: the pull read %d ledger shards, the push %d, want at most 1 and 0", i, pw.shardsRead, ps.shardsRead)
+		// shards); the push, to add it to this machine's ref (format 4),
+		// that shard of the local ledger and of its ref.
+		if pw.shardsRead > 1 || ps.shardsRead > 2 {
+			t.Fatalf("round %d: the pull read %d ledger shards, the push %d, want at most 1 and 2", i, pw.shardsRead, ps.shardsRead)
 		}
 		// The ledger holds 2*rounds+ commits and each pin chain rounds;
 		// what is new is a commit, a pin batch and a run's commit.

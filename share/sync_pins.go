@@ -369,12 +369,10 @@ func parsePinBatch(c *object.Commit, res *SyncResult) []pinEntry {
 	return out
 }
 
-// pinBatches writes the commits that pin entries on top of the chain tip
-// parent (zero: a new chain), pinBatch runs each, into this repository, and
-// returns the new tip.
-func (g *Repo) pinBatches(parent plumbing.Hash, entries []pinEntry, now time.Time) (plumbing.Hash, error) {
-	pb := g.newPack()
-	defer pb.discard()
+// pinBatches adds the commits that pin entries on top of the chain tip
+// parent (zero: a new chain), pinBatch runs each, to pb (the caller flushes
+// it, with the push's ledger commit: one pack), and returns the new tip.
+func (pb *packBuilder) pinBatches(parent plumbing.Hash, entries []pinEntry, now time.Time) (plumbing.Hash, error) {
 	empty, err := pb.addTree(nil)
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -416,10 +414,7 @@ func (g *Repo) pinBatches(parent plumbing.Hash, entries []pinEntry, now time.Tim
 			return plumbing.ZeroHash, err
 		}
 	}
-	if err := pb.flush(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return tip, g.Reopen()
+	return tip, nil
 }
 
 // localRunNames lists the run ids pinned here (refs/memorylab/runs/<id>,

@@ -415,8 +415,14 @@ func (pb *packBuilder) commitLedger(ls *ledgerSet, cfg ledger.Config, parents []
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	return pb.commitTree(root, parents, msg, now)
+}
+
+// commitTree writes a ledger commit of an existing tree with the given
+// parents (zero parents are dropped) into pb.
+func (pb *packBuilder) commitTree(tree plumbing.Hash, parents []plumbing.Hash, msg string, now time.Time) (plumbing.Hash, error) {
 	sig := object.Signature{Name: "memorylab", Email: "memorylab@localhost", When: now.UTC().Truncate(time.Second)}
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg + "\n", TreeHash: root}
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg + "\n", TreeHash: tree}
 	for _, p := range parents {
 		if !p.IsZero() {
 			c.ParentHashes = append(c.ParentHashes, p)
