@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -129,39 +130,45 @@ func markNotFetched(s *ledger.Store, id ledger.RunID, note string) error {
 	return ledger.WriteFileNoFollow(filepath.Join(dir, ledger.NotFetchedMarker), []byte(note), 0o644)
 }
 
-// writeArchive writes an arriving run's archive tree into runs/<id>/ (files
-// that already exist are left as they are), as temp files of batch that its
-// Commit puts in place. The caller holds the store lock.
+// planArchive decides which files of an arriving run's archive tree go
+// into runs/<id>/ (files that already exist are left as they are). When
+// the run's directory exists (a run that arrives again after a killed
+// sync, or files made by hand), the files are written into it now, as temp
+// files of batch that its Commit puts in place, and the plan is nil; else
+// the plan's write adds the directory to batch whole, and may run beside
+// other plans' writes. The caller holds the store lock.
 //
 // Only ArchiveNames are written, each at most maxArrivingArchiveFile bytes,
 // the run's files at most maxRunArchiveBytes together and the pull's at
-// most what budget has left; what is skipped is noted in budget.
-func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, budget *archiveBudget, batch *atomicfile.Batch) error {
+// most what budget has left; what is skipped is noted in budget and in the
+// run's NotFetchedMarker.
+func (g *Repo) planArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, budget *archiveBudget, batch *atomicfile.Batch) (*archivePlan, error) {
 	dir, err := s.RunDir(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t, err := g.TreeObject(tree)
 	if err != nil {
-		return fmt.Errorf("unable to read the archive of %s: %w", id, err)
+		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
 	}
-	// A run arrives again when a sync was killed before its ledger line:
-	// what that sync had half-written goes first.
-	atomicfile.RemoveStaleTemps(dir)
-	var writes []atomicfile.File
+	exists := true
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		exists = false
+	}
+	p := &archivePlan{dir: dir}
 	var runBytes int64
-	skipped := 0
 	for _, e := range t.Entries {
 		if !e.Mode.IsFile() || e.Mode == filemode.Symlink || !archiveName(e.Name) {
 			continue // never from a remote: a link, a path, a name memorylab does not write
 		}
-		p := filepath.Join(dir, e.Name)
-		if _, err := os.Lstat(p); err == nil {
-			continue
+		if exists {
+			if _, err := os.Lstat(filepath.Join(dir, e.Name)); err == nil {
+				continue
+			}
 		}
 		b, err := g.BlobObject(e.Hash)
 		if err != nil {
-			return fmt.Errorf("unable to read the archive of %s: %w", id, err)
+			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
 		}
 		skip := ""
 		switch {
@@ -174,32 +181,73 @@ func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash
 		}
 		if skip != "" {
 			budget.skipped = append(budget.skipped, fmt.Sprintf("%s/%s: %s", id, e.Name, skip))
-			skipped++
+			p.skipped = true
 			continue
 		}
 		runBytes += b.Size
 		budget.left -= b.Size
-		writes = append(writes, atomicfile.File{Path: p, Perm: 0o644, Write: func(w io.Writer) error {
-			rd, err := b.Reader()
-			if err != nil {
-				return err
-			}
-			defer rd.Close()
-			_, err = io.Copy(w, io.LimitReader(rd, maxArrivingArchiveFile))
+		p.files = append(p.files, archiveFile{name: e.Name, blob: b})
+	}
+	if !exists {
+		if len(p.files) == 0 && !p.skipped {
+			return nil, nil
+		}
+		return p, nil
+	}
+	// A run arrives again when a sync was killed before its ledger line:
+	// what that sync had half-written goes first.
+	atomicfile.RemoveStaleTemps(dir)
+	if p.skipped {
+		// doctor then counts the missing files as left on the remote.
+		if err := markNotFetched(s, id, notFetchedOverCaps); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.files) == 0 {
+		return nil, nil
+	}
+	// Serially, through go-git: no other goroutine reads it now.
+	br := &blobReader{g: g, packs: &localPacks{}, mu: &sync.Mutex{}}
+	if err := batch.Add(dir, p.writes(br)); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+const notFetchedOverCaps = "some archive files of this run stayed on the remote: over a pull's size caps\n"
+
+// archivePlan is an arriving run's archive to write into dir, a directory
+// that does not exist yet.
+type archivePlan struct {
+	dir     string
+	files   []archiveFile
+	skipped bool // some files stayed on the remote: NotFetchedMarker too
+}
+
+type archiveFile struct {
+	name string
+	blob *object.Blob
+}
+
+// writes are the plan's files, their content read through br.
+func (p *archivePlan) writes(br *blobReader) []atomicfile.File {
+	out := make([]atomicfile.File, 0, len(p.files)+1)
+	for _, f := range p.files {
+		out = append(out, atomicfile.File{Path: filepath.Join(p.dir, f.name), Perm: 0o644, Write: func(w io.Writer) error {
+			return br.copyBlob(w, f.blob)
+		}})
+	}
+	if p.skipped {
+		out = append(out, atomicfile.File{Path: filepath.Join(p.dir, ledger.NotFetchedMarker), Perm: 0o644, Write: func(w io.Writer) error {
+			_, err := io.WriteString(w, notFetchedOverCaps)
 			return err
 		}})
 	}
-	if skipped > 0 {
-		// doctor then counts the missing files as left on the remote.
-		if err := markNotFetched(s, id, "some archive files of this run stayed on the remote: over a pull's size caps\n"); err != nil {
-			return err
-		}
-	}
-	if len(writes) == 0 {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("unable to create %s: %w", dir, err)
-	}
-	return batch.Add(dir, writes)
+	return out
+}
+
+// write adds the plan's directory to batch, whole: its files are written
+// into a temp directory that batch's Commit renames to p.dir.
+func (p *archivePlan) write(br *blobReader, batch *atomicfile.Batch) error {
+	return batch.AddDir(p.dir, 0o755, p.writes(br))
 }
