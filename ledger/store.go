@@ -310,7 +310,7 @@ func (s *Store) AppendLinesLocked(recs []*Record, lines [][]byte) error {
 	now := time.Now()
 	for i, r := range recs {
 		line := lines[i]
-		if bytes.ContainsAny(line, "\r\n") {
+		if !OneLine(line) {
 			return fmt.Errorf("%w: record %s: not one line", ErrBadInput, Truncate(string(r.RunID), 80))
 		}
 		if err := recordError(r, RecordProblems(r, len(line), now)); err != nil {
@@ -320,6 +320,12 @@ func (s *Store) AppendLinesLocked(recs []*Record, lines [][]byte) error {
 		buf.WriteByte('\n')
 	}
 	return s.appendBuf(&buf)
+}
+
+// OneLine reports whether b holds no line break ('\n' or '\r'): a ledger
+// line as AppendLinesLocked takes it.
+func OneLine(b []byte) bool {
+	return bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0
 }
 
 // appendBuf appends buf, whole lines, to the ledger and syncs it.

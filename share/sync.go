@@ -73,7 +73,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	formatcfg "github.com/go-git/go-git/v5/plumbing/format/config"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
@@ -1408,6 +1407,11 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 				err = ledger.ValidateRecordLine(d.r, d.line, now)
 			}
 			d.err = err
+			if err == nil && !a.archive.IsZero() && !opts.NoArchives {
+				if dir, err := s.RunDir(a.id); err == nil {
+					d.archive = br.readArchive(dir, a.archive)
+				}
+			}
 			return nil
 		})
 		recs := make([]*ledger.Record, 0, n)
@@ -1428,7 +1432,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 				continue
 			}
 			if !a.archive.IsZero() && !opts.NoArchives {
-				p, err := g.planArchive(s, a.id, a.archive, budget, &archives)
+				p, err := g.planArchive(s, a.id, a.archive, d.archive, budget, &archives)
 				if err != nil {
 					archives.Abort()
 					return out, err
@@ -1494,6 +1498,7 @@ type appended struct {
 }
 
 type decodedArrival struct {
+	archive  archiveRead
 	r        *ledger.Record
 	line     []byte // the ledger line, without its newline
 	verbatim bool   // line is the blob's content, not a re-encoding
@@ -1510,11 +1515,12 @@ type blobReader struct {
 	zr    io.ReadCloser
 }
 
-// inflate returns a reader of the blob a pack stores whole as raw (its
-// entry), and its size; ok is false when raw is not a whole blob.
-func (br *blobReader) inflate(raw []byte) (rd io.Reader, size int64, ok bool, err error) {
+// inflate returns a reader of the object a pack stores whole as raw (its
+// entry), its type and size; ok is false when raw is not a whole object of
+// type want.
+func (br *blobReader) inflate(raw []byte, want plumbing.ObjectType) (rd io.Reader, size int64, ok bool, err error) {
 	t, size, n := entryHeader(raw)
-	if t != plumbing.BlobObject || n == 0 {
+	if t != want || n == 0 {
 		return nil, 0, false, nil
 	}
 	if br.zr == nil {
@@ -1530,7 +1536,7 @@ func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
 		if t, size, n := entryHeader(raw); t == plumbing.BlobObject && n > 0 && size > ledger.MaxRecordBytes {
 			return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ledger.ErrBadInput, id, size, ledger.MaxRecordBytes>>20)
 		}
-		if zr, size, ok, err := br.inflate(raw); ok && err == nil {
+		if zr, size, ok, err := br.inflate(raw, plumbing.BlobObject); ok && err == nil {
 			data := make([]byte, size)
 			if _, err = io.ReadFull(zr, data); err == nil {
 				return data, nil
@@ -1554,20 +1560,24 @@ func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(rd, ledger.MaxRecordBytes))
 }
 
-// copyBlob writes the content of blob b (size bytes, as its header says)
+// copyBlob writes the content of blob h, size bytes as its header says,
 // to w.
-func (br *blobReader) copyBlob(w io.Writer, b *object.Blob) error {
-	if b.Size == 0 {
+func (br *blobReader) copyBlob(w io.Writer, h plumbing.Hash, size int64) error {
+	if size == 0 {
 		return nil
 	}
-	if raw, ok := br.packs.entry(b.Hash); ok {
-		if zr, size, ok, err := br.inflate(raw); ok && err == nil && size == b.Size {
+	if raw, ok := br.packs.entry(h); ok {
+		if zr, n, ok, err := br.inflate(raw, plumbing.BlobObject); ok && err == nil && n == size {
 			_, err = io.Copy(w, io.LimitReader(zr, min(size, maxArrivingArchiveFile)))
 			return err
 		}
 	}
 	br.mu.Lock()
 	defer br.mu.Unlock()
+	b, err := br.g.BlobObject(h)
+	if err != nil {
+		return err
+	}
 	rd, err := b.Reader()
 	if err != nil {
 		return err
@@ -1813,7 +1823,7 @@ func decodeRemoteRecord(id ledger.RunID, data []byte) (r *ledger.Record, line []
 	}
 	body := bytes.TrimSpace(data)
 	r = new(ledger.Record)
-	verbatim = !bytes.ContainsAny(body, "\r\n") && ledger.DecodePlain(body, r)
+	verbatim = ledger.OneLine(body) && ledger.DecodePlain(body, r)
 	if !verbatim {
 		*r = ledger.Record{}
 		if err := json.Unmarshal(body, r); err != nil {

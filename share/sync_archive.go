@@ -130,34 +130,113 @@ func markNotFetched(s *ledger.Store, id ledger.RunID, note string) error {
 	return ledger.WriteFileNoFollow(filepath.Join(dir, ledger.NotFetchedMarker), []byte(note), 0o644)
 }
 
+// archiveRead is what a worker reads of an arriving run's archive ahead of
+// planArchive, off the pack the fetch left (no go-git, so on every core):
+// the tree's entries, each blob's size (-1 when no pack holds it whole:
+// planArchive asks go-git), and whether runs/<id> exists. ok is false when
+// the tree is not a whole entry of a local pack: planArchive then reads it
+// through go-git.
+type archiveRead struct {
+	ok      bool
+	entries []object.TreeEntry
+	sizes   []int64
+	exists  bool
+}
+
+// readArchive is the archiveRead of tree for dir, runs/<id>.
+func (br *blobReader) readArchive(dir string, tree plumbing.Hash) archiveRead {
+	var ar archiveRead
+	raw, ok := br.packs.entry(tree)
+	if !ok {
+		return ar
+	}
+	zr, size, ok, err := br.inflate(raw, plumbing.TreeObject)
+	if !ok || err != nil || size > maxArrivingArchiveFile {
+		return ar
+	}
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(plumbing.TreeObject)
+	obj.SetSize(size)
+	if _, err := io.Copy(obj, io.LimitReader(zr, size)); err != nil || obj.Size() != size {
+		return ar
+	}
+	var tr object.Tree
+	if tr.Decode(obj) != nil || tr.Hash != tree {
+		return ar
+	}
+	ar.ok, ar.entries = true, tr.Entries
+	ar.sizes = make([]int64, len(tr.Entries))
+	for i, e := range tr.Entries {
+		ar.sizes[i] = -1
+		if e.Mode.IsFile() && archiveName(e.Name) {
+			if t, size, ok := br.packs.header(e.Hash); ok && t == plumbing.BlobObject {
+				ar.sizes[i] = size
+			}
+		}
+	}
+	if _, err := os.Lstat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		ar.exists = true
+	}
+	return ar
+}
+
+// header is the type and size of object h when a local pack holds it
+// whole, read from its entry header alone.
+func (lp *localPacks) header(h plumbing.Hash) (plumbing.ObjectType, int64, bool) {
+	for _, p := range lp.packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		var b [16]byte
+		m, _ := p.f.ReadAt(b[:min(int64(len(b)), p.end-off)], off)
+		t, size, n := entryHeader(b[:max(m, 0)])
+		switch {
+		case n == 0:
+			return 0, 0, false
+		case t == plumbing.CommitObject, t == plumbing.TreeObject, t == plumbing.BlobObject, t == plumbing.TagObject:
+			return t, size, true
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
+}
+
 // planArchive decides which files of an arriving run's archive tree go
-// into runs/<id>/ (files that already exist are left as they are). When
-// the run's directory exists (a run that arrives again after a killed
-// sync, or files made by hand), the files are written into it now, as temp
-// files of batch that its Commit puts in place, and the plan is nil; else
-// the plan's write adds the directory to batch whole, and may run beside
-// other plans' writes. The caller holds the store lock.
+// into runs/<id>/ (files that already exist are left as they are), from
+// pre when pre.ok (readArchive), else through go-git. When the run's
+// directory exists (a run that arrives again after a killed sync, or files
+// made by hand), the files are written into it now, as temp files of batch
+// that its Commit puts in place, and the plan is nil; else the plan's write
+// adds the directory to batch whole, and may run beside other plans'
+// writes. The caller holds the store lock; no other goroutine uses go-git.
 //
 // Only ArchiveNames are written, each at most maxArrivingArchiveFile bytes,
 // the run's files at most maxRunArchiveBytes together and the pull's at
 // most what budget has left; what is skipped is noted in budget and in the
 // run's NotFetchedMarker.
-func (g *Repo) planArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, budget *archiveBudget, batch *atomicfile.Batch) (*archivePlan, error) {
+func (g *Repo) planArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, pre archiveRead, budget *archiveBudget, batch *atomicfile.Batch) (*archivePlan, error) {
 	dir, err := s.RunDir(id)
 	if err != nil {
 		return nil, err
 	}
-	t, err := g.TreeObject(tree)
-	if err != nil {
-		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+	if !pre.ok {
+		t, err := g.TreeObject(tree)
+		if err != nil {
+			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+		}
+		pre = archiveRead{ok: true, entries: t.Entries, sizes: make([]int64, len(t.Entries))}
+		for i := range pre.sizes {
+			pre.sizes[i] = -1
+		}
+		if _, err := os.Lstat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			pre.exists = true
+		}
 	}
-	exists := true
-	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-		exists = false
-	}
+	exists := pre.exists
 	p := &archivePlan{dir: dir}
 	var runBytes int64
-	for _, e := range t.Entries {
+	for i, e := range pre.entries {
 		if !e.Mode.IsFile() || e.Mode == filemode.Symlink || !archiveName(e.Name) {
 			continue // never from a remote: a link, a path, a name memorylab does not write
 		}
@@ -166,17 +245,21 @@ func (g *Repo) planArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash,
 				continue
 			}
 		}
-		b, err := g.BlobObject(e.Hash)
-		if err != nil {
-			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+		f := archiveFile{name: e.Name, hash: e.Hash, size: pre.sizes[i]}
+		if f.size < 0 {
+			b, err := g.BlobObject(e.Hash)
+			if err != nil {
+				return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+			}
+			f.size = b.Size
 		}
 		skip := ""
 		switch {
-		case b.Size > maxArrivingArchiveFile:
-			skip = fmt.Sprintf("%d bytes, over the %d MiB of one archive file", b.Size, maxArrivingArchiveFile>>20)
-		case runBytes+b.Size > budget.perRun:
+		case f.size > maxArrivingArchiveFile:
+			skip = fmt.Sprintf("%d bytes, over the %d MiB of one archive file", f.size, maxArrivingArchiveFile>>20)
+		case runBytes+f.size > budget.perRun:
 			skip = fmt.Sprintf("the run's archive would pass %d MiB", budget.perRun>>20)
-		case b.Size > budget.left:
+		case f.size > budget.left:
 			skip = fmt.Sprintf("one pull writes at most %d GiB of archives; the rest stay on the remote", maxPullArchiveBytes>>30)
 		}
 		if skip != "" {
@@ -184,9 +267,9 @@ func (g *Repo) planArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash,
 			p.skipped = true
 			continue
 		}
-		runBytes += b.Size
-		budget.left -= b.Size
-		p.files = append(p.files, archiveFile{name: e.Name, blob: b})
+		runBytes += f.size
+		budget.left -= f.size
+		p.files = append(p.files, f)
 	}
 	if !exists {
 		if len(p.files) == 0 && !p.skipped {
@@ -226,7 +309,8 @@ type archivePlan struct {
 
 type archiveFile struct {
 	name string
-	blob *object.Blob
+	hash plumbing.Hash
+	size int64 // as its header says
 }
 
 // writes are the plan's files, their content read through br.
@@ -234,7 +318,7 @@ func (p *archivePlan) writes(br *blobReader) []atomicfile.File {
 	out := make([]atomicfile.File, 0, len(p.files)+1)
 	for _, f := range p.files {
 		out = append(out, atomicfile.File{Path: filepath.Join(p.dir, f.name), Perm: 0o644, Write: func(w io.Writer) error {
-			return br.copyBlob(w, f.blob)
+			return br.copyBlob(w, f.hash, f.size)
 		}})
 	}
 	if p.skipped {

@@ -218,19 +218,25 @@ func TestArchiveByteCaps(t *testing.T) {
 		want         []string // files written
 		skipped      string
 		exists       bool // the run's directory is there (empty) before the pull: written file by file
+		viaGit       bool // the tree read through go-git, not off the pack
 	}
 	var cases []capCase
 	for _, exists := range []bool{false, true} {
-		for _, tc := range []capCase{
-			{"under both caps", 10 << 20, 10 << 20, []string{"run.log", "summary.json", "train.patch"}, "", false},
-			{"per run", 10 << 20, 2 << 20, []string{"run.log", "summary.json"}, "train.patch: the run's archive would pass 2 MiB", false},
-			{"per pull", 1 << 20, 10 << 20, []string{"run.log"}, "summary.json: one pull writes at most 4 GiB of archives", false},
-		} {
-			tc.exists = exists
-			if exists {
-				tc.name += ", directory there"
+		for _, viaGit := range []bool{false, true} {
+			for _, tc := range []capCase{
+				{"under both caps", 10 << 20, 10 << 20, []string{"run.log", "summary.json", "train.patch"}, "", false, false},
+				{"per run", 10 << 20, 2 << 20, []string{"run.log", "summary.json"}, "train.patch: the run's archive would pass 2 MiB", false, false},
+				{"per pull", 1 << 20, 10 << 20, []string{"run.log"}, "summary.json: one pull writes at most 4 GiB of archives", false, false},
+			} {
+				tc.exists, tc.viaGit = exists, viaGit
+				if exists {
+					tc.name += ", directory there"
+				}
+				if viaGit {
+					tc.name += ", through go-git"
+				}
+				cases = append(cases, tc)
 			}
-			cases = append(cases, tc)
 		}
 	}
 	for _, tc := range cases {
@@ -248,12 +254,20 @@ func TestArchiveByteCaps(t *testing.T) {
 			}
 			budget := &archiveBudget{left: tc.left, perRun: tc.perRun}
 			var batch atomicfile.Batch
-			p, err := Of(g).planArchive(s, id, tree, budget, &batch)
+			br := &blobReader{g: Of(g), packs: packs, mu: &sync.Mutex{}}
+			var pre archiveRead
+			if !tc.viaGit {
+				dir, _ := s.RunDir(id)
+				if pre = br.readArchive(dir, tree); !pre.ok || pre.exists != tc.exists {
+					t.Fatalf("readArchive: %+v", pre)
+				}
+			}
+			p, err := Of(g).planArchive(s, id, tree, pre, budget, &batch)
 			if (p == nil) != tc.exists {
 				t.Fatalf("plan %v with the directory there: %v", p, tc.exists)
 			}
 			if err == nil && p != nil {
-				err = p.write(&blobReader{g: Of(g), packs: packs, mu: &sync.Mutex{}}, &batch)
+				err = p.write(br, &batch)
 			}
 			if err == nil {
 				err = batch.Commit()
