@@ -1367,6 +1367,10 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 	for w := range readers {
 		readers[w] = &blobReader{g: g, packs: packs, mu: &gitMu}
 	}
+	var dirs *runDirs
+	if !opts.NoArchives {
+		dirs = listRunDirs(s, len(arrivals))
+	}
 	budget := newArchiveBudget()
 	defer func() {
 		for i, skip := range budget.skipped {
@@ -1409,7 +1413,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			d.err = err
 			if err == nil && !a.archive.IsZero() && !opts.NoArchives {
 				if dir, err := s.RunDir(a.id); err == nil {
-					d.archive = br.readArchive(dir, a.archive)
+					d.archive = br.readArchive(dir, a.archive, dirs)
 				}
 			}
 			return nil

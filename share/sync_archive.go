@@ -143,8 +143,52 @@ type archiveRead struct {
 	exists  bool
 }
 
+// runDirs answers whether a run's directory, runs/<id>, exists: from one
+// listing of runs/ when a pull brings many runs (a stat each was 1 s of a
+// first pull's 100,000), else with a stat. The caller holds the store
+// lock, and the pull creates only the directories of runs it brings, each
+// once.
+type runDirs struct {
+	names map[string]bool // nil: stat
+}
+
+// listRunDirsFrom is how many arriving runs pay for a listing of runs/.
+var listRunDirsFrom = 1024
+
+// listRunDirs lists runs/ when n runs arrive, n large enough to pay for it.
+func listRunDirs(s *ledger.Store, n int) *runDirs {
+	if n < listRunDirsFrom {
+		return &runDirs{}
+	}
+	f, err := os.Open(s.Path(ledger.RunsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &runDirs{names: map[string]bool{}}
+	}
+	if err != nil {
+		return &runDirs{}
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return &runDirs{}
+	}
+	rd := &runDirs{names: make(map[string]bool, len(names))}
+	for _, name := range names {
+		rd.names[name] = true
+	}
+	return rd
+}
+
+func (rd *runDirs) exists(dir string) bool {
+	if rd != nil && rd.names != nil {
+		return rd.names[filepath.Base(dir)]
+	}
+	_, err := os.Lstat(dir)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}
+
 // readArchive is the archiveRead of tree for dir, runs/<id>.
-func (br *blobReader) readArchive(dir string, tree plumbing.Hash) archiveRead {
+func (br *blobReader) readArchive(dir string, tree plumbing.Hash, dirs *runDirs) archiveRead {
 	var ar archiveRead
 	raw, ok := br.packs.entry(tree)
 	if !ok {
@@ -174,9 +218,7 @@ func (br *blobReader) readArchive(dir string, tree plumbing.Hash) archiveRead {
 			}
 		}
 	}
-	if _, err := os.Lstat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		ar.exists = true
-	}
+	ar.exists = dirs.exists(dir)
 	return ar
 }
 
@@ -229,9 +271,7 @@ func (g *Repo) planArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash,
 		for i := range pre.sizes {
 			pre.sizes[i] = -1
 		}
-		if _, err := os.Lstat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
-			pre.exists = true
-		}
+		pre.exists = (*runDirs)(nil).exists(dir)
 	}
 	exists := pre.exists
 	p := &archivePlan{dir: dir}

@@ -130,6 +130,16 @@ func TestFreshPullAppendsBlobsAsTheyCame(t *testing.T) {
 // run's ledger line was not appended. The next pull writes each archive
 // whole, keeps the files that were there, and leaves no temp directory.
 func TestPullFinishesAKilledPull(t *testing.T) {
+	for _, listFrom := range []int{listRunDirsFrom, 1} {
+		t.Run(fmt.Sprintf("runs/ listed from %d arrivals", listFrom), func(t *testing.T) {
+			defer func(old int) { listRunDirsFrom = old }(listRunDirsFrom)
+			listRunDirsFrom = listFrom
+			testPullFinishesAKilledPull(t)
+		})
+	}
+}
+
+func testPullFinishesAKilledPull(t *testing.T) {
 	ctx := context.Background()
 	remote := newBareRemote(t)
 	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)

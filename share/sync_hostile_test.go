@@ -258,7 +258,7 @@ func TestArchiveByteCaps(t *testing.T) {
 			var pre archiveRead
 			if !tc.viaGit {
 				dir, _ := s.RunDir(id)
-				if pre = br.readArchive(dir, tree); !pre.ok || pre.exists != tc.exists {
+				if pre = br.readArchive(dir, tree, &runDirs{}); !pre.ok || pre.exists != tc.exists {
 					t.Fatalf("readArchive: %+v", pre)
 				}
 			}
