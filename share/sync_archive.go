@@ -127,6 +127,9 @@ func markNotFetched(s *ledger.Store, id ledger.RunID, note string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unable to create %s: %w", dir, err)
 	}
+	// What a killed pull had begun to write goes (the caller holds the
+	// store lock).
+	_ = os.RemoveAll(atomicfile.TempDir(dir))
 	return ledger.WriteFileNoFollow(filepath.Join(dir, ledger.NotFetchedMarker), []byte(note), 0o644)
 }
 
