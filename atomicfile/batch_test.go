@@ -118,3 +118,93 @@ func maps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestBatchAddDir: a new directory added to a batch appears only at
+// Commit, whole, with its files' modes; before, its files are in TempDir,
+// which Abort, a failed write or a directory that appeared meanwhile
+// removes (a non-empty directory is never replaced); a temp directory a
+// killed process left is replaced.
+func TestBatchAddDir(t *testing.T) {
+	content := func(s string) func(io.Writer) error {
+		return func(w io.Writer) error { _, err := io.WriteString(w, s); return err }
+	}
+	for _, tc := range []struct {
+		name    string
+		stale   bool // a killed process left a temp directory with a half file
+		fail    bool // the second file's write fails
+		appear  bool // the directory appears before Commit
+		commit  bool
+		wantErr bool
+		want    map[string]string
+	}{
+		{name: "commit", commit: true, want: map[string]string{"runs/r1/x": "x", "runs/r1/y": "", "runs/r1/z": "z", "runs/r2/x": "x2"}},
+		{name: "stale temp directory", stale: true, commit: true, want: map[string]string{"runs/r1/x": "x", "runs/r1/y": "", "runs/r1/z": "z", "runs/r2/x": "x2"}},
+		{name: "abort", want: map[string]string{}},
+		{name: "a write fails", fail: true, wantErr: true, want: map[string]string{}},
+		// r1, renamed before r2 failed, stays (the caller's commit point
+		// comes after); r2 is left as it appeared.
+		{name: "the directory appears", appear: true, commit: true, wantErr: true, want: map[string]string{"runs/r1/x": "x", "runs/r1/y": "", "runs/r1/z": "z", "runs/r2/mine": "mine"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			runs := filepath.Join(root, "runs")
+			if err := os.Mkdir(runs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			r1, r2 := filepath.Join(runs, "r1"), filepath.Join(runs, "r2")
+			if tc.stale {
+				if err := os.Mkdir(TempDir(r1), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(TempDir(r1), "x"), []byte("half"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var b Batch
+			err := b.AddDir(r1, 0o755, []File{
+				{Path: filepath.Join(r1, "x"), Perm: 0o644, Write: content("x")},
+				{Path: filepath.Join(r1, "y"), Perm: 0o600, Write: content("")},
+				{Path: filepath.Join(r1, "z"), Perm: 0o666, Write: content("z")}, // past the usual umask
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := File{Path: filepath.Join(r2, "x"), Perm: 0o644, Write: content("x2")}
+			if tc.fail {
+				second.Write = func(io.Writer) error { return errors.New("disk full") }
+			}
+			err = b.AddDir(r2, 0o755, []File{second})
+			if tc.appear {
+				if err := os.Mkdir(r2, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(r2, "mine"), []byte("mine"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, d := range []string{r1, r2} {
+				if _, serr := os.Stat(d); serr == nil && !(tc.appear && d == r2) {
+					t.Fatalf("%s exists before Commit", d)
+				}
+			}
+			if err == nil && tc.commit {
+				err = b.Commit()
+			} else if err == nil {
+				b.Abort()
+			}
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
+			}
+			if got := read(t, root); !maps(got, tc.want) {
+				t.Errorf("after: %v, want %v", got, tc.want)
+			}
+			if tc.commit && !tc.wantErr {
+				for p, perm := range map[string]os.FileMode{filepath.Join(r1, "x"): 0o644, filepath.Join(r1, "y"): 0o600, filepath.Join(r1, "z"): 0o666} {
+					if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != perm {
+						t.Errorf("%s: %v, mode %v, want %v", p, err, fi.Mode(), perm)
+					}
+				}
+			}
+		})
+	}
+}

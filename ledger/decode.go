@@ -33,6 +33,17 @@ func DecodeBulk(body []byte, r *Record) error {
 	return json.Unmarshal(body, r)
 }
 
+// DecodePlain decodes body, a trimmed ledger line, into r (zero) when it
+// is plain — what decodeFast reads exactly, which every line memorylab
+// writes is — and reports whether it did. r then holds every field but
+// Notes and Error.Tail (NoveltyGuard and DecisionPacket alias body). false
+// means: decode body with encoding/json (r is then garbage). A pull uses it
+// to append an arriving record's line as it came rather than decode and
+// re-encode it whole.
+func DecodePlain(body []byte, r *Record) bool {
+	return decodeFast(body, r, fastFields{artifacts: true})
+}
+
 // fastFields says what decodeFast decodes besides the fields every bulk
 // reader needs: artifacts (doctor checks the archive); full: the notes and
 // a crash's traceback too, so the record is json.Unmarshal's in every

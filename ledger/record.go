@@ -245,6 +245,13 @@ func ValidateRecordAt(r *Record, now time.Time) error {
 	return recordError(r, RecordProblems(r, len(line), now))
 }
 
+// ValidateRecordLine is ValidateRecordAt for a record that is appended as
+// line, the bytes it was read from (AppendLinesLocked): its size is the
+// line's.
+func ValidateRecordLine(r *Record, line []byte, now time.Time) error {
+	return recordError(r, RecordProblems(r, len(line), now))
+}
+
 func recordError(r *Record, probs []Problem) error {
 	if len(probs) == 0 {
 		return nil

@@ -294,6 +294,42 @@ func (s *Store) AppendLockedProgress(step Step, recs ...*Record) error {
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
+	return s.appendBuf(&buf)
+}
+
+// AppendLinesLocked is AppendLocked for records that arrive as ledger
+// lines (a pull's blobs): lines[i], without a newline, is what recs[i] was
+// decoded from, and is validated as AppendLocked validates (with its own
+// length) and appended as it is, not re-encoded. A line holding a line
+// break is refused.
+func (s *Store) AppendLinesLocked(recs []*Record, lines [][]byte) error {
+	if len(recs) != len(lines) {
+		return fmt.Errorf("AppendLinesLocked: %d records, %d lines", len(recs), len(lines))
+	}
+	var buf bytes.Buffer
+	now := time.Now()
+	for i, r := range recs {
+		line := lines[i]
+		if !OneLine(line) {
+			return fmt.Errorf("%w: record %s: not one line", ErrBadInput, Truncate(string(r.RunID), 80))
+		}
+		if err := recordError(r, RecordProblems(r, len(line), now)); err != nil {
+			return err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	return s.appendBuf(&buf)
+}
+
+// OneLine reports whether b holds no line break ('\n' or '\r'): a ledger
+// line as AppendLinesLocked takes it.
+func OneLine(b []byte) bool {
+	return bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0
+}
+
+// appendBuf appends buf, whole lines, to the ledger and syncs it.
+func (s *Store) appendBuf(buf *bytes.Buffer) error {
 	f, err := OpenForWriting(s.LedgerPath(), os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("unable to open ledger: %w", err)

@@ -318,80 +318,255 @@ func markNotFetched(s *ledger.Store, id ledger.RunID, note string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("unable to create %s: %w", dir, err)
 	}
+	// What a killed pull had begun to write goes (the caller holds the
+	// store lock).
+	_ = os.RemoveAll(atomicfile.TempDir(dir))
 	return ledger.WriteFileNoFollow(filepath.Join(dir, ledger.NotFetchedMarker), []byte(note), 0o644)
 }
 
-// writeArchive writes an arriving run's archive tree into runs/<id>/ (files
-// that already exist are left as they are), as temp files of batch that its
-// Commit puts in place. The caller holds the store lock.
+// archiveRead is what a worker reads of an arriving run's archive ahead of
+// planArchive, off the pack the fetch left (no go-git, so on every core):
+// the tree's entries, each blob's size (-1 when no pack holds it whole:
+// planArchive asks go-git), and whether runs/<id> exists. ok is false when
+// the tree is not a whole entry of a local pack: planArchive then reads it
+// through go-git.
+type archiveRead struct {
+	ok      bool
+	entries []object.TreeEntry
+	sizes   []int64
+	exists  bool
+}
+
+// runDirs answers whether a run's directory, runs/<id>, exists: from one
+// listing of runs/ when a pull brings many runs (a stat each was 1 s of a
+// first pull's 100,000), else with a stat. The caller holds the store
+// lock, and the pull creates only the directories of runs it brings, each
+// once.
+type runDirs struct {
+	names map[string]bool // nil: stat
+}
+
+// listRunDirsFrom is how many arriving runs pay for a listing of runs/.
+var listRunDirsFrom = 1024
+
+// listRunDirs lists runs/ when n runs arrive, n large enough to pay for it.
+func listRunDirs(s *ledger.Store, n int) *runDirs {
+	if n < listRunDirsFrom {
+		return &runDirs{}
+	}
+	f, err := os.Open(s.Path(ledger.RunsDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &runDirs{names: map[string]bool{}}
+	}
+	if err != nil {
+		return &runDirs{}
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return &runDirs{}
+	}
+	rd := &runDirs{names: make(map[string]bool, len(names))}
+	for _, name := range names {
+		rd.names[name] = true
+	}
+	return rd
+}
+
+func (rd *runDirs) exists(dir string) bool {
+	if rd != nil && rd.names != nil {
+		return rd.names[filepath.Base(dir)]
+	}
+	_, err := os.Lstat(dir)
+	return err == nil || !errors.Is(err, fs.ErrNotExist)
+}
+
+// readArchive is the archiveRead of tree for dir, runs/<id>.
+func (br *blobReader) readArchive(dir string, tree plumbing.Hash, dirs *runDirs) archiveRead {
+	var ar archiveRead
+	raw, ok := br.packs.entry(tree)
+	if !ok {
+		return ar
+	}
+	zr, size, ok, err := br.inflate(raw, plumbing.TreeObject)
+	if !ok || err != nil || size > maxArrivingArchiveFile {
+		return ar
+	}
+	obj := &plumbing.MemoryObject{}
+	obj.SetType(plumbing.TreeObject)
+	obj.SetSize(size)
+	if _, err := io.Copy(obj, io.LimitReader(zr, size)); err != nil || obj.Size() != size {
+		return ar
+	}
+	var tr object.Tree
+	if tr.Decode(obj) != nil || tr.Hash != tree {
+		return ar
+	}
+	ar.ok, ar.entries = true, tr.Entries
+	ar.sizes = make([]int64, len(tr.Entries))
+	for i, e := range tr.Entries {
+		ar.sizes[i] = -1
+		if e.Mode.IsFile() && archiveName(e.Name) {
+			if t, size, ok := br.packs.header(e.Hash); ok && t == plumbing.BlobObject {
+				ar.sizes[i] = size
+			}
+		}
+	}
+	ar.exists = dirs.exists(dir)
+	return ar
+}
+
+// header is the type and size of object h when a local pack holds it
+// whole, read from its entry header alone.
+func (lp *localPacks) header(h plumbing.Hash) (plumbing.ObjectType, int64, bool) {
+	for _, p := range lp.packs {
+		off, err := p.idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		var b [16]byte
+		m, _ := p.f.ReadAt(b[:min(int64(len(b)), p.end-off)], off)
+		t, size, n := entryHeader(b[:max(m, 0)])
+		switch {
+		case n == 0:
+			return 0, 0, false
+		case t == plumbing.CommitObject, t == plumbing.TreeObject, t == plumbing.BlobObject, t == plumbing.TagObject:
+			return t, size, true
+		}
+		return 0, 0, false
+	}
+	return 0, 0, false
+}
+
+// planArchive decides which files of an arriving run's archive tree go
+// into runs/<id>/ (files that already exist are left as they are), from
+// pre when pre.ok (readArchive), else through go-git. When the run's
+// directory exists (a run that arrives again after a killed sync, or files
+// made by hand), the files are written into it now, as temp files of batch
+// that its Commit puts in place, and the plan is nil; else the plan's write
+// adds the directory to batch whole, and may run beside other plans'
+// writes. The caller holds the store lock; no other goroutine uses go-git.
 //
 // Only ArchiveNames are written, each at most maxArrivingArchiveFile bytes,
 // the run's files at most maxRunArchiveBytes together and the pull's at
-// most what budget has left; what is skipped is noted in budget.
-func (g *Repo) writeArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, budget *archiveBudget, batch *atomicfile.Batch) error {
+// most what budget has left; what is skipped is noted in budget and in the
+// run's NotFetchedMarker.
+func (g *Repo) planArchive(s *ledger.Store, id ledger.RunID, tree plumbing.Hash, pre archiveRead, budget *archiveBudget, batch *atomicfile.Batch) (*archivePlan, error) {
 	dir, err := s.RunDir(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t, err := g.TreeObject(tree)
-	if err != nil {
-		return fmt.Errorf("unable to read the archive of %s: %w", id, err)
+	if !pre.ok {
+		t, err := g.TreeObject(tree)
+		if err != nil {
+			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+		}
+		pre = archiveRead{ok: true, entries: t.Entries, sizes: make([]int64, len(t.Entries))}
+		for i := range pre.sizes {
+			pre.sizes[i] = -1
+		}
+		pre.exists = (*runDirs)(nil).exists(dir)
 	}
-	// A run arrives again when a sync was killed before its ledger line:
-	// what that sync had half-written goes first.
-	atomicfile.RemoveStaleTemps(dir)
-	var writes []atomicfile.File
+	exists := pre.exists
+	p := &archivePlan{dir: dir}
 	var runBytes int64
-	skipped := 0
-	for _, e := range t.Entries {
+	for i, e := range pre.entries {
 		if !e.Mode.IsFile() || e.Mode == filemode.Symlink || !archiveName(e.Name) {
 			continue // never from a remote: a link, a path, a name memorylab does not write
 		}
-		p := filepath.Join(dir, e.Name)
-		if _, err := os.Lstat(p); err == nil {
-			continue
+		if exists {
+			if _, err := os.Lstat(filepath.Join(dir, e.Name)); err == nil {
+				continue
+			}
 		}
-		b, err := g.BlobObject(e.Hash)
-		if err != nil {
-			return fmt.Errorf("unable to read the archive of %s: %w", id, err)
+		f := arrivingFile{name: e.Name, hash: e.Hash, size: pre.sizes[i]}
+		if f.size < 0 {
+			b, err := g.BlobObject(e.Hash)
+			if err != nil {
+				return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+			}
+			f.size = b.Size
 		}
 		skip := ""
 		switch {
-		case b.Size > maxArrivingArchiveFile:
-			skip = fmt.Sprintf("%d bytes, over the %d MiB of one archive file", b.Size, maxArrivingArchiveFile>>20)
-		case runBytes+b.Size > budget.perRun:
+		case f.size > maxArrivingArchiveFile:
+			skip = fmt.Sprintf("%d bytes, over the %d MiB of one archive file", f.size, maxArrivingArchiveFile>>20)
+		case runBytes+f.size > budget.perRun:
 			skip = fmt.Sprintf("the run's archive would pass %d MiB", budget.perRun>>20)
-		case b.Size > budget.left:
+		case f.size > budget.left:
 			skip = fmt.Sprintf("one pull writes at most %d GiB of archives; the rest stay on the remote", maxPullArchiveBytes>>30)
 		}
 		if skip != "" {
 			budget.skipped = append(budget.skipped, fmt.Sprintf("%s/%s: %s", id, e.Name, skip))
-			skipped++
+			p.skipped = true
 			continue
 		}
-		runBytes += b.Size
-		budget.left -= b.Size
-		writes = append(writes, atomicfile.File{Path: p, Perm: 0o644, Write: func(w io.Writer) error {
-			rd, err := b.Reader()
-			if err != nil {
-				return err
-			}
-			defer rd.Close()
-			_, err = io.Copy(w, io.LimitReader(rd, maxArrivingArchiveFile))
+		runBytes += f.size
+		budget.left -= f.size
+		p.files = append(p.files, f)
+	}
+	if !exists {
+		if len(p.files) == 0 && !p.skipped {
+			return nil, nil
+		}
+		return p, nil
+	}
+	// A run arrives again when a sync was killed before its ledger line:
+	// what that sync had half-written goes first.
+	atomicfile.RemoveStaleTemps(dir)
+	if p.skipped {
+		// doctor then counts the missing files as left on the remote.
+		if err := markNotFetched(s, id, notFetchedOverCaps); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.files) == 0 {
+		return nil, nil
+	}
+	// Serially, through go-git: no other goroutine reads it now.
+	br := &blobReader{g: g, packs: &localPacks{}, mu: &sync.Mutex{}}
+	if err := batch.Add(dir, p.writes(br)); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+const notFetchedOverCaps = "some archive files of this run stayed on the remote: over a pull's size caps\n"
+
+// archivePlan is an arriving run's archive to write into dir, a directory
+// that does not exist yet.
+type archivePlan struct {
+	dir     string
+	files   []arrivingFile
+	skipped bool // some files stayed on the remote: NotFetchedMarker too
+}
+
+// arrivingFile is one file of an arriving run's archive, in the pack.
+type arrivingFile struct {
+	name string
+	hash plumbing.Hash
+	size int64 // as its header says
+}
+
+// writes are the plan's files, their content read through br.
+func (p *archivePlan) writes(br *blobReader) []atomicfile.File {
+	out := make([]atomicfile.File, 0, len(p.files)+1)
+	for _, f := range p.files {
+		out = append(out, atomicfile.File{Path: filepath.Join(p.dir, f.name), Perm: 0o644, Write: func(w io.Writer) error {
+			return br.copyBlob(w, f.hash, f.size)
+		}})
+	}
+	if p.skipped {
+		out = append(out, atomicfile.File{Path: filepath.Join(p.dir, ledger.NotFetchedMarker), Perm: 0o644, Write: func(w io.Writer) error {
+			_, err := io.WriteString(w, notFetchedOverCaps)
 			return err
 		}})
 	}
-	if skipped > 0 {
-		// doctor then counts the missing files as left on the remote.
-		if err := markNotFetched(s, id, "some archive files of this run stayed on the remote: over a pull's size caps\n"); err != nil {
-			return err
-		}
-	}
-	if len(writes) == 0 {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("unable to create %s: %w", dir, err)
-	}
-	return batch.Add(dir, writes)
+	return out
+}
+
+// write adds the plan's directory to batch, whole: its files are written
+// into a temp directory that batch's Commit renames to p.dir.
+func (p *archivePlan) write(br *blobReader, batch *atomicfile.Batch) error {
+	return batch.AddDir(p.dir, 0o755, p.writes(br))
 }

@@ -106,7 +106,7 @@ func TestFirstPushFoldsCanonicalLines(t *testing.T) {
 	for id := range want {
 		dir := filepath.Join(runs, string(id))
 		h, has := set.archive(id)
-		files := archiveOf(t, rg, h, has)
+		files := archiveTreeFiles(t, rg, h, has)
 		wantFiles := map[string]string{}
 		if st, err := os.Stat(dir); err == nil && st.IsDir() {
 			for _, name := range ArchiveNames {
@@ -128,7 +128,7 @@ func TestFirstPushFoldsCanonicalLines(t *testing.T) {
 		t.Fatalf("only %d runs have an archive", archived)
 	}
 	oh, has := set.archive(odd)
-	if got := names(archiveOf(t, rg, oh, has)); strings.Join(got, ",") != "run.log,summary.json" {
+	if got := names(archiveTreeFiles(t, rg, oh, has)); strings.Join(got, ",") != "run.log,summary.json" {
 		t.Errorf("run %s: archive %v, want run.log and summary.json", odd, got)
 	}
 }
@@ -140,8 +140,8 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// archiveOf reads the files of archive tree h (none when !has).
-func archiveOf(t *testing.T, sto storer.EncodedObjectStorer, h plumbing.Hash, has bool) map[string]string {
+// archiveTreeFiles reads the files of archive tree h (none when !has).
+func archiveTreeFiles(t *testing.T, sto storer.EncodedObjectStorer, h plumbing.Hash, has bool) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	if !has {

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,25 +207,68 @@ func TestArchiveByteCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
+	packs, err := Of(g).openPacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer packs.close()
+	type capCase struct {
 		name         string
 		left, perRun int64
 		want         []string // files written
 		skipped      string
-	}{
-		{"under both caps", 10 << 20, 10 << 20, []string{"run.log", "summary.json", "train.patch"}, ""},
-		{"per run", 10 << 20, 2 << 20, []string{"run.log", "summary.json"}, "train.patch: the run's archive would pass 2 MiB"},
-		{"per pull", 1 << 20, 10 << 20, []string{"run.log"}, "summary.json: one pull writes at most 4 GiB of archives"},
-	} {
+		exists       bool // the run's directory is there (empty) before the pull: written file by file
+		viaGit       bool // the tree read through go-git, not off the pack
+	}
+	var cases []capCase
+	for _, exists := range []bool{false, true} {
+		for _, viaGit := range []bool{false, true} {
+			for _, tc := range []capCase{
+				{"under both caps", 10 << 20, 10 << 20, []string{"run.log", "summary.json", "train.patch"}, "", false, false},
+				{"per run", 10 << 20, 2 << 20, []string{"run.log", "summary.json"}, "train.patch: the run's archive would pass 2 MiB", false, false},
+				{"per pull", 1 << 20, 10 << 20, []string{"run.log"}, "summary.json: one pull writes at most 4 GiB of archives", false, false},
+			} {
+				tc.exists, tc.viaGit = exists, viaGit
+				if exists {
+					tc.name += ", directory there"
+				}
+				if viaGit {
+					tc.name += ", through go-git"
+				}
+				cases = append(cases, tc)
+			}
+		}
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			id := ledger.RunID("20261122T013000Z-0123abc")
 			s, _, err := ledger.InitStore(filepath.Join(t.TempDir(), "store"), filepath.Join(t.TempDir(), "results.tsv"), ledger.DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.exists {
+				dir, _ := s.RunDir(id)
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
 			budget := &archiveBudget{left: tc.left, perRun: tc.perRun}
 			var batch atomicfile.Batch
-			err = Of(g).writeArchive(s, id, tree, budget, &batch)
+			br := &blobReader{g: Of(g), packs: packs, mu: &sync.Mutex{}}
+			var pre archiveRead
+			if !tc.viaGit {
+				dir, _ := s.RunDir(id)
+				if pre = br.readArchive(dir, tree, &runDirs{}); !pre.ok || pre.exists != tc.exists {
+					t.Fatalf("readArchive: %+v", pre)
+				}
+			}
+			p, err := Of(g).planArchive(s, id, tree, pre, budget, &batch)
+			if (p == nil) != tc.exists {
+				t.Fatalf("plan %v with the directory there: %v", p, tc.exists)
+			}
+			if err == nil && p != nil {
+				err = p.write(br, &batch)
+			}
 			if err == nil {
 				err = batch.Commit()
 			}
@@ -232,6 +276,14 @@ func TestArchiveByteCaps(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir, _ := s.RunDir(id)
+			if _, err := os.Stat(atomicfile.TempDir(dir)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("temp directory left: %v", err)
+			}
+			for i, name := range ArchiveNames[:3] {
+				if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil && !bytes.Equal(b, mib(1, byte('a'+i))) {
+					t.Fatalf("%s: %d bytes, not its blob", name, len(b))
+				}
+			}
 			var got []string
 			entries, _ := os.ReadDir(dir)
 			marked := false

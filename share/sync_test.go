@@ -1,6 +1,7 @@
 package share
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -655,8 +656,9 @@ func BenchmarkSync300(b *testing.B) {
 }
 
 // FuzzDecodeRemoteRecord: remote ledger blobs are untrusted. Decoding either
-// fails cleanly or yields a record named by its blob that survives a
-// marshal → decode round trip unchanged.
+// fails cleanly or yields a record named by its blob and a ledger line —
+// one line, the blob itself when verbatim — that encoding/json decodes into
+// the same record as the blob, and that decodes again to itself.
 func FuzzDecodeRemoteRecord(f *testing.F) {
 	for i, line := range strings.Split(string(corpusFile(f, "experiments.jsonl")), "\n") {
 		if line != "" && i < 40 {
@@ -664,32 +666,45 @@ func FuzzDecodeRemoteRecord(f *testing.F) {
 		}
 	}
 	f.Add(`{"run_id":"20261122T010000Z-abcdef0-1a2b","status":"keep","metrics":{"val_bpb":0.99}}`)
+	f.Add(`{"run_id":"20261122T010000Z-abcdef0-1a2b","notes":"n","error":{"summary":"s","tail":["t"]}}`)
+	f.Add("{\"run_id\":\"20261122T010000Z-abcdef0-1a2b\",\n\"status\":\"keep\"}")
+	f.Add(`{"run_id":"20261122T010000Z-abcdef0-1a2b","status":"keep","status":"crash"}`)
 	f.Add(`{"run_id":"../../evil"}`)
 	f.Add(`{"run_id":"20261122T010000Z-abcdef0","schema_version":99}`)
-	f.Fuzz(func(t *testing.T, line string) {
+	f.Fuzz(func(t *testing.T, blob string) {
 		var probe struct {
 			RunID string `json:"run_id"`
 		}
-		_ = json.Unmarshal([]byte(line), &probe)
+		_ = json.Unmarshal([]byte(blob), &probe)
 		id := ledger.RunID(probe.RunID)
-		r, err := decodeRemoteRecord(id, []byte(line))
+		r, line, verbatim, err := decodeRemoteRecord(id, []byte(blob))
 		if err != nil {
 			return
 		}
 		if r.RunID != id {
 			t.Fatalf("decoded run %q from blob %q", r.RunID, id)
 		}
-		b, err := ledger.MarshalRecord(r)
-		if err != nil {
-			t.Fatalf("marshal: %v", err)
+		if bytes.ContainsAny(line, "\r\n") {
+			t.Fatalf("line %q is not one line", line)
 		}
-		r2, err := decodeRemoteRecord(id, b)
-		if err != nil {
-			t.Fatalf("re-decode: %v", err)
+		if verbatim && string(line) != strings.TrimSpace(blob) {
+			t.Fatalf("verbatim line %q is not the blob %q", line, blob)
 		}
-		b2, _ := ledger.MarshalRecord(r2)
+		var want, got ledger.Record
+		if err := json.Unmarshal([]byte(blob), &want); err != nil {
+			t.Fatalf("blob: %v", err)
+		}
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Fatalf("line: %v", err)
+		}
+		b, _ := ledger.MarshalRecord(&want)
+		b2, _ := ledger.MarshalRecord(&got)
 		if string(b) != string(b2) {
-			t.Fatalf("round trip differs:\n%s\n%s", b, b2)
+			t.Fatalf("the line decodes to another record:\n%s\n%s", b, b2)
+		}
+		_, line2, _, err := decodeRemoteRecord(id, line)
+		if err != nil || string(line2) != string(line) {
+			t.Fatalf("re-decode: %q, %v", line2, err)
 		}
 	})
 }

@@ -1,0 +1,173 @@
+package share
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/ledger"
+)
+
+// logArchived logs a run on c, as logRun does, with an archive of two
+// files (run.log, summary.json) and an empty train.patch.
+func (c *syncClone) logArchived(t *testing.T) ledger.RunID {
+	t.Helper()
+	id := c.logRun(t)
+	dir, err := c.store.RunDir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range archiveOf(id) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return id
+}
+
+// archiveOf is the archive logArchived writes for id.
+func archiveOf(id ledger.RunID) map[string]string {
+	return map[string]string{
+		"run.log":      strings.Repeat(fmt.Sprintf("step of %s\n", id), 200),
+		"summary.json": fmt.Sprintf("{\"run\":%q}\n", id),
+		"train.patch":  "",
+	}
+}
+
+// checkArchives fails unless each of ids has exactly archiveOf's files in
+// c's store, and no temp directory is left in runs/.
+func (c *syncClone) checkArchives(t *testing.T, ids []ledger.RunID) {
+	t.Helper()
+	for _, id := range ids {
+		dir, _ := c.store.RunDir(id)
+		want := archiveOf(id)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if len(entries) != len(want) {
+			t.Errorf("%s: %d files, want %d", id, len(entries), len(want))
+		}
+		for name, content := range want {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || string(b) != content {
+				t.Errorf("%s/%s: %d bytes (%v), want %d", id, name, len(b), err, len(content))
+			}
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().Perm() != 0o644 {
+				t.Errorf("%s/%s: mode %v", id, name, fi.Mode())
+			}
+		}
+	}
+	runs, _ := os.ReadDir(c.store.Path(ledger.RunsDir))
+	for _, e := range runs {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("left in runs/: %s", e.Name())
+		}
+	}
+}
+
+// TestFreshPullAppendsBlobsAsTheyCame: a first pull appends each arriving
+// record as the line its blob holds (byte for byte the line the pushing
+// machine logged), writes every archive whole, and leaves the sync state
+// past its arrivals, so the next pull of one run decodes no ledger line.
+// Before, the next pull's fold decoded and re-encoded every record the
+// first pull had appended (100k runs: 9 s of CPU).
+func TestFreshPullAppendsBlobsAsTheyCame(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start)
+	var ids []ledger.RunID
+	for i := 0; i < 40; i++ {
+		ids = append(ids, a.logArchived(t))
+	}
+	a.push(t, ctx)
+	if res := b.pull(t, ctx); res.Arrived != len(ids) || len(res.Refused) > 0 {
+		t.Fatalf("fresh pull: %+v", res)
+	}
+	la, err := os.ReadFile(a.store.LedgerPath())
+	ok(t, err)
+	lb, err := os.ReadFile(b.store.LedgerPath())
+	ok(t, err)
+	if !bytes.Equal(la, lb) {
+		t.Fatalf("the pulled ledger differs from the pushed one:\n%s\n---\n%s", la, lb)
+	}
+	b.checkArchives(t, ids)
+
+	ids = append(ids, a.logArchived(t))
+	a.push(t, ctx)
+	decoded := ledger.RecordsDecoded()
+	if res := b.pull(t, ctx); res.Arrived != 1 || len(res.Conflicts) > 0 {
+		t.Fatalf("pull of one run: %+v", res)
+	}
+	if n := ledger.RecordsDecoded() - decoded; n != 0 {
+		t.Errorf("the pull of one run after a fresh pull decoded %d ledger lines, want 0", n)
+	}
+	b.checkArchives(t, ids)
+	// And the next fold still finds a line logged here after them.
+	b.logRun(t)
+	if res := b.push(t, ctx); res.Folded != 1 || len(res.Conflicts) > 0 {
+		t.Fatalf("push after: %+v", res)
+	}
+}
+
+// TestPullFinishesAKilledPull: a pull killed while writing archives leaves
+// a run's files in a temp directory beside runs/<id> (never counted as its
+// archive: doctor and every reader look up runs/<id>), or a directory of
+// some of its files from an older memorylab that wrote file by file; the
+// run's ledger line was not appended. The next pull writes each archive
+// whole, keeps the files that were there, and leaves no temp directory.
+func TestPullFinishesAKilledPull(t *testing.T) {
+	for _, listFrom := range []int{listRunDirsFrom, 1} {
+		t.Run(fmt.Sprintf("runs/ listed from %d arrivals", listFrom), func(t *testing.T) {
+			defer func(old int) { listRunDirsFrom = old }(listRunDirsFrom)
+			listRunDirsFrom = listFrom
+			testPullFinishesAKilledPull(t)
+		})
+	}
+}
+
+func testPullFinishesAKilledPull(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start)
+	var ids []ledger.RunID
+	for i := 0; i < 3; i++ {
+		ids = append(ids, a.logArchived(t))
+	}
+	a.push(t, ctx)
+	// ids[0]: half written into its temp directory.
+	dir0, _ := b.store.RunDir(ids[0])
+	tmp := atomicfile.TempDir(dir0)
+	ok(t, os.MkdirAll(tmp, 0o755))
+	ok(t, os.WriteFile(filepath.Join(tmp, "run.log"), []byte("step of"), 0o644))
+	// ids[1]: run.log in place, from a sync that wrote file by file.
+	dir1, _ := b.store.RunDir(ids[1])
+	ok(t, os.MkdirAll(dir1, 0o755))
+	ok(t, os.WriteFile(filepath.Join(dir1, "run.log"), []byte(archiveOf(ids[1])["run.log"]), 0o644))
+	ok(t, os.WriteFile(filepath.Join(dir1, ".summary.json.tmp-123"), []byte("{"), 0o600))
+	if _, err := os.Stat(dir0); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s counts as an archive before the pull: %v", ids[0], err)
+	}
+	if res := b.pull(t, ctx); res.Arrived != len(ids) {
+		t.Fatalf("pull: %+v", res)
+	}
+	b.checkArchives(t, ids)
+	if tmps, _ := filepath.Glob(filepath.Join(dir1, ".*")); len(tmps) > 0 {
+		t.Errorf("left: %v", tmps)
+	}
+}
