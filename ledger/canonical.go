@@ -246,30 +246,9 @@ func appendLineStrings(b []byte, ss []string) []byte {
 	return append(b, ']')
 }
 
-// appendStringMap encodes m with its keys sorted, as encoding/json does.
-func appendStringMap(b []byte, m map[string]string) []byte {
-	if m == nil {
-		return append(b, "null"...)
-	}
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendLineString(b, k)
-		b = append(b, ':')
-		b = appendLineString(b, m[k])
-	}
-	return append(b, '}')
-}
-
-func appendMetrics(b []byte, m Metrics) ([]byte, bool) {
+// appendObject encodes m as encoding/json does, its keys sorted and each
+// value written by value (false: a value it cannot write).
+func appendObject[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, bool)) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
 	}
@@ -286,16 +265,27 @@ func appendMetrics(b []byte, m Metrics) ([]byte, bool) {
 		}
 		b = appendLineString(b, k)
 		b = append(b, ':')
-		if v := m[k]; v == nil {
-			b = append(b, "null"...)
-		} else {
-			var ok bool
-			if b, ok = appendJSONFloat(b, *v); !ok {
-				return b, false
-			}
+		var ok bool
+		if b, ok = value(b, m[k]); !ok {
+			return b, false
 		}
 	}
 	return append(b, '}'), true
+}
+
+// appendStringMap encodes m with its keys sorted, as encoding/json does.
+func appendStringMap(b []byte, m map[string]string) []byte {
+	b, _ = appendObject(b, m, func(b []byte, v string) ([]byte, bool) { return appendLineString(b, v), true })
+	return b
+}
+
+func appendMetrics(b []byte, m Metrics) ([]byte, bool) {
+	return appendObject(b, m, func(b []byte, v *float64) ([]byte, bool) {
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		return appendJSONFloat(b, *v)
+	})
 }
 
 // appendJSONFloat is encoding/json's float64 encoding; false for NaN and

@@ -701,15 +701,10 @@ func ScanCanonicalFrom[T any](s *Store, from int64, work func(r *Record, canon [
 		}
 		return nil
 	})
-	end = f.Size()
-	for i := range warnings {
-		warnings[i].Offset += from
-		// Do not claim to cover a torn tail: a writer may still be finishing it.
-		if warnings[i].Torn {
-			end = warnings[i].Offset
-		}
+	if err != nil {
+		return from, warnings, err
 	}
-	return end, warnings, err
+	return placeWarnings(f, from, f.Size(), warnings)
 }
 
 // ScanFromParallel is ScanFrom with JSON decoding spread over the
@@ -726,13 +721,8 @@ func (s *Store) ScanFromParallel(from int64, fn func(r *Record, line int, offset
 	warnings, err = ScanReaderParallel(io.NewSectionReader(f, from, f.Size()-from), func(r *Record, line int, off int64) error {
 		return fn(r, line, from+off)
 	})
-	end = f.Size()
-	for i := range warnings {
-		warnings[i].Offset += from
-		// Do not claim to cover a torn tail: a writer may still be finishing it.
-		if warnings[i].Torn {
-			end = warnings[i].Offset
-		}
+	if err != nil {
+		return from, warnings, err
 	}
-	return end, warnings, err
+	return placeWarnings(f, from, f.Size(), warnings)
 }

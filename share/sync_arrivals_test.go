@@ -85,15 +85,7 @@ func (c *syncClone) checkArchives(t *testing.T, ids []ledger.RunID) {
 // first pull had appended (100k runs: 9 s of CPU).
 func TestFreshPullAppendsBlobsAsTheyCame(t *testing.T) {
 	ctx := context.Background()
-	remote := newBareRemote(t)
-	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	a := newSyncClone(t, "a", remote, start)
-	b := newSyncClone(t, "b", remote, start)
-	var ids []ledger.RunID
-	for i := 0; i < 40; i++ {
-		ids = append(ids, a.logArchived(t))
-	}
-	a.push(t, ctx)
+	a, b, ids := pushedArchivedRuns(t, ctx, 40)
 	if res := b.pull(t, ctx); res.Arrived != len(ids) || len(res.Refused) > 0 {
 		t.Fatalf("fresh pull: %+v", res)
 	}
@@ -141,15 +133,7 @@ func TestPullFinishesAKilledPull(t *testing.T) {
 
 func testPullFinishesAKilledPull(t *testing.T) {
 	ctx := context.Background()
-	remote := newBareRemote(t)
-	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	a := newSyncClone(t, "a", remote, start)
-	b := newSyncClone(t, "b", remote, start)
-	var ids []ledger.RunID
-	for i := 0; i < 3; i++ {
-		ids = append(ids, a.logArchived(t))
-	}
-	a.push(t, ctx)
+	_, b, ids := pushedArchivedRuns(t, ctx, 3)
 	// ids[0]: half written into its temp directory.
 	dir0, _ := b.store.RunDir(ids[0])
 	tmp := atomicfile.TempDir(dir0)
@@ -170,4 +154,19 @@ func testPullFinishesAKilledPull(t *testing.T) {
 	if tmps, _ := filepath.Glob(filepath.Join(dir1, ".*")); len(tmps) > 0 {
 		t.Errorf("left: %v", tmps)
 	}
+}
+
+// pushedArchivedRuns is two clones of one remote, a having logged n runs
+// with archives and pushed them, b with nothing yet.
+func pushedArchivedRuns(t *testing.T, ctx context.Context, n int) (a, b *syncClone, ids []ledger.RunID) {
+	t.Helper()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a = newSyncClone(t, "a", remote, start)
+	b = newSyncClone(t, "b", remote, start)
+	for range n {
+		ids = append(ids, a.logArchived(t))
+	}
+	a.push(t, ctx)
+	return a, b, ids
 }
