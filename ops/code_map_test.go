@@ -5,9 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
-	"github.com/memorylab/memorylab/novelty"
 )
 
 // TestOpenCodeMapsInAOneShotCommand: check's resurfacing and code verdicts
@@ -17,21 +15,7 @@ import (
 // runs.
 func TestOpenCodeMapsInAOneShotCommand(t *testing.T) {
 	defer MapCachesForLife(false)
-	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
-	step := sweepStep(t, repo, env, tick)
-	step("baseline", "8", "0.04", ledger.StatusKeep, 0.99)
-	step("raise matrix LR to 0.06", "8", "0.06", ledger.StatusDiscard, 1.0)
-	s, _, err := env.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(novelty.SyntheticRecords(2000, 5)...); err != nil {
-		t.Fatal(err)
-	}
-	g, err := gitrepo.OpenRepo(repo.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, s, g := sweptLab(t, 2000)
 	if _, err := ParamsOf(env, s, g, ParamsInput{}); err != nil { // builds the code cache
 		t.Fatal(err)
 	}

@@ -17,24 +17,8 @@ import (
 // allocation of its own, and the sweeps are those of the rule over every
 // run (sweeps of codeSet.all).
 func TestParamsFoldsLineByLine(t *testing.T) {
-	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
-	step := sweepStep(t, repo, env, tick)
-	step("baseline", "8", "0.04", ledger.StatusKeep, 0.99)
-	step("raise matrix LR to 0.06", "8", "0.06", ledger.StatusDiscard, 1.0)
-	step("depth 12", "12", "0.04", ledger.StatusKeep, 0.97)
-	step("lower matrix LR to 0.03", "12", "0.03", ledger.StatusDiscard, 0.975)
-	s, _, err := env.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const runs = 6000
-	if err := s.Append(novelty.SyntheticRecords(runs, 5)...); err != nil {
-		t.Fatal(err)
-	}
-	g, err := gitrepo.OpenRepo(repo.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, s, g := sweptLab(t, runs)
 	got, err := ParamsOf(env, s, g, ParamsInput{}) // builds the code cache and the registry state
 	if err != nil {
 		t.Fatal(err)
@@ -115,4 +99,28 @@ func TestEachRunIsAll(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) != 8 {
 		t.Errorf("eachRun:\n%s\nall:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// sweptLab is a lab whose four runs swept depth and the matrix LR (two
+// kept, two discarded), followed by runs synthetic records without code.
+func sweptLab(t *testing.T, runs int) (Env, *ledger.Store, *gitrepo.Repo) {
+	t.Helper()
+	repo, env, tick := scratchLab(t, trainPy("8", "0.04"))
+	step := sweepStep(t, repo, env, tick)
+	step("baseline", "8", "0.04", ledger.StatusKeep, 0.99)
+	step("raise matrix LR to 0.06", "8", "0.06", ledger.StatusDiscard, 1.0)
+	step("depth 12", "12", "0.04", ledger.StatusKeep, 0.97)
+	step("lower matrix LR to 0.03", "12", "0.03", ledger.StatusDiscard, 0.975)
+	s, _, err := env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(novelty.SyntheticRecords(runs, 5)...); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gitrepo.OpenRepo(repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, s, g
 }
