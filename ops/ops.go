@@ -158,3 +158,9 @@ func UnwrapPathErr(err error) error {
 	}
 	return err
 }
+
+// MapCachesForLife says whether this process runs one command and exits
+// (the CLI) rather than serving many (serve, mcp): caches decoded in
+// place, the registry state among them, are then mapped rather than read
+// (ledger.MapCachesForLife).
+func MapCachesForLife(on bool) { ledger.MapCachesForLife(on) }

@@ -226,9 +226,3 @@ func RefreshRegistry(now time.Time, notice io.Writer, s *ledger.Store, outOfOrde
 	}
 	return SaveRegistry(s, st, fp, behind, RegistryCacheLag, now)
 }
-
-// MapCachesForLife says whether this process runs one command and exits
-// (the CLI) rather than serving many (serve, mcp): caches decoded in
-// place, the registry state among them, are then mapped rather than read
-// (ledger.MapCachesForLife).
-func MapCachesForLife(on bool) { ledger.MapCachesForLife(on) }
