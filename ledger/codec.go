@@ -248,16 +248,6 @@ func pickStrings(obj []byte, names []string, dst []*string) (ok, scanned bool) {
 	}
 }
 
-// PickRunDescription reads the run_id and description of a ledger line
-// without decoding the rest, as json.Unmarshal into a Record would read
-// them; ok is false when the line is not plain, well-formed JSON to this
-// scanner or a picked value is not a string, and the caller decodes it.
-func PickRunDescription(line []byte) (id RunID, desc string, ok bool) {
-	var s string
-	good, scanned := pickStrings(line, []string{"run_id", "description"}, []*string{&s, &desc})
-	return RunID(s), desc, good && scanned
-}
-
 // plainASCII reports whether b holds only printable ASCII without a
 // backslash: a key that is its own unquoted form.
 func plainASCII(b []byte) bool {

@@ -41,35 +41,3 @@ func FuzzPickStrings(f *testing.F) {
 		}
 	})
 }
-
-// FuzzPickRunDescription: when the picker answers (ok), it gives the run id
-// and description json.Unmarshal into a Record gives (check compares the
-// descriptions of a group's runs this way: issue 30).
-func FuzzPickRunDescription(f *testing.F) {
-	for _, s := range []string{
-		`{"run_id":"20261122T010000Z-abc","description":"raise LR","status":"keep","metrics":{"val_bpb":0.9}}`,
-		`{"Description":"a","description":"b","RUN_ID":"x"}`,
-		`{"run_id":"x","descriptıon":"dotless","deſcription":"long s"}`,
-		`{"run_id":"x","description":"a\nb \u00e9 \"q\""}`,
-		`{"run_id":"x","description":null}`, `{"run_id":"x","description":5}`, `{"run_id":"x"} `, `[]`, `{}`,
-		`{"run_id":"x","description":"d","metrics":"bad"}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		id, desc, ok := PickRunDescription(b)
-		if !ok || !json.Valid(b) {
-			return
-		}
-		var want struct {
-			RunID       RunID  `json:"run_id"`
-			Description string `json:"description"`
-		}
-		if err := json.Unmarshal(b, &want); err != nil {
-			t.Fatalf("%q: picked %q %q, json refuses: %v", b, id, desc, err)
-		}
-		if id != want.RunID || desc != want.Description {
-			t.Fatalf("%q: picked %q %q, json %q %q", b, id, desc, want.RunID, want.Description)
-		}
-	})
-}

@@ -1,6 +1,8 @@
 package novelty
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,6 +17,9 @@ type Run struct {
 	Status string   // keep, discard or crash
 	Tie    bool     // a discard within the tie margin of the champion (Record.Tie)
 	Value  *float64 // the store's primary metric; nil when missing
+	// Fold is DescriptionKey of the run's description when it is not its
+	// group's Fold; 0 when it is (Group.Add).
+	Fold uint64
 }
 
 // Group is a set of prior runs with the same normalised comparison text
@@ -29,7 +34,49 @@ type Group struct {
 	// run: runs share it unless the description, hypothesis and tags split
 	// one comparison text differently).
 	Desc string
+	// Fold is DescriptionKey of the description of the group's first run:
+	// whether a run repeats the probe's description exactly is told from
+	// the keys, without reading the runs (issue 30: at a million runs a
+	// group with the probe's normalised description holds thousands).
+	Fold uint64
 	Runs []Run // ledger order
+}
+
+// Add appends run, whose record's description is desc, to g. The first
+// run sets g's Fold; a later run keeps its own only when it differs.
+func (g *Group) Add(run Run, desc string) {
+	g.AddKeyed(run, DescriptionKey(desc))
+}
+
+// AddKeyed is Add with the description's key already known.
+func (g *Group) AddKeyed(run Run, key uint64) {
+	if g.Fold == 0 {
+		g.Fold = key
+	}
+	if key != g.Fold {
+		run.Fold = key
+	}
+	g.Runs = append(g.Runs, run)
+}
+
+// foldOf is DescriptionKey of the description of run, one of g's runs.
+func (g *Group) foldOf(run *Run) uint64 {
+	if run.Fold != 0 {
+		return run.Fold
+	}
+	return g.Fold
+}
+
+// DescriptionKey is a key of FoldDescription(desc): equal descriptions
+// after folding have equal keys, and different ones do not (the first 8
+// bytes of a SHA-256: a crafted collision takes about 2^64 tries). It is
+// never 0.
+func DescriptionKey(desc string) uint64 {
+	sum := sha256.Sum256([]byte(FoldDescription(desc)))
+	if k := binary.BigEndian.Uint64(sum[:8]); k != 0 {
+		return k
+	}
+	return 1
 }
 
 // groupKey identifies the group of a normalised text and a family.
@@ -69,25 +116,7 @@ func Check(idx Index, probe Probe, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	describe := func(off int64) (string, error) {
-		r, err := idx.Record(off)
-		if err != nil {
-			return "", err
-		}
-		return r.Description, nil
-	}
-	if d, ok := idx.(Describer); ok {
-		describe = d.Description
-	}
-	return evaluateGroups(probe, groups, nil, idx.Record, describe, opts)
-}
-
-// Describer is an Index that reads the description of the run at a ledger
-// offset for less than its whole record (ledger/index): a group whose
-// normalised description is the probe's has each of its runs' descriptions
-// compared, and at a million runs such a group holds thousands.
-type Describer interface {
-	Description(offset int64) (string, error)
+	return evaluateGroups(probe, groups, nil, idx.Record, opts)
 }
 
 // Evaluate scores probe against every record (in ledger order) and
@@ -118,7 +147,7 @@ func GroupRecords(records []*ledger.Record, metric string) []Group {
 			idx[k] = gi
 			groups = append(groups, Group{Norm: norm, Family: r.Family, Desc: Normalize(r.Description)})
 		}
-		groups[gi].Runs = append(groups[gi].Runs, RunOf(r, int64(i), metric))
+		groups[gi].Add(RunOf(r, int64(i), metric), r.Description)
 	}
 	return groups
 }
@@ -170,23 +199,14 @@ func less(a, b *ref, higherIsBetter bool) bool {
 // EvaluateGroups classifies probe against groups; lookup reads the records
 // shown in the result.
 func EvaluateGroups(probe Probe, groups []Group, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
-	return evaluateGroups(probe, groups, nil, lookup, nil, opts)
+	return evaluateGroups(probe, groups, nil, lookup, opts)
 }
 
 // evaluateGroups is EvaluateGroups; texts, when not nil, holds the
 // prepared text of each group.
 func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offset int64) (*ledger.Record, error),
-	describe func(offset int64) (string, error), opts Options) (Result, error) {
+	opts Options) (Result, error) {
 	opts = opts.withDefaults()
-	if describe == nil {
-		describe = func(off int64) (string, error) {
-			r, err := lookup(off)
-			if err != nil {
-				return "", err
-			}
-			return r.Description, nil
-		}
-	}
 	text := probe.Text()
 	pt := Prepare(text)
 	// The same description, ignoring case and whitespace, is a duplicate
@@ -195,7 +215,7 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 	// description equal only after aliasing is not (issue 25): groups whose
 	// normalised description equals the probe's are checked run by run.
 	pdesc := Normalize(probe.Description)
-	pfold := FoldDescription(probe.Description)
+	pkey := DescriptionKey(probe.Description)
 	pnums := descNumbers(pdesc)
 	threshold, effective := Thresholds(opts.Threshold, opts.Mode)
 	familyFloor := threshold - FamilySlack
@@ -233,16 +253,10 @@ func evaluateGroups(probe Probe, groups []Group, texts []*Text, lookup func(offs
 		neighbour := sweepNeighbours(pnums, descNumbers(g.Desc))
 		duplicate := pt.Norm == gt.Norm || (!neighbour && score >= DuplicateScore && equalSets(pt.Tokens, gt.Tokens))
 		groupMatches := score >= effective || duplicate || (sameFamily && score >= familyFloor)
-		for _, run := range g.Runs {
+		for i := range g.Runs {
+			run := &g.Runs[i]
 			r := ref{score: score, value: run.Value, offset: run.Offset}
-			dup := duplicate
-			if !dup && sameNormDesc {
-				desc, err := describe(run.Offset)
-				if err != nil {
-					return Result{}, fmt.Errorf("unable to read run at ledger offset %d: %w", run.Offset, err)
-				}
-				dup = FoldDescription(desc) == pfold
-			}
+			dup := duplicate || (sameNormDesc && g.foldOf(run) == pkey)
 			// A tie (a discard within the tie margin of the champion) is
 			// not a failure: it is evidence against no idea (issue 25).
 			tie := run.Status == ledger.StatusDiscard && run.Tie
@@ -436,5 +450,5 @@ func NewCorpus(groups []Group) *Corpus {
 
 // Evaluate is EvaluateGroups over the prepared corpus.
 func (c *Corpus) Evaluate(probe Probe, lookup func(offset int64) (*ledger.Record, error), opts Options) (Result, error) {
-	return evaluateGroups(probe, c.Groups, c.texts, lookup, nil, opts)
+	return evaluateGroups(probe, c.Groups, c.texts, lookup, opts)
 }

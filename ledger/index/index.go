@@ -61,7 +61,11 @@ import (
 //	   the desckey field), so an exact description repeat is found whatever
 //	   the tags and family (issue 18).
 //	4: a run's code "t" is a tied discard (Record.Tie, issue 25).
-const Format = 4
+//	5: data holds the group's description key (novelty.Group.Fold) as a
+//	   fourth line, and a run whose description folds otherwise has its
+//	   own as a fourth field, so check and log never read the ledger to
+//	   tell an exact repeat of a description (issue 30).
+const Format = 5
 
 const (
 	indexName      = "novelty"
@@ -104,9 +108,12 @@ func TestSetIndexOpenTimeout(d time.Duration) func() {
 }
 
 // encodeGroup writes the stored "data" field: norm, family and desc as JSON
-// strings on a line each, then the runs as "offset:code:metric" joined by ";" (code k, d,
-// c for keep, discard, crash, t for a tied discard, else "-"; metric empty when missing, else
-// shortest round-trip form). It decodes ~10x faster than JSON arrays.
+// strings on a line each, the group's description key in hex on the
+// fourth, then the runs as "offset:code:metric" joined by ";" (code k, d,
+// c for keep, discard, crash, t for a tied discard, else "-"; metric empty
+// when missing, else shortest round-trip form), with ":key" in hex after a
+// run whose description key is its own. It decodes ~10x faster than JSON
+// arrays.
 func encodeGroup(g *novelty.Group) string {
 	var sb strings.Builder
 	nb, _ := json.Marshal(g.Norm)
@@ -116,6 +123,8 @@ func encodeGroup(g *novelty.Group) string {
 		sb.Write(b)
 		sb.WriteByte('\n')
 	}
+	sb.WriteString(strconv.FormatUint(g.Fold, 16))
+	sb.WriteByte('\n')
 	for i, r := range g.Runs {
 		if i > 0 {
 			sb.WriteByte(';')
@@ -130,6 +139,10 @@ func encodeGroup(g *novelty.Group) string {
 		sb.WriteByte(':')
 		if r.Value != nil {
 			sb.WriteString(strconv.FormatFloat(*r.Value, 'g', -1, 64))
+		}
+		if r.Fold != 0 {
+			sb.WriteByte(':')
+			sb.WriteString(strconv.FormatUint(r.Fold, 16))
 		}
 	}
 	return sb.String()
@@ -151,8 +164,8 @@ var codeStatus = map[string]string{"k": ledger.StatusKeep, "d": ledger.StatusDis
 
 func decodeGroup(s string) (novelty.Group, error) {
 	var g novelty.Group
-	parts := strings.SplitN(s, "\n", 4)
-	if len(parts) != 4 {
+	parts := strings.SplitN(s, "\n", 5)
+	if len(parts) != 5 {
 		return g, errors.New("malformed group data")
 	}
 	for i, dst := range []*string{&g.Norm, &g.Family, &g.Desc} {
@@ -160,21 +173,26 @@ func decodeGroup(s string) (novelty.Group, error) {
 			return g, err
 		}
 	}
-	if parts[3] == "" {
+	var err error
+	if g.Fold, err = parseKey(parts[3]); err != nil {
+		return g, err
+	}
+	if parts[4] == "" {
 		return g, nil
 	}
 	// One pass over the runs, no slice of their strings, and the values
 	// in one array: a group can hold thousands of runs, and log and check
 	// decode the idea's group every time (issue 30).
-	n := strings.Count(parts[3], ";") + 1
+	n := strings.Count(parts[4], ";") + 1
 	g.Runs = make([]novelty.Run, n)
 	values := make([]float64, n)
-	rest := parts[3]
+	rest := parts[4]
 	for i := range g.Runs {
 		var r string
 		r, rest, _ = strings.Cut(rest, ";")
 		off, tail, ok1 := strings.Cut(r, ":")
 		code, val, ok2 := strings.Cut(tail, ":")
+		val, key, keyed := strings.Cut(val, ":")
 		status, ok3 := codeStatus[code]
 		if !ok1 || !ok2 || !ok3 {
 			return g, fmt.Errorf("malformed run %q", r)
@@ -184,6 +202,11 @@ func decodeGroup(s string) (novelty.Group, error) {
 			return g, err
 		}
 		g.Runs[i] = novelty.Run{Offset: at, Status: status, Tie: code == "t"}
+		if keyed {
+			if g.Runs[i].Fold, err = parseKey(key); err != nil {
+				return g, err
+			}
+		}
 		if val != "" {
 			if values[i], err = strconv.ParseFloat(val, 64); err != nil {
 				return g, err
@@ -192,6 +215,15 @@ func decodeGroup(s string) (novelty.Group, error) {
 		}
 	}
 	return g, nil
+}
+
+// parseKey reads a description key encodeGroup wrote: hex, never 0.
+func parseKey(s string) (uint64, error) {
+	k, err := strconv.ParseUint(s, 16, 64)
+	if err != nil || k == 0 {
+		return 0, fmt.Errorf("malformed description key %q", s)
+	}
+	return k, nil
 }
 
 func groupID(norm, family string) string {
@@ -548,7 +580,7 @@ func (x *Index) groupsFromScan(from int64, into map[string]*novelty.Group, retra
 			g = &novelty.Group{Norm: norm, Family: rec.Family, Desc: x.opts.Normalize(rec.Description)}
 			into[id] = g
 		}
-		g.Runs = append(g.Runs, x.runOf(&rec, start))
+		g.Add(x.runOf(&rec, start), rec.Description)
 	}
 }
 
@@ -562,7 +594,10 @@ type PassGroups struct {
 	// repeat ideas (the generated 100k ledger has 11,634 distinct texts),
 	// and normalising a text and hashing its group id was most of the
 	// grouping (6.7 s of CPU at a million runs). At most passMemo texts.
-	seen   map[memoKey]*novelty.Group
+	seen map[memoKey]*novelty.Group
+	// keys memoises novelty.DescriptionKey by description (a SHA-256 of
+	// each run's folded description), at most passMemo of them.
+	keys   map[string]uint64
 	values []float64 // the rest of the slab runs' values are taken from
 }
 
@@ -573,7 +608,12 @@ type memoKey struct{ text, family string }
 
 // NewPassGroups is the sink to give the pass for a rebuild with opts.
 func NewPassGroups(s *ledger.Store, opts Options) *PassGroups {
-	return &PassGroups{x: Index{opts: opts, meta: indexMeta{Metric: s.Config.Metric}}, groups: map[string]*novelty.Group{}, seen: map[memoKey]*novelty.Group{}}
+	return newPassGroups(opts, s.Config.Metric)
+}
+
+func newPassGroups(opts Options, metric string) *PassGroups {
+	return &PassGroups{x: Index{opts: opts, meta: indexMeta{Metric: metric}}, groups: map[string]*novelty.Group{},
+		seen: map[memoKey]*novelty.Group{}, keys: map[string]uint64{}}
 }
 
 // Add groups one run (ledger.PassSink).
@@ -612,13 +652,20 @@ func (pg *PassGroups) Add(r *ledger.Record, off int64, tie bool) {
 		pg.values[0] = v
 		run.Value, pg.values = &pg.values[0], pg.values[1:]
 	}
-	g.Runs = append(g.Runs, run)
+	dk, ok := pg.keys[r.Description]
+	if !ok {
+		dk = novelty.DescriptionKey(r.Description)
+		if len(pg.keys) < passMemo {
+			pg.keys[strings.Clone(r.Description)] = dk
+		}
+	}
+	g.AddKeyed(run, dk)
 }
 
 // take returns the groups without p's retracted runs; pg is spent.
 func (pg *PassGroups) take(p *ledger.Pass) map[string]*novelty.Group {
 	groups := pg.groups
-	pg.groups, pg.seen = nil, nil
+	pg.groups, pg.seen, pg.keys = nil, nil, nil
 	if len(p.RetractedOffsets) > 0 {
 		for id, g := range groups {
 			runs := g.Runs[:0]
@@ -654,7 +701,7 @@ func (x *Index) runOf(r *ledger.Record, off int64) novelty.Run {
 func (x *Index) groupAll() (map[string]*novelty.Group, ledger.Fingerprint, error) {
 	read := x.progress().Start("novelty index: reading the ledger (MiB)", int(x.ledgerSize()>>20))
 	defer read.Done()
-	pg := &PassGroups{x: Index{opts: x.opts, meta: indexMeta{Metric: x.meta.Metric}}, groups: map[string]*novelty.Group{}, seen: map[memoKey]*novelty.Group{}}
+	pg := newPassGroups(x.opts, x.meta.Metric)
 	p, err := x.store.ReadPass(x.meta.Metric, pg, &readProgress{set: func(off int64) { read.Set(int(off >> 20)) }})
 	if err != nil {
 		return nil, ledger.Fingerprint{}, err
@@ -1108,7 +1155,6 @@ func (x *Index) Record(offset int64) (*ledger.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	recordsRead.Add(1)
 	var r ledger.Record
 	if err := json.Unmarshal(line, &r); err != nil || r.RunID == "" {
 		return nil, fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ledger.ErrNotFound, offset)
@@ -1116,36 +1162,17 @@ func (x *Index) Record(offset int64) (*ledger.Record, error) {
 	return &r, nil
 }
 
-// Description is the description of the record at a ledger offset
-// (novelty.Describer): its run id and description are picked from the
-// line (ledger.PickRunDescription) without decoding the rest; a line that
-// picker cannot read plainly is decoded whole, as Record does.
-func (x *Index) Description(offset int64) (string, error) {
-	line, err := x.lineAt(offset)
-	if err != nil {
-		return "", err
-	}
-	if id, desc, ok := ledger.PickRunDescription(line); ok && id != "" {
-		return desc, nil
-	}
-	recordsRead.Add(1)
-	var r ledger.Record
-	if err := json.Unmarshal(line, &r); err != nil || r.RunID == "" {
-		return "", fmt.Errorf("%w: no record at ledger offset %d (rebuild with a fresh check)", ledger.ErrNotFound, offset)
-	}
-	return r.Description, nil
-}
-
-// recordsRead counts the records Record and Description decoded whole.
+// recordsRead counts the ledger lines lineAt read.
 var recordsRead atomic.Int64
 
-// RecordsRead is how many ledger records this process's novelty indexes
-// decoded whole (Record, and Description's fallback). Tests read it before
-// and after a check to pin that it decodes only the runs it shows.
+// RecordsRead is how many ledger lines (records) this process's novelty
+// indexes read. Tests read it before and after a check to pin that it
+// reads only the runs it shows.
 func RecordsRead() int64 { return recordsRead.Load() }
 
 // lineAt reads the ledger line at offset, without its newline.
 func (x *Index) lineAt(offset int64) ([]byte, error) {
+	recordsRead.Add(1)
 	if x.ledger != nil && offset >= x.ledger.Size() { // appended since it was opened
 		x.ledger.Close()
 		x.ledger = nil

@@ -26,7 +26,7 @@ func exhaustiveCorpus(t testing.TB, s *ledger.Store) (*novelty.Corpus, func(int6
 			idx[k] = gi
 			groups = append(groups, novelty.Group{Norm: norm, Family: r.Family, Desc: novelty.Normalize(r.Description)})
 		}
-		groups[gi].Runs = append(groups[gi].Runs, novelty.RunOf(r, off, s.Config.Metric))
+		groups[gi].Add(novelty.RunOf(r, off, s.Config.Metric), r.Description)
 		return nil
 	}); err != nil {
 		t.Fatal(err)

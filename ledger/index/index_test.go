@@ -466,3 +466,53 @@ func TestIndexRebuildReportsProgress(t *testing.T) {
 		t.Errorf("an up-to-date index reported progress: %+v", p.steps)
 	}
 }
+
+// TestCheckTellsRepeatsFromTheIndex: a group whose normalised description
+// is the probe's holds runs whose descriptions repeat the probe's exactly
+// and runs whose descriptions only alias to it (issue 25). check tells
+// them apart from the description keys in the index, reading only the
+// runs it shows (issue 30: at a million runs such a group held thousands,
+// and each was read from the ledger), and its verdict is the exhaustive
+// scorer's.
+func TestCheckTellsRepeatsFromTheIndex(t *testing.T) {
+	recs := novelty.SyntheticRecords(120, 7)
+	for i, r := range recs {
+		r.Description = "raise muon step size and reduce cooldown"
+		if i%3 == 0 { // the group's first run is an alias
+			r.Description = "increase muon learning rate and shorten warmdown"
+		}
+		r.Family, r.Hypothesis, r.Tags, r.Status = "optimizer-sweep", "", []string{"optimizer"}, ledger.StatusDiscard
+		r.Metrics = ledger.Metrics{}
+		r.Metrics.Set("val_bpb", 1+float64(i)/1000)
+	}
+	s := newIndexStore(t, recs)
+	ix := openIx(t, s, nil, false)
+	all := readRecords(t, s)
+	for _, c := range []struct {
+		desc string
+		dups int
+	}{
+		{"Raise  Muon step size and reduce cooldown ", 80},
+		{"INCREASE muon learning rate and shorten warmdown", 40},
+	} {
+		p := novelty.Probe{Description: c.desc, Family: "optimizer-sweep", Tags: []string{"optimizer", "muon"}}
+		before := index.RecordsRead()
+		got, err := novelty.Check(ix, p, novelty.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := index.RecordsRead() - before
+		if got.Classification != novelty.DuplicateRun || got.Counts[novelty.DuplicateRun] != c.dups {
+			t.Errorf("%q: %s with counts %v, want %d duplicate runs", c.desc, got.Classification, got.Counts, c.dups)
+		}
+		if shown := int64(len(got.TopMatches)) + 2; read > shown { // and the nearest kept run and failure
+			t.Errorf("%q: read %d ledger lines to show %d runs", c.desc, read, shown)
+		}
+		want := novelty.Evaluate(p, all, novelty.Options{})
+		gj, _ := json.Marshal(got.Verdict)
+		wj, _ := json.Marshal(want.Verdict)
+		if string(gj) != string(wj) {
+			t.Errorf("%q: index verdict differs\n got %s\nwant %s", c.desc, gj, wj)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 // encoding (issue 25), and untied runs keep their status.
 func TestGroupDataKeepsTies(t *testing.T) {
 	v := 0.98
-	g := novelty.Group{Norm: "up lr", Family: "f", Desc: "up lr", Runs: []novelty.Run{
+	g := novelty.Group{Norm: "up lr", Family: "f", Desc: "up lr", Fold: 1, Runs: []novelty.Run{
 		{Offset: 0, Status: ledger.StatusDiscard, Tie: true, Value: &v},
 		{Offset: 10, Status: ledger.StatusDiscard},
 		{Offset: 20, Status: ledger.StatusKeep, Value: &v},
