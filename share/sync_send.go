@@ -199,6 +199,12 @@ func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []
 func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants, haves []plumbing.Hash, lim packLimits) error {
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	req.Capabilities.Delete(capability.ThinPack) // every pack stands alone
+	// Nothing reads the server's progress meter (the demuxer below drops
+	// it): without no-progress, upload-pack runs pack-objects with
+	// --progress, which counts and sends its meter through the side band.
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		req.Capabilities.Set(capability.NoProgress)
+	}
 	req.Wants = wants
 	req.Haves = haves
 	resp, err := sess.UploadPack(ctx, req)
@@ -234,7 +240,13 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64) e
 	}
 	defer raw.close()
 	sum := sha1.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
+	// A MiB of buffer for a big pack; a swarm push of ten objects had the
+	// MiB allocated and zeroed for a few kilobytes.
+	bufSize := 1 << 20
+	if len(objs) < 1024 {
+		bufSize = 64 << 10
+	}
+	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), bufSize)
 	var head [gitwire.PackHeaderSize]byte
 	copy(head[:], "PACK")
 	binary.BigEndian.PutUint32(head[4:], 2)
