@@ -1314,9 +1314,14 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	// end (no line was logged since the scan), the lines appended below are
 	// exactly the arrivals, and the state written below may cover them.
 	before, sizeErr := fileSize(s.LedgerPath())
-	app, err := g.appendArrivals(s, m.arrivals, opts, res)
-	if err != nil {
-		return false, err
+	var app appended
+	if len(m.arrivals) > 0 {
+		// Not called for none: it opens every local pack index and lists
+		// the run directories first (a push's fold, which merges nothing:
+		// 2 ms of each swarm sync).
+		if app, err = g.appendArrivals(s, m.arrivals, opts, res); err != nil {
+			return false, err
+		}
 	}
 	arrived := app.n
 	if len(folded) > 0 && newTip != tip {

@@ -288,4 +288,5 @@ type workCount struct {
 	shardsRead               int // ledger shards read (a tree of runs each)
 	refFiles                 int // synced files written for tracking and run refs (writeRefs)
 	fetches                  int // packs fetched (an upload-pack session each)
+	packSets                 int // openPacks: every local pack index decoded
 }

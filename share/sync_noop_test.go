@@ -310,3 +310,29 @@ func TestOneRunSyncReadsWhatIsNew(t *testing.T) {
 		t.Fatalf("b pins %d runs, want %d", got, want)
 	}
 }
+
+// TestSwarmSyncOpensPacksOnce: in a swarm's sync (pull, then push), the
+// push merges nothing, so its fold appends no arrival and does not open the
+// local packs for them: the push opens them once, to send its own objects.
+// Before, its fold opened every pack index (and listed the run directories)
+// for no arrival.
+func TestSwarmSyncOpensPacksOnce(t *testing.T) {
+	start := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Millisecond))
+	for i := 0; i < 3; i++ {
+		for _, c := range []*syncClone{a, b} {
+			c.repo.When = c.clock
+			c.logRun(t)
+			pull, _ := c.syncCounted(t, false)
+			push, work := c.syncCounted(t, true)
+			if i > 0 && pull.Arrived != 1 {
+				t.Errorf("round %d, %s: pull appended %d records, want 1", i, c.name, pull.Arrived)
+			}
+			if push.RunRefsPushed != 1 || work.packSets != 1 {
+				t.Errorf("round %d, %s: push pinned %d runs and opened the local packs %d times, want 1 and 1", i, c.name, push.RunRefsPushed, work.packSets)
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -199,6 +200,12 @@ func (g *Repo) fetchCommits(ctx context.Context, rs *remoteSpec, wants, haves []
 func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession, ar *packp.AdvRefs, wants, haves []plumbing.Hash, lim packLimits) error {
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	req.Capabilities.Delete(capability.ThinPack) // every pack stands alone
+	// Nothing reads the server's progress meter (the demuxer below drops
+	// it): without no-progress, upload-pack runs pack-objects with
+	// --progress, which counts and sends its meter through the side band.
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		req.Capabilities.Set(capability.NoProgress)
+	}
 	req.Wants = wants
 	req.Haves = haves
 	resp, err := sess.UploadPack(ctx, req)
@@ -228,13 +235,19 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 // read. An object stored as a delta building more than maxDelta bytes (0:
 // any) is refused: go-git builds it in memory to read it.
 func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64) error {
-	raw, err := g.openPacks()
+	raw, err := g.openPacksLazily()
 	if err != nil {
 		return err
 	}
 	defer raw.close()
 	sum := sha1.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
+	// A MiB of buffer for a big pack; a swarm push of ten objects had the
+	// MiB allocated and zeroed for a few kilobytes.
+	bufSize := 1 << 20
+	if len(objs) < 1024 {
+		bufSize = 64 << 10
+	}
+	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), bufSize)
 	var head [gitwire.PackHeaderSize]byte
 	copy(head[:], "PACK")
 	binary.BigEndian.PutUint32(head[4:], 2)
@@ -322,6 +335,31 @@ func writeEntry(w io.Writer, zw *zlib.Writer, obj plumbing.EncodedObject) error 
 // localPacks gives raw access to the entries of the repository's packs.
 type localPacks struct {
 	packs []*rawPack
+	// unopened are the packs not opened yet (openPacksLazily), newest
+	// first: entry and deltaOver open them one at a time until one holds
+	// the object.
+	unopened []string
+}
+
+// openNext opens the next unopened pack; false when none is left.
+func (lp *localPacks) openNext() bool {
+	for len(lp.unopened) > 0 {
+		base := lp.unopened[0]
+		lp.unopened = lp.unopened[1:]
+		if p, err := openRawPack(base); err == nil {
+			lp.packs = append(lp.packs, p)
+			return true
+		}
+	}
+	return false
+}
+
+// pack is the i-th pack, opening the next one when i is past those open.
+func (lp *localPacks) pack(i int) *rawPack {
+	if i == len(lp.packs) && !lp.openNext() {
+		return nil
+	}
+	return lp.packs[i]
 }
 
 type rawPack struct {
@@ -332,22 +370,47 @@ type rawPack struct {
 }
 
 func (g *Repo) openPacks() (*localPacks, error) {
+	lp, err := g.openPacksLazily()
+	if err != nil {
+		return nil, err
+	}
+	for lp.openNext() {
+	}
+	return lp, nil
+}
+
+// openPacksLazily is openPacks for one goroutine that opens each pack index
+// when it first needs it, newest pack first: a push's objects are in the
+// pack its fold and commit just wrote, and decoding every index of the
+// repository for them was a fifth of writing a swarm push's pack.
+func (g *Repo) openPacksLazily() (*localPacks, error) {
+	g.work.packSets++
 	dir := filepath.Join(g.GitDirOfStorage(), "objects", "pack")
 	names, err := filepath.Glob(filepath.Join(dir, "pack-*.idx"))
 	if err != nil {
 		return nil, err
 	}
-	lp := &localPacks{}
+	type named struct {
+		base string
+		at   time.Time
+	}
+	var bases []named
 	rolled := gitwire.RolledNames(dir) // their objects are in the pack that replaced them
 	for _, name := range names {
 		if gitwire.IsRolled(rolled, filepath.Base(name)) {
 			continue
 		}
-		p, err := openRawPack(strings.TrimSuffix(name, ".idx"))
+		base := strings.TrimSuffix(name, ".idx")
+		fi, err := os.Stat(base + ".pack")
 		if err != nil {
 			continue // a pack being written or removed: objects come the slow way
 		}
-		lp.packs = append(lp.packs, p)
+		bases = append(bases, named{base, fi.ModTime()})
+	}
+	sort.SliceStable(bases, func(i, j int) bool { return bases[i].at.After(bases[j].at) })
+	lp := &localPacks{}
+	for _, b := range bases {
+		lp.unopened = append(lp.unopened, b.base)
 	}
 	return lp, nil
 }
@@ -395,7 +458,8 @@ func openRawPack(base string) (*rawPack, error) {
 // entry returns the stored bytes of object h when a pack holds it whole
 // (not as a delta against another object).
 func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
-	for _, p := range lp.packs {
+	for i := 0; lp.pack(i) != nil; i++ {
+		p := lp.packs[i]
 		off, err := p.idx.FindOffset(h)
 		if err != nil {
 			continue
@@ -424,7 +488,8 @@ func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
 // deltaOver reports whether a pack stores h as a delta that builds more
 // than limit bytes (read from the delta's header, inflating a few bytes).
 func (lp *localPacks) deltaOver(h plumbing.Hash, limit uint64) bool {
-	for _, p := range lp.packs {
+	for i := 0; lp.pack(i) != nil; i++ {
+		p := lp.packs[i]
 		off, err := p.idx.FindOffset(h)
 		if err != nil {
 			continue

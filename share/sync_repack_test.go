@@ -1,0 +1,299 @@
+package share
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/memorylab/memorylab/gitrepo"
+	"github.com/memorylab/memorylab/gitwire"
+)
+
+// deltaPack stores in the bare repository dir one pack of blobs (as a
+// git server sends them: similar blobs as deltas, OFS_DELTA or REF_DELTA)
+// and returns the blobs by hash.
+func deltaPack(t *testing.T, dir, tag string, n int, refDeltas bool) map[plumbing.Hash]string {
+	t.Helper()
+	mem := memory.NewStorage()
+	blobs := map[plumbing.Hash]string{}
+	var hs []plumbing.Hash
+	for i := 0; i < n; i++ {
+		content := fmt.Sprintf("%s %d\n%s", tag, i, strings.Repeat("a shard of the ledger, much like its neighbours\n", 40))
+		obj := mem.NewEncodedObject()
+		obj.SetType(plumbing.BlobObject)
+		w, _ := obj.Writer()
+		_, _ = w.Write([]byte(content))
+		_ = w.Close()
+		h, err := mem.SetEncodedObject(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs[h] = content
+		hs = append(hs, h)
+	}
+	var buf bytes.Buffer
+	if _, err := packfile.NewEncoder(&buf, mem, refDeltas).Encode(hs, 10); err != nil {
+		t.Fatal(err)
+	}
+	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	w, err := sto.PackfileWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(w, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return blobs
+}
+
+// packTypes counts a pack's entries by stored type.
+func packTypes(t *testing.T, base string) map[plumbing.ObjectType]int {
+	t.Helper()
+	es, err := packEntries(base + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(base + ".pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[plumbing.ObjectType]int{}
+	for _, e := range es {
+		var b [16]byte
+		n, _ := f.ReadAt(b[:], int64(e.Offset))
+		typ, _, hl := entryHeader(b[:n])
+		if hl == 0 {
+			t.Fatalf("entry %s: bad header", e.Hash)
+		}
+		out[typ]++
+	}
+	return out
+}
+
+// livePacks lists the packs of dir that are not rolled.
+func livePacks(t *testing.T, dir string) []string {
+	t.Helper()
+	packDir := filepath.Join(dir, "objects", "pack")
+	rolled := gitwire.RolledNames(packDir)
+	ps, _ := filepath.Glob(filepath.Join(packDir, "pack-*.pack"))
+	var out []string
+	for _, p := range ps {
+		if !gitwire.IsRolled(rolled, filepath.Base(p)) {
+			out = append(out, strings.TrimSuffix(p, ".pack"))
+		}
+	}
+	return out
+}
+
+// TestConsolidateCopiesDeltas: rolling packs copies their entries as they
+// are stored — an OFS_DELTA with its base's new offset — instead of
+// writing every delta whole and indexing the result by inflating it all.
+// The rolled pack indexes as git's parser reads it (same offsets and
+// CRCs), and every object reads back as it was. Before, the rolled pack
+// held no delta.
+func TestConsolidateCopiesDeltas(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		refDeltas  bool
+		wantDeltas bool // the rolled pack still holds OFS_DELTA entries
+	}{
+		{"ofs deltas, as git servers send them", false, true},
+		{"ref deltas: written whole", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newBareRemote(t)
+			want := deltaPack(t, dir, "first", 30, tc.refDeltas)
+			for h, c := range deltaPack(t, dir, "second", 30, tc.refDeltas) {
+				want[h] = c
+			}
+			// An object in both packs is written once.
+			for h, c := range deltaPack(t, dir, "first", 5, tc.refDeltas) {
+				want[h] = c
+			}
+			before := livePacks(t, dir)
+			if len(before) != 3 {
+				t.Fatalf("%d packs before, want 3", len(before))
+			}
+			if n, err := ConsolidatePacks(dir, time.Now()); err != nil || n != 3 {
+				t.Fatalf("rolled %d packs (%v), want 3", n, err)
+			}
+			var rolled string
+			for _, p := range livePacks(t, dir) {
+				if !strings.Contains(strings.Join(before, " "), p) {
+					rolled = p
+				}
+			}
+			if rolled == "" {
+				t.Fatal("no new pack")
+			}
+			types := packTypes(t, rolled)
+			if (types[plumbing.OFSDeltaObject] > 0) != tc.wantDeltas {
+				t.Errorf("rolled pack entries by type: %v", types)
+			}
+			// git's parser indexes it as it was indexed.
+			f, err := os.Open(rolled + ".pack")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			iw := new(idxfile.Writer)
+			p, err := packfile.NewParser(packfile.NewScanner(f), iw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Parse(); err != nil {
+				t.Fatalf("the rolled pack does not parse: %v", err)
+			}
+			parsed, err := iw.Index()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := packEntries(rolled + ".idx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("rolled pack holds %d objects, want %d", len(got), len(want))
+			}
+			for _, e := range got {
+				off, err := parsed.FindOffset(e.Hash)
+				if err != nil || uint64(off) != e.Offset {
+					t.Errorf("%s: offset %d in the index, %d (%v) parsed", e.Hash, e.Offset, off, err)
+				}
+				crc, err := parsed.FindCRC32(e.Hash)
+				if err != nil || crc != e.CRC32 {
+					t.Errorf("%s: CRC %08x in the index, %08x (%v) parsed", e.Hash, e.CRC32, crc, err)
+				}
+			}
+			// Read through a handle that lists only the rolled pack.
+			for _, p := range before {
+				for _, ext := range []string{".pack", ".idx"} {
+					if err := os.Remove(p + ext); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+			for h, c := range want {
+				obj, err := sto.EncodedObject(plumbing.BlobObject, h)
+				if err != nil {
+					t.Fatalf("%s: %v", h, err)
+				}
+				rd, _ := obj.Reader()
+				b, _ := io.ReadAll(rd)
+				rd.Close()
+				if string(b) != c {
+					t.Errorf("%s reads back as %q", h, b)
+				}
+			}
+		})
+	}
+}
+
+// TestConsolidateRefusesACorruptEntry: an entry whose bytes no longer
+// match its index's CRC stops the roll with an error, and the packs stay
+// as they were (no new pack, none marked rolled).
+func TestConsolidateRefusesACorruptEntry(t *testing.T) {
+	dir := newBareRemote(t)
+	deltaPack(t, dir, "first", 30, false)
+	deltaPack(t, dir, "second", 30, false)
+	before := livePacks(t, dir)
+	es, err := packEntries(before[1] + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack := before[1] + ".pack"
+	b, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[es[len(es)/2].Offset+5] ^= 0x40
+	_ = os.Chmod(pack, 0o644)
+	if err := os.WriteFile(pack, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ConsolidatePacks(dir, time.Now()); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("err = %v, want a checksum error", err)
+	}
+	after := livePacks(t, dir)
+	if strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Errorf("packs %v after a refused roll, want %v", after, before)
+	}
+	tmp, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "tmp_*"))
+	if len(tmp) > 0 {
+		t.Errorf("left behind: %v", tmp)
+	}
+}
+
+// TestPushReadsOnlyTheNewestPackIndex: writing a push's pack opens the
+// local pack indexes newest first, one at a time, until one holds the
+// object: a push's objects are in the pack its commit just wrote, so one
+// index is decoded, not every one of the repository.
+func TestPushReadsOnlyTheNewestPackIndex(t *testing.T) {
+	start := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	c := newSyncClone(t, "a", newBareRemote(t), start)
+	for i := 0; i < 4; i++ {
+		c.repo.When = c.clock
+		c.logRun(t)
+		c.push(t, context.Background())
+		time.Sleep(10 * time.Millisecond) // distinct pack times
+	}
+	g, err := gitrepo.OpenRepo(c.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Of(g)
+	dir := g.CommonDir
+	live := livePacks(t, dir)
+	if len(live) < 3 {
+		t.Fatalf("%d packs, want at least 3", len(live))
+	}
+	newest, at := "", time.Time{}
+	for _, p := range live {
+		if fi, err := os.Stat(p + ".pack"); err == nil && fi.ModTime().After(at) {
+			newest, at = p, fi.ModTime()
+		}
+	}
+	es, err := packEntries(newest + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := r.openPacksLazily()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lp.close()
+	for _, e := range es {
+		if _, ok := lp.entry(e.Hash); !ok {
+			t.Errorf("%s: not read whole from the newest pack", e.Hash)
+		}
+	}
+	if len(lp.packs) != 1 {
+		t.Errorf("%d of %d pack indexes decoded, want 1", len(lp.packs), len(live))
+	}
+	// An object of the oldest pack is still found, by opening the rest.
+	es, err = packEntries(live[0] + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := lp.entry(es[0].Hash); !ok {
+		t.Errorf("%s not found after opening %d of %d packs", es[0].Hash, len(lp.packs), len(live))
+	}
+}
