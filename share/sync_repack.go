@@ -155,7 +155,7 @@ func ConsolidatePacks(dir string, now time.Time) (int, error) {
 	}
 	g := Of(gitrepo.OverHandle(r))
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0)) }()
+	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0, nil)) }()
 	err = receivePack(sto, dir, pr, packLimits{delta: 1 << 40})
 	_ = pr.Close()
 	if err != nil {
