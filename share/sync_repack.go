@@ -154,9 +154,12 @@ func ConsolidatePacks(dir string, now time.Time) (int, error) {
 		return 0, err
 	}
 	g := Of(gitrepo.OverHandle(r))
+	// The packs' own entries, copied and indexed as they are written: no
+	// object is inflated again (storeOwnPack).
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0, nil)) }()
-	err = receivePack(sto, dir, pr, packLimits{delta: 1 << 40})
+	own := &ownPack{PipeReader: pr}
+	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0, own)) }()
+	err = storeOwnPack(dir, own)
 	_ = pr.Close()
 	if err != nil {
 		return 0, fmt.Errorf("unable to consolidate the packs of %s: %w", dir, err)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
@@ -610,6 +611,10 @@ func storeOwnPack(dir string, own *ownPack) (err error) {
 	return atomicfile.SyncDir(packDir)
 }
 
+// objectsInflated counts the objects receivePack inflated, for tests: a
+// push to a path remote inflates none (storeOwnPack).
+var objectsInflated atomic.Int64
+
 // receivePack stores an incoming pack in the served repository. Packs of
 // whole objects (what memorylab sends) are indexed while they are read, by
 // hashing each object once; go-git's PackfileWriter would parse the stored
@@ -740,6 +745,7 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 		if !deltas {
 			objs = append(objs, received{h: sum.Sum(), off: off})
 		}
+		objectsInflated.Add(1)
 	}
 	var trailer [20]byte
 	if _, err := io.ReadFull(cr, trailer[:]); err != nil {
