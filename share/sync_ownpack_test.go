@@ -300,3 +300,48 @@ func TestReadArchiveFile(t *testing.T) {
 		})
 	}
 }
+
+// TestArchiveEntries: the run directory's listing (getdents, read until
+// the end whatever the buffer holds) keeps the regular files that
+// ArchiveNames names: not a symlink or a directory with such a name, nor
+// any other file, among enough others to need several reads.
+func TestArchiveEntries(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+		want  []string
+	}{
+		{"empty directory", func(*testing.T, string) {}, nil},
+		{"every archive name", func(t *testing.T, dir string) {
+			for _, n := range ArchiveNames {
+				ok(t, os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644))
+			}
+		}, ArchiveNames},
+		{"odd entries among 400 others", func(t *testing.T, dir string) {
+			for i := 0; i < 400; i++ {
+				ok(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("not-an-archive-file-%03d-%s", i, strings.Repeat("n", 40))), nil, 0o644))
+			}
+			ok(t, os.WriteFile(filepath.Join(dir, "train.patch"), nil, 0o644))
+			ok(t, os.Symlink(filepath.Join(dir, "train.patch"), filepath.Join(dir, "run.log")))
+			ok(t, os.Mkdir(filepath.Join(dir, "summary.json"), 0o755))
+			ok(t, os.WriteFile(filepath.Join(dir, "decision_packet.md"), []byte("# run\n"), 0o644))
+		}, []string{"decision_packet.md", "train.patch"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.setup(t, dir)
+			d, err := os.Open(dir)
+			ok(t, err)
+			defer d.Close()
+			got, err := archiveEntries(int(d.Fd()), dir)
+			ok(t, err)
+			sort.Strings(got)
+			want := append([]string(nil), tc.want...)
+			sort.Strings(want)
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
