@@ -237,17 +237,12 @@ func rollPacks(dir string, bases []string) error {
 			}
 		}
 	}
-	packDir := filepath.Join(dir, "objects", "pack")
-	f, err := os.CreateTemp(packDir, "tmp_memorylab_roll_")
+	p, err := createPack(dir, "tmp_memorylab_roll_")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if f != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer p.discard()
+	f := p.File
 	sum := sha1.New()
 	// Buffers no bigger than the packs: a swarm's rolls are of small packs,
 	// and zeroing a MiB for each cost more than copying them.
@@ -261,10 +256,7 @@ func rollPacks(dir string, bases []string) error {
 	}
 	off := int64(gitwire.PackHeaderSize)
 	at := make(map[plumbing.Hash]int64, count) // new offsets
-	iw := new(idxfile.Writer)
-	if err := iw.OnHeader(uint32(count)); err != nil {
-		return err
-	}
+	entries := make([]gitwire.IndexEntry, 0, count)
 	// put writes one entry: head, then the source bytes rest; it checks
 	// the source entry (srcHead and rest) against its index's CRC.
 	srcCRC, newCRC := crc32.NewIEEE(), crc32.NewIEEE()
@@ -288,7 +280,7 @@ func rollPacks(dir string, bases []string) error {
 			return fmt.Errorf("entry %s does not match its checksum", e.Hash)
 		}
 		at[e.Hash] = off
-		iw.Add(e.Hash, uint64(off), newCRC.Sum32())
+		entries = append(entries, gitwire.IndexEntry{Hash: e.Hash, Offset: off, CRC: newCRC.Sum32()})
 		off += int64(len(head)) + n
 		return nil
 	}
@@ -314,7 +306,7 @@ func rollPacks(dir string, bases []string) error {
 			return err
 		}
 		at[e.Hash] = off
-		iw.Add(e.Hash, uint64(off), newCRC.Sum32())
+		entries = append(entries, gitwire.IndexEntry{Hash: e.Hash, Offset: off, CRC: newCRC.Sum32()})
 		off += cw.n
 		return nil
 	}
@@ -370,33 +362,7 @@ func rollPacks(dir string, bases []string) error {
 	if _, err := f.Write(packSum[:]); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := iw.OnFooter(packSum); err != nil {
-		return err
-	}
-	idx, err := iw.Index()
-	if err != nil {
-		return err
-	}
-	base := filepath.Join(packDir, "pack-"+packSum.String())
-	err = atomicfile.WriteAll(packDir, []atomicfile.File{{Path: base + ".idx", Perm: 0o444, Write: func(w io.Writer) error {
-		_, err := idxfile.NewEncoder(w).Encode(idx)
-		return err
-	}}})
-	if err != nil {
-		return err
-	}
-	_ = f.Chmod(0o444)
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), base+".pack"); err != nil {
-		return err
-	}
-	f = nil
-	return atomicfile.SyncDir(packDir)
+	return p.install(packSum, entries)
 }
 
 // rollEntries reads the entries of pack file pf (es, by offset, up to the

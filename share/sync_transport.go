@@ -132,7 +132,7 @@ func (s *knownHavesUploadPack) UploadPack(ctx context.Context, req *packp.Upload
 	handedOff = true
 	go func() {
 		defer unlock()
-		pw.CloseWithError(writePackSafely(Of(gitrepo.OverHandle(served)), pw, objs, codePackLimits.delta))
+		pw.CloseWithError(writePackSafely(Of(gitrepo.OverHandle(served)), pw, objs, codePackLimits.delta, nil))
 	}()
 	return packp.NewUploadPackResponseWithPackfile(req, pr), nil
 }
@@ -212,7 +212,12 @@ func (s *casReceivePack) ReceivePack(ctx context.Context, req *packp.ReferenceUp
 		if err != nil {
 			return nil, err
 		}
-		if err := receivePack(sto, dir, req.Packfile, codePackLimits); err != nil {
+		if own, ok := req.Packfile.(*ownPack); ok {
+			err = storeOwnPack(dir, own) // this process wrote it: its index is known
+		} else {
+			err = receivePack(sto, dir, req.Packfile, codePackLimits)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("unable to store the pushed objects: %w", err)
 		}
 		req.Packfile = nil // stored: go-git's session only updates the refs
