@@ -1407,10 +1407,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 	for w := range readers {
 		readers[w] = &blobReader{g: g, packs: packs, mu: &gitMu}
 	}
-	var dirs *runDirs
-	if !opts.NoArchives {
-		dirs = listRunDirs(s, len(arrivals))
-	}
+	dirs := listRunDirs(s, len(arrivals))
 	budget := newArchiveBudget()
 	defer func() {
 		for i, skip := range budget.skipped {
@@ -1464,6 +1461,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 		// ledger lines (the commit point) are appended.
 		var archives atomicfile.Batch
 		var plans []*archivePlan
+		var notFetched []ledger.RunID // pulled --no-archives: named in one line each
 		for j, a := range arrivals[i : i+n] {
 			d := &decoded[j]
 			if err := d.err; err != nil {
@@ -1485,10 +1483,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 					plans = append(plans, p)
 				}
 			} else if !a.archive.IsZero() {
-				if err := markNotFetched(s, a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
-					archives.Abort()
-					return out, err
-				}
+				notFetched = append(notFetched, a.id)
 			}
 			recs = append(recs, d.r)
 			lines = append(lines, d.line)
@@ -1502,6 +1497,14 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 		}
 		if err := archives.Commit(); err != nil {
 			return out, err
+		}
+		if err := s.AppendNotFetched(notFetched); err != nil {
+			return out, err
+		}
+		for _, id := range notFetched {
+			if dir, err := s.RunDir(id); err == nil && dirs.exists(atomicfile.TempDir(dir)) {
+				_ = os.RemoveAll(atomicfile.TempDir(dir)) // what a killed pull had begun to write
+			}
 		}
 		if len(recs) > 0 {
 			if err := s.AppendLinesLocked(recs, lines); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -169,4 +170,50 @@ func pushedArchivedRuns(t *testing.T, ctx context.Context, n int) (a, b *syncClo
 	}
 	a.push(t, ctx)
 	return a, b, ids
+}
+
+// TestPullWithoutArchivesWritesOneList: a pull with --no-archives names the
+// runs whose archives stayed on the remote in runs/.not-fetched-runs, a
+// line each, and creates no directory or file per run (a directory and a
+// marker each was 10 s of a first pull's 100,000 runs); what a killed pull
+// had begun to write in a temp directory goes. doctor reads the list
+// (ledger/doctor's tests).
+func TestPullWithoutArchivesWritesOneList(t *testing.T) {
+	for _, listFrom := range []int{listRunDirsFrom, 1} {
+		t.Run(fmt.Sprintf("runs/ listed from %d arrivals", listFrom), func(t *testing.T) {
+			defer func(old int) { listRunDirsFrom = old }(listRunDirsFrom)
+			listRunDirsFrom = listFrom
+			ctx := context.Background()
+			_, b, ids := pushedArchivedRuns(t, ctx, 4)
+			dir0, _ := b.store.RunDir(ids[0])
+			ok(t, os.MkdirAll(atomicfile.TempDir(dir0), 0o755))
+			ok(t, os.WriteFile(filepath.Join(atomicfile.TempDir(dir0), "run.log"), []byte("step of"), 0o644))
+			g, err := gitrepo.OpenRepo(b.repo.Dir)
+			ok(t, err)
+			res, err := Of(g).Pull(ctx, b.store, SyncOptions{Now: b.clock, NoArchives: true})
+			ok(t, err)
+			if res.Arrived != len(ids) {
+				t.Fatalf("pull --no-archives: %+v", res)
+			}
+			entries, err := os.ReadDir(b.store.Path(ledger.RunsDir))
+			ok(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			if len(names) != 1 || names[0] != ledger.NotFetchedList {
+				t.Errorf("runs/ holds %v, want only %s", names, ledger.NotFetchedList)
+			}
+			got, err := b.store.NotFetchedRuns()
+			ok(t, err)
+			if len(got) != len(ids) {
+				t.Errorf("%s names %d runs, want %d", ledger.NotFetchedList, len(got), len(ids))
+			}
+			for _, id := range ids {
+				if !got[id] {
+					t.Errorf("%s does not name %s", ledger.NotFetchedList, id)
+				}
+			}
+		})
+	}
 }
