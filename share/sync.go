@@ -1403,10 +1403,16 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 	}
 	defer packs.close()
 	var gitMu sync.Mutex // go-git's storage is not safe for concurrent use
-	readers := make([]*blobReader, runtime.GOMAXPROCS(0))
-	for w := range readers {
-		readers[w] = &blobReader{g: g, packs: packs, mu: &gitMu}
+	// Two sets of readers: one decodes the next batch while the other
+	// writes this batch's archives.
+	newReaders := func() []*blobReader {
+		readers := make([]*blobReader, runtime.GOMAXPROCS(0))
+		for w := range readers {
+			readers[w] = &blobReader{g: g, packs: packs, mu: &gitMu}
+		}
+		return readers
 	}
+	decoders, writers := newReaders(), newReaders()
 	dirs := listRunDirs(s, len(arrivals))
 	budget := newArchiveBudget()
 	defer func() {
@@ -1418,8 +1424,8 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			res.Warnings = append(res.Warnings, "archive file not written: "+skip)
 		}
 	}()
-	// each runs fn(w, j) for j in [0, n) on every reader w.
-	each := func(n int, fn func(br *blobReader, j int) error) error {
+	// each runs fn(br, j) for j in [0, n) on every reader br of readers.
+	each := func(readers []*blobReader, n int, fn func(br *blobReader, j int) error) error {
 		workers := make([]func() error, len(readers))
 		for w := range workers {
 			workers[w] = func() error {
@@ -1433,11 +1439,13 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 		}
 		return ledger.Parallel(workers...)
 	}
-	for i := 0; i < len(arrivals); {
-		n := min(len(arrivals)-i, appendBatch)
+	// decode reads, decodes and validates arrivals[i:i+n] (and reads their
+	// archive trees) on every core. It touches nothing on disk but reads:
+	// the next batch is decoded while this one is written and appended.
+	decode := func(i, n int) []decodedArrival {
 		now := time.Now()
 		decoded := make([]decodedArrival, n)
-		_ = each(n, func(br *blobReader, j int) error {
+		_ = each(decoders, n, func(br *blobReader, j int) error {
 			d := &decoded[j]
 			a := arrivals[i+j]
 			data, err := br.read(a.id, a.blob)
@@ -1455,6 +1463,27 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			}
 			return nil
 		})
+		return decoded
+	}
+	next := make(chan []decodedArrival, 1)
+	pending := false // a decode is running into next
+	defer func() {
+		if pending {
+			<-next // a failure part-way: the decode of the next batch ends first
+		}
+	}()
+	if len(arrivals) > 0 {
+		pending = true
+		go func() { next <- decode(0, min(len(arrivals), appendBatch)) }()
+	}
+	for i := 0; i < len(arrivals); {
+		n := min(len(arrivals)-i, appendBatch)
+		decoded := <-next
+		pending = false
+		if j := i + n; j < len(arrivals) {
+			pending = true
+			go func() { next <- decode(j, min(len(arrivals)-j, appendBatch)) }()
+		}
 		recs := make([]*ledger.Record, 0, n)
 		lines := make([][]byte, 0, n)
 		// The batch's archive files are synced together, before its
@@ -1462,10 +1491,14 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 		var archives atomicfile.Batch
 		var plans []*archivePlan
 		var notFetched []ledger.RunID // pulled --no-archives: named in one line each
+		// planArchive may read through go-git, beside the next batch's
+		// decoders, which hold gitMu to do so.
+		gitMu.Lock()
 		for j, a := range arrivals[i : i+n] {
 			d := &decoded[j]
 			if err := d.err; err != nil {
 				if errors.Is(err, ledger.ErrNewerVersion) || !errors.Is(err, ledger.ErrBadInput) {
+					gitMu.Unlock()
 					archives.Abort()
 					return out, err
 				}
@@ -1476,6 +1509,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			if !a.archive.IsZero() && !opts.NoArchives {
 				p, err := g.planArchive(s, a.id, a.archive, d.archive, budget, &archives)
 				if err != nil {
+					gitMu.Unlock()
 					archives.Abort()
 					return out, err
 				}
@@ -1489,7 +1523,8 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			lines = append(lines, d.line)
 			out.verbatim = out.verbatim && d.verbatim
 		}
-		if err := each(len(plans), func(br *blobReader, j int) error {
+		gitMu.Unlock()
+		if err := each(writers, len(plans), func(br *blobReader, j int) error {
 			return plans[j].write(br, &archives)
 		}); err != nil {
 			archives.Abort()
@@ -1668,8 +1703,9 @@ func runIDTime(id ledger.RunID) time.Time {
 	return t
 }
 
-// appendBatch is how many arriving records are decoded and appended at once.
-const appendBatch = 512
+// appendBatch is how many arriving records are decoded and appended at
+// once (a variable for the tests).
+var appendBatch = 512
 
 // arrival is a remote record missing locally: its sort key (the time in
 // its run id, which memorylab takes from the same clock reading as

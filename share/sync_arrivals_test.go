@@ -217,3 +217,56 @@ func TestPullWithoutArchivesWritesOneList(t *testing.T) {
 		})
 	}
 }
+
+// TestPullDecodesTheNextBatchAhead: a pull of more runs than a batch
+// decodes each batch while the one before is written and appended; every
+// run arrives once, in order, with its archive whole. A record this build
+// cannot read (a newer schema) stops the pull at its batch: the batches
+// before it stay appended with their archives, nothing of its batch is
+// left (no temp directory), and the pull returns (the decode running
+// ahead ends first).
+func TestPullDecodesTheNextBatchAhead(t *testing.T) {
+	defer func(old int) { appendBatch = old }(appendBatch)
+	appendBatch = 2
+	ctx := context.Background()
+	a, b, ids := pushedArchivedRuns(t, ctx, 7)
+	if res := b.pull(t, ctx); res.Arrived != len(ids) || len(res.Refused) > 0 {
+		t.Fatalf("pull: %+v", res)
+	}
+	la, err := os.ReadFile(a.store.LedgerPath())
+	ok(t, err)
+	lb, err := os.ReadFile(b.store.LedgerPath())
+	ok(t, err)
+	if !bytes.Equal(la, lb) {
+		t.Fatalf("the pulled ledger differs from the pushed one:\n%s\n---\n%s", la, lb)
+	}
+	b.checkArchives(t, ids)
+
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a = newSyncClone(t, "a", remote, start)
+	c := newSyncClone(t, "c", remote, start)
+	ids = nil
+	for range 7 {
+		ids = append(ids, a.logArchived(t))
+	}
+	a.push(t, ctx)
+	newer := ledger.RunID(string(ids[3])[:16] + "-abc1234-ffffffff")
+	remoteRecord(t, remote, newer, fmt.Sprintf(`{"schema_version":99,"run_id":%q,"timestamp_utc":"2026-11-22T01:00:04Z","status":"discard","description":"from a newer memorylab","metrics":{}}`+"\n", newer),
+		map[string][]byte{"run.log": []byte("newer\n")})
+	if _, err := c.sync(ctx, false); err == nil || !strings.Contains(err.Error(), "upgrade memorylab") {
+		t.Fatalf("pull of a newer record: %v", err)
+	}
+	got := c.ids(t)
+	if len(got) == 0 || len(got) >= len(ids) || len(got)%appendBatch != 0 {
+		t.Fatalf("after the refused batch the ledger holds %d runs, want whole batches before it", len(got))
+	}
+	var appended []ledger.RunID
+	for _, id := range got {
+		appended = append(appended, ledger.RunID(id))
+	}
+	c.checkArchives(t, appended)
+	if _, err := os.Stat(filepath.Join(c.store.Path(ledger.RunsDir), string(newer))); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused run's archive was written: %v", err)
+	}
+}
