@@ -1393,6 +1393,8 @@ func fileSize(path string) (int64, error) {
 // re-encoded); the archives of the valid ones are planned in order (the
 // caps); written on every core, each run's new directory whole (one temp
 // directory renamed at the batch's commit); then the lines are appended.
+// The first step of the next batch runs beside the other three of this one.
+// A run pulled with --no-archives is named in ledger.NotFetchedList.
 func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOptions, res *SyncResult) (appended, error) {
 	out := appended{verbatim: true}
 	prog := opts.progress().Start("appending arrived records", len(arrivals))
