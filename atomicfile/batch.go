@@ -90,13 +90,22 @@ func (b *Batch) AddDir(dir string, perm os.FileMode, files []File) error {
 			b.Abort()
 			return fmt.Errorf("unable to write %s: not in %s", af.Path, dir)
 		}
+	}
+	if err := createIn(tmp, files); err != nil {
+		b.Abort()
+		return err
+	}
+	return nil
+}
+
+// createInPortable is createIn through os.File.
+func createInPortable(tmp string, files []File) error {
+	for _, af := range files {
 		f, err := os.OpenFile(filepath.Join(tmp, filepath.Base(af.Path)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, af.Perm)
 		if err != nil {
-			b.Abort()
 			return fmt.Errorf("unable to write %s: %w", af.Path, err)
 		}
 		if err := writeFile(f, af, !createsWith(af.Perm)); err != nil {
-			b.Abort()
 			return err
 		}
 	}
@@ -168,9 +177,9 @@ func (b *Batch) Commit() error {
 	}
 	b.temps = nil
 	for i, d := range b.newDirs {
-		// rename(2) refuses to replace a directory that is not empty, and
-		// a file: a directory that appeared since the caller looked stays.
-		if err := os.Rename(d.tmp, d.path); err != nil {
+		// Nothing that appeared at d.path since the caller looked (a
+		// directory, a file) is replaced.
+		if err := renameNoReplace(d.tmp, d.path); err != nil {
 			b.newDirs = b.newDirs[i:]
 			b.Abort()
 			return fmt.Errorf("unable to write %s: %w", d.path, err)

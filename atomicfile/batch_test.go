@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // TestBatch: files added to a batch in several directories appear, whole,
@@ -133,6 +134,7 @@ func TestBatchAddDir(t *testing.T) {
 		stale   bool // a killed process left a temp directory with a half file
 		fail    bool // the second file's write fails
 		appear  bool // the directory appears before Commit
+		empty   bool // and is empty (rename(2) alone would replace it)
 		commit  bool
 		wantErr bool
 		want    map[string]string
@@ -144,6 +146,7 @@ func TestBatchAddDir(t *testing.T) {
 		// r1, renamed before r2 failed, stays (the caller's commit point
 		// comes after); r2 is left as it appeared.
 		{name: "the directory appears", appear: true, commit: true, wantErr: true, want: map[string]string{"runs/r1/x": "x", "runs/r1/y": "", "runs/r1/z": "z", "runs/r2/mine": "mine"}},
+		{name: "an empty directory appears", appear: true, empty: true, commit: true, wantErr: true, want: map[string]string{"runs/r1/x": "x", "runs/r1/y": "", "runs/r1/z": "z"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -178,8 +181,13 @@ func TestBatchAddDir(t *testing.T) {
 				if err := os.Mkdir(r2, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(r2, "mine"), []byte("mine"), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(r2, "mine"), []byte("mine"), 0o644); err != nil && !tc.empty {
 					t.Fatal(err)
+				}
+				if tc.empty {
+					if err := os.Remove(filepath.Join(r2, "mine")); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			for _, d := range []string{r1, r2} {
@@ -206,5 +214,31 @@ func TestBatchAddDir(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBatchAddDirLargeFile: a file written in many writes, through
+// io.Copy of a reader that is not a buffer, arrives whole.
+func TestBatchAddDirLargeFile(t *testing.T) {
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "r1")
+	want := strings.Repeat("0123456789abcdef", 40000) // 640 KB: ten of the copy buffer
+	var b Batch
+	err := b.AddDir(dir, 0o755, []File{{Path: filepath.Join(dir, "run.log"), Perm: 0o644, Write: func(w io.Writer) error {
+		_, err := io.Copy(w, io.LimitReader(iotest.OneByteReader(strings.NewReader(want[:1000])), 1000))
+		if err == nil {
+			_, err = io.Copy(w, io.MultiReader(strings.NewReader(want[1000:])))
+		}
+		return err
+	}}})
+	if err == nil {
+		err = b.Commit()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "run.log"))
+	if err != nil || string(got) != want {
+		t.Fatalf("%d bytes (%v), want %d", len(got), err, len(want))
 	}
 }

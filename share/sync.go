@@ -1398,6 +1398,8 @@ func fileSize(path string) (int64, error) {
 // re-encoded); the archives of the valid ones are planned in order (the
 // caps); written on every core, each run's new directory whole (one temp
 // directory renamed at the batch's commit); then the lines are appended.
+// The first step of the next batch runs beside the other three of this one.
+// A run pulled with --no-archives is named in ledger.NotFetchedList.
 func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOptions, res *SyncResult) (appended, error) {
 	out := appended{verbatim: true}
 	prog := opts.progress().Start("appending arrived records", len(arrivals))
@@ -1408,14 +1410,17 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 	}
 	defer packs.close()
 	var gitMu sync.Mutex // go-git's storage is not safe for concurrent use
-	readers := make([]*blobReader, runtime.GOMAXPROCS(0))
-	for w := range readers {
-		readers[w] = &blobReader{g: g, packs: packs, mu: &gitMu}
+	// Two sets of readers: one decodes the next batch while the other
+	// writes this batch's archives.
+	newReaders := func() []*blobReader {
+		readers := make([]*blobReader, runtime.GOMAXPROCS(0))
+		for w := range readers {
+			readers[w] = &blobReader{g: g, packs: packs, mu: &gitMu}
+		}
+		return readers
 	}
-	var dirs *runDirs
-	if !opts.NoArchives {
-		dirs = listRunDirs(s, len(arrivals))
-	}
+	decoders, writers := newReaders(), newReaders()
+	dirs := listRunDirs(s, len(arrivals))
 	budget := newArchiveBudget()
 	defer func() {
 		for i, skip := range budget.skipped {
@@ -1426,8 +1431,8 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			res.Warnings = append(res.Warnings, "archive file not written: "+skip)
 		}
 	}()
-	// each runs fn(w, j) for j in [0, n) on every reader w.
-	each := func(n int, fn func(br *blobReader, j int) error) error {
+	// each runs fn(br, j) for j in [0, n) on every reader br of readers.
+	each := func(readers []*blobReader, n int, fn func(br *blobReader, j int) error) error {
 		workers := make([]func() error, len(readers))
 		for w := range workers {
 			workers[w] = func() error {
@@ -1441,11 +1446,13 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 		}
 		return ledger.Parallel(workers...)
 	}
-	for i := 0; i < len(arrivals); {
-		n := min(len(arrivals)-i, appendBatch)
+	// decode reads, decodes and validates arrivals[i:i+n] (and reads their
+	// archive trees) on every core. It touches nothing on disk but reads:
+	// the next batch is decoded while this one is written and appended.
+	decode := func(i, n int) []decodedArrival {
 		now := time.Now()
 		decoded := make([]decodedArrival, n)
-		_ = each(n, func(br *blobReader, j int) error {
+		_ = each(decoders, n, func(br *blobReader, j int) error {
 			d := &decoded[j]
 			a := arrivals[i+j]
 			data, err := br.read(a.id, a.blob)
@@ -1463,16 +1470,42 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			}
 			return nil
 		})
+		return decoded
+	}
+	next := make(chan []decodedArrival, 1)
+	pending := false // a decode is running into next
+	defer func() {
+		if pending {
+			<-next // a failure part-way: the decode of the next batch ends first
+		}
+	}()
+	if len(arrivals) > 0 {
+		pending = true
+		go func() { next <- decode(0, min(len(arrivals), appendBatch)) }()
+	}
+	for i := 0; i < len(arrivals); {
+		n := min(len(arrivals)-i, appendBatch)
+		decoded := <-next
+		pending = false
+		if j := i + n; j < len(arrivals) {
+			pending = true
+			go func() { next <- decode(j, min(len(arrivals)-j, appendBatch)) }()
+		}
 		recs := make([]*ledger.Record, 0, n)
 		lines := make([][]byte, 0, n)
 		// The batch's archive files are synced together, before its
 		// ledger lines (the commit point) are appended.
 		var archives atomicfile.Batch
 		var plans []*archivePlan
+		var notFetched []ledger.RunID // pulled --no-archives: named in one line each
+		// planArchive may read through go-git, beside the next batch's
+		// decoders, which hold gitMu to do so.
+		gitMu.Lock()
 		for j, a := range arrivals[i : i+n] {
 			d := &decoded[j]
 			if err := d.err; err != nil {
 				if errors.Is(err, ledger.ErrNewerVersion) || !errors.Is(err, ledger.ErrBadInput) {
+					gitMu.Unlock()
 					archives.Abort()
 					return out, err
 				}
@@ -1483,6 +1516,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			if !a.archive.IsZero() && !opts.NoArchives {
 				p, err := g.planArchive(s, a.id, a.archive, d.archive, budget, &archives)
 				if err != nil {
+					gitMu.Unlock()
 					archives.Abort()
 					return out, err
 				}
@@ -1490,16 +1524,14 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 					plans = append(plans, p)
 				}
 			} else if !a.archive.IsZero() {
-				if err := markNotFetched(s, a.id, "pulled with --no-archives: this run's archive stayed on the remote\n"); err != nil {
-					archives.Abort()
-					return out, err
-				}
+				notFetched = append(notFetched, a.id)
 			}
 			recs = append(recs, d.r)
 			lines = append(lines, d.line)
 			out.verbatim = out.verbatim && d.verbatim
 		}
-		if err := each(len(plans), func(br *blobReader, j int) error {
+		gitMu.Unlock()
+		if err := each(writers, len(plans), func(br *blobReader, j int) error {
 			return plans[j].write(br, &archives)
 		}); err != nil {
 			archives.Abort()
@@ -1507,6 +1539,14 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 		}
 		if err := archives.Commit(); err != nil {
 			return out, err
+		}
+		if err := s.AppendNotFetched(notFetched); err != nil {
+			return out, err
+		}
+		for _, id := range notFetched {
+			if dir, err := s.RunDir(id); err == nil && dirs.exists(atomicfile.TempDir(dir)) {
+				_ = os.RemoveAll(atomicfile.TempDir(dir)) // what a killed pull had begun to write
+			}
 		}
 		if len(recs) > 0 {
 			if err := s.AppendLinesLocked(recs, lines); err != nil {
@@ -1670,8 +1710,9 @@ func runIDTime(id ledger.RunID) time.Time {
 	return t
 }
 
-// appendBatch is how many arriving records are decoded and appended at once.
-const appendBatch = 512
+// appendBatch is how many arriving records are decoded and appended at
+// once (a variable for the tests).
+var appendBatch = 512
 
 // arrival is a remote record missing locally: its sort key (the time in
 // its run id, which memorylab takes from the same clock reading as

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memorylab/memorylab/atomicfile"
+	"github.com/memorylab/memorylab/gitrepo"
 	"github.com/memorylab/memorylab/ledger"
 )
 
@@ -169,4 +170,103 @@ func pushedArchivedRuns(t *testing.T, ctx context.Context, n int) (a, b *syncClo
 	}
 	a.push(t, ctx)
 	return a, b, ids
+}
+
+// TestPullWithoutArchivesWritesOneList: a pull with --no-archives names the
+// runs whose archives stayed on the remote in runs/.not-fetched-runs, a
+// line each, and creates no directory or file per run (a directory and a
+// marker each was 10 s of a first pull's 100,000 runs); what a killed pull
+// had begun to write in a temp directory goes. doctor reads the list
+// (ledger/doctor's tests).
+func TestPullWithoutArchivesWritesOneList(t *testing.T) {
+	for _, listFrom := range []int{listRunDirsFrom, 1} {
+		t.Run(fmt.Sprintf("runs/ listed from %d arrivals", listFrom), func(t *testing.T) {
+			defer func(old int) { listRunDirsFrom = old }(listRunDirsFrom)
+			listRunDirsFrom = listFrom
+			ctx := context.Background()
+			_, b, ids := pushedArchivedRuns(t, ctx, 4)
+			dir0, _ := b.store.RunDir(ids[0])
+			ok(t, os.MkdirAll(atomicfile.TempDir(dir0), 0o755))
+			ok(t, os.WriteFile(filepath.Join(atomicfile.TempDir(dir0), "run.log"), []byte("step of"), 0o644))
+			g, err := gitrepo.OpenRepo(b.repo.Dir)
+			ok(t, err)
+			res, err := Of(g).Pull(ctx, b.store, SyncOptions{Now: b.clock, NoArchives: true})
+			ok(t, err)
+			if res.Arrived != len(ids) {
+				t.Fatalf("pull --no-archives: %+v", res)
+			}
+			entries, err := os.ReadDir(b.store.Path(ledger.RunsDir))
+			ok(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			if len(names) != 1 || names[0] != ledger.NotFetchedList {
+				t.Errorf("runs/ holds %v, want only %s", names, ledger.NotFetchedList)
+			}
+			got, err := b.store.NotFetchedRuns()
+			ok(t, err)
+			if len(got) != len(ids) {
+				t.Errorf("%s names %d runs, want %d", ledger.NotFetchedList, len(got), len(ids))
+			}
+			for _, id := range ids {
+				if !got[id] {
+					t.Errorf("%s does not name %s", ledger.NotFetchedList, id)
+				}
+			}
+		})
+	}
+}
+
+// TestPullDecodesTheNextBatchAhead: a pull of more runs than a batch
+// decodes each batch while the one before is written and appended; every
+// run arrives once, in order, with its archive whole. A record this build
+// cannot read (a newer schema) stops the pull at its batch: the batches
+// before it stay appended with their archives, nothing of its batch is
+// left (no temp directory), and the pull returns (the decode running
+// ahead ends first).
+func TestPullDecodesTheNextBatchAhead(t *testing.T) {
+	defer func(old int) { appendBatch = old }(appendBatch)
+	appendBatch = 2
+	ctx := context.Background()
+	a, b, ids := pushedArchivedRuns(t, ctx, 7)
+	if res := b.pull(t, ctx); res.Arrived != len(ids) || len(res.Refused) > 0 {
+		t.Fatalf("pull: %+v", res)
+	}
+	la, err := os.ReadFile(a.store.LedgerPath())
+	ok(t, err)
+	lb, err := os.ReadFile(b.store.LedgerPath())
+	ok(t, err)
+	if !bytes.Equal(la, lb) {
+		t.Fatalf("the pulled ledger differs from the pushed one:\n%s\n---\n%s", la, lb)
+	}
+	b.checkArchives(t, ids)
+
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a = newSyncClone(t, "a", remote, start)
+	c := newSyncClone(t, "c", remote, start)
+	ids = nil
+	for range 7 {
+		ids = append(ids, a.logArchived(t))
+	}
+	a.push(t, ctx)
+	newer := ledger.RunID(string(ids[3])[:16] + "-abc1234-ffffffff")
+	remoteRecord(t, remote, newer, fmt.Sprintf(`{"schema_version":99,"run_id":%q,"timestamp_utc":"2026-11-22T01:00:04Z","status":"discard","description":"from a newer memorylab","metrics":{}}`+"\n", newer),
+		map[string][]byte{"run.log": []byte("newer\n")})
+	if _, err := c.sync(ctx, false); err == nil || !strings.Contains(err.Error(), "upgrade memorylab") {
+		t.Fatalf("pull of a newer record: %v", err)
+	}
+	got := c.ids(t)
+	if len(got) == 0 || len(got) >= len(ids) || len(got)%appendBatch != 0 {
+		t.Fatalf("after the refused batch the ledger holds %d runs, want whole batches before it", len(got))
+	}
+	var appended []ledger.RunID
+	for _, id := range got {
+		appended = append(appended, ledger.RunID(id))
+	}
+	c.checkArchives(t, appended)
+	if _, err := os.Stat(filepath.Join(c.store.Path(ledger.RunsDir), string(newer))); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused run's archive was written: %v", err)
+	}
 }

@@ -102,6 +102,13 @@ func TestPullRefusesHugeObjectBeforeInflating(t *testing.T) {
 // archive tree is entries (name → content; equal contents share one blob).
 func remoteArchive(t *testing.T, remote string, id ledger.RunID, entries map[string][]byte) {
 	t.Helper()
+	remoteRecord(t, remote, id, fmt.Sprintf(`{"schema_version":1,"run_id":%q,"timestamp_utc":"2026-11-22T01:30:00Z","status":"discard","description":"hostile archive","metrics":{}}`+"\n", id), entries)
+}
+
+// remoteRecord makes the remote's ledger hold rec as the record of id,
+// with entries as its archive tree.
+func remoteRecord(t *testing.T, remote string, id ledger.RunID, rec string, entries map[string][]byte) {
+	t.Helper()
 	rr, err := git.PlainOpen(remote)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +120,6 @@ func remoteArchive(t *testing.T, remote string, id ledger.RunID, entries map[str
 		t.Fatal(err)
 	}
 	pb := rg.newPack()
-	rec := fmt.Sprintf(`{"schema_version":1,"run_id":%q,"timestamp_utc":"2026-11-22T01:30:00Z","status":"discard","description":"hostile archive","metrics":{}}`+"\n", id)
 	h, err := pb.add(plumbing.BlobObject, []byte(rec))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/memorylab/memorylab/atomicfile"
@@ -259,6 +260,9 @@ func runArtifacts(s *ledger.Store, sh listings, r *doctorRec) (out []Finding, fe
 			return nil, false
 		}
 	}
+	if sh.notFetched != nil && sh.notFetched()[r.id] {
+		return nil, false
+	}
 	keys := make([]string, 0, len(r.artifacts))
 	for k := range r.artifacts {
 		keys = append(keys, k)
@@ -293,15 +297,21 @@ func runArtifacts(s *ledger.Store, sh listings, r *doctorRec) (out []Finding, fe
 // that are not (100k runs: 0.5 s of system calls), and the store's own
 // directory, for files every record names (latest_summary.json: a stat per
 // run). A listing is nil when the directory could not be listed.
+// notFetched is ledger.NotFetchedList's runs, read once (nil: none).
 type listings struct {
-	runsDir string
-	runs    map[string]fs.FileMode
-	store   map[string]fs.FileMode
+	runsDir    string
+	runs       map[string]fs.FileMode
+	store      map[string]fs.FileMode
+	notFetched func() map[ledger.RunID]bool
 }
 
 func sharedListings(s *ledger.Store) listings {
 	runsDir := s.Path(ledger.RunsDir)
-	return listings{runsDir: runsDir, runs: listDir(runsDir), store: listDir(s.Dir)}
+	return listings{runsDir: runsDir, runs: listDir(runsDir), store: listDir(s.Dir),
+		notFetched: sync.OnceValue(func() map[ledger.RunID]bool {
+			ids, _ := s.NotFetchedRuns() // unreadable: its runs' missing files are reported
+			return ids
+		})}
 }
 
 // dirLister answers "does this path exist" from the listing of the

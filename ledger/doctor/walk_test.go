@@ -118,8 +118,9 @@ func must(t *testing.T, err error) {
 // TestRunsListingAnswersAsStat: with one listing of runs/ shared by every
 // run, a run's archived files are found or missed exactly as with a
 // listing and a stat per run (issue 30): a run directory, a file in its
-// place, links to a directory and to nowhere, a missing one, and a run
-// pulled without its archives.
+// place, links to a directory and to nowhere, a missing one, and runs
+// pulled without their archives: marked in their directory (older pulls),
+// or named in runs/.not-fetched-runs (a torn last line names none).
 func TestRunsListingAnswersAsStat(t *testing.T) {
 	s := ledgertest.Store(t, "")
 	runsDir := s.Path(ledger.RunsDir)
@@ -130,6 +131,12 @@ func TestRunsListingAnswersAsStat(t *testing.T) {
 	must(t, os.Symlink("nowhere", filepath.Join(runsDir, "20261122T010000Z-abc1234-0004")))
 	must(t, os.MkdirAll(filepath.Join(runsDir, "20261122T010000Z-abc1234-0005"), 0o755))
 	must(t, os.WriteFile(filepath.Join(runsDir, "20261122T010000Z-abc1234-0005", ledger.NotFetchedMarker), nil, 0o644))
+	must(t, s.AppendNotFetched([]ledger.RunID{"20261122T010000Z-abc1234-0007"}))
+	f, err := os.OpenFile(filepath.Join(runsDir, ledger.NotFetchedList), os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = f.WriteString("20261122T010000Z-abc1234-0008") // torn: a pull killed mid-write
+	must(t, err)
+	must(t, f.Close())
 	must(t, os.WriteFile(s.Path("latest_summary.json"), nil, 0o644))
 	must(t, os.Symlink("nowhere", s.Path("dangling.json")))
 	sh := sharedListings(s)
@@ -144,6 +151,8 @@ func TestRunsListingAnswersAsStat(t *testing.T) {
 		{"20261122T010000Z-abc1234-0004", 4, true},
 		{"20261122T010000Z-abc1234-0006", 4, true},
 		{"20261122T010000Z-abc1234-0005", 0, false},
+		{"20261122T010000Z-abc1234-0007", 0, false},
+		{"20261122T010000Z-abc1234-0008", 4, true},
 	} {
 		prefix := ledger.DefaultStoreDir + "/" + ledger.RunsDir + "/" + tc.id
 		r := &doctorRec{line: 1, id: ledger.RunID(tc.id), artifacts: map[string]string{"run_dir": prefix, "run_log_path": prefix + "/run.log",
@@ -151,7 +160,7 @@ func TestRunsListingAnswersAsStat(t *testing.T) {
 			"source_summary_path": ledger.DefaultStoreDir + "/latest_summary.json",
 			"dangling":            ledger.DefaultStoreDir + "/dangling.json", "gone": ledger.DefaultStoreDir + "/gone.json"}}
 		got, gotFetched := runArtifacts(s, sh, r)
-		want, wantFetched := runArtifacts(s, listings{runsDir: runsDir}, r) // a listing and a stat per run
+		want, wantFetched := runArtifacts(s, listings{runsDir: runsDir, notFetched: sh.notFetched}, r) // a listing and a stat per run
 		if fmt.Sprint(got) != fmt.Sprint(want) || gotFetched != wantFetched {
 			t.Errorf("%s: with the runs/ listing %v %v, without %v %v", tc.id, got, gotFetched, want, wantFetched)
 		}
