@@ -2,7 +2,6 @@ package share
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/rand"
 	"crypto/sha1"
@@ -359,7 +358,7 @@ func claimPack(c Claim) (plumbing.Hash, []byte, error) {
 	pack.WriteString("PACK")
 	_ = binary.Write(&pack, binary.BigEndian, uint32(2))
 	_ = binary.Write(&pack, binary.BigEndian, uint32(2))
-	zw, _ := zlib.NewWriterLevel(&entry, zlib.BestSpeed)
+	zw := gitwire.NewCompressor()
 	gitwire.EncodeEntry(&entry, zw, plumbing.TreeObject, nil)
 	pack.Write(entry.Bytes())
 	gitwire.EncodeEntry(&entry, zw, plumbing.CommitObject, data)

@@ -17,7 +17,6 @@ package share
 
 import (
 	"bufio"
-	"compress/zlib"
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
@@ -284,7 +283,7 @@ func rollPacks(dir string, bases []string) error {
 		off += int64(len(head)) + n
 		return nil
 	}
-	zw, _ := zlib.NewWriterLevel(io.Discard, zlib.BestSpeed)
+	zw := gitwire.NewCompressor()
 	var sto *filesystem.Storage // for REF_DELTA entries, opened when first needed
 	defer func() {
 		if sto != nil {
