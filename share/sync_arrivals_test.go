@@ -78,15 +78,11 @@ func (c *syncClone) checkArchives(t *testing.T, ids []ledger.RunID) {
 	}
 }
 
-// TestFreshPullAppendsBlobsAsTheyCame: a first pull appends each arriving
-// record as the line its blob holds (byte for byte the line the pushing
-// machine logged), writes every archive whole, and leaves the sync state
-// past its arrivals, so the next pull of one run decodes no ledger line.
-// Before, the next pull's fold decoded and re-encoded every record the
-// first pull had appended (100k runs: 9 s of CPU).
-func TestFreshPullAppendsBlobsAsTheyCame(t *testing.T) {
-	ctx := context.Background()
-	a, b, ids := pushedArchivedRuns(t, ctx, 40)
+// freshlyPulledRuns is pushedArchivedRuns(n) pulled into b whole: b's
+// ledger is a's byte for byte, with every archive.
+func freshlyPulledRuns(t *testing.T, ctx context.Context, n int) (a, b *syncClone, ids []ledger.RunID) {
+	t.Helper()
+	a, b, ids = pushedArchivedRuns(t, ctx, n)
 	if res := b.pull(t, ctx); res.Arrived != len(ids) || len(res.Refused) > 0 {
 		t.Fatalf("fresh pull: %+v", res)
 	}
@@ -98,6 +94,18 @@ func TestFreshPullAppendsBlobsAsTheyCame(t *testing.T) {
 		t.Fatalf("the pulled ledger differs from the pushed one:\n%s\n---\n%s", la, lb)
 	}
 	b.checkArchives(t, ids)
+	return a, b, ids
+}
+
+// TestFreshPullAppendsBlobsAsTheyCame: a first pull appends each arriving
+// record as the line its blob holds (byte for byte the line the pushing
+// machine logged), writes every archive whole, and leaves the sync state
+// past its arrivals, so the next pull of one run decodes no ledger line.
+// Before, the next pull's fold decoded and re-encoded every record the
+// first pull had appended (100k runs: 9 s of CPU).
+func TestFreshPullAppendsBlobsAsTheyCame(t *testing.T) {
+	ctx := context.Background()
+	a, b, ids := freshlyPulledRuns(t, ctx, 40)
 
 	ids = append(ids, a.logArchived(t))
 	a.push(t, ctx)
@@ -229,24 +237,13 @@ func TestPullDecodesTheNextBatchAhead(t *testing.T) {
 	defer func(old int) { appendBatch = old }(appendBatch)
 	appendBatch = 2
 	ctx := context.Background()
-	a, b, ids := pushedArchivedRuns(t, ctx, 7)
-	if res := b.pull(t, ctx); res.Arrived != len(ids) || len(res.Refused) > 0 {
-		t.Fatalf("pull: %+v", res)
-	}
-	la, err := os.ReadFile(a.store.LedgerPath())
-	ok(t, err)
-	lb, err := os.ReadFile(b.store.LedgerPath())
-	ok(t, err)
-	if !bytes.Equal(la, lb) {
-		t.Fatalf("the pulled ledger differs from the pushed one:\n%s\n---\n%s", la, lb)
-	}
-	b.checkArchives(t, ids)
+	freshlyPulledRuns(t, ctx, 7)
 
 	remote := newBareRemote(t)
 	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	a = newSyncClone(t, "a", remote, start)
+	a := newSyncClone(t, "a", remote, start)
 	c := newSyncClone(t, "c", remote, start)
-	ids = nil
+	var ids []ledger.RunID
 	for range 7 {
 		ids = append(ids, a.logArchived(t))
 	}
