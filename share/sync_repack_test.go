@@ -297,3 +297,67 @@ func TestPushReadsOnlyTheNewestPackIndex(t *testing.T) {
 		t.Errorf("%s not found after opening %d of %d packs", es[0].Hash, len(lp.packs), len(live))
 	}
 }
+
+// TestPackEntryCheckedAgainstItsIndex: an object is copied as stored only
+// when its entry's bytes match the CRC-32 its pack index records. A push to
+// a path remote stores what it copies without inflating it again
+// (storeOwnPack), so a byte damaged on the local disk must not travel under
+// the object's name: the damaged entry is refused, its neighbours are not.
+func TestPackEntryCheckedAgainstItsIndex(t *testing.T) {
+	c := newSyncClone(t, "a", newBareRemote(t), time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC))
+	c.logRun(t)
+	c.push(t, context.Background())
+	g, err := gitrepo.OpenRepo(c.repo.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := livePacks(t, g.CommonDir)
+	if len(live) == 0 {
+		t.Fatal("no pack after a push")
+	}
+	pack := live[len(live)-1]
+	es, err := packEntries(pack + ".idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) < 2 {
+		t.Fatalf("%d entries, want at least 2", len(es))
+	}
+	fi, err := os.Stat(pack + ".pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last byte of the first entry: its zlib stream's checksum.
+	damaged := es[0]
+	at := int64(es[1].Offset) - 1
+	if err := os.Chmod(pack+".pack", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(pack+".pack", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x40
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if after, _ := os.Stat(pack + ".pack"); after.Size() != fi.Size() {
+		t.Fatal("the pack changed size")
+	}
+	lp, err := Of(g).openPacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lp.close()
+	if _, ok := lp.entry(damaged.Hash); ok {
+		t.Errorf("%s: a damaged entry was taken as stored", damaged.Hash)
+	}
+	if _, ok := lp.entry(es[1].Hash); !ok {
+		t.Errorf("%s: an intact entry was refused", es[1].Hash)
+	}
+}

@@ -500,7 +500,8 @@ func openRawPack(base string) (*rawPack, error) {
 }
 
 // entry returns the stored bytes of object h when a pack holds it whole
-// (not as a delta against another object).
+// (not as a delta against another object) and they match the CRC-32 its
+// index records.
 func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
 	for i := 0; lp.pack(i) != nil; i++ {
 		p := lp.packs[i]
@@ -518,6 +519,12 @@ func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
 		}
 		b := make([]byte, end-off)
 		if _, err := p.f.ReadAt(b, off); err != nil {
+			return nil, false
+		}
+		// Checked against its index, as git checks a pack entry it reuses:
+		// a push to a path remote stores what it copies without inflating
+		// it again (storeOwnPack), so a damaged byte must stop here.
+		if crc, err := p.idx.FindCRC32(h); err != nil || crc32.ChecksumIEEE(b) != crc {
 			return nil, false
 		}
 		switch plumbing.ObjectType((b[0] >> 4) & 7) {
