@@ -249,6 +249,10 @@ type codeSet struct {
 	read int
 	// searched counts the searches of base for a run's line (lineOf).
 	searched int
+	// zones, when known, say which stretches of base can hold a run's line
+	// (code_zones.go); scanned counts the bytes of base searched.
+	zones   []codeZone
+	scanned int
 }
 
 // find returns the runs whose line contains needle (deduplicated by run;
@@ -423,13 +427,12 @@ func (cs *codeSet) lineOf(id ledger.RunID) int {
 	}
 	cs.searched++
 	needle := []byte("\n" + string(id) + "\t")
-	if bytes.HasPrefix(cs.base, needle[1:]) {
-		return 0
-	}
-	if i := bytes.Index(cs.base, needle); i >= 0 {
-		return i + 1
-	}
-	return -1
+	at := -1
+	cs.eachLineStarting(cs.spans(string(id), true, len(cs.base)), func() []byte { return needle }, func(start int) bool {
+		at = start
+		return false
+	})
+	return at
 }
 
 // keepsAfter counts the kept runs after id in ledger order (0 when id is
@@ -665,32 +668,25 @@ func (cs *codeSet) windowOf(keep map[ledger.RunID]bool, also ...ledger.RunID) []
 		covered = func(id ledger.RunID) bool {
 			return strings.HasPrefix(string(id), prefix) || strings.HasPrefix(string(id), wide)
 		}
-		head := b[:min(end+1, len(b))] // through the newline before the last line read (all of base when none was)
+		head := min(end+1, len(b)) // through the newline before the last line read (all of base when none was)
 		needle := []byte("\n" + wide)
-		if bytes.HasPrefix(head, needle[1:]) {
-			e := bytes.IndexByte(head, '\n')
-			note(0, e)
-		}
 		lines := 0
-		for from := 0; ; {
+		cs.eachLineStarting(cs.spans(wide, false, head), func() []byte {
 			if lines++; lines > maxAlsoLines && len(wide) < len(prefix) {
 				// Every line from here that starts with prefix starts
-				// with wide: the lines before from were seen.
+				// with wide: the lines before were seen.
 				wide, needle = prefix, []byte("\n"+prefix)
 			}
-			i := bytes.Index(head[from:], needle)
-			if i < 0 {
-				break
-			}
-			start := from + i + 1
+			return needle
+		}, func(start int) bool {
 			e := bytes.IndexByte(b[start:], '\n')
 			if e < 0 {
 				e = len(b) - start
 			}
 			cs.read += e + 1
 			note(start, start+e)
-			from = start
-		}
+			return true
+		})
 	}
 	starts := make([]int, 0, len(first))
 	for id := range keep {
@@ -847,7 +843,11 @@ func openCodeFrom(env Env, s *ledger.Store, repo *gitrepo.Repo, read func() (led
 		}
 		return rebuildCode(env, s, cr, known)
 	}
-	cs := &codeSet{base: base, tail: map[ledger.RunID]RunCode{}}
+	cs := &codeSet{base: base, tail: map[ledger.RunID]RunCode{}, zones: readCodeZones(s, fp, base)}
+	if cs.zones == nil && len(base) >= 4*codeZoneBytes { // a base written before zones were: cut once
+		cs.zones = zonesOf(base, 0, nil)
+		_ = s.WriteCache(codeZonesName, codeZonesVersion, fp, encodeZones(len(base), cs.zones))
+	}
 	var fresh [][]byte
 	end, _, err := s.ScanFrom(fp.Size, func(r *ledger.Record, _ int, _ int64) error {
 		if r.Correction != nil {
@@ -874,9 +874,10 @@ func openCodeFrom(env Env, s *ledger.Store, repo *gitrepo.Repo, read func() (led
 			c := cs.tail[id]
 			b.Write(c.line())
 		}
-		if nfp, err := s.FingerprintAt(end); err == nil && s.WriteCache(codeCacheName, codeCacheVersion, nfp, b.Bytes()) == nil {
+		zones := foldedZones(b.Bytes(), len(base), cs.zones)
+		if nfp, err := s.FingerprintAt(end); err == nil && writeCodeBase(s, nfp, b.Bytes(), zones) == nil {
 			_ = os.Remove(s.CachePath(codeTailName))
-			return &codeSet{base: b.Bytes()}, nil
+			return &codeSet{base: b.Bytes(), zones: zones}, nil
 		}
 	}
 	appendCodeTail(s, fresh...)
@@ -951,10 +952,11 @@ func rebuildCodeFromCatalog(s *ledger.Store, cr *codeReader, known map[ledger.Ru
 		}
 		base = out
 	}
-	if err := s.WriteCacheOf(codeCacheName, codeCacheVersion, st.Covers, base); err == nil {
+	zones := zonesOf(base, 0, nil)
+	if err := writeCodeBase(s, st.Covers, base, zones); err == nil {
 		_ = os.Remove(s.CachePath(codeTailName))
 	}
-	return &codeSet{base: base}, true, nil
+	return &codeSet{base: base, zones: zones}, true, nil
 }
 
 func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunID]RunCode) (*codeSet, error) {
@@ -1009,12 +1011,13 @@ func rebuildCode(env Env, s *ledger.Store, cr *codeReader, known map[ledger.RunI
 		}
 		base = kept
 	}
+	zones := zonesOf(base, 0, nil)
 	if fp, err := s.FingerprintAt(end); err == nil {
-		if err := s.WriteCacheOf(codeCacheName, codeCacheVersion, fp, base); err == nil {
+		if err := writeCodeBase(s, fp, base, zones); err == nil {
 			_ = os.Remove(s.CachePath(codeTailName))
 		}
 	}
-	return &codeSet{base: base}, nil
+	return &codeSet{base: base, zones: zones}, nil
 }
 
 func readCodeTail(s *ledger.Store) map[ledger.RunID]RunCode {
