@@ -84,6 +84,7 @@ func (g *Repo) pinRef(name string, h plumbing.Hash, what string) error {
 		if got.Hash() != h {
 			return fmt.Errorf("%w: %s was changed concurrently to %s", ErrPinConflict, name, ledger.Short(got.Hash().String()))
 		}
+		g.packLoosePins(name)
 		return nil
 	}
 	return fmt.Errorf("%w: %s keeps changing under us", ErrPinConflict, name)
