@@ -231,7 +231,13 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 	if !ok {
 		return fmt.Errorf("the repository storage cannot take packfiles")
 	}
-	if err := receivePack(sto, g.GitDirOfStorage(), rd, lim); err != nil {
+	// A ledger pack's records are kept as they are inflated and hashed,
+	// for the arrivals (keptBlobs): each is inflated once per pull.
+	var keep *gitwire.KeptBlobs
+	if lim == ledgerPackLimits {
+		keep = g.keepingBlobs()
+	}
+	if err := receivePackKeeping(sto, g.GitDirOfStorage(), rd, lim, keep); err != nil {
 		return err
 	}
 	return g.Reopen()
@@ -730,12 +736,31 @@ var objectsInflated atomic.Int64
 // limit) is refused before inflating. go-git resolves deltas in memory, so
 // a pack with deltas is refused when a delta would build, or a whole object
 // is, more than lim.delta.
-func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits) (err error) {
+func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits) error {
+	return receivePackKeeping(sto, dir, rd, lim, nil)
+}
+
+// receivePackKeeping is receivePack that also hands keep (when not nil)
+// the content of every whole blob that may be a ledger record (keptBlob)
+// as it is inflated and hashed: a pull's arrivals read them there rather
+// than inflate them again from the stored pack. Only blobs whose hash was
+// computed over exactly the kept bytes are kept, and they become readable
+// only once the whole pack has checked out and is stored.
+func receivePackKeeping(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits, keep *gitwire.KeptBlobs) (err error) {
 	p, err := createPack(dir, "tmp_memorylab_recv_")
 	if err != nil {
 		return err
 	}
 	defer p.discard()
+	if keep != nil {
+		defer func() {
+			if err != nil {
+				keep.Discard()
+			} else if perr := keep.Publish(); perr != nil {
+				keep.Discard() // not kept: the arrivals read the pack
+			}
+		}()
+	}
 	f := p.File
 	// Everything read is copied to f and hashed (but for the trailer) in
 	// bulk, below the buffered reader the entries are parsed from.
@@ -752,12 +777,12 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 	// Whole objects are hashed by a goroutine of their own as they are
 	// inflated here (sha1cd was a third of the loop: 1.9 of 5.4 s at a
 	// first pull of 100,000 runs).
-	hs := newObjectHasher(min(n, 1<<16)) // n is the remote's word until the entries are read
+	hs := newObjectHasher(min(n, 1<<16), keep) // n is the remote's word until the entries are read
 	defer hs.close()
 	deltas := false
 	var biggest uint32
 	var biggestWhole uint64
-	zr, err := zlib.NewReader(bytes.NewReader([]byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01}))
+	zr, err := gitwire.NewInflater()
 	if err != nil {
 		return err
 	}
@@ -800,7 +825,7 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 				return err
 			}
 		}
-		if err := zr.(zlib.Resetter).Reset(cr, nil); err != nil {
+		if err := zr.Reset(cr); err != nil {
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
 		zbr.Reset(zr)
@@ -889,6 +914,7 @@ type objectHasher struct {
 	free   chan []byte
 	done   chan struct{}
 	objs   []received
+	keep   *gitwire.KeptBlobs // nil: nothing kept
 	closed bool
 }
 
@@ -897,13 +923,27 @@ type hashChunk struct {
 	size, off   int64
 	data        []byte
 	first, last bool
+	keep        bool // the object's content goes to hs.keep too
 }
 
 const hashBuffers, hashBufferSize = 32, 32 << 10
 
-func newObjectHasher(n uint32) *objectHasher {
+// maxKeptBlob is the largest blob a fetch keeps for the arrivals: a ledger
+// record is a few kilobytes; a bigger one is read from the pack.
+const maxKeptBlob = 1 << 20
+
+// keptBlob reports whether a whole object of type t and size bytes, whose
+// content starts with first (the first bytes inflated), may be a ledger
+// record: a blob holding a JSON object. Which blobs are records only the
+// ledger's trees say, after the pack is stored; a blob kept that no tree
+// names as a record is never read from the kept ones.
+func keptBlob(t plumbing.ObjectType, size uint64, first []byte) bool {
+	return t == plumbing.BlobObject && size <= maxKeptBlob && len(first) > 0 && first[0] == '{'
+}
+
+func newObjectHasher(n uint32, keep *gitwire.KeptBlobs) *objectHasher {
 	hs := &objectHasher{jobs: make(chan hashChunk, hashBuffers), free: make(chan []byte, hashBuffers),
-		done: make(chan struct{}), objs: make([]received, 0, n)}
+		done: make(chan struct{}), objs: make([]received, 0, n), keep: keep}
 	for range hashBuffers {
 		hs.free <- make([]byte, hashBufferSize)
 	}
@@ -914,11 +954,21 @@ func newObjectHasher(n uint32) *objectHasher {
 		for c := range hs.jobs {
 			if c.first {
 				sum, off = plumbing.NewHasher(c.t, c.size), c.off
+				if c.keep {
+					hs.keep.Begin()
+				}
 			}
 			sum.Write(c.data)
+			if c.keep {
+				hs.keep.Write(c.data) // the bytes just hashed
+			}
 			hs.free <- c.data[:cap(c.data)]
 			if c.last {
-				hs.objs = append(hs.objs, received{h: sum.Sum(), off: off})
+				h := sum.Sum()
+				hs.objs = append(hs.objs, received{h: h, off: off})
+				if c.keep {
+					hs.keep.End(h)
+				}
 			}
 		}
 	}()
@@ -926,9 +976,11 @@ func newObjectHasher(n uint32) *objectHasher {
 }
 
 // object reads an object of type t that its header says is size bytes,
-// at offset off, from r to its end and has it hashed; n is how many bytes
-// r held. Reading stops past size (the caller refuses the object).
+// at offset off, from r to its end and has it hashed (and kept, when
+// keptBlob says so); n is how many bytes r held. Reading stops past size
+// (the caller refuses the object).
 func (hs *objectHasher) object(t plumbing.ObjectType, size uint64, off int64, r io.Reader) (n int64, err error) {
+	keep := false
 	for first := true; ; first = false {
 		buf := <-hs.free
 		m, err := io.ReadFull(r, buf)
@@ -937,7 +989,10 @@ func (hs *objectHasher) object(t plumbing.ObjectType, size uint64, off int64, r 
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			err = nil
 		}
-		hs.jobs <- hashChunk{t: t, size: int64(size), off: off, data: buf[:m], first: first, last: last}
+		if first {
+			keep = hs.keep != nil && keptBlob(t, size, buf[:m])
+		}
+		hs.jobs <- hashChunk{t: t, size: int64(size), off: off, data: buf[:m], first: first, last: last, keep: keep}
 		if last {
 			return n, err
 		}
