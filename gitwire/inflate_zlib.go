@@ -13,7 +13,7 @@ import (
 // so the next entry of a pack starts where it left r.
 //
 // It is github.com/klauspost/compress's zlib, which inflates ledger
-// records about 20% faster than the standard library's
+// records 10-20% faster than the standard library's
 // (BenchmarkInflateRecords), the reader of NewCompressor's streams.
 type Inflater interface {
 	io.Reader

@@ -1617,10 +1617,10 @@ type blobReader struct {
 	zr    gitwire.Inflater
 }
 
-// blobsInflated counts the blobs blobReader inflated from a local pack or
-// read through go-git, for tests: a fresh pull's records come from the
-// blobs its fetch kept, none is inflated twice.
-var blobsInflated atomic.Int64
+// recordsInflated counts the records blobReader inflated from a local pack
+// or read through go-git, for tests: a pull's records come from the blobs
+// its fetch kept (inflated and hashed once, as the pack arrived).
+var recordsInflated atomic.Int64
 
 // inflate returns a reader of the object a pack stores whole as raw (its
 // entry), its type and size; ok is false when raw is not a whole object of
@@ -1635,7 +1635,6 @@ func (br *blobReader) inflate(raw []byte, want plumbing.ObjectType) (rd io.Reade
 			return nil, 0, false, err
 		}
 	}
-	blobsInflated.Add(1)
 	err = br.zr.Reset(bytes.NewReader(raw[n:]))
 	return br.zr, size, err == nil, err
 }
@@ -1652,6 +1651,7 @@ func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
 			return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ledger.ErrBadInput, id, size, ledger.MaxRecordBytes>>20)
 		}
 		if zr, size, ok, err := br.inflate(raw, plumbing.BlobObject); ok && err == nil {
+			recordsInflated.Add(1)
 			data := make([]byte, size)
 			if _, err = io.ReadFull(zr, data); err == nil {
 				return data, nil
@@ -1660,7 +1660,7 @@ func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
 	}
 	br.mu.Lock()
 	defer br.mu.Unlock()
-	blobsInflated.Add(1)
+	recordsInflated.Add(1)
 	b, err := br.g.BlobObject(h)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read remote record %s: %w", id, err)
@@ -1694,7 +1694,6 @@ func (br *blobReader) copyBlob(w io.Writer, h plumbing.Hash, size int64) error {
 	}
 	br.mu.Lock()
 	defer br.mu.Unlock()
-	blobsInflated.Add(1)
 	b, err := br.g.BlobObject(h)
 	if err != nil {
 		return err
