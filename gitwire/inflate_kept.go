@@ -15,7 +15,10 @@ import (
 // behind, even by a killed process), through one buffered writer; an
 // index in memory maps each kept blob's hash to where its content is.
 // Memory stays bounded by the index (a few dozen bytes a blob) whatever
-// the blobs hold.
+// the blobs hold, and the file by its limit: a blob that would take it
+// past the limit is not kept (a pull of a million runs keeps about the
+// first quarter of its 4.3 GB of records, rather than write them all to
+// disk a second time).
 //
 // A blob is written between Begin and End; End names its hash, which the
 // caller computed over exactly those bytes (its verification), and the
@@ -27,6 +30,7 @@ import (
 type KeptBlobs struct {
 	f     *os.File
 	w     *bufio.Writer
+	limit int64 // the most bytes the file holds
 	size  int64 // bytes written through w
 	start int64 // where the blob being written starts
 	open  bool  // between Begin and End
@@ -48,25 +52,31 @@ type keptBlob struct {
 	keptSpan
 }
 
-// NewKeptBlobs creates the temporary file in dir (unlinked at once).
-func NewKeptBlobs(dir string) (*KeptBlobs, error) {
+// NewKeptBlobs creates the temporary file in dir (unlinked at once), to
+// hold at most limit bytes.
+func NewKeptBlobs(dir string, limit int64) (*KeptBlobs, error) {
 	f, err := os.CreateTemp(dir, "tmp_memorylab_kept_")
 	if err != nil {
 		return nil, err
 	}
 	// Open, it stays readable; unlinked, nothing outlives the process.
 	_ = os.Remove(f.Name())
-	return &KeptBlobs{f: f, w: bufio.NewWriterSize(f, 1<<20), index: map[plumbing.Hash]keptSpan{}}, nil
+	return &KeptBlobs{f: f, w: bufio.NewWriterSize(f, 1<<20), limit: limit, index: map[plumbing.Hash]keptSpan{}}, nil
 }
 
-// Begin starts a blob.
-func (k *KeptBlobs) Begin() {
-	k.start, k.open = k.size, k.err == nil
+// Begin starts a blob of size bytes; it is not kept when it would take
+// the file past its limit.
+func (k *KeptBlobs) Begin(size int64) {
+	k.start, k.open = k.size, k.err == nil && k.size+size <= k.limit
 }
 
 // Write appends p to the blob begun.
 func (k *KeptBlobs) Write(p []byte) {
 	if !k.open {
+		return
+	}
+	if k.size+int64(len(p)) > k.limit { // more than Begin was told: not kept
+		k.open = false
 		return
 	}
 	n, err := k.w.Write(p)

@@ -13,11 +13,13 @@ import (
 
 // TestKeptBlobs: a blob is readable once published, under the hash its
 // writer named; what ended since the last Publish goes with Discard; a
-// blob begun but not ended is never readable; nothing is left in the
-// directory (the file is unlinked as it is created), and Close drops all.
+// blob begun but not ended is never readable, nor one that would take the
+// file past its limit; nothing is
+// left in the directory (the file is unlinked as it is created), and
+// Close drops all.
 func TestKeptBlobs(t *testing.T) {
 	dir := t.TempDir()
-	k, err := NewKeptBlobs(dir)
+	k, err := NewKeptBlobs(dir, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func TestKeptBlobs(t *testing.T) {
 	}
 	h := func(s string) plumbing.Hash { return ObjectHash(plumbing.BlobObject, []byte(s)) }
 	put := func(s string, chunks int) {
-		k.Begin()
+		k.Begin(int64(len(s)))
 		step := (len(s) + chunks - 1) / chunks
 		for i := 0; i < len(s); i += step {
 			k.Write([]byte(s[i:min(i+step, len(s))]))
@@ -43,15 +45,17 @@ func TestKeptBlobs(t *testing.T) {
 	}
 	put(`{"c": 333}`, 2)
 	k.Discard()
-	k.Begin()
+	k.Begin(4)
 	k.Write([]byte(`{"d"`)) // never ended
+	put(`{"e": "past the forty bytes"}`, 1)
 	if err := k.Publish(); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		content string
 		want    bool
-	}{{`{"a": 1}`, true}, {`{"b": 22}`, true}, {`{"c": 333}`, false}, {`{"d"`, false}} {
+	}{{`{"a": 1}`, true}, {`{"b": 22}`, true}, {`{"c": 333}`, false}, {`{"d"`, false},
+		{`{"e": "past the forty bytes"}`, false}} {
 		got, found := k.Get(h(tc.content))
 		if found != tc.want || found && string(got) != tc.content {
 			t.Errorf("%s: %q, %v; want %v", tc.content, got, found, tc.want)

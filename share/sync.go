@@ -1730,7 +1730,7 @@ func (g *Repo) keepingBlobs() *gitwire.KeptBlobs {
 	if k := g.keptBlobs(); k != nil {
 		return k
 	}
-	k, err := gitwire.NewKeptBlobs(filepath.Join(g.GitDirOfStorage(), "objects", "pack"))
+	k, err := gitwire.NewKeptBlobs(filepath.Join(g.GitDirOfStorage(), "objects", "pack"), maxKeptBytes)
 	if err != nil {
 		return nil
 	}

@@ -104,7 +104,7 @@ func TestReceivePackKeepsOnlyCheckedBlobs(t *testing.T) {
 			}
 			sto := gitrepo.OpenStorage(dir, dir, false)
 			defer sto.Close()
-			keep, err := gitwire.NewKeptBlobs(filepath.Join(dir, "objects", "pack"))
+			keep, err := gitwire.NewKeptBlobs(filepath.Join(dir, "objects", "pack"), maxKeptBytes)
 			ok(t, err)
 			defer keep.Close()
 			err = receivePackKeeping(sto, dir, bytes.NewReader(tc.pack), ledgerPackLimits, keep)

@@ -848,7 +848,7 @@ func receivePackKeeping(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim p
 				return fmt.Errorf("unable to read the pack: %w", err)
 			}
 			n = int64(size) // the header bytes were read above; the length check is go-git's
-		} else if n, err = hs.object(t, size, off, zbr); err != nil {
+		} else if n, err = hs.object(t, size, off, zr); err != nil { // zbr holds nothing of a whole object: read zr, one copy less
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
 		if uint64(n) != size {
@@ -930,7 +930,9 @@ const hashBuffers, hashBufferSize = 32, 32 << 10
 
 // maxKeptBlob is the largest blob a fetch keeps for the arrivals: a ledger
 // record is a few kilobytes; a bigger one is read from the pack.
-const maxKeptBlob = 1 << 20
+// maxKeptBytes bounds what a sync keeps in all: 100,000 runs' records are
+// 430 MB; beyond it, records are read from the pack as before.
+const maxKeptBlob, maxKeptBytes = 1 << 20, 1 << 30
 
 // keptBlob reports whether a whole object of type t and size bytes, whose
 // content starts with first (the first bytes inflated), may be a ledger
@@ -955,7 +957,7 @@ func newObjectHasher(n uint32, keep *gitwire.KeptBlobs) *objectHasher {
 			if c.first {
 				sum, off = plumbing.NewHasher(c.t, c.size), c.off
 				if c.keep {
-					hs.keep.Begin()
+					hs.keep.Begin(c.size)
 				}
 			}
 			sum.Write(c.data)
