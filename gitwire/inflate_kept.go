@@ -59,7 +59,8 @@ func NewKeptBlobs(dir string, limit int64) (*KeptBlobs, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Open, it stays readable; unlinked, nothing outlives the process.
+	// Open, it stays readable; unlinked, nothing outlives the process
+	// (where the system refuses to unlink an open file, Close does).
 	_ = os.Remove(f.Name())
 	return &KeptBlobs{f: f, w: bufio.NewWriterSize(f, 1<<20), limit: limit, index: map[plumbing.Hash]keptSpan{}}, nil
 }
@@ -160,6 +161,7 @@ func (k *KeptBlobs) Close() error {
 		return nil
 	}
 	err := k.f.Close()
+	_ = os.Remove(k.f.Name()) // gone already, but where unlinking an open file fails
 	k.f, k.index = nil, map[plumbing.Hash]keptSpan{}
 	return err
 }
