@@ -62,7 +62,6 @@ package share
 
 import (
 	"bytes"
-	"compress/zlib"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -78,6 +77,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -840,6 +840,13 @@ func isRejected(err error) bool {
 // remote-tracking run refs the other is still fetching; log never takes
 // this lock) and resolves the remote. done releases the lock.
 func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, done func(), err error) {
+	return g.beginSyncKeeping(opts, false)
+}
+
+// beginSyncKeeping is beginSync; the blobs its fetches keep for the
+// arrivals (keptBlobs) are dropped when it is done, but with keep (a
+// fresh clone's RemoteConfig, whose Pull follows).
+func (g *Repo) beginSyncKeeping(opts SyncOptions, keep bool) (rs *remoteSpec, res *SyncResult, done func(), err error) {
 	g.LockHandle()
 	lock, err := ledger.LockAt(filepath.Join(g.CommonDir, "memorylab-sync.lock"))
 	if err != nil {
@@ -848,6 +855,9 @@ func (g *Repo) beginSync(opts SyncOptions) (rs *remoteSpec, res *SyncResult, don
 	}
 	g.tracked = map[plumbing.ReferenceName]plumbing.Hash{}
 	done = func() {
+		if !keep {
+			g.dropKept()
+		}
 		g.tracked = nil
 		_ = lock.Unlock()
 		g.UnlockHandle()
@@ -1068,7 +1078,9 @@ func (g *Repo) localCommitTips() []plumbing.Hash {
 // carries; ok is false when the remote has no ledger or its ledger predates
 // shared configs (format 1). A fresh clone uses it to create its store.
 func (g *Repo) RemoteConfig(ctx context.Context, remote string) (cfg ledger.Config, ok bool, err error) {
-	rs, res, done, err := g.beginSync(SyncOptions{Remote: remote})
+	// What the fetch keeps of the records goes to the Pull that follows
+	// (a fresh clone); another sync of this handle drops it.
+	rs, res, done, err := g.beginSyncKeeping(SyncOptions{Remote: remote}, true)
 	if err != nil {
 		return ledger.Config{}, false, err
 	}
@@ -1415,7 +1427,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 	newReaders := func() []*blobReader {
 		readers := make([]*blobReader, runtime.GOMAXPROCS(0))
 		for w := range readers {
-			readers[w] = &blobReader{g: g, packs: packs, mu: &gitMu}
+			readers[w] = &blobReader{g: g, packs: packs, kept: g.keptBlobs(), mu: &gitMu}
 		}
 		return readers
 	}
@@ -1600,9 +1612,15 @@ type decodedArrival struct {
 type blobReader struct {
 	g     *Repo
 	packs *localPacks
+	kept  *gitwire.KeptBlobs // what this pull's fetch kept as it inflated it (nil: none)
 	mu    *sync.Mutex
-	zr    io.ReadCloser
+	zr    gitwire.Inflater
 }
+
+// recordsInflated counts the records blobReader inflated from a local pack
+// or read through go-git, for tests: a pull's records come from the blobs
+// its fetch kept (inflated and hashed once, as the pack arrived).
+var recordsInflated atomic.Int64
 
 // inflate returns a reader of the object a pack stores whole as raw (its
 // entry), its type and size; ok is false when raw is not a whole object of
@@ -1613,19 +1631,27 @@ func (br *blobReader) inflate(raw []byte, want plumbing.ObjectType) (rd io.Reade
 		return nil, 0, false, nil
 	}
 	if br.zr == nil {
-		br.zr, err = zlib.NewReader(bytes.NewReader(raw[n:]))
-	} else {
-		err = br.zr.(zlib.Resetter).Reset(bytes.NewReader(raw[n:]), nil)
+		if br.zr, err = gitwire.NewInflater(); err != nil {
+			return nil, 0, false, err
+		}
 	}
+	err = br.zr.Reset(bytes.NewReader(raw[n:]))
 	return br.zr, size, err == nil, err
 }
 
+// read returns the content of blob h, the record of run id: from the
+// blobs this pull's fetch kept (hashed as they were inflated), else from
+// a local pack or go-git.
 func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
+	if data, ok := br.kept.Get(h); ok {
+		return data, nil // at most maxKeptBlob, under MaxRecordBytes
+	}
 	if raw, ok := br.packs.entry(h); ok {
 		if t, size, n := entryHeader(raw); t == plumbing.BlobObject && n > 0 && size > ledger.MaxRecordBytes {
 			return nil, fmt.Errorf("%w: remote record %s is %d bytes, over the %d MiB limit", ledger.ErrBadInput, id, size, ledger.MaxRecordBytes>>20)
 		}
 		if zr, size, ok, err := br.inflate(raw, plumbing.BlobObject); ok && err == nil {
+			recordsInflated.Add(1)
 			data := make([]byte, size)
 			if _, err = io.ReadFull(zr, data); err == nil {
 				return data, nil
@@ -1634,6 +1660,7 @@ func (br *blobReader) read(id ledger.RunID, h plumbing.Hash) ([]byte, error) {
 	}
 	br.mu.Lock()
 	defer br.mu.Unlock()
+	recordsInflated.Add(1)
 	b, err := br.g.BlobObject(h)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read remote record %s: %w", id, err)
@@ -1655,6 +1682,10 @@ func (br *blobReader) copyBlob(w io.Writer, h plumbing.Hash, size int64) error {
 	if size == 0 {
 		return nil
 	}
+	if data, ok := br.kept.Get(h); ok && int64(len(data)) == size {
+		_, err := w.Write(data[:min(size, maxArrivingArchiveFile)])
+		return err
+	}
 	if raw, ok := br.packs.entry(h); ok {
 		if zr, n, ok, err := br.inflate(raw, plumbing.BlobObject); ok && err == nil && n == size {
 			_, err = io.Copy(w, io.LimitReader(zr, min(size, maxArrivingArchiveFile)))
@@ -1674,6 +1705,44 @@ func (br *blobReader) copyBlob(w io.Writer, h plumbing.Hash, size int64) error {
 	defer rd.Close()
 	_, err = io.Copy(w, io.LimitReader(rd, maxArrivingArchiveFile))
 	return err
+}
+
+// kept holds, per repository handle, the blobs its last fetches of ledger
+// packs kept as they inflated and hashed them (receivePackKeeping), until
+// the sync that fetched them ends. A fresh clone's pull fetches the ledger
+// in RemoteConfig (to create the store with its config) and merges it in
+// the Pull that follows, through another Repo view of the same handle: the
+// blobs are kept by handle, from the one to the other.
+var kept sync.Map // *gitrepo.Repo → *gitwire.KeptBlobs
+
+// keptBlobs is what this handle's fetches kept (nil: nothing).
+func (g *Repo) keptBlobs() *gitwire.KeptBlobs {
+	if k, ok := kept.Load(g.Repo); ok {
+		return k.(*gitwire.KeptBlobs)
+	}
+	return nil
+}
+
+// keepingBlobs is keptBlobs, created (in the pack directory, where the
+// fetched pack goes) when missing; nil when it cannot be: then nothing is
+// kept and the arrivals read the pack.
+func (g *Repo) keepingBlobs() *gitwire.KeptBlobs {
+	if k := g.keptBlobs(); k != nil {
+		return k
+	}
+	k, err := gitwire.NewKeptBlobs(filepath.Join(g.GitDirOfStorage(), "objects", "pack"), maxKeptBytes)
+	if err != nil {
+		return nil
+	}
+	kept.Store(g.Repo, k)
+	return k
+}
+
+// dropKept closes what this handle's fetches kept.
+func (g *Repo) dropKept() {
+	if k, ok := kept.LoadAndDelete(g.Repo); ok {
+		_ = k.(*gitwire.KeptBlobs).Close()
+	}
 }
 
 // entryHeader decodes a pack entry's type-and-size header; n is its length

@@ -231,7 +231,13 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 	if !ok {
 		return fmt.Errorf("the repository storage cannot take packfiles")
 	}
-	if err := receivePack(sto, g.GitDirOfStorage(), rd, lim); err != nil {
+	// A ledger pack's records are kept as they are inflated and hashed,
+	// for the arrivals (keptBlobs): each is inflated once per pull.
+	var keep *gitwire.KeptBlobs
+	if lim == ledgerPackLimits {
+		keep = g.keepingBlobs()
+	}
+	if err := receivePackKeeping(sto, g.GitDirOfStorage(), rd, lim, keep); err != nil {
 		return err
 	}
 	return g.Reopen()
@@ -730,17 +736,36 @@ var objectsInflated atomic.Int64
 // limit) is refused before inflating. go-git resolves deltas in memory, so
 // a pack with deltas is refused when a delta would build, or a whole object
 // is, more than lim.delta.
-func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits) (err error) {
+func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits) error {
+	return receivePackKeeping(sto, dir, rd, lim, nil)
+}
+
+// receivePackKeeping is receivePack that also hands keep (when not nil)
+// the content of every whole blob that may be a ledger record (keptBlob)
+// as it is inflated and hashed: a pull's arrivals read them there rather
+// than inflate them again from the stored pack. Only blobs whose hash was
+// computed over exactly the kept bytes are kept, and they become readable
+// only once the whole pack has checked out and is stored.
+func receivePackKeeping(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits, keep *gitwire.KeptBlobs) (err error) {
 	p, err := createPack(dir, "tmp_memorylab_recv_")
 	if err != nil {
 		return err
 	}
 	defer p.discard()
+	if keep != nil {
+		defer func() {
+			if err != nil {
+				keep.Discard()
+			} else if perr := keep.Publish(); perr != nil {
+				keep.Discard() // not kept: the arrivals read the pack
+			}
+		}()
+	}
 	f := p.File
 	// Everything read is copied to f and hashed (but for the trailer) in
 	// bulk, below the buffered reader the entries are parsed from.
 	sum := &trailingHasher{h: sha1.New()}
-	cr := &countingReader{br: bufio.NewReaderSize(io.TeeReader(rd, io.MultiWriter(f, sum)), 1<<20)}
+	cr := newCountingReader(io.TeeReader(rd, io.MultiWriter(f, sum)), 1<<20)
 	var head [gitwire.PackHeaderSize]byte
 	if _, err := io.ReadFull(cr, head[:]); err != nil {
 		return fmt.Errorf("unable to read the pack: %w", err)
@@ -752,18 +777,18 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 	// Whole objects are hashed by a goroutine of their own as they are
 	// inflated here (sha1cd was a third of the loop: 1.9 of 5.4 s at a
 	// first pull of 100,000 runs).
-	hs := newObjectHasher(min(n, 1<<16)) // n is the remote's word until the entries are read
+	hs := newObjectHasher(min(n, 1<<16), keep) // n is the remote's word until the entries are read
 	defer hs.close()
 	deltas := false
 	var biggest uint32
 	var biggestWhole uint64
-	zr, err := zlib.NewReader(bytes.NewReader([]byte{0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01}))
+	zr, err := gitwire.NewInflater()
 	if err != nil {
 		return err
 	}
 	zbr := bufio.NewReaderSize(zr, 32<<10) // inflated bytes, for the delta header
 	for i := uint32(0); i < n; i++ {
-		off := cr.n
+		off := cr.pos()
 		c, err := cr.ReadByte()
 		if err != nil {
 			return fmt.Errorf("unable to read the pack: %w", err)
@@ -800,7 +825,7 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 				return err
 			}
 		}
-		if err := zr.(zlib.Resetter).Reset(cr, nil); err != nil {
+		if err := zr.Reset(cr.br); err != nil {
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
 		zbr.Reset(zr)
@@ -823,7 +848,7 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 				return fmt.Errorf("unable to read the pack: %w", err)
 			}
 			n = int64(size) // the header bytes were read above; the length check is go-git's
-		} else if n, err = hs.object(t, size, off, zbr); err != nil {
+		} else if n, err = hs.object(t, size, off, zr); err != nil { // zbr holds nothing of a whole object: read zr, one copy less
 			return fmt.Errorf("unable to read the pack: %w", err)
 		}
 		if uint64(n) != size {
@@ -853,7 +878,7 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 	}
 	// CRCs of the stored entries, in one pass over the file.
 	entries := make([]gitwire.IndexEntry, 0, len(objs))
-	end := cr.n - 20
+	end := cr.pos() - 20
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), 1<<20)
 	if _, err := br.Discard(gitwire.PackHeaderSize); err != nil {
 		return err
@@ -889,6 +914,7 @@ type objectHasher struct {
 	free   chan []byte
 	done   chan struct{}
 	objs   []received
+	keep   *gitwire.KeptBlobs // nil: nothing kept
 	closed bool
 }
 
@@ -897,13 +923,29 @@ type hashChunk struct {
 	size, off   int64
 	data        []byte
 	first, last bool
+	keep        bool // the object's content goes to hs.keep too
 }
 
 const hashBuffers, hashBufferSize = 32, 32 << 10
 
-func newObjectHasher(n uint32) *objectHasher {
+// maxKeptBlob is the largest blob a fetch keeps for the arrivals: a ledger
+// record is a few kilobytes; a bigger one is read from the pack.
+// maxKeptBytes bounds what a sync keeps in all: 100,000 runs' records are
+// 430 MB; beyond it, records are read from the pack as before.
+const maxKeptBlob, maxKeptBytes = 1 << 20, 1 << 30
+
+// keptBlob reports whether a whole object of type t and size bytes, whose
+// content starts with first (the first bytes inflated), may be a ledger
+// record: a blob holding a JSON object. Which blobs are records only the
+// ledger's trees say, after the pack is stored; a blob kept that no tree
+// names as a record is never read from the kept ones.
+func keptBlob(t plumbing.ObjectType, size uint64, first []byte) bool {
+	return t == plumbing.BlobObject && size <= maxKeptBlob && len(first) > 0 && first[0] == '{'
+}
+
+func newObjectHasher(n uint32, keep *gitwire.KeptBlobs) *objectHasher {
 	hs := &objectHasher{jobs: make(chan hashChunk, hashBuffers), free: make(chan []byte, hashBuffers),
-		done: make(chan struct{}), objs: make([]received, 0, n)}
+		done: make(chan struct{}), objs: make([]received, 0, n), keep: keep}
 	for range hashBuffers {
 		hs.free <- make([]byte, hashBufferSize)
 	}
@@ -914,11 +956,21 @@ func newObjectHasher(n uint32) *objectHasher {
 		for c := range hs.jobs {
 			if c.first {
 				sum, off = plumbing.NewHasher(c.t, c.size), c.off
+				if c.keep {
+					hs.keep.Begin(c.size)
+				}
 			}
 			sum.Write(c.data)
+			if c.keep {
+				hs.keep.Write(c.data) // the bytes just hashed
+			}
 			hs.free <- c.data[:cap(c.data)]
 			if c.last {
-				hs.objs = append(hs.objs, received{h: sum.Sum(), off: off})
+				h := sum.Sum()
+				hs.objs = append(hs.objs, received{h: h, off: off})
+				if c.keep {
+					hs.keep.End(h)
+				}
 			}
 		}
 	}()
@@ -926,9 +978,11 @@ func newObjectHasher(n uint32) *objectHasher {
 }
 
 // object reads an object of type t that its header says is size bytes,
-// at offset off, from r to its end and has it hashed; n is how many bytes
-// r held. Reading stops past size (the caller refuses the object).
+// at offset off, from r to its end and has it hashed (and kept, when
+// keptBlob says so); n is how many bytes r held. Reading stops past size
+// (the caller refuses the object).
 func (hs *objectHasher) object(t plumbing.ObjectType, size uint64, off int64, r io.Reader) (n int64, err error) {
+	keep := false
 	for first := true; ; first = false {
 		buf := <-hs.free
 		m, err := io.ReadFull(r, buf)
@@ -937,7 +991,10 @@ func (hs *objectHasher) object(t plumbing.ObjectType, size uint64, off int64, r 
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			err = nil
 		}
-		hs.jobs <- hashChunk{t: t, size: int64(size), off: off, data: buf[:m], first: first, last: last}
+		if first {
+			keep = hs.keep != nil && keptBlob(t, size, buf[:m])
+		}
+		hs.jobs <- hashChunk{t: t, size: int64(size), off: off, data: buf[:m], first: first, last: last, keep: keep}
 		if last {
 			return n, err
 		}
@@ -1011,25 +1068,40 @@ func deltaHeaderSize(br io.ByteReader) (uint64, error) {
 	}
 }
 
-// countingReader counts the bytes taken from br. zlib stops exactly at the
-// end of each object's stream because it reads through ReadByte.
+// countingReader reads a pack through br, a buffered reader of src, and
+// says how many bytes were taken from br (pos: what src gave br, less what
+// br still holds). The inflater reads br itself: klauspost's zlib inflates
+// from a *bufio.Reader without an interface call per byte (the byte-wise
+// reads through a counting wrapper were a quarter of the fetch's inflate),
+// and it stops exactly at the end of each object's stream because it reads
+// through ReadByte.
 type countingReader struct {
-	br *bufio.Reader
-	n  int64
+	br  *bufio.Reader
+	src *countedReader
 }
 
-func (r *countingReader) Read(p []byte) (int, error) {
-	n, err := r.br.Read(p)
-	r.n += int64(n)
+func newCountingReader(r io.Reader, size int) *countingReader {
+	src := &countedReader{r: r}
+	return &countingReader{br: bufio.NewReaderSize(src, size), src: src}
+}
+
+// pos is the offset of the next byte br gives.
+func (r *countingReader) pos() int64 { return r.src.n - int64(r.br.Buffered()) }
+
+func (r *countingReader) Read(p []byte) (int, error) { return r.br.Read(p) }
+
+func (r *countingReader) ReadByte() (byte, error) { return r.br.ReadByte() }
+
+// countedReader counts the bytes read from r.
+type countedReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
 	return n, err
-}
-
-func (r *countingReader) ReadByte() (byte, error) {
-	c, err := r.br.ReadByte()
-	if err == nil {
-		r.n++
-	}
-	return c, err
 }
 
 // trailingHasher hashes everything written to it but the last 20 bytes (a
