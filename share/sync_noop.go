@@ -289,4 +289,6 @@ type workCount struct {
 	refFiles                 int // synced files written for tracking and run refs (writeRefs)
 	fetches                  int // packs fetched (an upload-pack session each)
 	packSets                 int // openPacks: every local pack index decoded
+	// version and config.json blobs of ledger trees read (smallFile)
+	smallFileReads int
 }

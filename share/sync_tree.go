@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -207,7 +208,7 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unable to read ledger tree: %w", err)
 	}
-	vs, err := smallFile(root, treeVersion, 64)
+	vs, err := g.smallFile(root, treeVersion, 64)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ledger commit %s has no version file", ledger.ErrBadInput, ledger.Short(commit.String()))
 	}
@@ -217,7 +218,7 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 	if ls.version > ledgerFormatVersion {
 		return nil, fmt.Errorf("ledger ref format %d is %w (%d): upgrade memorylab", ls.version, ledger.ErrNewerVersion, ledgerFormatVersion)
 	}
-	if cb, err := smallFile(root, treeConfig, 64<<10); err == nil {
+	if cb, err := g.smallFile(root, treeConfig, 64<<10); err == nil {
 		// The same rules as the store's own config: a remote's train_file
 		// that climbs out of the worktree is refused here, before any
 		// store is created or compared with it.
@@ -240,21 +241,67 @@ func (g *Repo) readLedgerSet(commit plumbing.Hash) (*ledgerSet, error) {
 	return ls, nil
 }
 
-// smallFile reads a file of tree, refusing one over limit bytes.
-func smallFile(t *object.Tree, name string, limit int64) ([]byte, error) {
-	f, err := t.File(name)
+// smallFiles holds the contents of the version and config.json blobs
+// smallFile read, by blob hash (content-addressed, so never stale): every
+// machine's ledger tree holds the same two, and a pull read both for each
+// ledger it merged and for the tip it merged of that ledger before (a
+// blob lookup and inflate each).
+var smallFiles = struct {
+	sync.Mutex
+	m map[plumbing.Hash][]byte
+}{m: map[plumbing.Hash][]byte{}}
+
+// smallFilesMax bounds smallFiles (a lab has one config; a hostile remote
+// could send many).
+const smallFilesMax = 64
+
+// smallFile reads the file name of tree t, refusing one over limit bytes.
+// The caller does not modify what it returns.
+func (g *Repo) smallFile(t *object.Tree, name string, limit int64) ([]byte, error) {
+	var e *object.TreeEntry
+	for i := range t.Entries {
+		if t.Entries[i].Name == name {
+			e = &t.Entries[i]
+			break
+		}
+	}
+	if e == nil || !e.Mode.IsFile() {
+		return nil, object.ErrFileNotFound
+	}
+	smallFiles.Lock()
+	b, ok := smallFiles.m[e.Hash]
+	smallFiles.Unlock()
+	if ok {
+		if int64(len(b)) > limit {
+			return nil, fmt.Errorf("%w: %s is %d bytes", ledger.ErrBadInput, name, len(b))
+		}
+		return b, nil
+	}
+	g.work.smallFileReads++
+	blob, err := g.BlobObject(e.Hash)
 	if err != nil {
 		return nil, err
 	}
-	if f.Size > limit {
-		return nil, fmt.Errorf("%w: %s is %d bytes", ledger.ErrBadInput, name, f.Size)
+	if blob.Size > limit {
+		return nil, fmt.Errorf("%w: %s is %d bytes", ledger.ErrBadInput, name, blob.Size)
 	}
-	rd, err := f.Reader()
+	rd, err := blob.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer rd.Close()
-	return io.ReadAll(rd)
+	if b, err = io.ReadAll(io.LimitReader(rd, limit+1)); err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ledger.ErrBadInput, name, limit)
+	}
+	smallFiles.Lock()
+	if len(smallFiles.m) < smallFilesMax {
+		smallFiles.m[e.Hash] = b
+	}
+	smallFiles.Unlock()
+	return b, nil
 }
 
 // readShards lists the shards of root's tree name (runs or archives) into
