@@ -342,12 +342,7 @@ func hash4(u uint32) uint32 { return (u * 0x1e35a7bd) >> (32 - lzHashBits) }
 // deflateInto writes it.
 func (z *lz77) parse(data []byte, emit func(lits []byte, length, dist int)) {
 	n := len(data)
-	if z.base > 1<<30 {
-		z.table = [1 << lzHashBits]int32{}
-		z.base = 0
-	}
-	base := z.base
-	z.base += int32(n) + lzWindow + 1
+	base := z.start(n)
 	lit := 0 // the first byte not yet emitted
 	if n >= lzMinMatch+4 {
 		limit := n - lzMinMatch - 4 // a load at s, or at any candidate, stays inside
@@ -390,9 +385,114 @@ func (z *lz77) parse(data []byte, emit func(lits []byte, length, dist int)) {
 	emit(data[lit:], 0, 0)
 }
 
+// start makes the table ready for a stream of n bytes and returns the
+// stream's base.
+func (z *lz77) start(n int) int32 {
+	if z.base > 1<<30 {
+		z.table = [1 << lzHashBits]int32{}
+		z.base = 0
+	}
+	base := z.base
+	z.base += int32(n) + lzWindow + 1
+	return base
+}
+
 // deflateInto appends to w data's tokens coded with sc, end of block
-// included.
+// included: parse's matches (TestDeflateIntoIsParse), written as they are
+// found, the bit buffer in registers.
 func (z *lz77) deflateInto(w *bitWriter, sc *streamCode, data []byte) {
+	n := len(data)
+	base := z.start(n)
+	out, acc, nbits := w.b, w.acc, w.nbits
+	lit := 0 // the first byte not yet written
+	if n >= lzMinMatch+4 {
+		limit := n - lzMinMatch - 4
+		for s := 0; s <= limit; {
+			u := binary.LittleEndian.Uint32(data[s:])
+			h := hash4(u)
+			c := int(z.table[h] - base)
+			z.table[h] = int32(s) + base
+			if c < 0 || c >= s || s-c > lzWindow || binary.LittleEndian.Uint32(data[c:]) != u {
+				s++
+				continue
+			}
+			l := lzMinMatch
+			for s+l+8 <= n && l < lzMaxMatch {
+				x := binary.LittleEndian.Uint64(data[s+l:]) ^ binary.LittleEndian.Uint64(data[c+l:])
+				if x != 0 {
+					l += bits.TrailingZeros64(x) >> 3
+					goto extended
+				}
+				l += 8
+			}
+			for s+l < n && l < lzMaxMatch && data[s+l] == data[c+l] {
+				l++
+			}
+		extended:
+			l = min(l, lzMaxMatch)
+			// The literals before the match, two codes (at most 30 bits)
+			// between flushes.
+			lits := data[lit:s]
+			for len(lits) >= 2 {
+				h0, h1 := sc.lit[lits[0]], sc.lit[lits[1]]
+				acc |= (uint64(h0.code) | uint64(h1.code)<<h0.len) << nbits
+				nbits += uint(h0.len) + uint(h1.len)
+				if nbits >= 32 {
+					out = binary.LittleEndian.AppendUint32(out, uint32(acc))
+					acc >>= 32
+					nbits -= 32
+				}
+				lits = lits[2:]
+			}
+			if len(lits) == 1 {
+				h0 := sc.lit[lits[0]]
+				acc |= uint64(h0.code) << nbits
+				nbits += uint(h0.len)
+				if nbits >= 32 {
+					out = binary.LittleEndian.AppendUint32(out, uint32(acc))
+					acc >>= 32
+					nbits -= 32
+				}
+			}
+			lc := sc.lenCode[l-3]
+			acc |= uint64(lc.code) << nbits
+			nbits += uint(lc.len)
+			if nbits >= 32 {
+				out = binary.LittleEndian.AppendUint32(out, uint32(acc))
+				acc >>= 32
+				nbits -= 32
+			}
+			d := s - c
+			dc := distCode(d)
+			dh := sc.dist[dc]
+			acc |= (uint64(dh.code) | uint64(d-int(distBase[dc]))<<dh.len) << nbits
+			nbits += uint(dh.len) + uint(distExtra[dc])
+			if nbits >= 32 {
+				out = binary.LittleEndian.AppendUint32(out, uint32(acc))
+				acc >>= 32
+				nbits -= 32
+			}
+			if e := s + l; e <= limit {
+				for p := max(s+1, e-2); p < e; p++ {
+					z.table[hash4(binary.LittleEndian.Uint32(data[p:]))] = int32(p) + base
+				}
+			}
+			s += l
+			lit = s
+		}
+	}
+	w.b, w.acc, w.nbits = out, acc, nbits
+	for _, c := range data[lit:] {
+		h := sc.lit[c]
+		w.put(uint64(h.code), uint(h.len))
+	}
+	eob := sc.lit[endOfBlock]
+	w.put(uint64(eob.code), uint(eob.len))
+}
+
+// deflateParsed is deflateInto written over parse: slower, the reference
+// that TestDeflateIntoIsParse holds deflateInto to.
+func (z *lz77) deflateParsed(w *bitWriter, sc *streamCode, data []byte) {
 	z.parse(data, func(lits []byte, l, d int) {
 		for _, c := range lits {
 			h := sc.lit[c]

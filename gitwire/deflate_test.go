@@ -176,3 +176,22 @@ func FuzzRecordStream(f *testing.F) {
 		}
 	})
 }
+
+// TestDeflateIntoIsParse: deflateInto, which writes as it matches, writes
+// the bits that parse's tokens make (deflateParsed), stream after stream
+// on one match table, so the code trained on parse's tokens is the one
+// that fits what is written.
+func TestDeflateIntoIsParse(t *testing.T) {
+	sc := recordCode()
+	fast, ref := new(lz77), new(lz77)
+	for _, tc := range recordStreamCases(t) {
+		var a, b bitWriter
+		fast.deflateInto(&a, sc, tc.data)
+		ref.deflateParsed(&b, sc, tc.data)
+		a.flush()
+		b.flush()
+		if !bytes.Equal(a.b, b.b) {
+			t.Errorf("%s: deflateInto wrote %d bytes, parse's tokens %d", tc.name, len(a.b), len(b.b))
+		}
+	}
+}
