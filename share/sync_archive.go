@@ -2,7 +2,6 @@ package share
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +41,7 @@ const maxArrivingArchiveFile = MaxArchiveFile
 // between records.
 type archives struct {
 	ids  chan ledger.RunID // nil: archives are not shared (--no-archives)
+	runs runsDir
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	err  error
@@ -54,6 +54,11 @@ func (g *Repo) startArchives(pb *packBuilder, s *ledger.Store, set *ledgerSet, m
 		return a
 	}
 	limit := opts.archiveCap()
+	runs, err := openRunsDir(s)
+	if err != nil {
+		a.fail(err)
+	}
+	a.runs = runs
 	ids := make(chan ledger.RunID, 4*ledger.LineBatch)
 	a.ids = ids
 	for range max(runtime.GOMAXPROCS(0), 1) {
@@ -65,7 +70,7 @@ func (g *Repo) startArchives(pb *packBuilder, s *ledger.Store, set *ledgerSet, m
 				if a.stop.Load() {
 					continue
 				}
-				if err := a.one(pb, s, set, mu, id, limit, &last); err != nil {
+				if err := a.one(pb, runs, set, mu, id, limit, &last); err != nil {
 					a.fail(err)
 				}
 			}
@@ -83,13 +88,13 @@ type archiveTreeCache struct {
 	entry   gitwire.Entry
 }
 
-func (a *archives) one(pb *packBuilder, s *ledger.Store, set *ledgerSet, mu *sync.Mutex, id ledger.RunID, limit int64, last *archiveTreeCache) (err error) {
+func (a *archives) one(pb *packBuilder, runs runsDir, set *ledgerSet, mu *sync.Mutex, id ledger.RunID, limit int64, last *archiveTreeCache) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error while reading the archive of %s: %v", id, r)
 		}
 	}()
-	files, err := archiveFiles(s, id, limit)
+	files, err := archiveFiles(runs, id, limit)
 	if err != nil || len(files) == 0 {
 		return err
 	}
@@ -140,6 +145,7 @@ func (a *archives) wait() error {
 		close(a.ids)
 		a.ids = nil
 		a.wg.Wait()
+		a.runs.close()
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -171,36 +177,55 @@ func archiveTree(files []archiveFile, last *archiveTreeCache) gitwire.Entry {
 	return last.entry
 }
 
+// runsDir is the store's runs/ directory, opened once for a fold's
+// archives (fd -1: there is none), and its path, for errors.
+type runsDir struct {
+	fd   int
+	path string
+}
+
+// openRunsDir opens s's runs/ (following a symlink, as a path through it
+// would); none is no archive at all.
+func openRunsDir(s *ledger.Store) (runsDir, error) {
+	path := s.Path(ledger.RunsDir)
+	fd, err := openRetry(func() (int, error) {
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return runsDir{fd: -1, path: path}, nil
+	}
+	if err != nil {
+		return runsDir{fd: -1, path: path}, fmt.Errorf("unable to read the runs' archives: %w", &fs.PathError{Op: "open", Path: path, Err: err})
+	}
+	return runsDir{fd: fd, path: path}, nil
+}
+
+func (r runsDir) close() {
+	if r.fd >= 0 {
+		_ = unix.Close(r.fd)
+	}
+}
+
 // archiveFiles reads the regular files of runs/<id>/ that ArchiveNames
 // names, each bounded by limit as ledger.ReadBounded bounds it, hashed and
 // compressed; none when the run has no archive. Symlinks, directories and
-// other files inside the archive are not shared. The run's directory is
-// opened and listed with plain system calls and its files looked at
-// relative to it (fstatat, openat): no walk of the store's path, and of
-// runs/ with its 100,000 entries, per file, and not os.Open, which on a
-// directory adds four fcntl and an epoll_ctl to the open (nine system
-// calls a run where four do: open, two getdents, close).
-func archiveFiles(s *ledger.Store, id ledger.RunID, limit int64) ([]archiveFile, error) {
-	dir, err := s.RunDir(id)
-	if err != nil {
+// other files inside the archive are not shared. Each name is looked at
+// (fstatat, relative to runs/, not following the file if it is a symlink)
+// rather than the run's directory opened and listed: on ext4 a directory
+// of one block is read as a hash-indexed one, each listing hashing and
+// allocating every entry (getdents: 0.5-4.6 s of a 100,000-run first push
+// with other work running, and the open, the second getdents and the
+// close four system calls a run), where a name the run lacks is one
+// fstatat that fails.
+func archiveFiles(runs runsDir, id ledger.RunID, limit int64) ([]archiveFile, error) {
+	if runs.fd < 0 {
 		return nil, nil
 	}
-	dfd, err := openRetry(func() (int, error) {
-		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	})
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, &fs.PathError{Op: "open", Path: dir, Err: err})
-	}
-	defer unix.Close(dfd)
-	names, err := archiveEntries(dfd, dir)
-	if err != nil {
-		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+	if _, err := ledger.RunRef(id); err != nil {
+		return nil, nil // cannot be a directory name (RunDir's rule)
 	}
 	var files []archiveFile
-	for _, name := range names {
+	for _, name := range ArchiveNames {
 		fileLimit, whole := limit, false
 		if name == evidence.ItemsFileName {
 			// Items are data, not a log: a head and tail would not parse.
@@ -208,11 +233,13 @@ func archiveFiles(s *ledger.Store, id ledger.RunID, limit int64) ([]archiveFile,
 			// arrive) or not at all.
 			fileLimit, whole = maxArrivingArchiveFile, true
 		}
-		data, skip, err := readArchiveFile(dfd, dir, name, fileLimit, whole)
-		if err != nil {
-			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
-		}
+		data, skip, err := readArchiveFile(runs.fd, runs.path, string(id)+"/"+name, fileLimit, whole)
+		var notRegular *notRegularError
 		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.As(err, &notRegular):
+			// Not there, no run directory, or not a regular file: not shared.
+		case err != nil:
+			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
 		case skip:
 		case len(data) == 0:
 			files = append(files, archiveFile{name: name, entry: emptyBlob()})
@@ -228,56 +255,17 @@ func archiveFiles(s *ledger.Store, id ledger.RunID, limit int64) ([]archiveFile,
 // every file of the benchmark stores' archives is empty.
 var emptyBlob = sync.OnceValue(func() gitwire.Entry { return gitwire.NewEntry(plumbing.BlobObject, nil) })
 
-// archiveEntries lists the directory open as dfd (dir) with getdents and
-// keeps the entries that ArchiveNames names and that are regular files by
-// their directory entry (a file system that does not say is asked with
-// fstatat, not following a symlink).
-func archiveEntries(dfd int, dir string) ([]string, error) {
-	var buf [8192]byte
-	var names []string
-	for {
-		n, err := unix.Getdents(dfd, buf[:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "readdirent", Path: dir, Err: err}
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		// struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2),
-		// d_type (1), d_name (NUL-terminated).
-		for off := 0; off+19 <= n; {
-			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
-			if reclen < 19 || off+reclen > n {
-				return nil, &fs.PathError{Op: "readdirent", Path: dir, Err: syscall.EINVAL}
-			}
-			typ, name := buf[off+18], buf[off+19:off+reclen]
-			off += reclen
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			if !archiveName(string(name)) {
-				continue
-			}
-			switch typ {
-			case unix.DT_REG:
-			case unix.DT_UNKNOWN:
-				var st unix.Stat_t
-				if statRetry(func() error { return unix.Fstatat(dfd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) }) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-					continue
-				}
-			default:
-				continue
-			}
-			names = append(names, string(name))
-		}
-	}
-}
+// notRegularError is readArchiveFile's answer for a name that is there
+// but is not a regular file (a symlink, a directory, a FIFO).
+type notRegularError struct{ path string }
+
+func (e *notRegularError) Error() string { return e.path + " is not a regular file" }
 
 // readArchiveFile is ledger.ReadBounded(dir/name, limit) for a file of the
-// directory open as dfd: a file over limit is handed to ReadBounded, which
+// directory open as dfd (name may pass through a subdirectory: a push
+// reads "<id>/run.log" relative to runs/); a file that is not there says
+// so (fs.ErrNotExist, or ENOTDIR when the run's directory is a file), one
+// that is not a regular file is a notRegularError. A file over limit is handed to ReadBounded, which
 // keeps its head and tail, or skipped when whole. The file is looked at
 // (fstatat, not following a symlink) before it is opened, and an empty
 // one is not opened at all: one system call instead of three (open,
@@ -292,7 +280,7 @@ func readArchiveFile(dfd int, dir, name string, limit int64, whole bool) (data [
 		return nil, false, &fs.PathError{Op: "stat", Path: filepath.Join(dir, name), Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, fmt.Errorf("%s is not a regular file", filepath.Join(dir, name))
+		return nil, false, &notRegularError{path: filepath.Join(dir, name)}
 	}
 	if st.Size == 0 {
 		return []byte{}, false, nil // empty when looked at: not opened
