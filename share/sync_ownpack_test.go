@@ -124,6 +124,71 @@ func TestPushToPathRemoteStoresOwnPack(t *testing.T) {
 	}
 }
 
+// TestBigPushLinksItsFoldPack: a push to a path remote whose fold wrote a
+// pack of at least linkPackMinObjects objects, all sent but the fold's own
+// ledger commit, hands that pack to the remote whole: the remote's pack is
+// the local file (a hard link; the old code copied every entry through the
+// pipe into a pack of its own), the rest arrives as a pack of its own, the
+// remote passes fsckRemote, and another clone pulls every run and archive;
+// a small push after it goes through the pipe alone.
+func TestBigPushLinksItsFoldPack(t *testing.T) {
+	defer func(n int) { linkPackMinObjects = n }(linkPackMinObjects)
+	linkPackMinObjects = 20
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	var ids []string
+	packs := func(dir string) map[string]os.FileInfo {
+		names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
+		ok(t, err)
+		m := map[string]os.FileInfo{}
+		for _, n := range names {
+			fi, err := os.Stat(n)
+			ok(t, err)
+			m[filepath.Base(n)] = fi
+		}
+		return m
+	}
+	for round, runs := range []int{12, 1} {
+		for i := 0; i < runs; i++ {
+			ids = append(ids, string(logRunWithArchive(t, a)))
+		}
+		before := packs(remote)
+		a.push(t, ctx)
+		linked := 0
+		local := packs(filepath.Join(a.repo.Dir, ".git"))
+		for name, fi := range packs(remote) {
+			if _, ok := before[name]; ok {
+				continue
+			}
+			if lfi, ok := local[name]; ok && os.SameFile(fi, lfi) {
+				linked++
+			}
+		}
+		if want := map[int]int{0: 1, 1: 0}[round]; linked != want {
+			t.Errorf("push %d: %d new remote packs are the local pack's file, want %d", round+1, linked, want)
+		}
+		if n := fsckRemote(t, remote); n == 0 {
+			t.Fatalf("push %d: no object in the remote's packs", round+1)
+		}
+	}
+	b.pull(t, ctx)
+	got := b.ids(t)
+	sort.Strings(ids)
+	if strings.Join(got, " ") != strings.Join(ids, " ") {
+		t.Fatalf("b pulled %v, want %v", got, ids)
+	}
+	for _, id := range ids {
+		dir, _ := b.store.RunDir(ledger.RunID(id))
+		log, err := os.ReadFile(filepath.Join(dir, "run.log"))
+		if err != nil || !strings.Contains(string(log), "step "+id) {
+			t.Errorf("%s: run.log %q, %v", id, log, err)
+		}
+	}
+}
+
 // TestKilledPushLeavesRemoteUsable: what a push to a path remote can leave
 // when it is killed or its sender fails — nothing (the sender failed
 // half-way: its error closes the pipe), a half-written temporary pack, or
