@@ -664,7 +664,7 @@ func (g *Repo) linkablePacks(objs []plumbing.Hash) (rest []plumbing.Hash, linked
 	var want map[plumbing.Hash]bool // objs, and whether a linked pack holds it
 	for i := 0; i < 4 && lp.pack(i) != nil; i++ {
 		p := lp.packs[i]
-		if n, err := p.idx.Count(); err != nil || n < int64(linkPackMinObjects) || n >= int64(len(objs)) {
+		if n, err := p.idx.Count(); err != nil || n < int64(linkPackMinObjects) {
 			continue
 		}
 		if want == nil {
