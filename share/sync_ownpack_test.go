@@ -187,6 +187,36 @@ func TestBigPushLinksItsFoldPack(t *testing.T) {
 			t.Errorf("%s: run.log %q, %v", id, log, err)
 		}
 	}
+	// A pack with a damaged byte is not linked: its entries' CRC-32s are
+	// checked first, as each copied entry's is.
+	var biggest string
+	var size int64
+	for name, fi := range packs(filepath.Join(a.repo.Dir, ".git")) {
+		if fi.Size() > size {
+			biggest, size = name, fi.Size()
+		}
+	}
+	base := filepath.Join(a.repo.Dir, ".git", "objects", "pack", strings.TrimSuffix(biggest, ".pack"))
+	p, err := openRawPack(base)
+	ok(t, err)
+	if !p.entriesMatchCRCs() {
+		t.Error("an intact pack's entries do not match their CRC-32s")
+	}
+	p.f.Close()
+	damaged := filepath.Join(t.TempDir(), filepath.Base(base))
+	idx, err := os.ReadFile(base + ".idx")
+	ok(t, err)
+	ok(t, os.WriteFile(damaged+".idx", idx, 0o644))
+	data, err := os.ReadFile(base + ".pack")
+	ok(t, err)
+	data[len(data)/2] ^= 0x40
+	ok(t, os.WriteFile(damaged+".pack", data, 0o644))
+	p, err = openRawPack(damaged)
+	ok(t, err)
+	defer p.f.Close()
+	if p.entriesMatchCRCs() {
+		t.Error("a pack with a damaged byte passed as intact")
+	}
 }
 
 // TestKilledPushLeavesRemoteUsable: what a push to a path remote can leave

@@ -699,7 +699,7 @@ func (g *Repo) linkablePacks(objs []plumbing.Hash) (rest []plumbing.Hash, linked
 			}
 		}
 		iter.Close()
-		if !fits || len(held) == 0 {
+		if !fits || len(held) == 0 || !p.entriesMatchCRCs() {
 			continue
 		}
 		for _, h := range held {
@@ -720,6 +720,50 @@ func (g *Repo) linkablePacks(objs []plumbing.Hash) (rest []plumbing.Hash, linked
 		return objs, nil, nil
 	}
 	return rest, linked, nil
+}
+
+// entriesMatchCRCs reports whether every entry of the pack matches the
+// CRC-32 its index records, as entry checks each one it copies: a linked
+// pack is not inflated on the remote either (storeOwnPack), so a damaged
+// byte must stop here. One pass over the pack (140 MB at 100k runs).
+func (p *rawPack) entriesMatchCRCs() bool {
+	iter, err := p.idx.EntriesByOffset()
+	if err != nil {
+		return false
+	}
+	defer iter.Close()
+	var entries []*idxfile.Entry
+	for {
+		e, err := iter.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) == 0 || entries[0].Offset != gitwire.PackHeaderSize {
+		return false
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(p.f, gitwire.PackHeaderSize, p.end-gitwire.PackHeaderSize), 1<<20)
+	sum := crc32.NewIEEE()
+	for i, e := range entries {
+		end := p.end
+		if i+1 < len(entries) {
+			end = int64(entries[i+1].Offset)
+		}
+		sum.Reset()
+		if n := end - int64(e.Offset); n <= 0 {
+			return false
+		} else if _, err := io.CopyN(sum, br, n); err != nil {
+			return false
+		}
+		if sum.Sum32() != e.CRC32 {
+			return false
+		}
+	}
+	return true
 }
 
 // installLinked puts the packs own.linked names into the repository whose
