@@ -1,5 +1,6 @@
 // Package gitwire is git's wire and pack plumbing for memorylab: the pack
-// writer (PackBuilder, EncodeEntry, with NewCompressor's zlib streams), the
+// writer (PackBuilder, EncodeEntry, with AppendRecordStream's zlib streams
+// for records and NewCompressor's for bigger objects), the
 // one builder of a pack index from what a writer knows (WriteIndex), a
 // check of a pack against its index as git verify-pack makes it
 // (VerifyPack), a storage opener that reads pack indexes whole

@@ -148,18 +148,26 @@ func NewCompressor() Compressor {
 	return zw
 }
 
-// zlibWriters are NewEntry's compressors.
+// zlibWriters are NewEntry's compressors, for objects over
+// RecordStreamMax.
 var zlibWriters = sync.Pool{New: func() any { return NewCompressor() }}
 
 // NewEntry hashes data as an object of type t and compresses it into its
 // pack entry (EncodeEntry); safe on any goroutine.
 func NewEntry(t plumbing.ObjectType, data []byte) Entry {
-	zw := zlibWriters.Get().(Compressor)
-	defer zlibWriters.Put(zw)
-	var buf bytes.Buffer
-	buf.Grow(len(data)/2 + 64)
-	EncodeEntry(&buf, zw, t, data)
-	return Entry{Hash: ObjectHash(t, data), entry: buf.Bytes(), crc: crc32.ChecksumIEEE(buf.Bytes())}
+	var entry []byte
+	if len(data) <= RecordStreamMax {
+		entry = make([]byte, 0, len(data)/4+64)
+		entry = AppendRecordStream(appendEntryHeader(entry, t, len(data)), data)
+	} else {
+		zw := zlibWriters.Get().(Compressor)
+		var buf bytes.Buffer
+		buf.Grow(len(data)/2 + 64)
+		EncodeEntry(&buf, zw, t, data)
+		zlibWriters.Put(zw)
+		entry = buf.Bytes()
+	}
+	return Entry{Hash: ObjectHash(t, data), entry: entry, crc: crc32.ChecksumIEEE(entry)}
 }
 
 // AddEntry is Add for an object NewEntry prepared.
@@ -368,19 +376,30 @@ func (s UndeltifiedStorer) PackfileWriter() (io.WriteCloser, error) {
 var _ storer.PackfileWriter = UndeltifiedStorer{}
 
 // EncodeEntry writes one whole (undeltified) pack entry into buf: the
-// type-and-size header, then the zlib stream.
+// type-and-size header, then the zlib stream: AppendRecordStream's up to
+// RecordStreamMax bytes, zw's above.
 func EncodeEntry(buf *bytes.Buffer, zw Compressor, t plumbing.ObjectType, data []byte) {
 	buf.Reset()
-	size := uint64(len(data))
-	b := byte(t)<<4 | byte(size&0x0f)
-	size >>= 4
-	for size != 0 {
-		buf.WriteByte(b | 0x80)
-		b = byte(size & 0x7f)
-		size >>= 7
+	if len(data) <= RecordStreamMax {
+		buf.Grow(len(data)/4 + 64)
+		buf.Write(AppendRecordStream(appendEntryHeader(buf.AvailableBuffer(), t, len(data)), data))
+		return
 	}
-	buf.WriteByte(b)
+	buf.Write(appendEntryHeader(buf.AvailableBuffer(), t, len(data)))
 	zw.Reset(buf)
 	_, _ = zw.Write(data) // writes to a bytes.Buffer do not fail
 	_ = zw.Close()
+}
+
+// appendEntryHeader appends a pack entry's type-and-size header.
+func appendEntryHeader(dst []byte, t plumbing.ObjectType, n int) []byte {
+	size := uint64(n)
+	b := byte(t)<<4 | byte(size&0x0f)
+	size >>= 4
+	for size != 0 {
+		dst = append(dst, b|0x80)
+		b = byte(size & 0x7f)
+		size >>= 7
+	}
+	return append(dst, b)
 }

@@ -2,7 +2,6 @@ package share
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -36,12 +35,13 @@ const MaxArchiveFile = 64 << 20
 const maxArrivingArchiveFile = MaxArchiveFile
 
 // archives reads, hashes and compresses the archives of the runs a fold
-// adds (archiveFiles) on every core, and adds each to the pack as one tree
-// (archiveTree) under the fold's mutex: a first push of 100,000 runs
+// adds (archiveFiles) and their trees (archiveTree) on every core, and adds
+// them to the pack under the fold's mutex: a first push of 100,000 runs
 // reads 500,000 files, 8.7 s on the fold's one goroutine when it read them
 // between records.
 type archives struct {
 	ids  chan ledger.RunID // nil: archives are not shared (--no-archives)
+	runs runsDir
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	err  error
@@ -54,17 +54,23 @@ func (g *Repo) startArchives(pb *packBuilder, s *ledger.Store, set *ledgerSet, m
 		return a
 	}
 	limit := opts.archiveCap()
+	runs, err := openRunsDir(s)
+	if err != nil {
+		a.fail(err)
+	}
+	a.runs = runs
 	ids := make(chan ledger.RunID, 4*ledger.LineBatch)
 	a.ids = ids
 	for range max(runtime.GOMAXPROCS(0), 1) {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
+			var last archiveTreeCache
 			for id := range ids { // not a.ids, which wait clears
 				if a.stop.Load() {
 					continue
 				}
-				if err := a.one(pb, s, set, mu, id, limit); err != nil {
+				if err := a.one(pb, runs, set, mu, id, limit, &last); err != nil {
 					a.fail(err)
 				}
 			}
@@ -73,23 +79,38 @@ func (g *Repo) startArchives(pb *packBuilder, s *ledger.Store, set *ledgerSet, m
 	return a
 }
 
-func (a *archives) one(pb *packBuilder, s *ledger.Store, set *ledgerSet, mu *sync.Mutex, id ledger.RunID, limit int64) (err error) {
+// archiveTreeCache is a worker's last archive tree: its content and its
+// entry. The runs of a store often have archives of the same files (the
+// benchmark stores' five empty files: one tree for 100,000 runs), whose
+// tree is then hashed and compressed once.
+type archiveTreeCache struct {
+	content []byte
+	entry   gitwire.Entry
+}
+
+func (a *archives) one(pb *packBuilder, runs runsDir, set *ledgerSet, mu *sync.Mutex, id ledger.RunID, limit int64, last *archiveTreeCache) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error while reading the archive of %s: %v", id, r)
 		}
 	}()
-	files, err := archiveFiles(s, id, limit)
+	files, err := archiveFiles(runs, id, limit)
 	if err != nil || len(files) == 0 {
 		return err
 	}
+	tree := archiveTree(files, last)
 	mu.Lock()
 	defer mu.Unlock()
-	h, err := archiveTree(pb, files)
-	if err == nil {
-		set.putArchive(id, h)
+	for _, f := range files {
+		if err := pb.AddEntry(f.entry); err != nil {
+			return err
+		}
 	}
-	return err
+	if err := pb.AddEntry(tree); err != nil {
+		return err
+	}
+	set.putArchive(id, tree.Hash)
+	return nil
 }
 
 func (a *archives) fail(err error) {
@@ -124,6 +145,7 @@ func (a *archives) wait() error {
 		close(a.ids)
 		a.ids = nil
 		a.wg.Wait()
+		a.runs.close()
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -136,48 +158,74 @@ type archiveFile struct {
 	entry gitwire.Entry
 }
 
-// archiveTree adds files, a run's archive, to pb as one tree.
-func archiveTree(pb *packBuilder, files []archiveFile) (plumbing.Hash, error) {
-	entries := make([]object.TreeEntry, 0, len(files))
+// archiveTree is the tree object of files, a run's archive sorted by name
+// (all regular files: git's order is the names' byte order), as its pack
+// entry: written here rather than through go-git's object.Tree, on the
+// worker's goroutine, and hashed and compressed only when it differs from
+// the worker's last one (last).
+func archiveTree(files []archiveFile, last *archiveTreeCache) gitwire.Entry {
+	content := make([]byte, 0, len(files)*(len("100644 \x00")+len("decision_packet.json")+len(plumbing.ZeroHash)))
 	for _, f := range files {
-		if err := pb.AddEntry(f.entry); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		entries = append(entries, object.TreeEntry{Name: f.name, Mode: filemode.Regular, Hash: f.entry.Hash})
+		content = append(content, "100644 "...)
+		content = append(content, f.name...)
+		content = append(content, 0)
+		content = append(content, f.entry.Hash[:]...)
 	}
-	return pb.addTree(entries)
+	if last.content == nil || !bytes.Equal(content, last.content) {
+		last.content, last.entry = content, gitwire.NewEntry(plumbing.TreeObject, content)
+	}
+	return last.entry
+}
+
+// runsDir is the store's runs/ directory, opened once for a fold's
+// archives (fd -1: there is none), and its path, for errors.
+type runsDir struct {
+	fd   int
+	path string
+}
+
+// openRunsDir opens s's runs/ (following a symlink, as a path through it
+// would); none is no archive at all.
+func openRunsDir(s *ledger.Store) (runsDir, error) {
+	path := s.Path(ledger.RunsDir)
+	fd, err := openRetry(func() (int, error) {
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return runsDir{fd: -1, path: path}, nil
+	}
+	if err != nil {
+		return runsDir{fd: -1, path: path}, fmt.Errorf("unable to read the runs' archives: %w", &fs.PathError{Op: "open", Path: path, Err: err})
+	}
+	return runsDir{fd: fd, path: path}, nil
+}
+
+func (r runsDir) close() {
+	if r.fd >= 0 {
+		_ = unix.Close(r.fd)
+	}
 }
 
 // archiveFiles reads the regular files of runs/<id>/ that ArchiveNames
 // names, each bounded by limit as ledger.ReadBounded bounds it, hashed and
 // compressed; none when the run has no archive. Symlinks, directories and
-// other files inside the archive are not shared. The run's directory is
-// opened and listed with plain system calls and its files looked at
-// relative to it (fstatat, openat): no walk of the store's path, and of
-// runs/ with its 100,000 entries, per file, and not os.Open, which on a
-// directory adds four fcntl and an epoll_ctl to the open (nine system
-// calls a run where four do: open, two getdents, close).
-func archiveFiles(s *ledger.Store, id ledger.RunID, limit int64) ([]archiveFile, error) {
-	dir, err := s.RunDir(id)
-	if err != nil {
+// other files inside the archive are not shared. Each name is looked at
+// (fstatat, relative to runs/, not following the file if it is a symlink)
+// rather than the run's directory opened and listed: on ext4 a directory
+// of one block is read as a hash-indexed one, each listing hashing and
+// allocating every entry (getdents: 0.5-4.6 s of a 100,000-run first push
+// with other work running, and the open, the second getdents and the
+// close four system calls a run), where a name the run lacks is one
+// fstatat that fails.
+func archiveFiles(runs runsDir, id ledger.RunID, limit int64) ([]archiveFile, error) {
+	if runs.fd < 0 {
 		return nil, nil
 	}
-	dfd, err := openRetry(func() (int, error) {
-		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	})
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, &fs.PathError{Op: "open", Path: dir, Err: err})
-	}
-	defer unix.Close(dfd)
-	names, err := archiveEntries(dfd, dir)
-	if err != nil {
-		return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
+	if _, err := ledger.RunRef(id); err != nil {
+		return nil, nil // cannot be a directory name (RunDir's rule)
 	}
 	var files []archiveFile
-	for _, name := range names {
+	for _, name := range ArchiveNames {
 		fileLimit, whole := limit, false
 		if name == evidence.ItemsFileName {
 			// Items are data, not a log: a head and tail would not parse.
@@ -185,11 +233,17 @@ func archiveFiles(s *ledger.Store, id ledger.RunID, limit int64) ([]archiveFile,
 			// arrive) or not at all.
 			fileLimit, whole = maxArrivingArchiveFile, true
 		}
-		data, skip, err := readArchiveFile(dfd, dir, name, fileLimit, whole)
-		if err != nil {
+		data, skip, err := readArchiveFile(runs.fd, runs.path, string(id)+"/"+name, fileLimit, whole)
+		var notRegular *notRegularError
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.As(err, &notRegular):
+			// Not there, no run directory, or not a regular file: not shared.
+		case err != nil:
 			return nil, fmt.Errorf("unable to read the archive of %s: %w", id, err)
-		}
-		if !skip {
+		case skip:
+		case len(data) == 0:
+			files = append(files, archiveFile{name: name, entry: emptyBlob()})
+		default:
 			files = append(files, archiveFile{name: name, entry: gitwire.NewEntry(plumbing.BlobObject, data)})
 		}
 	}
@@ -197,56 +251,21 @@ func archiveFiles(s *ledger.Store, id ledger.RunID, limit int64) ([]archiveFile,
 	return files, nil
 }
 
-// archiveEntries lists the directory open as dfd (dir) with getdents and
-// keeps the entries that ArchiveNames names and that are regular files by
-// their directory entry (a file system that does not say is asked with
-// fstatat, not following a symlink).
-func archiveEntries(dfd int, dir string) ([]string, error) {
-	var buf [8192]byte
-	var names []string
-	for {
-		n, err := unix.Getdents(dfd, buf[:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "readdirent", Path: dir, Err: err}
-		}
-		if n <= 0 {
-			return names, nil
-		}
-		// struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2),
-		// d_type (1), d_name (NUL-terminated).
-		for off := 0; off+19 <= n; {
-			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
-			if reclen < 19 || off+reclen > n {
-				return nil, &fs.PathError{Op: "readdirent", Path: dir, Err: syscall.EINVAL}
-			}
-			typ, name := buf[off+18], buf[off+19:off+reclen]
-			off += reclen
-			if i := bytes.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			if !archiveName(string(name)) {
-				continue
-			}
-			switch typ {
-			case unix.DT_REG:
-			case unix.DT_UNKNOWN:
-				var st unix.Stat_t
-				if statRetry(func() error { return unix.Fstatat(dfd, string(name), &st, unix.AT_SYMLINK_NOFOLLOW) }) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-					continue
-				}
-			default:
-				continue
-			}
-			names = append(names, string(name))
-		}
-	}
-}
+// emptyBlob is the empty file's pack entry, hashed and compressed once:
+// every file of the benchmark stores' archives is empty.
+var emptyBlob = sync.OnceValue(func() gitwire.Entry { return gitwire.NewEntry(plumbing.BlobObject, nil) })
+
+// notRegularError is readArchiveFile's answer for a name that is there
+// but is not a regular file (a symlink, a directory, a FIFO).
+type notRegularError struct{ path string }
+
+func (e *notRegularError) Error() string { return e.path + " is not a regular file" }
 
 // readArchiveFile is ledger.ReadBounded(dir/name, limit) for a file of the
-// directory open as dfd: a file over limit is handed to ReadBounded, which
+// directory open as dfd (name may pass through a subdirectory: a push
+// reads "<id>/run.log" relative to runs/); a file that is not there says
+// so (fs.ErrNotExist, or ENOTDIR when the run's directory is a file), one
+// that is not a regular file is a notRegularError. A file over limit is handed to ReadBounded, which
 // keeps its head and tail, or skipped when whole. The file is looked at
 // (fstatat, not following a symlink) before it is opened, and an empty
 // one is not opened at all: one system call instead of three (open,
@@ -256,23 +275,23 @@ func archiveEntries(dfd int, dir string) ([]string, error) {
 // became a FIFO, and it is read to its end within limit whatever its size
 // has become.
 func readArchiveFile(dfd int, dir, name string, limit int64, whole bool) (data []byte, skip bool, err error) {
-	path := filepath.Join(dir, name)
 	var st unix.Stat_t
 	if err := statRetry(func() error { return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
-		return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
+		return nil, false, &fs.PathError{Op: "stat", Path: filepath.Join(dir, name), Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, fmt.Errorf("%s is not a regular file", path)
+		return nil, false, &notRegularError{path: filepath.Join(dir, name)}
 	}
+	if st.Size == 0 {
+		return []byte{}, false, nil // empty when looked at: not opened
+	}
+	path := filepath.Join(dir, name)
 	if st.Size > limit {
 		if whole {
 			return nil, true, nil
 		}
 		data, err := ledger.ReadBounded(path, limit)
 		return data, false, err
-	}
-	if st.Size == 0 {
-		return []byte{}, false, nil // empty when looked at: not opened
 	}
 	fd, err := openRetry(func() (int, error) {
 		return unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)

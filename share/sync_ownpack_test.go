@@ -124,6 +124,101 @@ func TestPushToPathRemoteStoresOwnPack(t *testing.T) {
 	}
 }
 
+// TestBigPushLinksItsFoldPack: a push to a path remote whose fold wrote a
+// pack of at least linkPackMinObjects objects, all sent but the fold's own
+// ledger commit, hands that pack to the remote whole: the remote's pack is
+// the local file (a hard link; the old code copied every entry through the
+// pipe into a pack of its own), the rest arrives as a pack of its own, the
+// remote passes fsckRemote, and another clone pulls every run and archive;
+// a small push after it goes through the pipe alone.
+func TestBigPushLinksItsFoldPack(t *testing.T) {
+	defer func(n int) { linkPackMinObjects = n }(linkPackMinObjects)
+	linkPackMinObjects = 20
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	var ids []string
+	packs := func(dir string) map[string]os.FileInfo {
+		names, err := filepath.Glob(filepath.Join(dir, "objects", "pack", "pack-*.pack"))
+		ok(t, err)
+		m := map[string]os.FileInfo{}
+		for _, n := range names {
+			fi, err := os.Stat(n)
+			ok(t, err)
+			m[filepath.Base(n)] = fi
+		}
+		return m
+	}
+	for round, runs := range []int{12, 1} {
+		for i := 0; i < runs; i++ {
+			ids = append(ids, string(logRunWithArchive(t, a)))
+		}
+		before := packs(remote)
+		a.push(t, ctx)
+		linked := 0
+		local := packs(filepath.Join(a.repo.Dir, ".git"))
+		for name, fi := range packs(remote) {
+			if _, ok := before[name]; ok {
+				continue
+			}
+			if lfi, ok := local[name]; ok && os.SameFile(fi, lfi) {
+				linked++
+			}
+		}
+		if want := map[int]int{0: 1, 1: 0}[round]; linked != want {
+			t.Errorf("push %d: %d new remote packs are the local pack's file, want %d", round+1, linked, want)
+		}
+		if n := fsckRemote(t, remote); n == 0 {
+			t.Fatalf("push %d: no object in the remote's packs", round+1)
+		}
+	}
+	b.pull(t, ctx)
+	got := b.ids(t)
+	sort.Strings(ids)
+	if strings.Join(got, " ") != strings.Join(ids, " ") {
+		t.Fatalf("b pulled %v, want %v", got, ids)
+	}
+	for _, id := range ids {
+		dir, _ := b.store.RunDir(ledger.RunID(id))
+		log, err := os.ReadFile(filepath.Join(dir, "run.log"))
+		if err != nil || !strings.Contains(string(log), "step "+id) {
+			t.Errorf("%s: run.log %q, %v", id, log, err)
+		}
+	}
+	// A pack with a damaged byte is not linked: its entries' CRC-32s are
+	// checked first, as each copied entry's is.
+	var biggest string
+	var size int64
+	for name, fi := range packs(filepath.Join(a.repo.Dir, ".git")) {
+		if fi.Size() > size {
+			biggest, size = name, fi.Size()
+		}
+	}
+	base := filepath.Join(a.repo.Dir, ".git", "objects", "pack", strings.TrimSuffix(biggest, ".pack"))
+	p, err := openRawPack(base)
+	ok(t, err)
+	if !p.entriesMatchCRCs() {
+		t.Error("an intact pack's entries do not match their CRC-32s")
+	}
+	p.f.Close()
+	damaged := filepath.Join(t.TempDir(), filepath.Base(base))
+	idx, err := os.ReadFile(base + ".idx")
+	ok(t, err)
+	ok(t, os.WriteFile(damaged+".idx", idx, 0o644))
+	data, err := os.ReadFile(base + ".pack")
+	ok(t, err)
+	data[len(data)/2] ^= 0x40
+	ok(t, os.WriteFile(damaged+".pack", data, 0o644))
+	p, err = openRawPack(damaged)
+	ok(t, err)
+	defer p.f.Close()
+	if p.entriesMatchCRCs() {
+		t.Error("a pack with a damaged byte passed as intact")
+	}
+}
+
 // TestKilledPushLeavesRemoteUsable: what a push to a path remote can leave
 // when it is killed or its sender fails — nothing (the sender failed
 // half-way: its error closes the pipe), a half-written temporary pack, or
@@ -301,46 +396,92 @@ func TestReadArchiveFile(t *testing.T) {
 	}
 }
 
-// TestArchiveEntries: the run directory's listing (getdents, read until
-// the end whatever the buffer holds) keeps the regular files that
-// ArchiveNames names: not a symlink or a directory with such a name, nor
-// any other file, among enough others to need several reads.
-func TestArchiveEntries(t *testing.T) {
+// TestArchiveFilesByName: a run's archive is the regular files that
+// ArchiveNames names in runs/<id>/, each looked at by name rather than the
+// directory listed: not a symlink or a directory with such a name, nor any
+// other file; a run without a directory, or whose "directory" is a file,
+// has none, and so has every run of a store without runs/.
+func TestArchiveFilesByName(t *testing.T) {
+	const id = ledger.RunID("20260101T000000Z-abc1234-0000000a")
 	tests := []struct {
-		name  string
-		setup func(t *testing.T, dir string)
-		want  []string
+		name   string
+		noRuns bool // no runs/ at all
+		setup  func(t *testing.T, dir string)
+		want   map[string]string
 	}{
-		{"empty directory", func(*testing.T, string) {}, nil},
-		{"every archive name", func(t *testing.T, dir string) {
+		{"no run directory", false, nil, map[string]string{}},
+		{"no runs directory", true, nil, map[string]string{}},
+		{"the run's directory is a file", false, func(t *testing.T, dir string) {
+			ok(t, os.Remove(dir))
+			ok(t, os.WriteFile(dir, []byte("x"), 0o644))
+		}, map[string]string{}},
+		{"empty directory", false, func(*testing.T, string) {}, map[string]string{}},
+		{"every archive name", false, func(t *testing.T, dir string) {
 			for _, n := range ArchiveNames {
-				ok(t, os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644))
+				ok(t, os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644))
 			}
-		}, ArchiveNames},
-		{"odd entries among 400 others", func(t *testing.T, dir string) {
-			for i := 0; i < 400; i++ {
-				ok(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("not-an-archive-file-%03d-%s", i, strings.Repeat("n", 40))), nil, 0o644))
+		}, func() map[string]string {
+			m := map[string]string{}
+			for _, n := range ArchiveNames {
+				m[n] = n
 			}
-			ok(t, os.WriteFile(filepath.Join(dir, "train.patch"), nil, 0o644))
+			return m
+		}()},
+		{"five empty files", false, func(t *testing.T, dir string) {
+			for _, n := range []string{"run.log", "summary.json", "train.patch", "decision_packet.json", "decision_packet.md"} {
+				ok(t, os.WriteFile(filepath.Join(dir, n), nil, 0o644))
+			}
+		}, map[string]string{"run.log": "", "summary.json": "", "train.patch": "", "decision_packet.json": "", "decision_packet.md": ""}},
+		{"odd entries among others", false, func(t *testing.T, dir string) {
+			for i := 0; i < 50; i++ {
+				ok(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("not-an-archive-file-%03d", i)), nil, 0o644))
+			}
+			ok(t, os.WriteFile(filepath.Join(dir, "train.patch"), []byte("diff"), 0o644))
 			ok(t, os.Symlink(filepath.Join(dir, "train.patch"), filepath.Join(dir, "run.log")))
 			ok(t, os.Mkdir(filepath.Join(dir, "summary.json"), 0o755))
+			ok(t, syscall.Mkfifo(filepath.Join(dir, "decision_packet.json"), 0o644))
 			ok(t, os.WriteFile(filepath.Join(dir, "decision_packet.md"), []byte("# run\n"), 0o644))
-		}, []string{"decision_packet.md", "train.patch"}},
+		}, map[string]string{"decision_packet.md": "# run\n", "train.patch": "diff"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			tc.setup(t, dir)
-			d, err := os.Open(dir)
+			s, _, err := ledger.InitStore(filepath.Join(t.TempDir(), "store"), filepath.Join(t.TempDir(), "results.tsv"), ledger.DefaultConfig(), "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n")
 			ok(t, err)
-			defer d.Close()
-			got, err := archiveEntries(int(d.Fd()), dir)
+			dir, err := s.RunDir(id)
 			ok(t, err)
-			sort.Strings(got)
-			want := append([]string(nil), tc.want...)
-			sort.Strings(want)
-			if strings.Join(got, ",") != strings.Join(want, ",") {
-				t.Errorf("got %v, want %v", got, want)
+			if tc.noRuns {
+				ok(t, os.RemoveAll(s.Path(ledger.RunsDir)))
+			} else {
+				ok(t, os.MkdirAll(dir, 0o755))
+			}
+			if tc.setup != nil {
+				tc.setup(t, dir)
+			}
+			runs, err := openRunsDir(s)
+			ok(t, err)
+			defer runs.close()
+			if (runs.fd < 0) != tc.noRuns {
+				t.Fatalf("runs/ open: %v, want %v", runs.fd >= 0, !tc.noRuns)
+			}
+			files, err := archiveFiles(runs, id, 1<<20)
+			ok(t, err)
+			got := map[string]string{}
+			for i, f := range files {
+				if i > 0 && files[i-1].name >= f.name {
+					t.Errorf("files not sorted by name: %s before %s", files[i-1].name, f.name)
+				}
+				want, ok := tc.want[f.name]
+				if !ok {
+					t.Errorf("%s shared", f.name)
+					continue
+				}
+				if f.entry.Hash != plumbing.ComputeHash(plumbing.BlobObject, []byte(want)) {
+					t.Errorf("%s: blob %s, not its content's", f.name, f.entry.Hash)
+				}
+				got[f.name] = want
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("shared %v, want %v", got, tc.want)
 			}
 		})
 	}
