@@ -16,7 +16,8 @@ var update = flag.Bool("update", false, "rewrite deflate_code.go's trained code"
 
 // TestRecordCodeLengthsAreTrained: recordCodeLengths is what
 // trainCodeLengths makes of testdata/records.jsonl (-update rewrites it),
-// and every symbol has a code of 1-15 bits that make a complete prefix
+// and every symbol has a code of 1-recordCodeBits bits (9: an inflater's
+// one-level table, built for every stream) that make a complete prefix
 // code.
 func TestRecordCodeLengthsAreTrained(t *testing.T) {
 	got := trainCodeLengths(testRecords(t))
@@ -39,7 +40,7 @@ func TestRecordCodeLengthsAreTrained(t *testing.T) {
 	for _, lengths := range [][]uint8{lit[:], dist[:]} {
 		kraft := 0 // sum of 2^(15-len): a complete code sums to 2^15
 		for _, l := range lengths {
-			if l < 1 || l > maxCodeBits {
+			if l < 1 || l > recordCodeBits {
 				t.Fatalf("a length of %d", l)
 			}
 			kraft += 1 << (maxCodeBits - l)
