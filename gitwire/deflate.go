@@ -364,21 +364,7 @@ func (z *lz77) parse(data []byte, emit func(lits []byte, length, dist int)) {
 				s++
 				continue
 			}
-			// Extend the match eight bytes at a time.
-			l := lzMinMatch
-			for s+l+8 <= n && l < lzMaxMatch {
-				x := binary.LittleEndian.Uint64(data[s+l:]) ^ binary.LittleEndian.Uint64(data[c+l:])
-				if x != 0 {
-					l += bits.TrailingZeros64(x) >> 3
-					goto extended
-				}
-				l += 8
-			}
-			for s+l < n && l < lzMaxMatch && data[s+l] == data[c+l] {
-				l++
-			}
-		extended:
-			l = min(l, lzMaxMatch)
+			l := matchLen(data, s, c)
 			emit(data[lit:s], l, s-c)
 			// Index the match's last positions, so a repeat right after it
 			// is found.
@@ -392,6 +378,26 @@ func (z *lz77) parse(data []byte, emit func(lits []byte, length, dist int)) {
 		}
 	}
 	emit(data[lit:], 0, 0)
+}
+
+// matchLen is the length of the match at s of the bytes at c (c < s; the
+// first lzMinMatch bytes are known equal), at most lzMaxMatch: eight bytes
+// compared at a time. One place for parse and deflateInto, whose parses
+// must agree (TestDeflateIntoIsParse).
+func matchLen(data []byte, s, c int) int {
+	n := len(data)
+	l := lzMinMatch
+	for s+l+8 <= n && l < lzMaxMatch {
+		x := binary.LittleEndian.Uint64(data[s+l:]) ^ binary.LittleEndian.Uint64(data[c+l:])
+		if x != 0 {
+			return min(l+bits.TrailingZeros64(x)>>3, lzMaxMatch)
+		}
+		l += 8
+	}
+	for s+l < n && l < lzMaxMatch && data[s+l] == data[c+l] {
+		l++
+	}
+	return min(l, lzMaxMatch)
 }
 
 // start makes the table ready for a stream of n bytes and returns the
@@ -425,20 +431,7 @@ func (z *lz77) deflateInto(w *bitWriter, sc *streamCode, data []byte) {
 				s++
 				continue
 			}
-			l := lzMinMatch
-			for s+l+8 <= n && l < lzMaxMatch {
-				x := binary.LittleEndian.Uint64(data[s+l:]) ^ binary.LittleEndian.Uint64(data[c+l:])
-				if x != 0 {
-					l += bits.TrailingZeros64(x) >> 3
-					goto extended
-				}
-				l += 8
-			}
-			for s+l < n && l < lzMaxMatch && data[s+l] == data[c+l] {
-				l++
-			}
-		extended:
-			l = min(l, lzMaxMatch)
+			l := matchLen(data, s, c)
 			// The literals before the match, two codes (at most 30 bits)
 			// between flushes.
 			lits := data[lit:s]
