@@ -109,19 +109,7 @@ func TestPushToPathRemoteStoresOwnPack(t *testing.T) {
 			t.Fatalf("push %d: no object in the remote's packs", round+1)
 		}
 	}
-	b.pull(t, ctx)
-	got := b.ids(t)
-	sort.Strings(ids)
-	if strings.Join(got, " ") != strings.Join(ids, " ") {
-		t.Fatalf("b pulled %v, want %v", got, ids)
-	}
-	for _, id := range ids {
-		dir, _ := b.store.RunDir(ledger.RunID(id))
-		log, err := os.ReadFile(filepath.Join(dir, "run.log"))
-		if err != nil || !strings.Contains(string(log), "step "+id) {
-			t.Errorf("%s: run.log %q, %v", id, log, err)
-		}
-	}
+	pullsAllWithLogs(t, ctx, b, ids)
 }
 
 // TestBigPushLinksItsFoldPack: a push to a path remote whose fold wrote a
@@ -174,19 +162,7 @@ func TestBigPushLinksItsFoldPack(t *testing.T) {
 			t.Fatalf("push %d: no object in the remote's packs", round+1)
 		}
 	}
-	b.pull(t, ctx)
-	got := b.ids(t)
-	sort.Strings(ids)
-	if strings.Join(got, " ") != strings.Join(ids, " ") {
-		t.Fatalf("b pulled %v, want %v", got, ids)
-	}
-	for _, id := range ids {
-		dir, _ := b.store.RunDir(ledger.RunID(id))
-		log, err := os.ReadFile(filepath.Join(dir, "run.log"))
-		if err != nil || !strings.Contains(string(log), "step "+id) {
-			t.Errorf("%s: run.log %q, %v", id, log, err)
-		}
-	}
+	pullsAllWithLogs(t, ctx, b, ids)
 	// A pack with a damaged byte is not linked: its entries' CRC-32s are
 	// checked first, as each copied entry's is.
 	var biggest string
@@ -484,5 +460,24 @@ func TestArchiveFilesByName(t *testing.T) {
 				t.Errorf("shared %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// pullsAllWithLogs: b pulls exactly the runs ids, each with the run.log
+// logRunWithArchive wrote for it.
+func pullsAllWithLogs(t *testing.T, ctx context.Context, b *syncClone, ids []string) {
+	t.Helper()
+	b.pull(t, ctx)
+	got := b.ids(t)
+	sort.Strings(ids)
+	if strings.Join(got, " ") != strings.Join(ids, " ") {
+		t.Fatalf("b pulled %v, want %v", got, ids)
+	}
+	for _, id := range ids {
+		dir, _ := b.store.RunDir(ledger.RunID(id))
+		log, err := os.ReadFile(filepath.Join(dir, "run.log"))
+		if err != nil || !strings.Contains(string(log), "step "+id) {
+			t.Errorf("%s: run.log %q, %v", id, log, err)
+		}
 	}
 }
