@@ -32,6 +32,11 @@ import (
 // whose remote side runs in this process) and the
 // packs each clone holds at the end.
 //
+// MEMORYLAB_SWARM_SERVER_GIT (e.g. "receive.unpackLimit=1", several
+// separated by commas) sets git config for the ssh server's git commands
+// only, through sshd's SetEnv (GIT_CONFIG_COUNT/KEY/VALUE), not the
+// machine's global git config.
+//
 //	go test ./share -run '^$' -bench SwarmTable -benchtime 1x
 func BenchmarkSwarmTable(b *testing.B) {
 	ks := []int{4, 8, 16, 32, 64}
@@ -63,7 +68,7 @@ func BenchmarkSwarmTable(b *testing.B) {
 				case "http":
 					remote = gitserve.SmartHTTP(b)
 				case "ssh":
-					srv := gitserve.SSHServer(b)
+					srv := gitserve.SSHServer(b, serverGitConfig(b)...)
 					remote = srv.URL
 					serverCPU = func() time.Duration {
 						d, err := srv.CPU()
@@ -156,6 +161,27 @@ func BenchmarkSwarmTable(b *testing.B) {
 		}
 	}
 	fmt.Println(strings.Join(rows, "\n"))
+}
+
+// serverGitConfig is the sshd config line that gives the ssh server's git
+// the config of MEMORYLAB_SWARM_SERVER_GIT (none when it is unset): one
+// SetEnv line, since sshd takes the first, with SHLVL=1 as gitserve sets it.
+func serverGitConfig(b *testing.B) []string {
+	v := os.Getenv("MEMORYLAB_SWARM_SERVER_GIT")
+	if v == "" {
+		return nil
+	}
+	env := []string{"SHLVL=1"}
+	pairs := strings.Split(v, ",")
+	for i, kv := range pairs {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" || strings.ContainsAny(kv, " \t\"") {
+			b.Fatalf("MEMORYLAB_SWARM_SERVER_GIT: %q is not a list of key=value", v)
+		}
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, k), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, val))
+	}
+	env = append(env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(pairs)))
+	return []string{"SetEnv " + strings.Join(env, " ")}
 }
 
 // selfCPU is the user and system time of this process: the clients (and,
