@@ -81,10 +81,10 @@ func geometricSplit(sizes []int64) int {
 func ConsolidatePacks(dir string, now time.Time) (int, error) {
 	packDir := filepath.Join(dir, "objects", "pack")
 	rolled := gitwire.ReadRolled(packDir)
-	var keep []string
+	var keep []gitwire.RolledPack
 	for _, r := range rolled {
 		if now.Sub(r.At) < rolledGrace {
-			keep = append(keep, r.Line)
+			keep = append(keep, r)
 			continue
 		}
 		for _, ext := range []string{".pack", ".idx", ".rev"} {
@@ -139,25 +139,41 @@ func ConsolidatePacks(dir string, now time.Time) (int, error) {
 	for i, p := range packs[:k] {
 		names[i] = filepath.Join(packDir, p.name)
 	}
-	if err := rollPacks(dir, names); err != nil {
+	made, err := rollPacks(dir, names)
+	if err != nil {
 		return 0, fmt.Errorf("unable to consolidate the packs of %s: %w", dir, err)
 	}
+	// The new pack holds the objects, so it is never listed as rolled. It
+	// can bear the name of a pack listed or rolled now: a consolidation
+	// killed after it installed its pack, and before it listed the packs
+	// it rolled, leaves that pack beside its inputs, and rolling them all
+	// again copies it byte for byte (TestConsolidateAfterAKilledRoll).
 	stamp := strconv.FormatInt(now.Unix(), 10)
 	for _, p := range packs[:k] {
-		keep = append(keep, stamp+" "+p.name)
+		keep = append(keep, gitwire.RolledPack{Name: p.name, Line: stamp + " " + p.name})
 	}
-	return k, writeRolled(packDir, keep)
+	live := keep[:0]
+	for _, r := range keep {
+		if r.Name != made {
+			live = append(live, r)
+		}
+	}
+	return k, writeRolled(packDir, live)
 }
 
-func writeRolled(packDir string, lines []string) error {
+func writeRolled(packDir string, rolled []gitwire.RolledPack) error {
 	p := filepath.Join(packDir, rolledList)
-	if len(lines) == 0 {
+	if len(rolled) == 0 {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 		return nil
 	}
-	return atomicfile.WriteFileAtomic(p, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	var b strings.Builder
+	for _, r := range rolled {
+		b.WriteString(r.Line + "\n")
+	}
+	return atomicfile.WriteFileAtomic(p, []byte(b.String()), 0o644)
 }
 
 // consolidateAbove is how many packs (rolled ones aside) a repository
@@ -200,7 +216,8 @@ func (g *Repo) consolidate(res *SyncResult) {
 }
 
 // rollPacks writes the objects of the packs bases (paths without
-// .pack/.idx) into one new pack of dir, each object once. Entries are copied as they are stored, as git's
+// .pack/.idx) into one new pack of dir, each object once, and returns its
+// name (pack-<checksum>). Entries are copied as they are stored, as git's
 // repack reuses them: a whole object byte for byte, a delta against an
 // earlier entry of its pack (OFS_DELTA: what a git server sends) with its
 // base's new offset. Each copied entry is checked against the CRC its index
@@ -209,7 +226,7 @@ func (g *Repo) consolidate(res *SyncResult) {
 // write every delta whole and then index the new pack by inflating and
 // hashing all of it (receivePack): in a swarm, whose fetched packs are
 // deltas for a fifth, that was a tenth of a client's CPU per sync.
-func rollPacks(dir string, bases []string) error {
+func rollPacks(dir string, bases []string) (string, error) {
 	type source struct {
 		base    string
 		entries []idxfile.Entry // by offset
@@ -221,11 +238,11 @@ func rollPacks(dir string, bases []string) error {
 	for i, base := range bases {
 		es, err := packEntries(base + ".idx")
 		if err != nil {
-			return err
+			return "", err
 		}
 		fi, err := os.Stat(base + ".pack")
 		if err != nil {
-			return err
+			return "", err
 		}
 		srcs[i] = source{base: base, entries: es, end: fi.Size() - 20}
 		total += fi.Size()
@@ -238,7 +255,7 @@ func rollPacks(dir string, bases []string) error {
 	}
 	p, err := createPack(dir, "tmp_memorylab_roll_")
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer p.discard()
 	f := p.File
@@ -251,7 +268,7 @@ func rollPacks(dir string, bases []string) error {
 	binary.BigEndian.PutUint32(hdr[4:], 2)
 	binary.BigEndian.PutUint32(hdr[8:], uint32(count))
 	if _, err := bw.Write(hdr[:]); err != nil {
-		return err
+		return "", err
 	}
 	off := int64(gitwire.PackHeaderSize)
 	at := make(map[plumbing.Hash]int64, count) // new offsets
@@ -312,7 +329,7 @@ func rollPacks(dir string, bases []string) error {
 	for _, src := range srcs {
 		pf, err := os.Open(src.base + ".pack")
 		if err != nil {
-			return err
+			return "", err
 		}
 		err = rollEntries(pf, src.entries, src.end, func(e idxfile.Entry, br *bufio.Reader, size int64, byOff map[int64]plumbing.Hash) error {
 			if _, dup := at[e.Hash]; dup {
@@ -347,21 +364,22 @@ func rollPacks(dir string, bases []string) error {
 		})
 		pf.Close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(src.base)+".pack", err)
+			return "", fmt.Errorf("%s: %w", filepath.Base(src.base)+".pack", err)
 		}
 	}
 	if len(at) != count {
-		return fmt.Errorf("%d of %d objects written", len(at), count)
+		return "", fmt.Errorf("%d of %d objects written", len(at), count)
 	}
 	if err := bw.Flush(); err != nil {
-		return err
+		return "", err
 	}
 	var packSum plumbing.Hash
 	copy(packSum[:], sum.Sum(nil))
 	if _, err := f.Write(packSum[:]); err != nil {
-		return err
+		return "", err
 	}
-	return p.install(packSum, entries)
+	name := "pack-" + packSum.String()
+	return name, p.install(packSum, entries)
 }
 
 // rollEntries reads the entries of pack file pf (es, by offset, up to the

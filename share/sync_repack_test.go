@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -360,4 +361,60 @@ func TestPackEntryCheckedAgainstItsIndex(t *testing.T) {
 	if _, ok := lp.entry(es[1].Hash); !ok {
 		t.Errorf("%s: an intact entry was refused", es[1].Hash)
 	}
+}
+
+// TestConsolidateAfterAKilledRoll: a consolidation killed after it installed
+// the rolled pack but before it listed the packs it rolled leaves both (git
+// tolerates an object in two packs). The next consolidation rolls them all
+// again, and the copy of the earlier roll makes a pack byte for byte the
+// same as it: the same name. That pack is the one that holds the objects,
+// so it must stay live, and never be deleted as rolled; before, it was
+// listed as rolled with its inputs, and every object in it was hidden at
+// once and deleted once the grace was over.
+func TestConsolidateAfterAKilledRoll(t *testing.T) {
+	dir := newBareRemote(t)
+	want := deltaPack(t, dir, "first", 30, false)
+	for h, c := range deltaPack(t, dir, "second", 40, false) {
+		want[h] = c
+	}
+	inputs := livePacks(t, dir)
+	sort.Slice(inputs, func(i, j int) bool { return fileLen(t, inputs[i]+".pack") < fileLen(t, inputs[j]+".pack") })
+	// The roll a killed consolidation installed: its inputs are not listed
+	// as rolled.
+	if _, err := rollPacks(dir, inputs); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(livePacks(t, dir)); n != 3 {
+		t.Fatalf("%d live packs after the killed roll, want 3", n)
+	}
+	now := time.Now()
+	for i, at := range []time.Time{now, now.Add(rolledGrace + time.Minute), now.Add(2*rolledGrace + time.Minute)} {
+		if _, err := ConsolidatePacks(dir, at); err != nil {
+			t.Fatal(err)
+		}
+		sto := gitwire.OpenStorage(dir, dir, true)
+		for h, c := range want {
+			obj, err := sto.EncodedObject(plumbing.BlobObject, h)
+			if err != nil {
+				sto.Close()
+				t.Fatalf("consolidation %d: %s: %v (live packs: %v)", i+1, h, err, livePacks(t, dir))
+			}
+			rd, _ := obj.Reader()
+			b, _ := io.ReadAll(rd)
+			rd.Close()
+			if string(b) != c {
+				t.Errorf("consolidation %d: %s reads back as %q", i+1, h, b)
+			}
+		}
+		sto.Close()
+	}
+}
+
+func fileLen(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
