@@ -248,12 +248,19 @@ func pinDigest(tips map[string]plumbing.Hash) string {
 }
 
 // stillPushed: a pull after a completed sync that left the remote holding
-// every run folded here (prev.Pushed), which folded nothing new and found
-// this machine's ref where that sync left it, leaves nothing to push
-// either, whatever it merged from the other machines (their runs are on
-// their refs). New local runs come with JSONL lines, which a pull folds.
+// every run folded here (prev.Pushed), which found this machine's ref where
+// that sync left it and nothing folded since, leaves nothing to push either,
+// whatever it merged from the other machines (their runs are on their refs).
+// "Nothing folded since" is the folded-runs journal ending where prev says
+// the remote holds its runs, not this pull folding nothing: a sync killed
+// after its fold moved the ledger ref, and before it wrote its state, leaves
+// runs folded (and journaled) that the remote lacks, and the next pull has
+// nothing left to fold (TestKilledSyncLeavesNothingUnpushed).
 func (g *Repo) stillPushed(s *ledger.Store, prev *syncedState, res *SyncResult) bool {
 	if prev == nil || prev.Store != s.LedgerPath() || !prev.Pushed || prev.Own == "" || res.Folded > 0 {
+		return false
+	}
+	if id, end := journalEnd(s); id != prev.Journal || end != prev.PinnedTo {
 		return false
 	}
 	me := g.knownMachineID()

@@ -336,3 +336,50 @@ func TestSwarmSyncOpensPacksOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestKilledSyncLeavesNothingUnpushed: a sync killed after its fold moved
+// the ledger ref, and before it wrote its synced state, leaves runs folded
+// here that the remote lacks, under the state of the last completed sync
+// (pushed). The next pull folds nothing, yet must not carry "pushed" over:
+// its push would take the no-op path and the runs would never leave this
+// machine while nothing new is logged (TestSyncSurvivesSIGKILL: 38 runs of
+// one machine that never reached the other, every sync exiting 0).
+func TestKilledSyncLeavesNothingUnpushed(t *testing.T) {
+	start := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, start)
+	b := newSyncClone(t, "b", remote, start.Add(time.Hour))
+	ctx := context.Background()
+	a.logRun(t)
+	b.logRun(t)
+	for _, c := range []*syncClone{a, b, a} {
+		c.pull(t, ctx)
+		c.push(t, ctx)
+	}
+	state := a.syncedStateFile(t)
+	completed, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The killed sync: its pull folds the new runs into the ledger ref,
+	// and the process dies before the synced state is written.
+	want := map[string]bool{string(a.logRun(t)): true, string(a.logRun(t)): true}
+	if res := a.pull(t, ctx); res.Folded != 2 {
+		t.Fatalf("the pull folded %d runs, want 2", res.Folded)
+	}
+	if err := os.WriteFile(state, completed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The next sync, with nothing logged since.
+	if res := a.pull(t, ctx); res.Folded != 0 {
+		t.Fatalf("the pull after the kill folded %d runs, want 0", res.Folded)
+	}
+	a.push(t, ctx)
+	b.pull(t, ctx)
+	for _, id := range b.ids(t) {
+		delete(want, id)
+	}
+	if len(want) > 0 {
+		t.Fatalf("runs folded by the killed sync never reached b: %v", want)
+	}
+}
