@@ -44,6 +44,10 @@ import (
 // reader.
 const recvSegment = 1 << 20
 
+// recvWindow is how much of a segment a worker reads at a time to find
+// where its first entry starts.
+const recvWindow = 16 << 10
+
 // recvSlack is how far the receiving goroutine reads ahead of what the
 // readers asked for.
 const recvSlack = 16 << 20
@@ -446,12 +450,13 @@ type recvWorker struct {
 	mem     []byte
 }
 
-// segment parses segment k, which starts at first+k*seg.
-func (w *recvWorker) segment(k int, first int64) *segResult {
+// segment parses segment k, which starts at first+k*seg, into r (its
+// slices reused).
+func (w *recvWorker) segment(k int, first int64, r *segResult) *segResult {
 	start := first + int64(k)*w.seg
 	end := start + w.seg
 	budget, past := recvBudget(w.seg)
-	r := &segResult{start: -1}
+	r.start, r.entries, r.keep = -1, r.entries[:0], r.keep[:0]
 	var keep *[]byte
 	if w.keeping {
 		keep = &r.keep
@@ -472,29 +477,34 @@ func (w *recvWorker) segment(k int, first int64) *segResult {
 		}
 		take(e)
 	} else {
-		// The segment's bytes, and a few after it for a header that
-		// straddles its end, to find where an entry parses.
-		w.mem = w.mem[:cap(w.mem)]
-		n := 0
-		for n < len(w.mem) {
-			m, err := w.a.readAt(w.mem[n:], start+int64(n))
-			n += m
-			if err != nil {
-				break
-			}
-		}
-		mem := w.mem[:n]
+		// The segment's bytes from its start, a window at a time (an
+		// entry starts within a few kilobytes, but for a big object's
+		// stream), and a few more for a header that straddles the window.
 		found := false
-		for p := 0; p < len(mem) && int64(p) < w.seg && w.ep.inflated <= budget; p++ {
-			if !plausibleEntry(mem[p:]) {
-				continue
+		for from := int64(0); !found && from < w.seg && w.ep.inflated <= budget; from += recvWindow {
+			n := 0
+			for n < len(w.mem) {
+				m, err := w.a.readAt(w.mem[n:], start+from+int64(n))
+				n += m
+				if err != nil {
+					break
+				}
 			}
-			w.ep.seek(start+int64(p), end+past)
-			e, err := w.ep.parse(0, maxSize, keep)
-			if err == nil && e.inflated == int64(e.size) {
-				take(e)
-				found = true
-				break
+			mem := w.mem[:n]
+			for p := 0; p < n && int64(p) < min(recvWindow, w.seg-from) && w.ep.inflated <= budget; p++ {
+				if !plausibleEntry(mem[p:]) {
+					continue
+				}
+				w.ep.seek(start+from+int64(p), end+past)
+				e, err := w.ep.parse(0, maxSize, keep)
+				if err == nil && e.inflated == int64(e.size) {
+					take(e)
+					found = true
+					break
+				}
+			}
+			if n < len(w.mem) {
+				break // the pack's end
 			}
 		}
 		if !found {
@@ -542,6 +552,9 @@ func orderEntries(a *arrivingPack, first int64, n uint32, lim packLimits, keep *
 		out chan *segResult
 	}
 	jobs := make(chan job, depth)
+	// The segments' results are reused once taken (their kept bytes are
+	// most of what a fetch allocates).
+	free := make(chan *segResult, depth+workers)
 	var wg sync.WaitGroup
 	defer func() {
 		close(jobs)
@@ -555,12 +568,18 @@ func orderEntries(a *arrivingPack, first int64, n uint32, lim packLimits, keep *
 		if err != nil {
 			return re, err
 		}
-		w := &recvWorker{a: a, ep: ep, seg: seg, keeping: keep != nil, mem: make([]byte, 0, seg+64)}
+		w := &recvWorker{a: a, ep: ep, seg: seg, keeping: keep != nil, mem: make([]byte, recvWindow+64)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				j.out <- w.segment(j.k, first)
+				var r *segResult
+				select {
+				case r = <-free:
+				default:
+					r = &segResult{}
+				}
+				j.out <- w.segment(j.k, first, r)
 			}
 		}()
 	}
@@ -627,6 +646,10 @@ func orderEntries(a *arrivingPack, first int64, n uint32, lim packLimits, keep *
 			}
 			entriesInOrder.Add(1)
 			accept(e, kept)
+		}
+		select {
+		case free <- r:
+		default:
 		}
 	}
 	// The trailer, and nothing after it.
