@@ -1784,9 +1784,10 @@ func runIDTime(id ledger.RunID) time.Time {
 // once (a variable for the tests). Each batch is a commit point: the
 // ledger and results.tsv are synced after it, two fsyncs, which at 512
 // records a batch (392 fsyncs for 100,000 runs) took most of a fresh
-// pull's appends on a busy disk; 2,048 records (about 9 MB of lines) keep
-// a pull of 100,000 runs under 300 MB.
-var appendBatch = 2048
+// pull's appends on a busy disk. 1,024 records (about 4.5 MB of lines)
+// halve them and keep a pull of 100,000 runs at 268-276 MB; 2,048 took it
+// to 270-300 MB, at the 300 MB bound.
+var appendBatch = 1024
 
 // batchesAppended counts the batches appendArrivals appended (each synced
 // once), for tests.
