@@ -1464,10 +1464,20 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 	decode := func(i, n int) []decodedArrival {
 		now := time.Now()
 		decoded := make([]decodedArrival, n)
+		// The batch's kept records, a read per run of them (they lie in
+		// the kept file in the pack's order, which is the ledger's).
+		hs := make([]plumbing.Hash, n)
+		for j, a := range arrivals[i : i+n] {
+			hs[j] = a.blob
+		}
+		keptData := g.keptBlobs().GetAll(hs)
 		_ = each(decoders, n, func(br *blobReader, j int) error {
 			d := &decoded[j]
 			a := arrivals[i+j]
-			data, err := br.read(a.id, a.blob)
+			data, err := keptData[j], error(nil)
+			if data == nil {
+				data, err = br.read(a.id, a.blob)
+			}
 			if err == nil {
 				d.r, d.line, d.verbatim, err = decodeRemoteRecord(a.id, data)
 			}
