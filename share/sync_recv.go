@@ -424,10 +424,9 @@ func plausibleEntry(b []byte) bool {
 }
 
 // segResult is what a worker found in a segment: the entries it parsed
-// from the first offset where one parsed (start; -1: none), in order, and
-// the kept content of those it kept.
+// from the first offset where one parsed, in order, and the kept content
+// of those it kept.
 type segResult struct {
-	start   int64
 	entries []packEntry
 	keep    []byte
 }
@@ -456,19 +455,14 @@ func (w *recvWorker) segment(k int, first int64, r *segResult) *segResult {
 	start := first + int64(k)*w.seg
 	end := start + w.seg
 	budget, past := recvBudget(w.seg)
-	r.start, r.entries, r.keep = -1, r.entries[:0], r.keep[:0]
+	r.entries, r.keep = r.entries[:0], r.keep[:0]
 	var keep *[]byte
 	if w.keeping {
 		keep = &r.keep
 	}
 	w.ep.inflated = 0
 	maxSize := uint64(budget)
-	take := func(e packEntry) {
-		if r.start < 0 {
-			r.start = e.off
-		}
-		r.entries = append(r.entries, e)
-	}
+	take := func(e packEntry) { r.entries = append(r.entries, e) }
 	if k == 0 {
 		w.ep.seek(start, end+past)
 		e, err := w.ep.parse(0, maxSize, keep)
@@ -531,12 +525,11 @@ func (w *recvWorker) segment(k int, first int64, r *segResult) *segResult {
 // in order, where its trailer starts, whether it holds deltas, and its
 // biggest whole object.
 type receivedEntries struct {
-	objs          []received
-	end           int64
-	deltas        bool
-	biggest       uint32
-	biggestWhole  uint64
-	segmentsFound int
+	objs         []received
+	end          int64
+	deltas       bool
+	biggest      uint32
+	biggestWhole uint64
 }
 
 // orderEntries reads the n entries of the pack arriving in a, from offset
@@ -626,9 +619,6 @@ func orderEntries(a *arrivingPack, first int64, n uint32, lim packLimits, keep *
 		segEnd := first + int64(k+1)*seg
 		for i < n && t < segEnd {
 			if j, ok := r.find(t); ok {
-				if j == 0 {
-					re.segmentsFound++
-				}
 				for ; j < len(r.entries) && i < n; j++ {
 					accept(r.entries[j], r.keep)
 				}
