@@ -224,3 +224,39 @@ func TestReceivePackLeavesNoPackOnError(t *testing.T) {
 		t.Fatalf("left in objects/pack: %v", left)
 	}
 }
+
+// BenchmarkReceivePack receives a pack of 20,000 record-like blobs in
+// 1 MiB segments (one worker per core) and in one segment (one worker
+// parses every entry, as the fetch did on one goroutine before).
+func BenchmarkReceivePack(b *testing.B) {
+	records := recvRecords(20000)
+	var entries [][]byte
+	for _, r := range records {
+		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(r)), r))
+	}
+	pack := packOf(-1, entries...)
+	for _, bc := range []struct {
+		name string
+		seg  int64
+	}{{"segments of 1 MiB", recvSegment}, {"one segment", 1 << 40}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(pack)))
+			for range b.N {
+				dir := filepath.Join(b.TempDir(), "r.git")
+				if _, err := git.PlainInit(dir, true); err != nil {
+					b.Fatal(err)
+				}
+				sto := gitrepo.OpenStorage(dir, dir, false)
+				keep, err := gitwire.NewKeptBlobs(filepath.Join(dir, "objects", "pack"), maxKeptBytes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := receivePackIn(sto, dir, bytes.NewReader(pack), ledgerPackLimits, keep, bc.seg); err != nil {
+					b.Fatal(err)
+				}
+				keep.Close()
+				sto.Close()
+			}
+		})
+	}
+}
