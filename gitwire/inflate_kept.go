@@ -3,7 +3,9 @@ package gitwire
 import (
 	"bufio"
 	"os"
+	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -40,6 +42,7 @@ type KeptBlobs struct {
 
 	mu    sync.RWMutex
 	index map[plumbing.Hash]keptSpan
+	reads atomic.Int64 // reads of the file, for tests
 }
 
 type keptSpan struct {
@@ -134,10 +137,63 @@ func (k *KeptBlobs) Get(h plumbing.Hash) ([]byte, bool) {
 		return nil, false
 	}
 	b := make([]byte, s.n)
+	k.reads.Add(1)
 	if _, err := k.f.ReadAt(b, s.off); err != nil {
 		return nil, false
 	}
 	return b, true
+}
+
+// GetAll returns the content of each blob of hs that is kept (nil for the
+// others), read with one read per run of blobs that lie back to back in
+// the file (a pull's records lie there in the order its arrivals read
+// them: one read per batch rather than one per record, which was 0.5 s of
+// system time at 100,000 runs). The contents share one buffer.
+func (k *KeptBlobs) GetAll(hs []plumbing.Hash) [][]byte {
+	out := make([][]byte, len(hs))
+	if k == nil {
+		return out
+	}
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	if k.f == nil {
+		return out
+	}
+	type want struct {
+		i int
+		keptSpan
+	}
+	var wants []want
+	total := int64(0)
+	for i, h := range hs {
+		if s, ok := k.index[h]; ok {
+			wants = append(wants, want{i, s})
+			total += s.n
+		}
+	}
+	sort.Slice(wants, func(a, b int) bool { return wants[a].off < wants[b].off })
+	buf := make([]byte, total)
+	at := 0 // where the next run goes in buf
+	for a := 0; a < len(wants); {
+		// wants[a:b] lie back to back in the file.
+		first := wants[a].off
+		b, end := a+1, first+wants[a].n
+		for b < len(wants) && wants[b].off == end {
+			end += wants[b].n
+			b++
+		}
+		run := buf[at : at+int(end-first)]
+		k.reads.Add(1)
+		if _, err := k.f.ReadAt(run, first); err == nil {
+			for _, w := range wants[a:b] {
+				o := int(w.off - first)
+				out[w.i] = run[o : o+int(w.n) : o+int(w.n)]
+			}
+		}
+		at += len(run)
+		a = b
+	}
+	return out
 }
 
 // Len is how many blobs are readable.

@@ -957,7 +957,13 @@ func receivePack(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimi
 // than inflate them again from the stored pack. Only blobs whose hash was
 // computed over exactly the kept bytes are kept, and they become readable
 // only once the whole pack has checked out and is stored.
-func receivePackKeeping(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits, keep *gitwire.KeptBlobs) (err error) {
+func receivePackKeeping(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits, keep *gitwire.KeptBlobs) error {
+	return receivePackIn(sto, dir, rd, lim, keep, recvSegment)
+}
+
+// receivePackIn is receivePackKeeping with the pack's entries parsed in
+// segments of seg bytes (orderEntries).
+func receivePackIn(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim packLimits, keep *gitwire.KeptBlobs, seg int64) (err error) {
 	p, err := createPack(dir, "tmp_memorylab_recv_")
 	if err != nil {
 		return err
@@ -973,110 +979,29 @@ func receivePackKeeping(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim p
 		}()
 	}
 	f := p.File
-	// Everything read is copied to f and hashed (but for the trailer) in
-	// bulk, below the buffered reader the entries are parsed from.
+	// Everything read is copied to f and hashed (but for the trailer) by a
+	// goroutine of its own as it arrives; the entries are inflated and
+	// hashed on every core (orderEntries).
 	sum := &trailingHasher{h: sha1.New()}
-	cr := newCountingReader(io.TeeReader(rd, io.MultiWriter(f, sum)), 1<<20)
+	a := newArrivingPack(f)
+	go a.receive(rd, sum)
+	defer a.halt()
 	var head [gitwire.PackHeaderSize]byte
-	if _, err := io.ReadFull(cr, head[:]); err != nil {
+	if _, err := io.ReadFull(&spanReader{a: a}, head[:]); err != nil {
 		return fmt.Errorf("unable to read the pack: %w", err)
 	}
 	if string(head[:4]) != "PACK" || binary.BigEndian.Uint32(head[4:]) != 2 {
 		return fmt.Errorf("unable to read the pack: not a version 2 pack")
 	}
 	n := binary.BigEndian.Uint32(head[8:])
-	// Whole objects are hashed by a goroutine of their own as they are
-	// inflated here (sha1cd was a third of the loop: 1.9 of 5.4 s at a
-	// first pull of 100,000 runs).
-	hs := newObjectHasher(min(n, 1<<16), keep) // n is the remote's word until the entries are read
-	defer hs.close()
-	deltas := false
-	var biggest uint32
-	var biggestWhole uint64
-	zr, err := gitwire.NewInflater()
+	re, err := orderEntries(a, gitwire.PackHeaderSize, n, lim, keep, seg)
 	if err != nil {
 		return err
 	}
-	zbr := bufio.NewReaderSize(zr, 32<<10) // inflated bytes, for the delta header
-	for i := uint32(0); i < n; i++ {
-		off := cr.pos()
-		c, err := cr.ReadByte()
-		if err != nil {
-			return fmt.Errorf("unable to read the pack: %w", err)
-		}
-		t := plumbing.ObjectType((c >> 4) & 7)
-		size := uint64(c & 0x0f)
-		for shift := 4; c&0x80 != 0; shift += 7 {
-			if c, err = cr.ReadByte(); err != nil {
-				return fmt.Errorf("unable to read the pack: %w", err)
-			}
-			size |= uint64(c&0x7f) << shift
-		}
-		isDelta := t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject
-		limit := lim.whole
-		if isDelta {
-			// Delta data is at most what it builds plus a byte per 127
-			// inserted and its header.
-			limit = lim.delta + lim.delta/64
-		}
-		if limit > 0 && size > limit {
-			return tooLargeObject(i, size, limit)
-		}
-		switch t {
-		case plumbing.OFSDeltaObject:
-			deltas = true
-			for c = 0x80; c&0x80 != 0; {
-				if c, err = cr.ReadByte(); err != nil {
-					return err
-				}
-			}
-		case plumbing.REFDeltaObject:
-			deltas = true
-			if _, err := io.ReadFull(cr, make([]byte, 20)); err != nil {
-				return err
-			}
-		}
-		if err := zr.Reset(cr.br); err != nil {
-			return fmt.Errorf("unable to read the pack: %w", err)
-		}
-		zbr.Reset(zr)
-		if isDelta {
-			// The delta's header: the size of its base, then of its result.
-			if _, err := deltaHeaderSize(zbr); err != nil {
-				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
-			}
-			result, err := deltaHeaderSize(zbr)
-			if err != nil {
-				return fmt.Errorf("unable to read the pack: object %d: %w", i, err)
-			}
-			if result > lim.delta {
-				return tooLargeObject(i, result, lim.delta)
-			}
-		}
-		var n int64
-		if isDelta {
-			if _, err := io.Copy(io.Discard, zbr); err != nil {
-				return fmt.Errorf("unable to read the pack: %w", err)
-			}
-			n = int64(size) // the header bytes were read above; the length check is go-git's
-		} else if n, err = hs.object(t, size, off, zr); err != nil { // zbr holds nothing of a whole object: read zr, one copy less
-			return fmt.Errorf("unable to read the pack: %w", err)
-		}
-		if uint64(n) != size {
-			return fmt.Errorf("unable to read the pack: object %d is %d bytes, its header says %d", i, n, size)
-		}
-		if !isDelta && size > biggestWhole {
-			biggest, biggestWhole = i, size
-		}
-		objectsInflated.Add(1)
-	}
-	objs := hs.close()
+	objs, deltas, biggest, biggestWhole := re.objs, re.deltas, re.biggest, re.biggestWhole
 	var trailer [20]byte
-	if _, err := io.ReadFull(cr, trailer[:]); err != nil {
+	if _, err := f.ReadAt(trailer[:], re.end); err != nil {
 		return fmt.Errorf("unable to read the pack trailer: %w", err)
-	}
-	if _, err := cr.br.ReadByte(); err != io.EOF {
-		return fmt.Errorf("unable to read the pack: data after the trailer")
 	}
 	if !bytes.Equal(trailer[:], sum.h.Sum(nil)) || !bytes.Equal(trailer[:], sum.tail) {
 		return fmt.Errorf("unable to read the pack: checksum mismatch")
@@ -1089,7 +1014,7 @@ func receivePackKeeping(sto *gitrepo.RefStorage, dir string, rd io.Reader, lim p
 	}
 	// CRCs of the stored entries, in one pass over the file.
 	entries := make([]gitwire.IndexEntry, 0, len(objs))
-	end := cr.pos() - 20
+	end := re.end
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), 1<<20)
 	if _, err := br.Discard(gitwire.PackHeaderSize); err != nil {
 		return err
@@ -1116,29 +1041,6 @@ type received struct {
 	off int64
 }
 
-// objectHasher hashes the whole objects of a pack being received, on a
-// goroutine of its own, in the order object is called: their content
-// arrives in chunks through a bounded set of buffers, so memory stays
-// bounded whatever an object's size.
-type objectHasher struct {
-	jobs   chan hashChunk
-	free   chan []byte
-	done   chan struct{}
-	objs   []received
-	keep   *gitwire.KeptBlobs // nil: nothing kept
-	closed bool
-}
-
-type hashChunk struct {
-	t           plumbing.ObjectType
-	size, off   int64
-	data        []byte
-	first, last bool
-	keep        bool // the object's content goes to hs.keep too
-}
-
-const hashBuffers, hashBufferSize = 32, 32 << 10
-
 // maxKeptBlob is the largest blob a fetch keeps for the arrivals: a ledger
 // record is a few kilobytes; a bigger one is read from the pack.
 // maxKeptBytes bounds what a sync keeps in all: 100,000 runs' records are
@@ -1152,74 +1054,6 @@ const maxKeptBlob, maxKeptBytes = 1 << 20, 1 << 30
 // names as a record is never read from the kept ones.
 func keptBlob(t plumbing.ObjectType, size uint64, first []byte) bool {
 	return t == plumbing.BlobObject && size <= maxKeptBlob && len(first) > 0 && first[0] == '{'
-}
-
-func newObjectHasher(n uint32, keep *gitwire.KeptBlobs) *objectHasher {
-	hs := &objectHasher{jobs: make(chan hashChunk, hashBuffers), free: make(chan []byte, hashBuffers),
-		done: make(chan struct{}), objs: make([]received, 0, n), keep: keep}
-	for range hashBuffers {
-		hs.free <- make([]byte, hashBufferSize)
-	}
-	go func() {
-		defer close(hs.done)
-		var sum plumbing.Hasher
-		var off int64
-		for c := range hs.jobs {
-			if c.first {
-				sum, off = plumbing.NewHasher(c.t, c.size), c.off
-				if c.keep {
-					hs.keep.Begin(c.size)
-				}
-			}
-			sum.Write(c.data)
-			if c.keep {
-				hs.keep.Write(c.data) // the bytes just hashed
-			}
-			hs.free <- c.data[:cap(c.data)]
-			if c.last {
-				h := sum.Sum()
-				hs.objs = append(hs.objs, received{h: h, off: off})
-				if c.keep {
-					hs.keep.End(h)
-				}
-			}
-		}
-	}()
-	return hs
-}
-
-// object reads an object of type t that its header says is size bytes,
-// at offset off, from r to its end and has it hashed (and kept, when
-// keptBlob says so); n is how many bytes r held. Reading stops past size
-// (the caller refuses the object).
-func (hs *objectHasher) object(t plumbing.ObjectType, size uint64, off int64, r io.Reader) (n int64, err error) {
-	keep := false
-	for first := true; ; first = false {
-		buf := <-hs.free
-		m, err := io.ReadFull(r, buf)
-		n += int64(m)
-		last := err != nil || uint64(n) > size
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			err = nil
-		}
-		if first {
-			keep = hs.keep != nil && keptBlob(t, size, buf[:m])
-		}
-		hs.jobs <- hashChunk{t: t, size: int64(size), off: off, data: buf[:m], first: first, last: last, keep: keep}
-		if last {
-			return n, err
-		}
-	}
-}
-
-// close waits for the hashes of the objects read so far, in their order.
-func (hs *objectHasher) close() []received {
-	if !hs.closed {
-		hs.closed = true
-		close(hs.jobs)
-		<-hs.done
-	}
-	return hs.objs
 }
 
 // maxLedgerObject is the largest object a ledger pack may hold: an archive
@@ -1277,42 +1111,6 @@ func deltaHeaderSize(br io.ByteReader) (uint64, error) {
 			return v, nil
 		}
 	}
-}
-
-// countingReader reads a pack through br, a buffered reader of src, and
-// says how many bytes were taken from br (pos: what src gave br, less what
-// br still holds). The inflater reads br itself: klauspost's zlib inflates
-// from a *bufio.Reader without an interface call per byte (the byte-wise
-// reads through a counting wrapper were a quarter of the fetch's inflate),
-// and it stops exactly at the end of each object's stream because it reads
-// through ReadByte.
-type countingReader struct {
-	br  *bufio.Reader
-	src *countedReader
-}
-
-func newCountingReader(r io.Reader, size int) *countingReader {
-	src := &countedReader{r: r}
-	return &countingReader{br: bufio.NewReaderSize(src, size), src: src}
-}
-
-// pos is the offset of the next byte br gives.
-func (r *countingReader) pos() int64 { return r.src.n - int64(r.br.Buffered()) }
-
-func (r *countingReader) Read(p []byte) (int, error) { return r.br.Read(p) }
-
-func (r *countingReader) ReadByte() (byte, error) { return r.br.ReadByte() }
-
-// countedReader counts the bytes read from r.
-type countedReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countedReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // trailingHasher hashes everything written to it but the last 20 bytes (a
