@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -164,5 +165,170 @@ func FuzzCanonicalLine(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkCanonicalCheck(t, b)
+	})
+}
+
+// BenchmarkFoldLine compares the fold's ways to a line's canonical bytes
+// on the generator's lines: decoding and encoding it (as it comes from
+// another tool, and canonical), writing it from its spans, and proving a
+// canonical one as it is.
+func BenchmarkFoldLine(b *testing.B) {
+	raw, err := os.ReadFile("testdata/decode/gen_ledger.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var other, canon [][]byte
+	size := map[string]int{}
+	for _, l := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var r Record
+		if err := json.Unmarshal(l, &r); err != nil {
+			b.Fatal(err)
+		}
+		line, err := MarshalRecord(&r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		other, canon = append(other, l), append(canon, line)
+		size["other"] += len(l)
+		size["canonical"] += len(line)
+	}
+	full := fastFields{artifacts: true, full: true}
+	decodeEncode := func(b *testing.B, lines [][]byte) {
+		var buf []byte
+		for b.Loop() {
+			for _, l := range lines {
+				var r Record
+				if have, w := decodeLineInto(&r, l, 1, 0, false, &full); !have {
+					b.Fatal(w)
+				}
+				if buf, err = appendRecordJSON(buf[:0], &r, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("DecodeEncode/other", func(b *testing.B) { b.SetBytes(int64(size["other"])); decodeEncode(b, other) })
+	b.Run("DecodeEncode/canonical", func(b *testing.B) { b.SetBytes(int64(size["canonical"])); decodeEncode(b, canon) })
+	b.Run("Transcode/other", func(b *testing.B) {
+		b.SetBytes(int64(size["other"]))
+		var buf []byte
+		for b.Loop() {
+			for _, l := range other {
+				var ok bool
+				if buf, _, ok = transcodeLine(buf[:0], l); !ok {
+					b.Fatalf("not transcoded: %s", l)
+				}
+			}
+		}
+	})
+	b.Run("CanonicalLine", func(b *testing.B) {
+		b.SetBytes(int64(size["canonical"]))
+		for b.Loop() {
+			for _, l := range canon {
+				if _, ok := canonicalLine(l); !ok {
+					b.Fatalf("not canonical: %s", l)
+				}
+			}
+		}
+	})
+}
+
+// checkTranscode holds transcodeLine to its definition on body: when it
+// writes a line, json.Unmarshal decodes body into a record whose
+// MarshalRecord bytes are that line, with the run id, timestamp and schema
+// version it read.
+func checkTranscode(t *testing.T, body []byte) bool {
+	t.Helper()
+	prefix := []byte("prefix ")
+	out, tr, isOK := transcodeLine(append([]byte(nil), prefix...), body)
+	if !isOK {
+		return false
+	}
+	var r Record
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("%q: transcoded to %s, but json.Unmarshal: %v", body, out, err)
+	}
+	want, err := MarshalRecord(&r)
+	if err != nil || !bytes.HasPrefix(out, prefix) || !bytes.Equal(out[len(prefix):], want) {
+		t.Fatalf("transcoded, but MarshalRecord differs (%v):\n line %s\n got  %s\n want %s", err, body, out, want)
+	}
+	if tr.runID != string(r.RunID) || tr.timestamp != r.Timestamp || tr.schema != r.SchemaVersion {
+		t.Fatalf("%q: read run %q at %q, schema %d; the record has %q at %q, schema %d", body, tr.runID, tr.timestamp, tr.schema, r.RunID, r.Timestamp, r.SchemaVersion)
+	}
+	if _, canon := canonicalLine(body); canon && !bytes.Equal(out[len(prefix):], body) {
+		t.Fatalf("canonical, but transcoded to other bytes:\n line %s\n got  %s", body, out)
+	}
+	return true
+}
+
+// TestTranscodeLine: the generator's and the Python tool's lines, and
+// memorylab's own, are written as their canonical lines from their spans;
+// lines json.Unmarshal reads otherwise than the spans say (a key in another
+// case or given twice, a value of another type, unsorted keys, a metric
+// that is not a number, a Source) are left to the decoder.
+func TestTranscodeLine(t *testing.T) {
+	for _, l := range seedLines(t) {
+		checkTranscode(t, bytes.TrimSpace(l))
+	}
+	raw, err := os.ReadFile("testdata/decode/gen_ledger.jsonl")
+	ok(t, err)
+	for _, l := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		if !checkTranscode(t, l) {
+			t.Errorf("a generator's line is not transcoded: %s", l)
+		}
+	}
+	for _, r := range canonicalRecords() {
+		line, err := MarshalRecord(&r)
+		ok(t, err)
+		checkTranscode(t, line) // one with a key that is not ASCII is left to the decoder
+	}
+	const base = `{"run_id": "r", "timestamp_utc": "t", "status": "keep", `
+	for _, c := range []struct {
+		line string
+		ok   bool
+	}{
+		{base + `"metrics": {"a": 1.0, "b": null, "c": 45524.0, "d": 1e-7}}`, true},
+		{base + `"notes": null, "tags": ["a", null], "artifacts": {"a": null}, "seed": 0, "dirty": null, "tie": false}`, true},
+		{base + `"commit_full": "", "lineage_root": null, "hardware": {"host": "", "accelerator": "A100"}, "items": {}}`, true},
+		{base + `"error": {"tail": null, "summary": "boom", "extra": 1}, "correction": {"text": "t", "kind": "note"}}`, true},
+		{base + `"description": "caf\u00e9 \u2028 <&>", "novelty_guard": {"a" : [1, 2]}, "decision_packet": null, "source": null}`, true},
+		{base + `"unknown": {"x": [1]}, "schema_version": 1, "parent_commit": "p"}`, true},
+		{base + `"Status": "crash"}`, false},
+		{base + `"status": "crash"}`, false},
+		{base + `"metrics": {"b": 1, "a": 2}}`, false},
+		{base + `"metrics": {"a": "1.5"}}`, false},
+		{base + `"metrics": {"a": 1e999}}`, false},
+		{base + `"metrics": {"\u0061": 1}}`, false},
+		{base + `"seed": 1.0}`, false},
+		{base + `"tie": 1}`, false},
+		{base + `"tags": "a"}`, false},
+		{base + `"error": {"Summary": "s"}}`, false},
+		{base + `"source": {"kind": "import"}}`, false},
+		{base + `"items": {"count": 1.5}}`, false},
+		{base + `"branch": 5}`, false},
+		{base + `"branch": "a"`, false},
+	} {
+		if got := checkTranscode(t, []byte(c.line)); got != c.ok {
+			t.Errorf("%s: transcoded %v, want %v", c.line, got, c.ok)
+		}
+	}
+}
+
+// FuzzTranscodeLine: whatever transcodeLine writes is MarshalRecord's
+// encoding of json.Unmarshal's record.
+func FuzzTranscodeLine(f *testing.F) {
+	for _, l := range seedLines(f) {
+		f.Add(l)
+	}
+	for _, r := range canonicalRecords() {
+		if line, err := MarshalRecord(&r); err == nil {
+			f.Add(line)
+		}
+	}
+	for _, c := range decodeFastCases {
+		f.Add([]byte(c.line))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkTranscode(t, b)
 	})
 }

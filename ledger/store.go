@@ -655,10 +655,11 @@ func (s *Store) ArtifactPath(v string) (p string, ok, escapes bool) {
 // each record as its canonical line (MarshalRecord's bytes) and hashes it.
 // On every core, each line is read: one that is already canonical (every
 // line memorylab writes: canonicalLine proves it without decoding it) is
-// its own canonical line; any other is decoded in full by the ledger's own
-// decoder (decodeFast, which hands anything unusual to encoding/json: the
-// records and warnings ScanFromParallel gives) and encoded by
-// AppendRecordJSON. work makes a T of each record's run id and blob (its
+// its own canonical line; one another tool wrote is written from its own
+// spans when transcodeLine can (scripts/gen_ledger.py's and the Python
+// tool's); any other is decoded in full by the ledger's own decoder
+// (decodeFast, which hands anything unusual to encoding/json: the records
+// and warnings ScanFromParallel gives) and encoded by AppendRecordJSON. work makes a T of each record's run id and blob (its
 // canonical line and a newline); fn gets the run id, the timestamp, the T,
 // the line number and the offset, in ledger order on the calling
 // goroutine. The blob may be a slice of a reused line buffer: it is valid
@@ -693,6 +694,13 @@ func ScanCanonicalFrom[T any](s *Store, from int64, work func(id RunID, blob []b
 			canonicalReused.Add(1)
 			d.id, d.timestamp, d.have = RunID(c.runID), string(c.timestamp), true
 			d.v = work(d.id, blob)
+			return d
+		}
+		// Another tool's line (keys sorted, spaces): written from its spans.
+		if out, t, ok := transcodeLine(make([]byte, 0, len(body)+len(body)/8+1), body); ok && t.runID != "" && t.schema <= SchemaVersion {
+			transcodedLines.Add(1)
+			d.id, d.timestamp, d.have = RunID(t.runID), t.timestamp, true
+			d.v = work(d.id, append(out, '\n'))
 			return d
 		}
 		var r Record
@@ -730,6 +738,15 @@ var canonicalReused atomic.Int64
 // CanonicalLinesReused is how many ledger lines this process has shared as
 // their own canonical line, neither decoded nor encoded (a sync's fold).
 func CanonicalLinesReused() int64 { return canonicalReused.Load() }
+
+// transcodedLines counts the lines ScanCanonicalFrom wrote from their
+// spans (LinesTranscoded).
+var transcodedLines atomic.Int64
+
+// LinesTranscoded is how many ledger lines this process has written as
+// their canonical line from the line's own spans (transcodeLine), without
+// decoding them into a record (a sync's fold).
+func LinesTranscoded() int64 { return transcodedLines.Load() }
 
 // ScanFromParallel is ScanFrom with JSON decoding spread over the
 // cores (ScanReaderParallel): a first push reads every record of the ledger.
