@@ -307,6 +307,22 @@ func TestTranscodeLine(t *testing.T) {
 		{base + `"items": {"count": 1.5}}`, false},
 		{base + `"branch": 5}`, false},
 		{base + `"branch": "a"`, false},
+		{base + `"tags": ["a" "b"]}`, false},
+		{base + `"tags": ["a",]}`, false},
+		{base + `"tags": ["a"]]}`, false},
+		{base + `"artifacts": {"a": "x",}}`, false},
+		{base + `"artifacts": {"a" "x"}}`, false},
+		{base + `"metrics": {"a": +1}}`, false},
+		{base + `"metrics": {"a": 0x10}}`, false},
+		{base + `"metrics": {"a": 1.}}`, false},
+		{base + `"seed": +1}`, false},
+		{base + `"seed": 01}`, false},
+		{base + `"unknown": [1,,2]}`, false},
+		{base + `"error": {"summary": "s" "tail": null}}`, false},
+		{base + `"items": {"count": 1, "mean": Infinity}}`, false},
+		{base + `"dirty": nul}`, false},
+		{base + `"branch": "a` + "\x01" + `"}`, false},
+		{base + `"novelty_guard": {"a": [1,}}`, false},
 	} {
 		if got := checkTranscode(t, []byte(c.line)); got != c.ok {
 			t.Errorf("%s: transcoded %v, want %v", c.line, got, c.ok)

@@ -11,8 +11,9 @@ import (
 // canonical, and the fold decoded each line into a Record and encoded it
 // again: maps, strings and a sort per line, 2.7 s of CPU at 100k runs.
 // transcodeLine writes the same bytes from the line's own spans: each
-// field's value is found once (the decoder's syntax check, fastDec.skip),
-// then the fields are written in appendRecord's order, a string copied when
+// field's value is found once (valueEnd; a raw document is checked there
+// by the decoder's own syntax check, fastDec.skip), then the fields are
+// written in appendRecord's order, each value checked as it is written, a string copied when
 // it is already as appendLineString writes it, a number re-formatted, a
 // raw document compacted (appendRawJSON), an object's members copied when
 // its keys come sorted. It is exact by refusing to guess: a key in
@@ -59,8 +60,19 @@ func transcodeLine(dst, body []byte) (out []byte, t transcoded, ok bool) {
 			return false
 		}
 		start := d.ws()
-		if !d.skip() {
-			return false
+		if f == fGuard || f == fPacket {
+			// Checked here, compacted below (appendRawJSON, checked).
+			if !d.skip() {
+				return false
+			}
+		} else {
+			// Found here, checked below as it is written: every value but
+			// the raw documents is read whole by the transcoder.
+			end := valueEnd(body, start)
+			if end <= start {
+				return false // no value
+			}
+			d.i = end
 		}
 		spans[f] = valueSpan{start, d.i}
 		return true
@@ -218,6 +230,70 @@ func transcodeLine(dst, body []byte) (out []byte, t transcoded, ok bool) {
 	return tc.out, t, true
 }
 
+// valueEnd is the end of the JSON value at b[i], found but not checked:
+// a string to its closing quote, an object or array to its closing
+// bracket (strings skipped), anything else to the next delimiter; -1 when
+// there is none. The transcoder checks each value it writes whole (a
+// string by scanStr or json.Unmarshal, an object member by member, a
+// number by the decoder's syntax), and the line's own syntax is checked
+// around the values, so a line whose values and structure both check is
+// one JSON document, read as json.Unmarshal reads it.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				k := stringEnd(b, j)
+				if k < 0 {
+					return -1
+				}
+				j = k - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
+}
+
+// stringEnd is the index after the closing quote of the string at b[i]
+// (a quote): the first quote after an even number of backslashes; -1 when
+// there is none.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		j += q
+		k := j - 1
+		for k > i && b[k] == '\\' {
+			k--
+		}
+		if (j-1-k)%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+	return -1
+}
+
 // transcoder writes a record's values to out; ok turns false at the
 // first value it cannot write as encoding/json would.
 type transcoder struct {
@@ -291,6 +367,7 @@ func (tc *transcoder) strs(v []byte) {
 	tc.out = append(tc.out, '[')
 	if d.ws() < len(v) && v[d.i] == ']' {
 		tc.out = append(tc.out, ']')
+		tc.ok = tc.ok && d.i+1 == len(v)
 		return
 	}
 	for first := true; tc.ok; first = false {
@@ -309,9 +386,14 @@ func (tc *transcoder) strs(v []byte) {
 		}
 		if v[d.i] == ']' {
 			tc.out = append(tc.out, ']')
+			tc.ok = tc.ok && d.i+1 == len(v)
 			return
 		}
-		d.i++ // ',': the syntax was checked
+		if v[d.i] != ',' {
+			tc.ok = false
+			return
+		}
+		d.i++
 	}
 }
 
@@ -348,7 +430,7 @@ func (tc *transcoder) object(v []byte, value func(v []byte)) {
 		prev, first = key, false
 		return tc.ok
 	})
-	tc.ok = tc.ok && ok
+	tc.ok = tc.ok && ok && d.i == len(v)
 	tc.out = append(tc.out, '}')
 }
 
@@ -365,7 +447,7 @@ func (tc *transcoder) metric(v []byte) {
 
 // float writes number v as appendJSONFloat does.
 func (tc *transcoder) float(v []byte) {
-	if len(v) == 0 || v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+	if !jsonNumber(v) {
 		tc.ok = false
 		return
 	}
@@ -415,7 +497,7 @@ func (tc *transcoder) fields(v []byte, names []string, value func(i int, v []byt
 			}
 		}
 		return d.skip()
-	}) {
+	}) || d.i != len(v) {
 		tc.ok = false
 		return
 	}
@@ -431,6 +513,15 @@ func (tc *transcoder) fields(v []byte, names []string, value func(i int, v []byt
 // parseInt reads an integer as json.Unmarshal reads one into an int64: no
 // fraction, no exponent, in range.
 func parseInt(v []byte) (int64, bool) {
+	if !jsonNumber(v) {
+		return 0, false
+	}
 	n, err := strconv.ParseInt(string(v), 10, 64)
 	return n, err == nil
+}
+
+// jsonNumber reports whether v is one JSON number (the decoder's syntax).
+func jsonNumber(v []byte) bool {
+	d := fastDec{b: v}
+	return d.number() != nil && d.i == len(v)
 }
