@@ -104,9 +104,9 @@ func transcodeLine(dst, body []byte) (out []byte, t transcoded, ok bool) {
 		}
 	}
 	tc.out = append(tc.out, `"run_id":`...)
-	t.runID = tc.str(val(fRunID))
+	t.runID = tc.strValue(val(fRunID), true)
 	tc.out = append(tc.out, `,"timestamp_utc":`...)
-	t.timestamp = tc.str(val(fTimestamp))
+	t.timestamp = tc.strValue(val(fTimestamp), true)
 	tc.field(`,"branch":`, val(fBranch))
 	tc.field(`,"commit":`, val(fCommit))
 	tc.optStr(`,"commit_full":`, val(fCommitFull))
@@ -149,7 +149,7 @@ func transcodeLine(dst, body []byte) (out []byte, t transcoded, ok bool) {
 		tc.out = append(tc.out, "null"...)
 	}
 	tc.out = append(tc.out, `,"artifacts":`...)
-	tc.object(val(fArtifacts), func(v []byte) { tc.str(v) })
+	tc.object(val(fArtifacts), tc.str)
 	tc.optStr(`,"lineage_root":`, val(fLineageRoot))
 	if present(fSeed) {
 		v, ok := parseInt(val(fSeed))
@@ -302,9 +302,13 @@ type transcoder struct {
 	ok  bool
 }
 
-// str writes string value v (a checked JSON value; nil or null: "") as
-// appendLineString does, and returns it.
-func (tc *transcoder) str(v []byte) string {
+// str writes string value v (nil or null: "") as appendLineString does.
+func (tc *transcoder) str(v []byte) {
+	tc.strValue(v, false)
+}
+
+// strValue is str, returning the string when keep.
+func (tc *transcoder) strValue(v []byte, keep bool) string {
 	if v == nil || string(v) == "null" {
 		tc.out = append(tc.out, `""`...)
 		return ""
@@ -312,7 +316,10 @@ func (tc *transcoder) str(v []byte) string {
 	s := canonScan{b: v}
 	if raw, plain, ok := s.scanStr(); ok && s.i == len(v) {
 		tc.out = append(tc.out, v...)
-		if plain {
+		switch {
+		case !keep:
+			return ""
+		case plain:
 			return string(raw)
 		}
 		var u string
