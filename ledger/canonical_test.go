@@ -180,14 +180,30 @@ func BenchmarkEncodeLine(b *testing.B) {
 	})
 }
 
-// TestScanCanonicalFrom: the fold's scan, decoding in full with
-// decodeFast on every core from reused line buffers, gives the records,
-// line numbers, offsets, warnings and end ScanFromParallel gives, each
-// with MarshalRecord's line, from the start and from a line part-way; on
-// the seed ledgers plus lines decodeFast defers, garbage, an over-long
-// line, a newer schema and a torn tail.
+// TestScanCanonicalFrom: the fold's scan, on every core from reused line
+// buffers, gives the records, line numbers, offsets, warnings and end
+// ScanFromParallel gives, each with MarshalRecord's line, from the start
+// and from a line part-way; on the seed ledgers, the same records as
+// memorylab writes them (canonical: shared as they are, not decoded), lines
+// decodeFast defers, garbage, an over-long line, a newer schema and a torn
+// tail.
 func TestScanCanonicalFrom(t *testing.T) {
 	text := reuseLedger(t)
+	canonical := 0
+	for _, l := range seedLines(t) {
+		var r Record
+		if json.Unmarshal(l, &r) != nil || r.RunID == "" || r.SchemaVersion > SchemaVersion {
+			continue
+		}
+		if line, err := MarshalRecord(&r); err == nil {
+			text.Write(append(line, '\n'))
+			if r.Source == nil { // a Source is encoding/json's to write, any shape: decoded
+				canonical++
+			}
+		}
+	}
+	text.WriteString(`{"run_id":"20260101T000006Z-abc1234","timestamp_utc":"","branch":"","commit":"","parent_commit":null,"family":"","status":"","description":"","hypothesis":"","tags":null,"notes":"","metrics":null,"error":null,"artifacts":null,"novelty_guard":null,"decision_packet":null}  ` + "\r\n")
+	canonical++
 	text.WriteString(`{"run_id":"20260101T000000Z-abc1234","status":"keep","status":"discard","tie":true,"metrics":{"val_bpb":1.5}}` + "\n")
 	text.WriteString(`{"run_\u0069d":"20260101T000001Z-abc1234","status":"crash","notes":"n \u2028","source":{"kind":"import","row":3}}` + "\n")
 	text.WriteString("not json\n\n   \n")
@@ -214,12 +230,26 @@ func TestScanCanonicalFrom(t *testing.T) {
 		})
 		ok(t, err)
 		var got []seen
-		end, warn, err := ScanCanonicalFrom(s, from, func(r *Record, canon []byte) int { return len(canon) },
-			func(r *Record, canon []byte, n int, no int, off int64) error {
-				got = append(got, seen{string(canon), no, off, n})
-				return nil
-			})
+		reused := CanonicalLinesReused()
+		end, warn, err := ScanCanonicalFrom(s, from, func(id RunID, blob []byte) string {
+			if !bytes.HasSuffix(blob, []byte("\n")) {
+				t.Errorf("blob %q lacks its newline", blob)
+			}
+			return string(blob) // the blob is valid until fn returns
+		}, func(id RunID, timestamp string, blob string, no int, off int64) error {
+			var r Record
+			ok(t, json.Unmarshal([]byte(blob), &r))
+			if r.RunID != id || r.Timestamp != timestamp {
+				t.Errorf("line %d: run %q at %q, want %q at %q", no, id, timestamp, r.RunID, r.Timestamp)
+			}
+			line := strings.TrimSuffix(blob, "\n")
+			got = append(got, seen{line, no, off, len(line)})
+			return nil
+		})
 		ok(t, err)
+		if n := CanonicalLinesReused() - reused; n != int64(canonical) {
+			t.Errorf("from %d: %d lines shared as they are, want %d (the canonical ones)", from, n, canonical)
+		}
 		equals(t, wantEnd, end)
 		if !reflect.DeepEqual(warn, wantWarn) {
 			t.Errorf("from %d: warnings\n got  %v\n want %v", from, warn, wantWarn)

@@ -321,11 +321,13 @@ func (d *fastDec) structField(key []byte, seen *uint8, names []string, value fun
 	return d.skip()
 }
 
-// fastDec reads JSON from b at i.
+// fastDec reads JSON from b at i; spaced records that it skipped
+// whitespace (canonicalLine's raw JSON has none).
 type fastDec struct {
-	b     []byte
-	i     int
-	depth int
+	b      []byte
+	i      int
+	depth  int
+	spaced bool
 }
 
 // maxFastDepth bounds the nesting decodeFast follows (encoding/json's own
@@ -338,6 +340,7 @@ func (d *fastDec) ws() int {
 		switch d.b[d.i] {
 		case ' ', '\t', '\n', '\r':
 			d.i++
+			d.spaced = true
 		default:
 			return d.i
 		}

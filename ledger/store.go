@@ -652,29 +652,32 @@ func (s *Store) ArtifactPath(v string) (p string, ok, escapes bool) {
 }
 
 // ScanCanonicalFrom is ScanFromParallel for a sync's fold, which shares
-// each record as its canonical line (MarshalRecord's bytes) and hashes it:
-// on every core, each line is decoded in full by the ledger's own decoder
+// each record as its canonical line (MarshalRecord's bytes) and hashes it.
+// On every core, each line is read: one that is already canonical (every
+// line memorylab writes: canonicalLine proves it without decoding it) is
+// its own canonical line; one another tool wrote is written from its own
+// spans when transcodeLine can (scripts/gen_ledger.py's and the Python
+// tool's); any other is decoded in full by the ledger's own decoder
 // (decodeFast, which hands anything unusual to encoding/json: the records
-// and warnings ScanFromParallel gives), encoded by AppendRecordJSON, and
-// work makes a T of the record and its canonical line; fn gets them, with
-// the line number and offset, in ledger order on the calling goroutine.
-// The canonical line is the caller's. Lines are read into reused buffers
-// and a record's NoveltyGuard and DecisionPacket alias its ledger line: a
-// record is valid only until fn returns for it. A record that cannot be
-// encoded stops the scan with MarshalRecord's error.
-func ScanCanonicalFrom[T any](s *Store, from int64, work func(r *Record, canon []byte) T, fn func(r *Record, canon []byte, v T, line int, offset int64) error) (end int64, warnings []Warning, err error) {
+// and warnings ScanFromParallel gives) and encoded by AppendRecordJSON. work makes a T of each record's run id and blob (its
+// canonical line and a newline); fn gets the run id, the timestamp, the T,
+// the line number and the offset, in ledger order on the calling
+// goroutine. The blob may be a slice of a reused line buffer: it is valid
+// only until fn returns for its record. A record that cannot be encoded
+// stops the scan with MarshalRecord's error.
+func ScanCanonicalFrom[T any](s *Store, from int64, work func(id RunID, blob []byte) T, fn func(id RunID, timestamp string, v T, line int, offset int64) error) (end int64, warnings []Warning, err error) {
 	f, err := s.OpenLedger()
 	if err != nil {
 		return from, nil, err
 	}
 	defer f.Close()
 	type decoded struct {
-		rec   Record
-		have  bool
-		warn  *Warning
-		canon []byte
-		err   error
-		v     T
+		id        RunID
+		timestamp string
+		have      bool
+		warn      *Warning
+		err       error
+		v         T
 	}
 	full := fastFields{artifacts: true, full: true}
 	err = EachLineParallelReused(io.NewSectionReader(f, from, f.Size()-from), func(l *Line) (d decoded) {
@@ -682,12 +685,33 @@ func ScanCanonicalFrom[T any](s *Store, from int64, work func(r *Record, canon [
 			d.warn = &Warning{Line: l.No, Offset: l.Offset, Reason: LongLineReason(l.Size), Torn: l.Torn}
 			return d
 		}
-		if d.have, d.warn = decodeLineInto(&d.rec, l.Raw, l.No, l.Offset, l.Torn, &full); !d.have {
+		body := bytes.TrimSpace(l.Raw)
+		if c, ok := canonicalLine(body); ok && len(c.runID) > 0 && c.schema <= SchemaVersion {
+			blob := l.Raw
+			if len(blob) != len(body)+1 || blob[len(body)] != '\n' {
+				blob = append(append(make([]byte, 0, len(body)+1), body...), '\n')
+			}
+			canonicalReused.Add(1)
+			d.id, d.timestamp, d.have = RunID(c.runID), string(c.timestamp), true
+			d.v = work(d.id, blob)
 			return d
 		}
+		// Another tool's line (keys sorted, spaces): written from its spans.
+		if out, t, ok := transcodeLine(make([]byte, 0, len(body)+len(body)/8+1), body); ok && t.runID != "" && t.schema <= SchemaVersion {
+			transcodedLines.Add(1)
+			d.id, d.timestamp, d.have = RunID(t.runID), t.timestamp, true
+			d.v = work(d.id, append(out, '\n'))
+			return d
+		}
+		var r Record
+		if d.have, d.warn = decodeLineInto(&r, l.Raw, l.No, l.Offset, l.Torn, &full); !d.have {
+			return d
+		}
+		d.id, d.timestamp = r.RunID, r.Timestamp
 		// The raw documents are slices of a line the decoder accepted.
-		if d.canon, d.err = appendRecordJSON(make([]byte, 0, len(l.Raw)+len(l.Raw)/8), &d.rec, true); d.err == nil {
-			d.v = work(&d.rec, d.canon)
+		var blob []byte
+		if blob, d.err = appendRecordJSON(make([]byte, 0, len(l.Raw)+len(l.Raw)/8), &r, true); d.err == nil {
+			d.v = work(d.id, append(blob, '\n'))
 		}
 		return d
 	}, func(l *Line, d decoded) error {
@@ -695,9 +719,9 @@ func ScanCanonicalFrom[T any](s *Store, from int64, work func(r *Record, canon [
 		case d.warn != nil:
 			warnings = append(warnings, *d.warn)
 		case d.err != nil:
-			return fmt.Errorf("unable to encode record %s: %w", d.rec.RunID, d.err)
+			return fmt.Errorf("unable to encode record %s: %w", d.id, d.err)
 		case d.have:
-			return fn(&d.rec, d.canon, d.v, l.No, from+l.Offset)
+			return fn(d.id, d.timestamp, d.v, l.No, from+l.Offset)
 		}
 		return nil
 	})
@@ -706,6 +730,23 @@ func ScanCanonicalFrom[T any](s *Store, from int64, work func(r *Record, canon [
 	}
 	return placeWarnings(f, from, f.Size(), warnings)
 }
+
+// canonicalReused counts the lines ScanCanonicalFrom shared as they were
+// (CanonicalLinesReused).
+var canonicalReused atomic.Int64
+
+// CanonicalLinesReused is how many ledger lines this process has shared as
+// their own canonical line, neither decoded nor encoded (a sync's fold).
+func CanonicalLinesReused() int64 { return canonicalReused.Load() }
+
+// transcodedLines counts the lines ScanCanonicalFrom wrote from their
+// spans (LinesTranscoded).
+var transcodedLines atomic.Int64
+
+// LinesTranscoded is how many ledger lines this process has written as
+// their canonical line from the line's own spans (transcodeLine), without
+// decoding them into a record (a sync's fold).
+func LinesTranscoded() int64 { return transcodedLines.Load() }
 
 // ScanFromParallel is ScanFrom with JSON decoding spread over the
 // cores (ScanReaderParallel): a first push reads every record of the ledger.

@@ -1217,22 +1217,24 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 	prog := opts.progress().Start("folding local records", total)
 	folded := map[ledger.RunID]bool{}
 	var conflicts []string
-	// Each record's blob is its canonical line. Decoding, encoding, hashing
-	// and compressing it happen on every core (ScanCanonicalFrom's work);
+	// Each record's blob is its canonical line: the ledger line itself when
+	// it is canonical already (as memorylab writes them), else the line
+	// decoded and encoded. Reading, hashing and compressing it happen on
+	// every core (ScanCanonicalFrom's work);
 	// the records the ref lacks go to the pack in ledger order here, and
 	// their archives are read and compressed by archives' workers. mu
 	// guards set and pb, which both sides add to.
 	var mu sync.Mutex
 	arch := g.startArchives(pb, s, set, &mu, opts)
-	end, warnings, err := ledger.ScanCanonicalFrom(s, from, func(r *ledger.Record, line []byte) gitwire.Entry {
-		if _, err := ledger.RunRef(r.RunID); err != nil {
+	end, warnings, err := ledger.ScanCanonicalFrom(s, from, func(id ledger.RunID, blob []byte) gitwire.Entry {
+		if _, err := ledger.RunRef(id); err != nil {
 			return gitwire.Entry{}
 		}
-		return gitwire.NewEntry(plumbing.BlobObject, append(line, '\n'))
-	}, func(r *ledger.Record, _ []byte, e gitwire.Entry, _ int, off int64) error {
+		return gitwire.NewEntry(plumbing.BlobObject, blob)
+	}, func(id ledger.RunID, timestamp string, e gitwire.Entry, _ int, off int64) error {
 		prog.Set(int(off - from))
-		if ledger.TimestampBefore(last.Timestamp, last.RunID, r.Timestamp, r.RunID) {
-			last.Timestamp, last.RunID = r.Timestamp, r.RunID
+		if ledger.TimestampBefore(last.Timestamp, last.RunID, timestamp, id) {
+			last.Timestamp, last.RunID = timestamp, id
 		}
 		if e.Hash.IsZero() {
 			return nil // not a run id (hand-edited line): cannot be a file name
@@ -1241,22 +1243,22 @@ func (g *Repo) foldAndMergeOnce(ctx context.Context, s *ledger.Store, remoteTips
 			return err
 		}
 		mu.Lock()
-		cur, have := set.get(r.RunID)
+		cur, have := set.get(id)
 		var err error
 		switch {
 		case have:
-			if !folded[r.RunID] && cur != e.Hash {
-				conflicts = append(conflicts, string(r.RunID))
+			if !folded[id] && cur != e.Hash {
+				conflicts = append(conflicts, string(id))
 			}
 		default:
 			if err = pb.AddNewEntry(e); err == nil {
-				set.put(r.RunID, e.Hash)
-				folded[r.RunID] = true
+				set.put(id, e.Hash)
+				folded[id] = true
 			}
 		}
 		mu.Unlock()
 		if err == nil && !have {
-			arch.add(r.RunID) // not under mu: the workers take it
+			arch.add(id) // not under mu: the workers take it
 		}
 		return err
 	})

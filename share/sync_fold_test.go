@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -180,4 +181,80 @@ func names(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestFirstPushSharesCanonicalLinesAsTheyAre: a first push of a ledger
+// memorylab wrote (every line its record's canonical line) shares each
+// line as it is, decoding none of them (it decoded and encoded every one
+// before: 2.7 s of CPU at 100,000 runs); a line another tool wrote is
+// written from its spans, and a line that is not a record is named in a
+// warning and never published.
+func TestFirstPushSharesCanonicalLinesAsTheyAre(t *testing.T) {
+	ctx := context.Background()
+	remote := newBareRemote(t)
+	a := newSyncClone(t, "a", remote, time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC))
+	var text bytes.Buffer
+	want := map[ledger.RunID][]byte{}
+	for _, l := range bytes.Split(bytes.TrimSpace(readFile(t, "../ledger/testdata/decode/gen_ledger.jsonl")), []byte("\n")) {
+		var rec ledger.Record
+		ok(t, json.Unmarshal(l, &rec))
+		canon, err := ledger.MarshalRecord(&rec)
+		ok(t, err)
+		if _, dup := want[rec.RunID]; !dup {
+			want[rec.RunID] = append(canon, '\n')
+		}
+		text.Write(append(canon, '\n'))
+	}
+	canonical := len(bytes.Split(bytes.TrimSpace(text.Bytes()), []byte("\n")))
+	// One line as another tool writes it, one that is not a record.
+	odd := ledger.RunID("20270101T000000Z-abc1234")
+	text.WriteString(`{"run_id": "` + string(odd) + `", "timestamp_utc": "2027-01-01T00:00:00Z", "status": "keep"}` + "\n")
+	oddRec := ledger.Record{RunID: odd, Timestamp: "2027-01-01T00:00:00Z", Status: "keep"}
+	oddLine, err := ledger.MarshalRecord(&oddRec)
+	ok(t, err)
+	want[odd] = append(oddLine, '\n')
+	text.WriteString(`{"run_id":"20270101T000001Z-abc1234","timestamp_utc":` + "\n")
+	ok(t, os.WriteFile(a.store.LedgerPath(), text.Bytes(), 0o644))
+
+	g, err := gitrepo.OpenRepo(a.repo.Dir)
+	ok(t, err)
+	decoded, reused, transcoded := ledger.RecordsDecoded(), ledger.CanonicalLinesReused(), ledger.LinesTranscoded()
+	res, err := Of(g).Push(ctx, a.store, SyncOptions{Now: a.clock})
+	ok(t, err)
+	if n := ledger.RecordsDecoded() - decoded; n != 1 {
+		t.Errorf("the first push decoded %d lines, want 1 (the line that is not a record)", n)
+	}
+	if n := ledger.LinesTranscoded() - transcoded; n != 1 {
+		t.Errorf("the first push wrote %d lines from their spans, want 1 (the line another tool wrote)", n)
+	}
+	if n := ledger.CanonicalLinesReused() - reused; n != int64(canonical) {
+		t.Errorf("the first push shared %d lines as they are, want %d", n, canonical)
+	}
+	named := 0
+	for _, w := range res.Warnings {
+		if strings.HasPrefix(w, "local ledger line ") {
+			if !strings.HasPrefix(w, "local ledger line "+strconv.Itoa(canonical+2)+": ") {
+				t.Errorf("warning %q, want line %d", w, canonical+2)
+			}
+			named++
+		}
+	}
+	if named != 1 {
+		t.Errorf("warnings %q, want one naming line %d", res.Warnings, canonical+2)
+	}
+
+	g, err = gitrepo.OpenRepo(a.repo.Dir)
+	ok(t, err)
+	tip, err := g.Storer().Reference(plumbing.ReferenceName(ledger.LedgerRef))
+	ok(t, err)
+	set, err := Of(g).readLedgerSet(tip.Hash())
+	ok(t, err)
+	if res.Records != len(want) || set.count() != len(want) {
+		t.Fatalf("pushed %d records, the ledger tree holds %d, want %d", res.Records, set.count(), len(want))
+	}
+	for id, line := range want {
+		if h, has := set.get(id); !has || h != plumbing.ComputeHash(plumbing.BlobObject, line) {
+			t.Errorf("run %s: blob %s (held %v), want the canonical line's", id, h, has)
+		}
+	}
 }

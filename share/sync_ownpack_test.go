@@ -1,6 +1,7 @@
 package share
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -178,20 +179,35 @@ func TestBigPushLinksItsFoldPack(t *testing.T) {
 	if !p.entriesMatchCRCs() {
 		t.Error("an intact pack's entries do not match their CRC-32s")
 	}
+	for parts := 2; parts <= 5; parts++ {
+		if !p.entriesMatchCRCsIn(parts) {
+			t.Errorf("an intact pack's entries do not match their CRC-32s, checked in %d parts", parts)
+		}
+	}
 	p.f.Close()
-	damaged := filepath.Join(t.TempDir(), filepath.Base(base))
 	idx, err := os.ReadFile(base + ".idx")
 	ok(t, err)
-	ok(t, os.WriteFile(damaged+".idx", idx, 0o644))
 	data, err := os.ReadFile(base + ".pack")
 	ok(t, err)
-	data[len(data)/2] ^= 0x40
-	ok(t, os.WriteFile(damaged+".pack", data, 0o644))
-	p, err = openRawPack(damaged)
-	ok(t, err)
-	defer p.f.Close()
-	if p.entriesMatchCRCs() {
-		t.Error("a pack with a damaged byte passed as intact")
+	// A damaged byte in the first entry, the middle, the last one: in
+	// each part when the entries are checked in parts side by side.
+	for _, at := range []int{gitwire.PackHeaderSize + 1, len(data) / 2, len(data) - 21} {
+		damaged := filepath.Join(t.TempDir(), filepath.Base(base))
+		ok(t, os.WriteFile(damaged+".idx", idx, 0o644))
+		bad := bytes.Clone(data)
+		bad[at] ^= 0x40
+		ok(t, os.WriteFile(damaged+".pack", bad, 0o644))
+		p, err = openRawPack(damaged)
+		ok(t, err)
+		for parts := 1; parts <= 5; parts++ {
+			if p.entriesMatchCRCsIn(parts) {
+				t.Errorf("a pack with a damaged byte at %d of %d passed as intact, checked in %d parts", at, len(data), parts)
+			}
+		}
+		if p.entriesMatchCRCs() {
+			t.Errorf("a pack with a damaged byte at %d of %d passed as intact", at, len(data))
+		}
+		p.f.Close()
 	}
 }
 

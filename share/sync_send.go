@@ -15,8 +15,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -733,6 +735,18 @@ func (g *Repo) linkablePacks(objs []plumbing.Hash) (rest []plumbing.Hash, linked
 // pack is not inflated on the remote either (storeOwnPack), so a damaged
 // byte must stop here. One pass over the pack (140 MB at 100k runs).
 func (p *rawPack) entriesMatchCRCs() bool {
+	// On every core, each a run of entries (0.28 s of a 100,000-run first
+	// push's serial end on one).
+	n, err := p.idx.Count()
+	if err != nil {
+		return false
+	}
+	return p.entriesMatchCRCsIn(max(min(runtime.GOMAXPROCS(0), int(n/1024)), 1))
+}
+
+// entriesMatchCRCsIn is entriesMatchCRCs checking parts runs of entries
+// side by side.
+func (p *rawPack) entriesMatchCRCsIn(parts int) bool {
 	iter, err := p.idx.EntriesByOffset()
 	if err != nil {
 		return false
@@ -752,9 +766,31 @@ func (p *rawPack) entriesMatchCRCs() bool {
 	if len(entries) == 0 || entries[0].Offset != gitwire.PackHeaderSize {
 		return false
 	}
-	br := bufio.NewReaderSize(io.NewSectionReader(p.f, gitwire.PackHeaderSize, p.end-gitwire.PackHeaderSize), 1<<20)
+	parts = max(min(parts, len(entries)), 1)
+	var bad atomic.Bool
+	var wg sync.WaitGroup
+	for k := range parts {
+		lo, hi := k*len(entries)/parts, (k+1)*len(entries)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !p.entriesMatch(entries, lo, hi, &bad) {
+				bad.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	return !bad.Load()
+}
+
+// entriesMatch checks entries[lo:hi] against their CRC-32s, stopping when
+// bad is set.
+func (p *rawPack) entriesMatch(entries []*idxfile.Entry, lo, hi int, bad *atomic.Bool) bool {
+	start := int64(entries[lo].Offset)
+	br := bufio.NewReaderSize(io.NewSectionReader(p.f, start, p.end-start), 1<<20)
 	sum := crc32.NewIEEE()
-	for i, e := range entries {
+	for i := lo; i < hi && !bad.Load(); i++ {
+		e := entries[i]
 		end := p.end
 		if i+1 < len(entries) {
 			end = int64(entries[i+1].Offset)
