@@ -11,7 +11,7 @@ import (
 // canonical, and the fold decoded each line into a Record and encoded it
 // again: maps, strings and a sort per line, 2.7 s of CPU at 100k runs.
 // transcodeLine writes the same bytes from the line's own spans: each
-// field's value is found once (valueEnd; a raw document is checked there
+// field's value is found once (skipValue; a raw document is checked there
 // by the decoder's own syntax check, fastDec.skip), then the fields are
 // written in appendRecord's order, each value checked as it is written, a string copied when
 // it is already as appendLineString writes it, a number re-formatted, a
@@ -66,9 +66,15 @@ func transcodeLine(dst, body []byte) (out []byte, t transcoded, ok bool) {
 				return false
 			}
 		} else {
-			// Found here, checked below as it is written: every value but
-			// the raw documents is read whole by the transcoder.
-			end := valueEnd(body, start)
+			// Found here (skipValue: a string to its closing quote, an
+			// object or array to its closing bracket, anything else to the
+			// next delimiter), checked below as it is written: every value
+			// but the raw documents is read whole by the transcoder (a
+			// string by scanStr or json.Unmarshal, an object member by
+			// member, a number by the decoder's syntax), and the line's own
+			// syntax is checked around the values, so a line whose values
+			// and structure both check is one JSON document.
+			end := skipValue(body, start)
 			if end <= start {
 				return false // no value
 			}
@@ -228,70 +234,6 @@ func transcodeLine(dst, body []byte) (out []byte, t transcoded, ok bool) {
 		return dst, t, false
 	}
 	return tc.out, t, true
-}
-
-// valueEnd is the end of the JSON value at b[i], found but not checked:
-// a string to its closing quote, an object or array to its closing
-// bracket (strings skipped), anything else to the next delimiter; -1 when
-// there is none. The transcoder checks each value it writes whole (a
-// string by scanStr or json.Unmarshal, an object member by member, a
-// number by the decoder's syntax), and the line's own syntax is checked
-// around the values, so a line whose values and structure both check is
-// one JSON document, read as json.Unmarshal reads it.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				k := stringEnd(b, j)
-				if k < 0 {
-					return -1
-				}
-				j = k - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
-}
-
-// stringEnd is the index after the closing quote of the string at b[i]
-// (a quote): the first quote after an even number of backslashes; -1 when
-// there is none.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); {
-		q := bytes.IndexByte(b[j:], '"')
-		if q < 0 {
-			return -1
-		}
-		j += q
-		k := j - 1
-		for k > i && b[k] == '\\' {
-			k--
-		}
-		if (j-1-k)%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-	return -1
 }
 
 // transcoder writes a record's values to out; ok turns false at the

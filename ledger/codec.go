@@ -316,7 +316,8 @@ func skipString(b []byte, i int) int {
 
 // skipValue returns the index after the JSON value starting at b[i], or -1.
 // Nested values are only counted, not checked: pickStrings' callers hold
-// values encoding/json already accepted.
+// values encoding/json already accepted, and the transcoder checks each
+// value it writes (transcodeLine).
 func skipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return -1
