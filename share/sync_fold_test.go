@@ -72,12 +72,7 @@ func TestFirstPushFoldsCanonicalLines(t *testing.T) {
 
 	// The pushed tree: every run's blob is its canonical line (and the
 	// remote holds each archive).
-	g, err = gitrepo.OpenRepo(a.repo.Dir)
-	ok(t, err)
-	tip, err := g.Storer().Reference(plumbing.ReferenceName(ledger.LedgerRef))
-	ok(t, err)
-	set, err := Of(g).readLedgerSet(tip.Hash())
-	ok(t, err)
+	set := localLedgerSet(t, a.repo.Dir)
 	rr, err := git.PlainOpen(remote)
 	ok(t, err)
 	rg := rr.Storer
@@ -243,12 +238,7 @@ func TestFirstPushSharesCanonicalLinesAsTheyAre(t *testing.T) {
 		t.Errorf("warnings %q, want one naming line %d", res.Warnings, canonical+2)
 	}
 
-	g, err = gitrepo.OpenRepo(a.repo.Dir)
-	ok(t, err)
-	tip, err := g.Storer().Reference(plumbing.ReferenceName(ledger.LedgerRef))
-	ok(t, err)
-	set, err := Of(g).readLedgerSet(tip.Hash())
-	ok(t, err)
+	set := localLedgerSet(t, a.repo.Dir)
 	if res.Records != len(want) || set.count() != len(want) {
 		t.Fatalf("pushed %d records, the ledger tree holds %d, want %d", res.Records, set.count(), len(want))
 	}
@@ -257,4 +247,17 @@ func TestFirstPushSharesCanonicalLinesAsTheyAre(t *testing.T) {
 			t.Errorf("run %s: blob %s (held %v), want the canonical line's", id, h, has)
 		}
 	}
+}
+
+// localLedgerSet reads the ledger tree refs/memorylab/ledger points at in
+// the repository at dir.
+func localLedgerSet(t *testing.T, dir string) *ledgerSet {
+	t.Helper()
+	g, err := gitrepo.OpenRepo(dir)
+	ok(t, err)
+	tip, err := g.Storer().Reference(plumbing.ReferenceName(ledger.LedgerRef))
+	ok(t, err)
+	set, err := Of(g).readLedgerSet(tip.Hash())
+	ok(t, err)
+	return set
 }
