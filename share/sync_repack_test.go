@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -470,6 +471,27 @@ func TestPackEntriesReadAhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A pull's workers share one localPacks: every entry reads back whole
+	// from several goroutines at once (go test -race).
+	t.Run("from several goroutines", func(t *testing.T) {
+		lp := &localPacks{unopened: bases}
+		defer lp.close()
+		lp.pack(0)
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for k := w; k < len(es); k += 4 {
+					if _, crc, ok := lp.entryCRC(es[k].Hash); !ok || crc != es[k].CRC32 {
+						t.Errorf("%s: not read (%v) or CRC %08x", es[k].Hash, ok, crc)
+						return
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+	})
 	for _, tc := range []struct {
 		name     string
 		order    func([]idxfile.Entry) []idxfile.Entry

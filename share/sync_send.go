@@ -430,7 +430,9 @@ type rawPack struct {
 	end     int64   // where the trailer starts
 
 	// win holds the pack's bytes from winOff on, as the last read left
-	// them; lastEnd is where the last entry read ends (see read).
+	// them; lastEnd is where the last entry read ends (see read). mu
+	// guards them: a pull's workers share one localPacks.
+	mu              sync.Mutex
 	win             []byte
 	winOff, lastEnd int64
 	reads           int // ReadAt calls, for tests
@@ -448,21 +450,26 @@ const readAhead = 1 << 20
 // read alone, so a push's few objects read no more than before. Each
 // window is a new buffer, so what read returned stays as it was.
 func (p *rawPack) read(off, end int64) ([]byte, error) {
+	p.mu.Lock()
 	if off >= p.winOff && end <= p.winOff+int64(len(p.win)) {
 		p.lastEnd = end
-		return p.win[off-p.winOff : end-p.winOff : end-p.winOff], nil
+		b := p.win[off-p.winOff : end-p.winOff : end-p.winOff]
+		p.mu.Unlock()
+		return b, nil
 	}
 	n := end - off
 	if off == p.lastEnd && n < readAhead {
 		n = max(n, min(readAhead, p.end-off))
 	}
-	b := make([]byte, n)
 	p.reads++
+	p.mu.Unlock()
+	b := make([]byte, n) // read outside the lock: ReadAt is safe alongside
 	if _, err := p.f.ReadAt(b, off); err != nil {
-		p.win, p.lastEnd = nil, 0
 		return nil, err
 	}
+	p.mu.Lock()
 	p.win, p.winOff, p.lastEnd = b, off, end
+	p.mu.Unlock()
 	return b[: end-off : end-off], nil
 }
 
