@@ -30,25 +30,38 @@ import (
 // and returns the blobs by hash.
 func deltaPack(t *testing.T, dir, tag string, n int, refDeltas bool) map[plumbing.Hash]string {
 	t.Helper()
-	mem := memory.NewStorage()
+	contents := make([]string, n)
+	for i := range contents {
+		contents[i] = fmt.Sprintf("%s %d\n%s", tag, i, strings.Repeat("a shard of the ledger, much like its neighbours\n", 40))
+	}
 	blobs := map[plumbing.Hash]string{}
-	var hs []plumbing.Hash
-	for i := 0; i < n; i++ {
-		content := fmt.Sprintf("%s %d\n%s", tag, i, strings.Repeat("a shard of the ledger, much like its neighbours\n", 40))
+	for i, h := range storeBlobPack(t, dir, contents, refDeltas, 10) {
+		blobs[h] = contents[i]
+	}
+	return blobs
+}
+
+// storeBlobPack stores in the bare repository dir one pack of the blobs
+// contents, encoded by go-git with deltas searched in window (0: none), and
+// returns their hashes in order.
+func storeBlobPack(t *testing.T, dir string, contents []string, refDeltas bool, window uint) []plumbing.Hash {
+	t.Helper()
+	mem := memory.NewStorage()
+	hs := make([]plumbing.Hash, len(contents))
+	for i, c := range contents {
 		obj := mem.NewEncodedObject()
 		obj.SetType(plumbing.BlobObject)
 		w, _ := obj.Writer()
-		_, _ = w.Write([]byte(content))
+		_, _ = w.Write([]byte(c))
 		_ = w.Close()
 		h, err := mem.SetEncodedObject(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		blobs[h] = content
-		hs = append(hs, h)
+		hs[i] = h
 	}
 	var buf bytes.Buffer
-	if _, err := packfile.NewEncoder(&buf, mem, refDeltas).Encode(hs, 10); err != nil {
+	if _, err := packfile.NewEncoder(&buf, mem, refDeltas).Encode(hs, window); err != nil {
 		t.Fatal(err)
 	}
 	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
@@ -62,7 +75,7 @@ func deltaPack(t *testing.T, dir, tag string, n int, refDeltas bool) map[plumbin
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return blobs
+	return hs
 }
 
 // packTypes counts a pack's entries by stored type.
@@ -429,35 +442,12 @@ func fileLen(t *testing.T, path string) int64 {
 // index.
 func TestPackEntriesReadAhead(t *testing.T) {
 	dir := newBareRemote(t)
-	mem := memory.NewStorage()
-	var hs []plumbing.Hash
-	for i := 0; i < 3000; i++ {
-		obj := mem.NewEncodedObject()
-		obj.SetType(plumbing.BlobObject)
-		w, _ := obj.Writer()
-		fmt.Fprintf(w, "record %d %x\n", i, sha1Sum(fmt.Sprint(i)))
-		_ = w.Close()
-		h, err := mem.SetEncodedObject(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
+	// Whole blobs (no deltas), each unlike the others.
+	contents := make([]string, 3000)
+	for i := range contents {
+		contents[i] = fmt.Sprintf("record %d %x\n", i, sha1.Sum([]byte(fmt.Sprint(i))))
 	}
-	var buf bytes.Buffer
-	if _, err := packfile.NewEncoder(&buf, mem, false).Encode(hs, 0); err != nil {
-		t.Fatal(err)
-	}
-	sto := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
-	w, err := sto.PackfileWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(w, &buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storeBlobPack(t, dir, contents, false, 0)
 	bases := livePacks(t, dir)
 	if len(bases) != 1 {
 		t.Fatalf("%d packs, want 1", len(bases))
@@ -532,9 +522,4 @@ func TestPackEntriesReadAhead(t *testing.T) {
 			}
 		})
 	}
-}
-
-func sha1Sum(s string) []byte {
-	h := sha1.Sum([]byte(s))
-	return h[:]
 }
