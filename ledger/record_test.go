@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -179,4 +180,60 @@ func TestReadPythonLedger(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runIDPattern is what ValidRunID accepts, as the regexp it replaced.
+var runIDPattern = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-[0-9a-zA-Z_.]{1,40}(-[0-9a-f]{4,8})?$`)
+
+var runIDCases = []struct {
+	id   string
+	want bool
+}{
+	{"20261122T022416Z-ec1d813", true},
+	{"20261122T022416Z-ec1d813-0000", true},
+	{"20261122T022416Z-ec1d813-0123abcd", true},
+	{"20261122T022416Z-nocommit", true},
+	{"20261122T022416Z-a.b_C", true},
+	{"20261122T022416Z-" + strings.Repeat("x", 40), true},
+	{"20261122T022416Z-" + strings.Repeat("x", 41), false},
+	{"20261122T022416Z-", false},
+	{"20261122T022416Z--0000", false},
+	{"20261122T022416Z-ec1d813-000", false},
+	{"20261122T022416Z-ec1d813-012345678", false},
+	{"20261122T022416Z-ec1d813-00G0", false},
+	{"20261122T022416Z-ec1d813-ABCD", false},
+	{"20261122T022416Z-ec1d813-0000-0000", false},
+	{"20261122T022416Z-ec1d813-", false},
+	{"20261122T022416Z-ec/d813", false},
+	{"20261122T022416Z-..", true}, // a valid shape; RunRef refuses ".."
+	{"20261122X022416Z-ec1d813", false},
+	{"2026112aT022416Z-ec1d813", false},
+	{"20261122T02241aZ-ec1d813", false},
+	{"20261122T022416-ec1d813", false},
+	{"20261122T022416Zec1d813", false},
+	{"20261122T022416Z-ec1d813\n", false},
+	{" 20261122T022416Z-ec1d813", false},
+	{"", false},
+}
+
+func TestValidRunID(t *testing.T) {
+	for _, tc := range runIDCases {
+		if got := ValidRunID(tc.id); got != tc.want {
+			t.Errorf("ValidRunID(%q) = %v, want %v", tc.id, got, tc.want)
+		}
+		if got := runIDPattern.MatchString(tc.id); got != tc.want {
+			t.Errorf("the pattern says %v of %q: the table is wrong", got, tc.id)
+		}
+	}
+}
+
+func FuzzValidRunID(f *testing.F) {
+	for _, tc := range runIDCases {
+		f.Add(tc.id)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if got, want := ValidRunID(id), runIDPattern.MatchString(id); got != want {
+			t.Fatalf("ValidRunID(%q) = %v, the pattern says %v", id, got, want)
+		}
+	})
 }
