@@ -6,8 +6,10 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -521,5 +523,58 @@ func TestPackEntriesReadAhead(t *testing.T) {
 				t.Errorf("%d entries took %d reads of the pack, want at most %d", len(order), n, tc.maxReads)
 			}
 		})
+	}
+}
+
+// TestInPackOrder: a served pack's objects are taken pack by pack, in the
+// order the packs are tried, each pack's by offset, whatever order they
+// were asked for in; the objects no pack holds come last, as asked.
+func TestInPackOrder(t *testing.T) {
+	dir := newBareRemote(t)
+	var contents [2][]string
+	for p := range contents {
+		for i := range 50 {
+			contents[p] = append(contents[p], fmt.Sprintf("pack %d record %d\n", p, i))
+		}
+	}
+	storeBlobPack(t, dir, contents[0], false, 0)
+	storeBlobPack(t, dir, contents[1], false, 0)
+	bases := livePacks(t, dir)
+	if len(bases) != 2 {
+		t.Fatalf("%d packs, want 2", len(bases))
+	}
+	lp := &localPacks{unopened: bases}
+	defer lp.close()
+	want := map[int][]packedObject{}
+	var objs []plumbing.Hash
+	for p, base := range bases {
+		es, err := packEntries(base + ".idx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Slice(es, func(i, j int) bool { return es[i].Offset < es[j].Offset })
+		for _, e := range es {
+			want[p] = append(want[p], packedObject{e.Hash, p, int64(e.Offset)})
+			objs = append(objs, e.Hash)
+		}
+	}
+	missing := []plumbing.Hash{plumbing.NewHash("00000000000000000000000000000000000000ff"), plumbing.NewHash("00000000000000000000000000000000000000aa")}
+	objs = append(objs, missing...)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(objs), func(i, j int) { objs[i], objs[j] = objs[j], objs[i] })
+	var wantMissing []packedObject
+	for _, h := range objs {
+		if slices.Contains(missing, h) {
+			wantMissing = append(wantMissing, packedObject{h: h, pack: -1})
+		}
+	}
+	got := lp.inPackOrder(objs)
+	wantAll := append(append(append([]packedObject(nil), want[0]...), want[1]...), wantMissing...)
+	if !slices.Equal(got, wantAll) {
+		t.Fatalf("in pack order:\n got %v\nwant %v", got, wantAll)
+	}
+	for _, o := range got[:len(got)-len(missing)] {
+		if _, _, ok := lp.entryAt(o); !ok {
+			t.Errorf("%s: not read", o.h)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package share
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/zlib"
 	"context"
 	"crypto/sha1"
@@ -13,10 +14,10 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -265,7 +266,6 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64, o
 		return err
 	}
 	defer raw.close()
-	objs = raw.inPackOrder(objs)
 	sum := sha1.New()
 	// A MiB of buffer for a big pack; a swarm push of ten objects had the
 	// MiB allocated and zeroed for a few kilobytes.
@@ -288,8 +288,9 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64, o
 	}
 	off := int64(gitwire.PackHeaderSize)
 	cw := &crcWriter{w: bw}
-	for _, h := range objs {
-		if b, crc, ok := raw.entryCRC(h); ok {
+	for _, o := range raw.inPackOrder(objs) {
+		h := o.h
+		if b, crc, ok := raw.entryAt(o); ok {
 			if _, err := bw.Write(b); err != nil {
 				return err
 			}
@@ -559,36 +560,41 @@ func openRawPack(base string) (*rawPack, error) {
 	return p, nil
 }
 
-// inPackOrder returns objs in the order the packs hold them: by pack, in
-// the order entryCRC tries them, then by offset; the objects no pack holds
-// keep their order, after the others. Every entry writePackTo writes is a
-// whole object, so any order makes a valid pack, and in this one entryCRC
-// reads each pack ahead (rawPack.read): the objects of a fetch come in the
-// order a walk of the trees finds them, which is not the order a first push
-// wrote them in.
-func (lp *localPacks) inPackOrder(objs []plumbing.Hash) []plumbing.Hash {
-	type at struct {
-		pack int
-		off  int64
-	}
-	locs := make(map[plumbing.Hash]at, len(objs))
-	for _, h := range objs {
-		loc := at{pack: math.MaxInt}
-		for i := 0; lp.pack(i) != nil; i++ {
-			if off, err := lp.packs[i].idx.FindOffset(h); err == nil {
-				loc = at{i, off}
-				break
-			}
+// packedObject is an object and where the first local pack holding it
+// holds it (pack -1: none).
+type packedObject struct {
+	h    plumbing.Hash
+	pack int
+	off  int64
+}
+
+// locate finds h in the packs, in the order entryCRC tries them.
+func (lp *localPacks) locate(h plumbing.Hash) packedObject {
+	for i := 0; lp.pack(i) != nil; i++ {
+		if off, err := lp.packs[i].idx.FindOffset(h); err == nil {
+			return packedObject{h, i, off}
 		}
-		locs[h] = loc
 	}
-	out := append([]plumbing.Hash(nil), objs...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := locs[out[i]], locs[out[j]]
+	return packedObject{h: h, pack: -1}
+}
+
+// inPackOrder returns objs located, in the order the packs hold them: by
+// pack, in the order entryCRC tries them, then by offset; the objects no
+// pack holds keep their order, after the others. Every entry writePackTo
+// writes is a whole object, so any order makes a valid pack, and in this
+// one entryAt reads each pack ahead (rawPack.read): the objects of a fetch
+// come in the order a walk of the trees finds them, which is not the order
+// a first push wrote them in.
+func (lp *localPacks) inPackOrder(objs []plumbing.Hash) []packedObject {
+	out := make([]packedObject, len(objs))
+	for i, h := range objs {
+		out[i] = lp.locate(h)
+	}
+	slices.SortStableFunc(out, func(a, b packedObject) int {
 		if a.pack != b.pack {
-			return a.pack < b.pack
+			return cmp.Compare(uint(a.pack), uint(b.pack)) // -1 last
 		}
-		return a.off < b.off
+		return cmp.Compare(a.off, b.off)
 	})
 	return out
 }
@@ -604,36 +610,37 @@ func (lp *localPacks) entry(h plumbing.Hash) ([]byte, bool) {
 // entryCRC is entry with the CRC-32 it checked the bytes against, which a
 // pack's writer records for its own index (writePackTo).
 func (lp *localPacks) entryCRC(h plumbing.Hash) ([]byte, uint32, bool) {
-	for i := 0; lp.pack(i) != nil; i++ {
-		p := lp.packs[i]
-		off, err := p.idx.FindOffset(h)
-		if err != nil {
-			continue
-		}
-		i := sort.Search(len(p.offsets), func(i int) bool { return p.offsets[i] > off })
-		end := p.end
-		if i < len(p.offsets) {
-			end = p.offsets[i]
-		}
-		if end <= off || end-off > 256<<20 {
-			return nil, 0, false
-		}
-		b, err := p.read(off, end)
-		if err != nil {
-			return nil, 0, false
-		}
-		// Checked against its index, as git checks a pack entry it reuses:
-		// a push to a path remote stores what it copies without inflating
-		// it again (storeOwnPack), so a damaged byte must stop here.
-		crc, err := p.idx.FindCRC32(h)
-		if err != nil || crc32.ChecksumIEEE(b) != crc {
-			return nil, 0, false
-		}
-		switch plumbing.ObjectType((b[0] >> 4) & 7) {
-		case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
-			return b, crc, true
-		}
+	return lp.entryAt(lp.locate(h))
+}
+
+// entryAt is entryCRC of an object located.
+func (lp *localPacks) entryAt(o packedObject) ([]byte, uint32, bool) {
+	if o.pack < 0 {
 		return nil, 0, false
+	}
+	p, off := lp.packs[o.pack], o.off
+	i := sort.Search(len(p.offsets), func(i int) bool { return p.offsets[i] > off })
+	end := p.end
+	if i < len(p.offsets) {
+		end = p.offsets[i]
+	}
+	if end <= off || end-off > 256<<20 {
+		return nil, 0, false
+	}
+	b, err := p.read(off, end)
+	if err != nil {
+		return nil, 0, false
+	}
+	// Checked against its index, as git checks a pack entry it reuses:
+	// a push to a path remote stores what it copies without inflating
+	// it again (storeOwnPack), so a damaged byte must stop here.
+	crc, err := p.idx.FindCRC32(o.h)
+	if err != nil || crc32.ChecksumIEEE(b) != crc {
+		return nil, 0, false
+	}
+	switch plumbing.ObjectType((b[0] >> 4) & 7) {
+	case plumbing.CommitObject, plumbing.TreeObject, plumbing.BlobObject, plumbing.TagObject:
+		return b, crc, true
 	}
 	return nil, 0, false
 }
