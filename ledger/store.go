@@ -307,6 +307,11 @@ func (s *Store) AppendLinesLocked(recs []*Record, lines [][]byte) error {
 		return fmt.Errorf("AppendLinesLocked: %d records, %d lines", len(recs), len(lines))
 	}
 	var buf bytes.Buffer
+	size := 0
+	for _, line := range lines {
+		size += len(line) + 1
+	}
+	buf.Grow(size + 1) // a pull's batch is megabytes: grown line by line, it was copied and cleared again and again
 	now := time.Now()
 	for i, r := range recs {
 		line := lines[i]
