@@ -2,11 +2,13 @@ package share
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,9 +46,15 @@ import (
 // reader.
 const recvSegment = 1 << 20
 
-// recvWindow is how much of a segment a worker reads at a time to find
-// where its first entry starts.
-const recvWindow = 16 << 10
+// A worker parses bytes it read from the pack, recvChunk at a time (and
+// recvMargin more, for the entry that straddles its segment's end), with at
+// least recvAhead of them from where an entry starts; an entry that runs
+// past the bytes read is parsed again from more.
+const (
+	recvChunk  = 1 << 20
+	recvMargin = 128 << 10
+	recvAhead  = 16 << 10
+)
 
 // recvSlack is how far the receiving goroutine reads ahead of what the
 // readers asked for.
@@ -217,15 +225,28 @@ type packEntry struct {
 	keepOff  int
 }
 
-// entryParser parses pack entries one after another from a position.
+// entryParser parses pack entries one after another from a position: of
+// the arriving pack, or of bytes a worker read from it (seekBytes).
 type entryParser struct {
 	lim      packLimits
 	src      spanReader
-	br       *bufio.Reader // the pack's bytes; the inflater reads it itself
+	br       *bufio.Reader // the pack's bytes, from src
+	mem      bytes.Reader  // or bytes read from it, from memOff
+	memOff   int64
+	in       packInput // br or &mem; the inflater reads it itself
 	zr       gitwire.Inflater
 	zbr      *bufio.Reader // inflated bytes, for the delta header
 	buf      []byte        // a chunk of a whole object
 	inflated int64         // bytes inflated, for a worker's budget
+}
+
+// packInput is what an entryParser reads a pack from. The inflater reads a
+// *bytes.Reader a third faster than a *bufio.Reader (klauspost's flate has
+// a decoding loop for each, and bytes.Reader's ReadByte is inlined), which
+// is why a worker parses bytes it read: inflating is most of a fetch.
+type packInput interface {
+	io.Reader
+	io.ByteReader
 }
 
 func newEntryParser(a *arrivingPack, lim packLimits) (*entryParser, error) {
@@ -235,6 +256,7 @@ func newEntryParser(a *arrivingPack, lim packLimits) (*entryParser, error) {
 	}
 	ep := &entryParser{lim: lim, src: spanReader{a: a}, zr: zr, buf: make([]byte, 32<<10)}
 	ep.br = bufio.NewReaderSize(&ep.src, 64<<10)
+	ep.in = ep.br
 	ep.zbr = bufio.NewReaderSize(zr, 32<<10)
 	return ep, nil
 }
@@ -244,10 +266,28 @@ func newEntryParser(a *arrivingPack, lim packLimits) (*entryParser, error) {
 func (ep *entryParser) seek(off, limit int64) {
 	ep.src.off, ep.src.limit = off, limit
 	ep.br.Reset(&ep.src)
+	ep.in = ep.br
+}
+
+// seekBytes makes the next entry parsed the one at off, whose bytes, and
+// the pack's after it, b holds: it reads no further than b's end.
+func (ep *entryParser) seekBytes(b []byte, off int64) {
+	ep.mem.Reset(b)
+	ep.memOff = off
+	ep.in = &ep.mem
 }
 
 // pos is the offset of the next byte the parser reads.
-func (ep *entryParser) pos() int64 { return ep.src.off - int64(ep.br.Buffered()) }
+func (ep *entryParser) pos() int64 {
+	if ep.in == packInput(&ep.mem) {
+		return ep.memOff + ep.mem.Size() - int64(ep.mem.Len())
+	}
+	return ep.src.off - int64(ep.br.Buffered())
+}
+
+// readAll reports whether the parser read all the bytes it was given
+// (seekBytes).
+func (ep *entryParser) readAll() bool { return ep.in == packInput(&ep.mem) && ep.mem.Len() == 0 }
 
 // parse parses entry i (for error messages) at pos: its header, within
 // ep.lim and at most maxSize bytes (0: any), then its stream, inflated to
@@ -255,14 +295,14 @@ func (ep *entryParser) pos() int64 { return ep.src.off - int64(ep.br.Buffered())
 // (when keep is not nil) if it may be a ledger record (keptBlob).
 func (ep *entryParser) parse(i uint32, maxSize uint64, keep *[]byte) (e packEntry, err error) {
 	e.off = ep.pos()
-	c, err := ep.br.ReadByte()
+	c, err := ep.in.ReadByte()
 	if err != nil {
 		return e, fmt.Errorf("unable to read the pack: %w", err)
 	}
 	t := plumbing.ObjectType((c >> 4) & 7)
 	size := uint64(c & 0x0f)
 	for shift := 4; c&0x80 != 0; shift += 7 {
-		if c, err = ep.br.ReadByte(); err != nil {
+		if c, err = ep.in.ReadByte(); err != nil {
 			return e, fmt.Errorf("unable to read the pack: %w", err)
 		}
 		if shift > 63 {
@@ -287,16 +327,18 @@ func (ep *entryParser) parse(i uint32, maxSize uint64, keep *[]byte) (e packEntr
 	switch t {
 	case plumbing.OFSDeltaObject:
 		for c = 0x80; c&0x80 != 0; {
-			if c, err = ep.br.ReadByte(); err != nil {
+			if c, err = ep.in.ReadByte(); err != nil {
 				return e, err
 			}
 		}
 	case plumbing.REFDeltaObject:
-		if _, err := ep.br.Discard(20); err != nil {
-			return e, err
+		for range 20 {
+			if _, err := ep.in.ReadByte(); err != nil {
+				return e, err
+			}
 		}
 	}
-	if err := ep.zr.Reset(ep.br); err != nil {
+	if err := ep.zr.Reset(ep.in); err != nil {
 		return e, fmt.Errorf("unable to read the pack: %w", err)
 	}
 	var n int64
@@ -446,7 +488,59 @@ type recvWorker struct {
 	ep      *entryParser
 	seg     int64
 	keeping bool
-	mem     []byte
+	mem     []byte // the pack's bytes from memOff: a segment and more
+	memOff  int64
+	memEnd  bool // mem reaches the pack's end (or the receipt stopped)
+}
+
+// bytesAt returns the pack's bytes from off that w.mem holds, reading
+// first when it holds fewer than n of them (or than there are to limit):
+// a chunk from off, or n bytes when that is more, never past limit.
+func (w *recvWorker) bytesAt(off, n, limit int64) []byte {
+	have := w.memOff + int64(len(w.mem))
+	if off < w.memOff || off > have || have < min(off+n, limit) && !w.memEnd {
+		w.read(off, min(off+max(n, recvChunk+recvMargin), limit))
+	}
+	return w.mem[off-w.memOff:]
+}
+
+// read makes w.mem the pack's bytes from off to end, or to the pack's end,
+// keeping those it holds from there.
+func (w *recvWorker) read(off, end int64) {
+	n := 0
+	if have := w.memOff + int64(len(w.mem)); off >= w.memOff && off <= have {
+		n = copy(w.mem, w.mem[off-w.memOff:])
+	}
+	w.memOff, w.memEnd = off, false
+	w.mem = slices.Grow(w.mem[:n], max(0, int(end-off)-n))[:max(int64(n), end-off)]
+	for n < len(w.mem) {
+		m, err := w.a.readAt(w.mem[n:], off+int64(n))
+		n += m
+		if err != nil {
+			w.memEnd = true // the pack's end, or its receipt stopped
+			break
+		}
+	}
+	w.mem = w.mem[:n]
+}
+
+// parseAt parses the entry at off, reading no further than limit, from the
+// bytes w.mem holds; when it ran out of them it parses the entry again from
+// more. Parsing is a function of the bytes from off, read one after
+// another, so an entry that parsed, or failed before the last byte given,
+// parses alike from more.
+func (w *recvWorker) parseAt(off, limit int64, maxSize uint64, keep *[]byte) (packEntry, error) {
+	b := w.bytesAt(off, recvAhead, limit)
+	for {
+		inflated := w.ep.inflated
+		w.ep.seekBytes(b, off)
+		e, err := w.ep.parse(0, maxSize, keep)
+		if err == nil || !w.ep.readAll() || w.memEnd || off+int64(len(b)) >= limit {
+			return e, err
+		}
+		w.ep.inflated = inflated
+		b = w.bytesAt(off, 4*int64(len(b)), limit)
+	}
 }
 
 // segment parses segment k, which starts at first+k*seg, into r (its
@@ -462,43 +556,31 @@ func (w *recvWorker) segment(k int, first int64, r *segResult) *segResult {
 	}
 	w.ep.inflated = 0
 	maxSize := uint64(budget)
+	limit := end + past
 	take := func(e packEntry) { r.entries = append(r.entries, e) }
 	if k == 0 {
-		w.ep.seek(start, end+past)
-		e, err := w.ep.parse(0, maxSize, keep)
+		e, err := w.parseAt(start, limit, maxSize, keep)
 		if err != nil || e.inflated != int64(e.size) {
 			return r
 		}
 		take(e)
 	} else {
-		// The segment's bytes from its start, a window at a time (an
-		// entry starts within a few kilobytes, but for a big object's
-		// stream), and a few more for a header that straddles the window.
+		// An entry starts within a few kilobytes of the segment's start,
+		// but for a big object's stream.
 		found := false
-		for from := int64(0); !found && from < w.seg && w.ep.inflated <= budget; from += recvWindow {
-			n := 0
-			for n < len(w.mem) {
-				m, err := w.a.readAt(w.mem[n:], start+from+int64(n))
-				n += m
-				if err != nil {
-					break
-				}
-			}
-			mem := w.mem[:n]
-			for p := 0; p < n && int64(p) < min(recvWindow, w.seg-from) && w.ep.inflated <= budget; p++ {
-				if !plausibleEntry(mem[p:]) {
-					continue
-				}
-				w.ep.seek(start+from+int64(p), end+past)
-				e, err := w.ep.parse(0, maxSize, keep)
-				if err == nil && e.inflated == int64(e.size) {
-					take(e)
-					found = true
-					break
-				}
-			}
-			if n < len(w.mem) {
+		for p := int64(0); p < w.seg && w.ep.inflated <= budget; p++ {
+			b := w.bytesAt(start+p, 64, limit)
+			if len(b) == 0 {
 				break // the pack's end
+			}
+			if !plausibleEntry(b) {
+				continue
+			}
+			e, err := w.parseAt(start+p, limit, maxSize, keep)
+			if err == nil && e.inflated == int64(e.size) {
+				take(e)
+				found = true
+				break
 			}
 		}
 		if !found {
@@ -506,7 +588,7 @@ func (w *recvWorker) segment(k int, first int64, r *segResult) *segResult {
 		}
 	}
 	for w.ep.pos() < end && w.ep.inflated <= budget {
-		e, err := w.ep.parse(0, maxSize, keep)
+		e, err := w.parseAt(w.ep.pos(), limit, maxSize, keep)
 		if err != nil || e.inflated != int64(e.size) {
 			break
 		}
@@ -561,7 +643,7 @@ func orderEntries(a *arrivingPack, first int64, n uint32, lim packLimits, keep *
 		if err != nil {
 			return re, err
 		}
-		w := &recvWorker{a: a, ep: ep, seg: seg, keeping: keep != nil, mem: make([]byte, recvWindow+64)}
+		w := &recvWorker{a: a, ep: ep, seg: seg, keeping: keep != nil}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
