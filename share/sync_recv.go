@@ -71,6 +71,10 @@ func recvBudget(seg int64) (inflated, past int64) { return 16 * seg, 4 * seg }
 // inflated and hashed by a worker, beside the others.
 var entriesInOrder atomic.Int64
 
+// entriesReadAgain counts the entries a worker parsed again because they
+// ran past the bytes it had read, for tests.
+var entriesReadAgain atomic.Int64
+
 // errStopped ends the readers of a pack whose receipt failed.
 var errStopped = errors.New("receipt of the pack stopped")
 
@@ -539,6 +543,7 @@ func (w *recvWorker) parseAt(off, limit int64, maxSize uint64, keep *[]byte) (pa
 			return e, err
 		}
 		w.ep.inflated = inflated
+		entriesReadAgain.Add(1)
 		b = w.bytesAt(off, 4*int64(len(b)), limit)
 	}
 }

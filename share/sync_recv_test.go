@@ -96,6 +96,45 @@ func TestReceivePackOnEveryCore(t *testing.T) {
 	}
 }
 
+// TestReceivePackEntriesPastTheBytesRead: a worker parses the bytes it read
+// of the pack, a chunk at a time; an entry that runs past them (a big
+// object's stream, straddling its segment's end or the chunk's) is parsed
+// again from more bytes, by the worker, not left to the ordered reader.
+func TestReceivePackEntriesPastTheBytesRead(t *testing.T) {
+	rnd := rand.New(rand.NewSource(34))
+	blob := func(n int) []byte { // incompressible: its stream is as long
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rnd.Uint32())
+		}
+		return b
+	}
+	var blobs [][]byte
+	for i := range 60 {
+		blobs = append(blobs, blob(40<<10+i))
+	}
+	blobs = append(blobs[:30], append([][]byte{blob(2 << 20)}, blobs[30:]...)...)
+	var entries [][]byte
+	for _, b := range blobs {
+		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(b)), b))
+	}
+	pack := packOf(-1, entries...)
+	inOrder, again := entriesInOrder.Load(), entriesReadAgain.Load()
+	sto, _, err := receiveSegments(t, pack, 1<<20)
+	ok(t, err)
+	if n := entriesInOrder.Load() - inOrder; n != 0 {
+		t.Errorf("the ordered reader parsed %d of %d entries itself, want 0", n, len(entries))
+	}
+	if n := entriesReadAgain.Load() - again; n == 0 {
+		t.Errorf("no entry ran past the bytes a worker read: the test tests nothing")
+	}
+	for _, b := range blobs {
+		if err := sto.HasEncodedObject(gitwire.ObjectHash(plumbing.BlobObject, b)); err != nil {
+			t.Fatalf("a blob of %d bytes is not stored: %v", len(b), err)
+		}
+	}
+}
+
 // TestReceivePackHiddenEntries: a blob whose stream holds, stored as they
 // are, whole pack entries of other blobs (a hostile remote's bait for the
 // workers, which guess where entries start) is stored as the one blob it
