@@ -1880,6 +1880,8 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 	if err != nil {
 		return m, fmt.Errorf("remote ledger: %w", err)
 	}
+	theirSet.trees = g.newTreeReader()
+	defer theirSet.trees.close()
 	if err := checkConfig(s.Config, theirSet.config); err != nil {
 		return m, err
 	}

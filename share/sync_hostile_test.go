@@ -517,7 +517,7 @@ func TestServeRefusesHugeDelta(t *testing.T) {
 	}
 	h := hasher.Sum()
 	g := Of(gitrepo.OverHandle(rr))
-	alloc := allocatedBy(func() { err = writePackSafely(g, io.Discard, []plumbing.Hash{h}, codePackLimits.delta, nil) })
+	alloc := allocatedBy(func() { err = writePackSafely(g, io.Discard, []plumbing.Hash{h}, codePackLimits.delta, nil, nil) })
 	if !errors.Is(err, ledger.ErrBadInput) || !strings.Contains(err.Error(), "is stored as a delta building more than 256 MiB") {
 		t.Fatalf("serving a 257 MiB delta: %v", err)
 	}

@@ -245,7 +245,9 @@ func (g *Repo) walkByTime(tips, haves []plumbing.Hash) ([]*object.Commit, error)
 // missingObjects lists the objects reachable from tips that the remote,
 // which holds haves and what they reach, lacks (near: see missingCommits): the new commits, and the
 // trees and blobs of their trees that differ from their parents' trees.
-func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash) ([]plumbing.Hash, error) {
+//
+// It reads trees from raw when it holds them whole (nil: through go-git).
+func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash, raw *localPacks) ([]plumbing.Hash, error) {
 	commits, err := g.missingCommits(tips, haves, near)
 	if err != nil {
 		return nil, err
@@ -253,6 +255,10 @@ func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash) ([]plumbing.Has
 	var out []plumbing.Hash
 	seen := map[plumbing.Hash]bool{}
 	trees := map[plumbing.Hash]*object.Tree{} // read once per call
+	var tr *treeReader
+	if raw != nil {
+		tr = &treeReader{packs: raw}
+	}
 	for _, c := range commits {
 		out = append(out, c.Hash)
 		var olds []plumbing.Hash
@@ -263,7 +269,7 @@ func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash) ([]plumbing.Has
 			}
 			olds = append(olds, pc.TreeHash)
 		}
-		if out, err = g.newTreeObjects(c.TreeHash, olds, seen, trees, out); err != nil {
+		if out, err = g.newTreeObjects(c.TreeHash, olds, seen, trees, tr, out); err != nil {
 			return nil, err
 		}
 	}
@@ -271,11 +277,11 @@ func (g *Repo) missingObjects(tips, haves, near []plumbing.Hash) ([]plumbing.Has
 }
 
 // tree reads tree h once per trees.
-func (g *Repo) tree(h plumbing.Hash, trees map[plumbing.Hash]*object.Tree) (*object.Tree, error) {
+func (g *Repo) tree(h plumbing.Hash, trees map[plumbing.Hash]*object.Tree, tr *treeReader) (*object.Tree, error) {
 	if t, ok := trees[h]; ok {
 		return t, nil
 	}
-	t, err := g.TreeObject(h)
+	t, err := g.readTree(tr, h)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +294,7 @@ func (g *Repo) tree(h plumbing.Hash, trees map[plumbing.Hash]*object.Tree) (*obj
 // same path in any of the trees olds, nor in seen (already listed). A merge
 // of many ledgers has many parents, most of them with the same tree at most
 // paths: each distinct tree is read once.
-func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[plumbing.Hash]bool, trees map[plumbing.Hash]*object.Tree, out []plumbing.Hash) ([]plumbing.Hash, error) {
+func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[plumbing.Hash]bool, trees map[plumbing.Hash]*object.Tree, tr *treeReader, out []plumbing.Hash) ([]plumbing.Hash, error) {
 	if seen[h] {
 		return out, nil
 	}
@@ -305,7 +311,7 @@ func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[pl
 	}
 	seen[h] = true
 	out = append(out, h)
-	t, err := g.tree(h, trees)
+	t, err := g.tree(h, trees, tr)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read tree %s: %w", ledger.Short(h.String()), err)
 	}
@@ -313,7 +319,7 @@ func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[pl
 	// a map keeps this simple; a tree has at most a few hundred entries).
 	var byName []map[string]object.TreeEntry
 	for _, o := range distinct {
-		ot, err := g.tree(o, trees)
+		ot, err := g.tree(o, trees, tr)
 		if err != nil {
 			continue // a blob at this path, or not here: nothing to compare
 		}
@@ -334,7 +340,7 @@ func (g *Repo) newTreeObjects(h plumbing.Hash, olds []plumbing.Hash, seen map[pl
 			}
 		}
 		if e.Mode == filemode.Dir {
-			if out, err = g.newTreeObjects(e.Hash, same, seen, trees, out); err != nil {
+			if out, err = g.newTreeObjects(e.Hash, same, seen, trees, tr, out); err != nil {
 				return nil, err
 			}
 			continue

@@ -239,7 +239,7 @@ func TestKilledPushLeavesRemoteUsable(t *testing.T) {
 				pr, pw := io.Pipe()
 				own := &ownPack{PipeReader: pr}
 				go func() {
-					err := writePackSafely(g, &failingWriter{w: pw, left: 200}, objs, 0, own)
+					err := writePackSafely(g, &failingWriter{w: pw, left: 200}, objs, 0, own, nil)
 					pw.CloseWithError(err)
 				}()
 				if err := storeOwnPack(remote, own); err == nil {
@@ -251,7 +251,7 @@ func TestKilledPushLeavesRemoteUsable(t *testing.T) {
 			default:
 				pr, pw := io.Pipe()
 				own := &ownPack{PipeReader: pr}
-				go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0, own)) }()
+				go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0, own, nil)) }()
 				whole, err := io.ReadAll(own)
 				ok(t, err)
 				data := whole[:len(whole)/2]

@@ -78,6 +78,14 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, open *receiveSess
 		}
 	}
 	var objs []plumbing.Hash
+	// The local packs, opened once: missingObjects reads the new trees from
+	// them, and the pack written of objs copies their entries.
+	var raw *localPacks
+	defer func() {
+		if raw != nil {
+			raw.close() // not handed to the pack's writer
+		}
+	}()
 	if newTip != oldTip || len(runs) > 0 {
 		tips := []plumbing.Hash{newTip}
 		for _, h := range runs {
@@ -91,7 +99,10 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, open *receiveSess
 		for _, h := range olds {
 			near = append(near, h)
 		}
-		if objs, err = g.missingObjects(tips, all, near); err != nil {
+		if raw, err = g.openPacksLazily(); err != nil {
+			return err
+		}
+		if objs, err = g.missingObjects(tips, all, near, raw); err != nil {
 			return err
 		}
 	}
@@ -149,7 +160,9 @@ func (g *Repo) pushLedger(ctx context.Context, rs *remoteSpec, open *receiveSess
 			return err
 		}
 	}
-	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0, own)) }() // our own objects
+	packs := raw
+	raw = nil
+	go func() { pw.CloseWithError(writePackSafely(g, pw, objs, 0, own, packs)) }() // our own objects
 	report, err := sess.ReceivePack(ctx, req)
 	_ = pr.Close()
 	if err != nil {
@@ -255,15 +268,18 @@ func (g *Repo) receiveFrom(ctx context.Context, sess transport.UploadPackSession
 }
 
 // writePackTo writes a pack of objs to w: each object's stored bytes when a
-// local pack holds it whole, else inflated and deflated again as it is
-// read. An object stored as a delta building more than maxDelta bytes (0:
-// any) is refused: go-git builds it in memory to read it. With own, each
+// local pack holds it whole (in raw, which it closes; nil: the packs as
+// they are now), else inflated and deflated again as it is read. An object
+// stored as a delta building more than maxDelta bytes (0: any) is refused:
+// go-git builds it in memory to read it. With own, each
 // entry's hash, offset and CRC-32, and the pack's checksum, are recorded
 // in it as they are written (see ownPack).
-func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64, own *ownPack) error {
-	raw, err := g.openPacksLazily()
-	if err != nil {
-		return err
+func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64, own *ownPack, raw *localPacks) error {
+	if raw == nil {
+		var err error
+		if raw, err = g.openPacksLazily(); err != nil {
+			return err
+		}
 	}
 	defer raw.close()
 	sum := sha1.New()
@@ -330,7 +346,7 @@ func (g *Repo) writePackTo(w io.Writer, objs []plumbing.Hash, maxDelta uint64, o
 		// after this goroutine closes the pipe (see ownPack).
 		own.entries, own.sum, own.size = entries, packSum, off+int64(len(packSum))
 	}
-	_, err = w.Write(packSum[:])
+	_, err := w.Write(packSum[:])
 	return err
 }
 
@@ -351,13 +367,13 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 // writePackSafely is writePackTo for a goroutine of its own: a panic there
 // (go-git reading a corrupt object of a remote) would end the process, MCP
 // server and dashboard included, so it becomes the pipe's error (issue 24.8).
-func writePackSafely(g *Repo, w io.Writer, objs []plumbing.Hash, maxDelta uint64, own *ownPack) (err error) {
+func writePackSafely(g *Repo, w io.Writer, objs []plumbing.Hash, maxDelta uint64, own *ownPack, raw *localPacks) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error while writing a pack: %v", r)
 		}
 	}()
-	return g.writePackTo(w, objs, maxDelta, own)
+	return g.writePackTo(w, objs, maxDelta, own, raw)
 }
 
 // writeEntry writes obj as one whole (undeltified) pack entry to w,

@@ -49,6 +49,7 @@ type ledgerSet struct {
 	// unreadCount is how many runs the unread shards hold (-1: unknown).
 	unreadCount int
 	g           *Repo
+	trees       *treeReader // nil: shards are read through go-git
 	err         error
 }
 
@@ -70,7 +71,7 @@ func (ls *ledgerSet) need(sh string) {
 		return
 	}
 	delete(ls.unread, sh)
-	m, err := ls.g.readShard(sh, h, func(f object.TreeEntry) bool { return f.Mode.IsFile() })
+	m, err := ls.g.readShard(ls.trees, sh, h, func(f object.TreeEntry) bool { return f.Mode.IsFile() })
 	if err != nil {
 		if ls.err == nil {
 			ls.err = err
@@ -90,7 +91,7 @@ func (ls *ledgerSet) needArch(sh string) {
 		return
 	}
 	delete(ls.unreadArch, sh)
-	m, err := ls.g.readShard(sh, h, func(f object.TreeEntry) bool { return f.Mode == filemode.Dir })
+	m, err := ls.g.readShard(ls.trees, sh, h, func(f object.TreeEntry) bool { return f.Mode == filemode.Dir })
 	if err != nil {
 		if ls.err == nil {
 			ls.err = err
@@ -325,8 +326,8 @@ func (g *Repo) readShards(root *object.Tree, name string, unread map[string]plum
 
 // readShard reads shard sh (tree h) of a ledger tree, refusing an entry
 // that is not a run id of that shard or whose mode okMode refuses.
-func (g *Repo) readShard(sh string, h plumbing.Hash, okMode func(object.TreeEntry) bool) (map[ledger.RunID]plumbing.Hash, error) {
-	t, err := g.TreeObject(h)
+func (g *Repo) readShard(tr *treeReader, sh string, h plumbing.Hash, okMode func(object.TreeEntry) bool) (map[ledger.RunID]plumbing.Hash, error) {
+	t, err := g.readTree(tr, h)
 	if err != nil {
 		return nil, fmt.Errorf("unable to read ledger shard %s: %w", sh, err)
 	}
