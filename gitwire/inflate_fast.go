@@ -560,6 +560,24 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 			}
 			out[w] = byte(e >> 16)
 			w++
+			// Up to two more literals before the next refill, while
+			// their codes are in the buffer and the output has room.
+			e = le[bitbuf&lmask]
+			if n = uint(e & 15); e&kindMask != kindLit || n > nb || w >= end {
+				continue
+			}
+			bitbuf >>= n
+			nb -= n
+			out[w] = byte(e >> 16)
+			w++
+			e = le[bitbuf&lmask]
+			if n = uint(e & 15); e&kindMask != kindLit || n > nb || w >= end {
+				continue
+			}
+			bitbuf >>= n
+			nb -= n
+			out[w] = byte(e >> 16)
+			w++
 			continue
 		case kindLen:
 		case kindEOB:
@@ -619,7 +637,13 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 		// length), copy what is there in doubling steps, each from
 		// bytes already written.
 		from := w - dist
-		if dist >= length {
+		if dist >= 8 && w+length+8 <= len(out) {
+			// Eight bytes at a time, each word from bytes already
+			// written; up to 7 bytes past the match are scratch.
+			for i := 0; i < length; i += 8 {
+				binary.LittleEndian.PutUint64(out[w+i:], binary.LittleEndian.Uint64(out[from+i:]))
+			}
+		} else if dist >= length {
 			copy(out[w:w+length], out[from:from+length])
 		} else if length <= 16 {
 			for i := range length {
