@@ -457,11 +457,30 @@ func TestInflateFastShapes(t *testing.T) {
 	storedLastSrc := append([]byte{0x78, 0x01}, storedLast.Bytes()...)
 	storedLastSrc = appendAdler(storedLastSrc, ones[:5000])
 
+	// By hand, in a fixed-code block: 32 KiB of literals, a match of 258 at
+	// distance 32768 (the farthest), then one of 258 at distance 1.
+	window := random(32768)
+	hand := newStreamBits()
+	hand.put(1, 1)
+	hand.put(1, 2)
+	for _, c := range window {
+		hand.fixedLit(uint(c))
+	}
+	hand.fixedLit(285) // length 258
+	hand.code(29, 5)   // distance 24577 + 13 extra bits
+	hand.put(32768-24577, 13)
+	hand.fixedLit(285)
+	hand.code(0, 5) // distance 1
+	hand.fixedLit(256)
+	handOut := append(append(bytes.Clone(window), window[:258]...), bytes.Repeat(window[257:258], 258)...)
+	handSrc := hand.end(handOut)
+
 	for _, tc := range []struct {
 		name string
 		data []byte
 		src  []byte // nil: made by compress/zlib, level 9, and klauspost's, level 1
 	}{
+		{"258 at distance 32768, then at distance 1, by hand", handOut, handSrc},
 		{"empty", nil, nil},
 		{"one byte", []byte{1}, nil},
 		{"distance 32768", far, nil},
