@@ -201,9 +201,9 @@ func (t *huffTable) build(lengths []uint8, entries []uint32, maxPrimary uint) bo
 		return true
 	}
 	// Codes longer than the primary table: those sharing their first
-	// primary bits share a sub-table as wide as the longest of them.
-	// Short codes took their next[] values above; the long ones continue
-	// from there in the same (canonical) order.
+	// primary bits share a sub-table as wide as the longest of them. Two
+	// passes over them, each assigning their codes in the same canonical
+	// order: the first finds each sub-table's width, the second fills it.
 	var subBits [1 << litPrimaryBits]uint8
 	saved := next
 	for _, l := range lengths {
