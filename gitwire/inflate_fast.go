@@ -5,7 +5,6 @@ import (
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
-	"hash/adler32"
 	"io"
 	"math"
 	"math/bits"
@@ -372,7 +371,7 @@ func (f *FastInflater) Inflate(dst, src []byte, max int) (out []byte, consumed i
 	if len(src)-p < 4 {
 		return s.out[:s.w], 0, io.ErrUnexpectedEOF
 	}
-	if binary.BigEndian.Uint32(src[p:]) != adler32.Checksum(s.out[s.start:s.w]) {
+	if binary.BigEndian.Uint32(src[p:]) != adler32Sum(s.out[s.start:s.w]) {
 		return s.out[:s.w], 0, zlib.ErrChecksum
 	}
 	return s.out[:s.w], p + 4, nil
@@ -522,6 +521,87 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 		s.pos, s.bits, s.nb, s.out, s.w = pos, bitbuf, nb, out, w
 	}
 	for {
+		// The fast path: while 8 bytes of input are left and the output
+		// has room for a match of 258 and a word copy's scratch, a refill
+		// gives 56 bits or more, enough for three literals (15 bits each)
+		// or a length and a distance (15+5+15+13 = 48 bits), and nothing
+		// is checked but what the stream says.
+		for pos+8 <= len(src) && end-w >= lzMaxMatch+8 {
+			bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << nb
+			pos += int((63 - nb) >> 3)
+			nb |= 56
+			e := le[bitbuf&lmask]
+			if e&kindMask == kindLink {
+				e = le[int(e>>16)+int(bitbuf>>lp)&(1<<(e>>4&15)-1)]
+			}
+			n := uint(e & 15)
+			if e&kindMask == kindLit {
+				bitbuf >>= n
+				nb -= n
+				out[w] = byte(e >> 16)
+				w++
+				e = le[bitbuf&lmask]
+				if e&kindMask != kindLit {
+					continue
+				}
+				n = uint(e & 15)
+				bitbuf >>= n
+				nb -= n
+				out[w] = byte(e >> 16)
+				w++
+				e = le[bitbuf&lmask]
+				if e&kindMask != kindLit {
+					continue
+				}
+				n = uint(e & 15)
+				bitbuf >>= n
+				nb -= n
+				out[w] = byte(e >> 16)
+				w++
+				continue
+			}
+			if e&kindMask != kindLen {
+				break // end of block or a bad code: the careful path below
+			}
+			x := uint(e>>4) & 15
+			length := int(e>>16) + int(bitbuf>>n)&(1<<x-1)
+			bitbuf >>= n + x
+			nb -= n + x
+			e = de[bitbuf&dmask]
+			if e&kindMask == kindLink {
+				e = de[int(e>>16)+int(bitbuf>>dp)&(1<<(e>>4&15)-1)]
+			}
+			if e&kindMask != kindLit {
+				save()
+				return s.corrupt()
+			}
+			n = uint(e & 15)
+			x = uint(e>>4) & 15
+			dist := int(e>>16) + int(bitbuf>>n)&(1<<x-1)
+			bitbuf >>= n + x
+			nb -= n + x
+			if dist > w-start {
+				save()
+				return s.corrupt()
+			}
+			from := w - dist
+			if dist >= 8 {
+				for i := 0; i < length; i += 8 {
+					binary.LittleEndian.PutUint64(out[w+i:], binary.LittleEndian.Uint64(out[from+i:]))
+				}
+			} else if length <= 16 {
+				for i := range length {
+					out[w+i] = out[from+i]
+				}
+			} else {
+				done := copy(out[w:w+dist], out[from:w])
+				for done < length {
+					done += copy(out[w+done:w+length], out[from:w+done])
+				}
+			}
+			w += length
+		}
+
 		// A symbol takes at most 15+5+15+13 = 48 bits: one refill is
 		// enough while at least 8 bytes of input are left.
 		if nb < 48 {
@@ -657,4 +737,57 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 		}
 		w += length
 	}
+}
+
+// adler32Sum is hash/adler32's Checksum of p (RFC 1950 8.2), with no
+// chain of adds from byte to byte. Over a run of blocks of eight bytes
+// b0..b7, after sums s1, s2, hash/adler32 computes
+//
+//	s2 += 8*s1 + 8*b0 + 7*b1 + ... + 1*b7, then s1 += b0 + ... + b7
+//
+// block after block. Here each block only adds to three uint64s of four
+// 16-bit lanes: pairs (b0+b1, b2+b3, b4+b5, b6+b7, summed over the run),
+// prefix (pairs as it was before each block, summed: the s1 term) and
+// even (b0, b2, b4, b6, summed); s1 and s2 are brought up to date from
+// them once a run of 15 blocks, before a lane can overflow.
+func adler32Sum(p []byte) uint32 {
+	const (
+		mod   = 65521
+		lanes = 0x00ff00ff00ff00ff
+		run   = 15 // blocks: prefix's lanes reach 510*(14*15/2) = 53,550
+	)
+	s1, s2 := uint64(1), uint64(0)
+	for runs := 0; len(p) >= 8; runs++ {
+		k := min(len(p)/8, run)
+		q := p[:k*8]
+		p = p[k*8:]
+		var pairs, prefix, even uint64
+		for len(q) >= 8 {
+			v := binary.LittleEndian.Uint64(q)
+			e := v & lanes
+			prefix += pairs
+			pairs += e + v>>8&lanes
+			even += e
+			q = q[8:]
+		}
+		lane := func(x uint64, i uint) uint64 { return x >> (16 * i) & 0xffff }
+		sum := lane(pairs, 0) + lane(pairs, 1) + lane(pairs, 2) + lane(pairs, 3)
+		// 8*b0 + 7*b1 + ... = 7(b0+b1) + 5(b2+b3) + 3(b4+b5) + (b6+b7) + b0 + b2 + b4 + b6
+		weighted := 7*lane(pairs, 0) + 5*lane(pairs, 1) + 3*lane(pairs, 2) + lane(pairs, 3) +
+			lane(even, 0) + lane(even, 1) + lane(even, 2) + lane(even, 3)
+		before := lane(prefix, 0) + lane(prefix, 1) + lane(prefix, 2) + lane(prefix, 3)
+		s2 += 8*uint64(k)*s1 + 8*before + weighted
+		s1 += sum
+		if runs%256 == 255 { // s1 < 2^24 and s2 < 2^40 until here
+			s1 %= mod
+			s2 %= mod
+		}
+	}
+	s1 %= mod
+	s2 %= mod
+	for _, b := range p {
+		s1 += uint64(b)
+		s2 += s1
+	}
+	return uint32((s2%mod)<<16 | s1%mod)
 }

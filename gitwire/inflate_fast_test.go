@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/zlib"
 	"errors"
+	"hash/adler32"
 	"io"
 	"math/bits"
 	"math/rand"
@@ -512,6 +513,27 @@ func TestInflateFastShapes(t *testing.T) {
 				checkLikeStd(t, f, src)
 			}
 		})
+	}
+}
+
+// TestAdler32Sum: adler32Sum is hash/adler32's Checksum, for every length
+// up to 300 bytes and for long inputs of all 0xff bytes (the largest sums)
+// and of random ones.
+func TestAdler32Sum(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	var inputs [][]byte
+	for n := range 300 {
+		b := make([]byte, n)
+		rng.Read(b)
+		inputs = append(inputs, b, bytes.Repeat([]byte{0xff}, n))
+	}
+	long := make([]byte, 1<<20+13)
+	rng.Read(long)
+	inputs = append(inputs, long, bytes.Repeat([]byte{0xff}, 1<<20+7), bytes.Repeat([]byte{0xff}, 5552*3+1))
+	for _, in := range inputs {
+		if got, want := adler32Sum(in), adler32.Checksum(in); got != want {
+			t.Fatalf("%d bytes: %08x, want %08x", len(in), got, want)
+		}
 	}
 }
 
