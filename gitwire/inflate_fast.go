@@ -47,9 +47,18 @@ type FastInflater struct {
 	haveCL  bool
 	scratch [maxLitLen + maxDistLen]uint8
 
+	// The bits of the header that described lit and dist (from HLIT to
+	// the last code length), as the bytes that held them: hdr[0]'s low
+	// hdrShift bits and the last byte's bits past hdrBits are not the
+	// header's. A block whose header has the same bits at the same offset
+	// in a byte has the same lengths, and its header is skipped.
+	hdr      []byte
+	hdrShift int
+	hdrBits  int
+
 	// builds counts the literal/length and distance table pairs built
-	// for dynamic blocks, for tests.
-	builds int
+	// for dynamic blocks, skips the headers skipped, for tests.
+	builds, skips int
 }
 
 const (
@@ -410,6 +419,52 @@ var codeOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2,
 // f.lit and f.dist its codes' tables, unless they already are: the
 // previous dynamic block had the same code lengths.
 func (f *FastInflater) readCodes(s *inflateState) error {
+	start := s.pos*8 - int(s.nb) // the header's first bit in src
+	if f.haveTables && f.hdrBits > 0 && start%8 == f.hdrShift && sameBits(s.src, start, f.hdr, f.hdrBits) {
+		f.skips++
+		s.seek(start + f.hdrBits)
+		return nil
+	}
+	if err := f.decodeCodes(s); err != nil {
+		return err
+	}
+	end := s.pos*8 - int(s.nb)
+	f.hdr = append(f.hdr[:0], s.src[start/8:(end+7)/8]...)
+	f.hdrShift, f.hdrBits = start%8, end-start
+	return nil
+}
+
+// sameBits reports whether src's n bits from bit start are those of hdr
+// at the same offset in their first byte.
+func sameBits(src []byte, start int, hdr []byte, n int) bool {
+	first, end := start/8, start+n
+	last := (end + 7) / 8
+	if last > len(src) || last-first != len(hdr) {
+		return false
+	}
+	b := src[first:last]
+	lo, hi := byte(0xff)<<(start%8), byte(0xff)
+	if end%8 != 0 {
+		hi = byte(1)<<(end%8) - 1
+	}
+	if len(b) == 1 {
+		return (b[0]^hdr[0])&lo&hi == 0
+	}
+	k := len(b) - 1
+	return (b[0]^hdr[0])&lo == 0 && (b[k]^hdr[k])&hi == 0 && string(b[1:k]) == string(hdr[1:k])
+}
+
+// seek moves the decoder to bit bit of src (not past its last byte).
+func (s *inflateState) seek(bit int) {
+	s.pos, s.bits, s.nb = bit/8, 0, 0
+	if r := uint(bit % 8); r != 0 {
+		s.refill()
+		s.consume(r)
+	}
+}
+
+// decodeCodes is readCodes decoding the header.
+func (f *FastInflater) decodeCodes(s *inflateState) error {
 	if !s.need(14) {
 		return io.ErrUnexpectedEOF
 	}
@@ -586,8 +641,12 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 			}
 			from := w - dist
 			if dist >= 8 {
-				for i := 0; i < length; i += 8 {
-					binary.LittleEndian.PutUint64(out[w+i:], binary.LittleEndian.Uint64(out[from+i:]))
+				// Two words cover most matches; then a word at a time.
+				to, fr := out[w:w+lzMaxMatch+8], out[from:from+lzMaxMatch+8]
+				binary.LittleEndian.PutUint64(to, binary.LittleEndian.Uint64(fr))
+				binary.LittleEndian.PutUint64(to[8:], binary.LittleEndian.Uint64(fr[8:]))
+				for i := 16; i < length; i += 8 {
+					binary.LittleEndian.PutUint64(to[i:], binary.LittleEndian.Uint64(fr[i:]))
 				}
 			} else if length <= 16 {
 				for i := range length {

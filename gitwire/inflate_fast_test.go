@@ -538,30 +538,31 @@ func TestAdler32Sum(t *testing.T) {
 }
 
 // TestInflateFastKeepsTables: inflating the 40 record streams of a push
-// builds the record code's tables once, not once a stream; a stream with
-// another code (klauspost's) builds its own, and the record code's come
-// back after it.
+// builds the record code's tables once, not once a stream, and skips the
+// headers that follow, bit for bit the first's; a stream with another
+// code (klauspost's) builds its own, and the record code's come back
+// after it.
 func TestInflateFastKeepsTables(t *testing.T) {
 	records, recs, kps := recordStreams(t)
 	f := new(FastInflater)
 	for _, tc := range []struct {
-		name   string
-		srcs   [][]byte
-		builds int
+		name          string
+		srcs          [][]byte
+		builds, skips int
 	}{
-		{"40 record streams", recs, 1},
-		{"one klauspost stream", kps[:1], 1},
-		{"record streams again", recs[:5], 1},
+		{"40 record streams", recs, 1, 39},
+		{"one klauspost stream", kps[:1], 1, 0},
+		{"record streams again", recs[:5], 1, 4},
 	} {
-		before := f.builds
+		before, skipped := f.builds, f.skips
 		for i, src := range tc.srcs {
 			got, _, err := f.Inflate(nil, src, 1<<20)
 			if err != nil || !bytes.Equal(got, records[i]) {
 				t.Fatalf("%s: stream %d: %v", tc.name, i, err)
 			}
 		}
-		if n := f.builds - before; n != tc.builds {
-			t.Errorf("%s: built tables %d times, want %d", tc.name, n, tc.builds)
+		if n, k := f.builds-before, f.skips-skipped; n != tc.builds || k != tc.skips {
+			t.Errorf("%s: built tables %d times, skipped %d headers; want %d, %d", tc.name, n, k, tc.builds, tc.skips)
 		}
 	}
 }
