@@ -320,6 +320,10 @@ func (s *inflateState) grow(n int) error {
 // before the stream does: io.ErrUnexpectedEOF. Anything else that is not
 // a valid zlib stream: an error (zlib.ErrHeader, zlib.ErrDictionary,
 // zlib.ErrChecksum or a flate.CorruptInputError, as compress/zlib says).
+//
+// Its fast path needs 266 bytes of spare capacity past the output
+// written: a dst with room for the expected output plus 266 bytes is
+// never copied and runs the fast path to the stream's end.
 func (f *FastInflater) Inflate(dst, src []byte, max int) (out []byte, consumed int, err error) {
 	// RFC 1950 2.2: CMF (method 8, a window of at most 32 KiB), FLG
 	// (CMF*256+FLG a multiple of 31; FDICT, a preset dictionary, only
@@ -576,12 +580,13 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 		s.pos, s.bits, s.nb, s.out, s.w = pos, bitbuf, nb, out, w
 	}
 	for {
-		// The fast path: while 8 bytes of input are left and the output
-		// has room for a match of 258 and a word copy's scratch, a refill
-		// gives 56 bits or more, enough for three literals (15 bits each)
-		// or a length and a distance (15+5+15+13 = 48 bits), and nothing
-		// is checked but what the stream says.
-		for pos+8 <= len(src) && end-w >= lzMaxMatch+8 {
+		// The fast path: while 8 bytes of input are left, the output
+		// buffer has room for a match of 258 and a word copy's scratch,
+		// and the limit for three literals, a refill gives 56 bits or
+		// more, enough for three literals (15 bits each) or a length and
+		// a distance (15+5+15+13 = 48 bits), and nothing is checked but
+		// what the stream says and a match's length against the limit.
+		for pos+8 <= len(src) && len(out)-w >= lzMaxMatch+8 && limit-w >= 3 {
 			bitbuf |= binary.LittleEndian.Uint64(src[pos:]) << nb
 			pos += int((63 - nb) >> 3)
 			nb |= 56
@@ -638,6 +643,10 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 			if dist > w-start {
 				save()
 				return s.corrupt()
+			}
+			if length > limit-w {
+				save()
+				return ErrInflatedTooLong
 			}
 			from := w - dist
 			if dist >= 8 {
