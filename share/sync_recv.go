@@ -235,13 +235,16 @@ type entryParser struct {
 	lim      packLimits
 	src      spanReader
 	br       *bufio.Reader // the pack's bytes, from src
-	mem      bytes.Reader  // or bytes read from it, from memOff
+	mem      bytes.Reader  // or bytes read from it (memB), from memOff
+	memB     []byte
 	memOff   int64
 	in       packInput // br or &mem; the inflater reads it itself
 	zr       gitwire.Inflater
-	zbr      *bufio.Reader // inflated bytes, for the delta header
-	buf      []byte        // a chunk of a whole object
-	inflated int64         // bytes inflated, for a worker's budget
+	fast     gitwire.FastInflater // for a whole object in memory
+	scratch  []byte               // what fast inflated when not kept
+	zbr      *bufio.Reader        // inflated bytes, for the delta header
+	buf      []byte               // a chunk of a whole object
+	inflated int64                // bytes inflated, for a worker's budget
 }
 
 // packInput is what an entryParser reads a pack from. The inflater reads a
@@ -277,6 +280,7 @@ func (ep *entryParser) seek(off, limit int64) {
 // the pack's after it, b holds: it reads no further than b's end.
 func (ep *entryParser) seekBytes(b []byte, off int64) {
 	ep.mem.Reset(b)
+	ep.memB = b
 	ep.memOff = off
 	ep.in = &ep.mem
 }
@@ -342,11 +346,15 @@ func (ep *entryParser) parse(i uint32, maxSize uint64, keep *[]byte) (e packEntr
 			}
 		}
 	}
-	if err := ep.zr.Reset(ep.in); err != nil {
-		return e, fmt.Errorf("unable to read the pack: %w", err)
-	}
 	var n int64
-	if isDelta {
+	if !isDelta && size <= wholeInMemory && ep.in == packInput(&ep.mem) {
+		if n, err = ep.wholeFromBytes(&e, keep); err != nil {
+			return e, fmt.Errorf("unable to read the pack: %w", err)
+		}
+		e.inflated = n
+	} else if err := ep.zr.Reset(ep.in); err != nil {
+		return e, fmt.Errorf("unable to read the pack: %w", err)
+	} else if isDelta {
 		ep.zbr.Reset(ep.zr)
 		head := &countingByteReader{r: ep.zbr}
 		// The delta's header: the size of its base, then of its result.
@@ -415,6 +423,54 @@ func (ep *entryParser) whole(e *packEntry, keep *[]byte) (n int64, err error) {
 			return n, err
 		}
 	}
+}
+
+// wholeInMemory is the largest whole object a worker inflates in one call
+// (wholeFromBytes); a bigger one is streamed.
+const wholeInMemory = 4 << 20
+
+// inflateSpare is the room past an object's size that FastInflater's fast
+// path needs in its output buffer to run to the stream's end.
+const inflateSpare = 266
+
+// wholeFromBytes is whole for a parser reading bytes in memory (seekBytes):
+// gitwire's FastInflater inflates the stream in one call, straight into
+// keep when it may be a record. It is as strict as compress/zlib and
+// decodes 8 input bytes at a time, keeping the decoding tables of the
+// trained code that every record stream of a push carries: klauspost's
+// reader took a byte at a time and built those tables for every stream.
+// When the stream runs past the bytes given, the parser is left at their
+// end (readAll), so the worker parses the entry again from more.
+func (ep *entryParser) wholeFromBytes(e *packEntry, keep *[]byte) (int64, error) {
+	src := ep.memB[len(ep.memB)-ep.mem.Len():]
+	dst := &ep.scratch
+	if keep != nil {
+		dst = keep
+	}
+	start := len(*dst)
+	*dst = slices.Grow(*dst, int(e.size)+inflateSpare)
+	out, took, err := ep.fast.Inflate(*dst, src, int(e.size))
+	if err != nil {
+		if err == io.ErrUnexpectedEOF {
+			_, _ = ep.mem.Seek(0, io.SeekEnd)
+		}
+		return 0, err
+	}
+	_, _ = ep.mem.Seek(int64(took), io.SeekCurrent)
+	body := out[start:]
+	n := int64(len(body))
+	ep.inflated += n
+	sum := plumbing.NewHasher(e.t, int64(e.size))
+	sum.Write(body)
+	e.h = sum.Sum()
+	e.kept = keep != nil && keptBlob(e.t, e.size, body)
+	e.keepOff = start
+	if e.kept {
+		*dst = out
+	} else {
+		*dst = out[:start]
+	}
+	return n, nil
 }
 
 // countingByteReader counts the bytes read through it.

@@ -13,7 +13,7 @@ import (
 )
 
 // treeReader reads trees straight from the local packs that hold them
-// whole: one inflate, and go-git's decoder on the bytes. go-git's TreeObject went
+// whole: one inflate (FastInflater), and go-git's decoder on the bytes. go-git's TreeObject went
 // through its pack scanner and the standard library's inflater: a fresh
 // pull of 100k runs read about 500 shard trees in its fold, and the path
 // remote serving it walked every tree of the ledger, 0.57 s of CPU on one
@@ -22,7 +22,7 @@ import (
 // (readTree), which says what is wrong with it. One per goroutine.
 type treeReader struct {
 	packs  *localPacks
-	zr     gitwire.Inflater
+	fast   gitwire.FastInflater
 	buf    []byte
 	closed bool
 }
@@ -61,24 +61,16 @@ func (tr *treeReader) tree(h plumbing.Hash) (*object.Tree, bool) {
 	if typ != plumbing.TreeObject || n == 0 || size > maxTreeBytes {
 		return nil, false
 	}
-	if tr.zr == nil {
-		zr, err := gitwire.NewInflater()
-		if err != nil {
-			return nil, false
-		}
-		tr.zr = zr
+	out, _, err := tr.fast.Inflate(slices.Grow(tr.buf[:0], int(size)+inflateSpare), raw[n:], int(size))
+	if out != nil {
+		tr.buf = out[:0]
 	}
-	if err := tr.zr.Reset(bytes.NewReader(raw[n:])); err != nil {
-		return nil, false
-	}
-	tr.buf = slices.Grow(tr.buf[:0], int(size)+1)[:size+1]
-	// Exactly size bytes, then the stream's end.
-	if m, err := io.ReadFull(tr.zr, tr.buf); int64(m) != size || err != io.ErrUnexpectedEOF {
+	if err != nil || int64(len(out)) != size {
 		return nil, false
 	}
 	// go-git's own decoder, on the bytes in memory: one parser of trees.
 	t := new(object.Tree)
-	if err := t.Decode(&inflatedTree{h: h, b: tr.buf[:size]}); err != nil {
+	if err := t.Decode(&inflatedTree{h: h, b: out}); err != nil {
 		return nil, false
 	}
 	treesRead.Add(1)
