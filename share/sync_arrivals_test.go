@@ -169,10 +169,7 @@ func testPullFinishesAKilledPull(t *testing.T) {
 // with archives and pushed them, b with nothing yet.
 func pushedArchivedRuns(t *testing.T, ctx context.Context, n int) (a, b *syncClone, ids []ledger.RunID) {
 	t.Helper()
-	remote := newBareRemote(t)
-	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	a = newSyncClone(t, "a", remote, start)
-	b = newSyncClone(t, "b", remote, start)
+	a, b = clonePair(t)
 	for range n {
 		ids = append(ids, a.logArchived(t))
 	}
@@ -274,13 +271,7 @@ func TestPullDecodesTheNextBatchAhead(t *testing.T) {
 // appends' time on a busy disk.
 func TestFreshPullSyncsBigBatches(t *testing.T) {
 	ctx := context.Background()
-	remote := newBareRemote(t)
-	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	a := newSyncClone(t, "a", remote, start)
-	b := newSyncClone(t, "b", remote, start)
-	for range 600 {
-		a.logRun(t)
-	}
+	a, b := loggedClones(t, 600)
 	a.push(t, ctx)
 	before := batchesAppended.Load()
 	if res := b.pull(t, ctx); res.Arrived != 600 || len(res.Refused) > 0 {
@@ -292,4 +283,23 @@ func TestFreshPullSyncsBigBatches(t *testing.T) {
 	if got := b.ids(t); len(got) != 600 {
 		t.Errorf("the ledger holds %d runs, want 600", len(got))
 	}
+}
+
+// loggedClones is two clones of a new remote, a with n runs logged (not
+// pushed yet).
+func loggedClones(t *testing.T, n int) (a, b *syncClone) {
+	t.Helper()
+	a, b = clonePair(t)
+	for range n {
+		a.logRun(t)
+	}
+	return a, b
+}
+
+// clonePair is two clones, a and b, of a new remote.
+func clonePair(t *testing.T) (a, b *syncClone) {
+	t.Helper()
+	remote := newBareRemote(t)
+	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	return newSyncClone(t, "a", remote, start), newSyncClone(t, "b", remote, start)
 }

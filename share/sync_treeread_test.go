@@ -3,7 +3,6 @@ package share
 import (
 	"context"
 	"testing"
-	"time"
 )
 
 // TestSyncReadsTreesFromPacks: a push walks its new trees, and a pull reads
@@ -11,13 +10,7 @@ import (
 // not through go-git's object machinery; what they share is unchanged.
 func TestSyncReadsTreesFromPacks(t *testing.T) {
 	ctx := context.Background()
-	remote := newBareRemote(t)
-	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	a := newSyncClone(t, "a", remote, start)
-	b := newSyncClone(t, "b", remote, start)
-	for range 40 {
-		a.logRun(t)
-	}
+	a, b := loggedClones(t, 40)
 	before := treesRead.Load()
 	a.push(t, ctx)
 	pushed := treesRead.Load() - before
