@@ -600,6 +600,8 @@ func (s *inflateState) huffmanBlock(lt, dt *huffTable) error {
 				nb -= n
 				out[w] = byte(e >> 16)
 				w++
+				// Two more literals, written out: as a loop of two,
+				// BenchmarkInflateFast's records took 10% longer.
 				e = le[bitbuf&lmask]
 				if e&kindMask != kindLit {
 					continue
