@@ -245,6 +245,16 @@ func readTail(path, what string, n int64) ([]byte, error) {
 // AppendTSVLocked appends one line to results.tsv (caller holds the lock),
 // creating the file with header if it is missing.
 func (s *Store) AppendTSVLocked(header, line string) error {
+	return s.appendTSV(header, line, true)
+}
+
+// AppendTSVUnsyncedLocked is AppendTSVLocked without its fsync (see
+// AppendLinesUnsyncedLocked).
+func (s *Store) AppendTSVUnsyncedLocked(header, line string) error {
+	return s.appendTSV(header, line, false)
+}
+
+func (s *Store) appendTSV(header, line string, sync bool) error {
 	if s.TSVPath == "" {
 		return nil
 	}
@@ -261,7 +271,10 @@ func (s *Store) AppendTSVLocked(header, line string) error {
 	if _, err := f.WriteString(line); err != nil {
 		return fmt.Errorf("unable to append to %s: %w", s.TSVPath, err)
 	}
-	return f.Sync()
+	if !sync {
+		return nil
+	}
+	return syncFile(f)
 }
 
 // MaxArchivedLog bounds the copy of a run's log in its archive: a longer

@@ -1413,8 +1413,24 @@ func fileSize(path string) (int64, error) {
 // caps); written on every core, each run's new directory whole (one temp
 // directory renamed at the batch's commit); then the lines are appended.
 // The first step of the next batch runs beside the other three of this one.
-// A run pulled with --no-archives is named in ledger.NotFetchedList.
+// A run pulled with --no-archives is named in ledger.NotFetchedList. The
+// lines are synced once, after the last batch (the archives of each batch
+// before its lines, as they are written).
 func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOptions, res *SyncResult) (appended, error) {
+	out, err := g.appendBatches(s, arrivals, opts, res)
+	if out.n > 0 {
+		// The batches went in unsynced: the ledger and results.tsv are
+		// synced once, before the caller records anything of them, and
+		// after a failure part-way too, as each batch was before.
+		if serr := s.SyncAppendsLocked(); err == nil {
+			err = serr
+		}
+	}
+	return out, err
+}
+
+// appendBatches is appendArrivals but for the final sync.
+func (g *Repo) appendBatches(s *ledger.Store, arrivals []arrival, opts SyncOptions, res *SyncResult) (appended, error) {
 	out := appended{verbatim: true}
 	prog := opts.progress().Start("appending arrived records", len(arrivals))
 	defer prog.Done()
@@ -1573,7 +1589,7 @@ func (g *Repo) appendArrivals(s *ledger.Store, arrivals []arrival, opts SyncOpti
 			}
 		}
 		if len(recs) > 0 {
-			if err := s.AppendLinesLocked(recs, lines); err != nil {
+			if err := s.AppendLinesUnsyncedLocked(recs, lines); err != nil {
 				return out, err
 			}
 			batchesAppended.Add(1)
@@ -1793,12 +1809,12 @@ func runIDTime(id ledger.RunID) time.Time {
 }
 
 // appendBatch is how many arriving records are decoded and appended at
-// once (a variable for the tests). Each batch is a commit point: the
-// ledger and results.tsv are synced after it, two fsyncs, which at 512
-// records a batch (392 fsyncs for 100,000 runs) took most of a fresh
-// pull's appends on a busy disk. 1,024 records (about 4.5 MB of lines)
-// halve them and keep a pull of 100,000 runs at 268-276 MB; 2,048 took it
-// to 270-300 MB, at the 300 MB bound.
+// once (a variable for the tests). Each batch was synced (the ledger and
+// results.tsv, two fsyncs: at 512 records a batch, 392 fsyncs for 100,000
+// runs took most of a fresh pull's appends on a busy disk); now the
+// appends are synced once, after the last batch. 1,024 records (about
+// 4.5 MB of lines) keep a pull of 100,000 runs at 268-282 MB; 2,048 took
+// it to 270-300 MB, at the 300 MB bound.
 var appendBatch = 1024
 
 // batchesAppended counts the batches appendArrivals appended (each synced

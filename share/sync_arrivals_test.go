@@ -303,3 +303,27 @@ func clonePair(t *testing.T) (a, b *syncClone) {
 	start := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
 	return newSyncClone(t, "a", remote, start), newSyncClone(t, "b", remote, start)
 }
+
+// TestPullSyncsItsAppendsOnce: a pull appends its arrivals batch by batch
+// and syncs the ledger and results.tsv once, after the last (two fsyncs a
+// batch were a fifth of a fresh pull of 100k runs).
+func TestPullSyncsItsAppendsOnce(t *testing.T) {
+	defer func(old int) { appendBatch = old }(appendBatch)
+	appendBatch = 100
+	ctx := context.Background()
+	a, b := loggedClones(t, 600)
+	a.push(t, ctx)
+	batches, syncs := batchesAppended.Load(), ledger.FileSyncs()
+	if res := b.pull(t, ctx); res.Arrived != 600 || len(res.Refused) > 0 {
+		t.Fatalf("pull: %+v", res)
+	}
+	if n := batchesAppended.Load() - batches; n != 6 {
+		t.Errorf("%d batches appended, want 6", n)
+	}
+	if n := ledger.FileSyncs() - syncs; n != 2 {
+		t.Errorf("the pull synced the ledger and results.tsv %d times, want 2 (once each)", n)
+	}
+	if got := b.ids(t); len(got) != 600 {
+		t.Errorf("the ledger holds %d runs, want 600", len(got))
+	}
+}

@@ -19,7 +19,7 @@ func followTSV(s *ledger.Store, batch []*ledger.Record) error {
 			b.WriteString(results.RowFromRecord(r, s.Config.Metric).Format())
 		}
 	}
-	if err := s.AppendTSVLocked(results.Header(s.Config.Metric), b.String()); err != nil {
+	if err := s.AppendTSVUnsyncedLocked(results.Header(s.Config.Metric), b.String()); err != nil {
 		return err
 	}
 	rows, err := retractedTSVRows(s, batch)
