@@ -1939,7 +1939,7 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 	prog := opts.progress().Start("reading remote records", total)
 	defer prog.Done()
 	seen := 0
-	for _, entries := range theirSet.shards {
+	for sh, entries := range theirSet.shards {
 		for id, h := range entries {
 			seen++
 			if seen%256 == 0 {
@@ -1948,25 +1948,25 @@ func (g *Repo) mergeLedger(ctx context.Context, s *ledger.Store, ours, theirs pl
 					return m, err
 				}
 			}
-			ah, hasArchive := theirSet.archive(id)
-			if _, ok := set.archive(id); !ok && hasArchive {
-				set.putArchive(id, ah)
+			ah, hasArchive := theirSet.archiveIn(sh, id)
+			if _, ok := set.archiveIn(sh, id); !ok && hasArchive {
+				set.putArchiveIn(sh, id, ah)
 				m.changed = true
 			}
-			if cur, ok := set.get(id); ok {
+			if cur, ok := set.getIn(sh, id); ok {
 				if cur != h {
 					res.Conflicts = append(res.Conflicts, string(id))
 					res.Warnings = append(res.Warnings, fmt.Sprintf("conflict: run %s has different content here and on the remote; the local ledger line was kept (compare the two and fix one by hand)", id))
 					// The shared tree keeps the smaller blob hash so every
 					// machine converges on one tree.
 					if h.String() < cur.String() {
-						set.put(id, h)
+						set.putIn(sh, id, h)
 						m.changed = true
 					}
 				}
 				continue
 			}
-			set.put(id, h)
+			set.putIn(sh, id, h)
 			m.changed = true
 			m.arrivals = append(m.arrivals, arrival{at: runIDTime(id), id: id, blob: h, archive: ah})
 		}
