@@ -247,10 +247,12 @@ type entryParser struct {
 	inflated int64                // bytes inflated, for a worker's budget
 }
 
-// packInput is what an entryParser reads a pack from. The inflater reads a
-// *bytes.Reader a third faster than a *bufio.Reader (klauspost's flate has
-// a decoding loop for each, and bytes.Reader's ReadByte is inlined), which
-// is why a worker parses bytes it read: inflating is most of a fetch.
+// packInput is what an entryParser reads a pack from. A worker parses
+// bytes it read, because inflating is most of a fetch: FastInflater takes a
+// whole object's stream from them in one call (wholeFromBytes), and for
+// the rest (deltas, objects over wholeInMemory) klauspost's flate reads a
+// *bytes.Reader a third faster than a *bufio.Reader (it has a decoding loop
+// for each, and bytes.Reader's ReadByte is inlined).
 type packInput interface {
 	io.Reader
 	io.ByteReader

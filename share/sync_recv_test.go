@@ -63,10 +63,7 @@ func receiveSegments(t *testing.T, pack []byte, seg int64) (*gitrepo.RefStorage,
 // whatever the segments.
 func TestReceivePackOnEveryCore(t *testing.T) {
 	records := recvRecords(3000)
-	var entries [][]byte
-	for _, r := range records {
-		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(r)), r))
-	}
+	entries := blobEntries(records)
 	entries = append(entries, entryOf(plumbing.BlobObject, 7, []byte("step 1\n"))) // not a record: not kept
 	pack := packOf(-1, entries...)
 	for _, seg := range []int64{1 << 20, 64 << 10, 4 << 10, 700} {
@@ -114,10 +111,7 @@ func TestReceivePackEntriesPastTheBytesRead(t *testing.T) {
 		blobs = append(blobs, blob(40<<10+i))
 	}
 	blobs = append(blobs[:30], append([][]byte{blob(2 << 20)}, blobs[30:]...)...)
-	var entries [][]byte
-	for _, b := range blobs {
-		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(b)), b))
-	}
+	entries := blobEntries(blobs)
 	pack := packOf(-1, entries...)
 	inOrder, again := entriesInOrder.Load(), entriesReadAgain.Load()
 	sto, _, err := receiveSegments(t, pack, 1<<20)
@@ -196,10 +190,7 @@ func TestReceivePackHiddenEntries(t *testing.T) {
 // leaves nothing stored or kept.
 func TestReceivePackSegmentsFailAlike(t *testing.T) {
 	records := recvRecords(400)
-	var entries [][]byte
-	for _, r := range records {
-		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(r)), r))
-	}
+	entries := blobEntries(records)
 	good := packOf(-1, entries...)
 	mid := len(good) / 2
 	flipped := bytes.Clone(good)
@@ -242,10 +233,7 @@ func TestReceivePackSegmentsFailAlike(t *testing.T) {
 // temporary file behind, with segments too.
 func TestReceivePackLeavesNoPackOnError(t *testing.T) {
 	records := recvRecords(100)
-	var entries [][]byte
-	for _, r := range records {
-		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(r)), r))
-	}
+	entries := blobEntries(records)
 	pack := packOf(-1, entries...)
 	pack[len(pack)-1] ^= 1
 	dir := filepath.Join(t.TempDir(), "r.git")
@@ -269,10 +257,7 @@ func TestReceivePackLeavesNoPackOnError(t *testing.T) {
 // parses every entry, as the fetch did on one goroutine before).
 func BenchmarkReceivePack(b *testing.B) {
 	records := recvRecords(20000)
-	var entries [][]byte
-	for _, r := range records {
-		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(r)), r))
-	}
+	entries := blobEntries(records)
 	pack := packOf(-1, entries...)
 	for _, bc := range []struct {
 		name string
@@ -298,4 +283,13 @@ func BenchmarkReceivePack(b *testing.B) {
 			}
 		})
 	}
+}
+
+// blobEntries is a pack entry of each blob, in order.
+func blobEntries(blobs [][]byte) [][]byte {
+	entries := make([][]byte, 0, len(blobs))
+	for _, b := range blobs {
+		entries = append(entries, entryOf(plumbing.BlobObject, uint64(len(b)), b))
+	}
+	return entries
 }
